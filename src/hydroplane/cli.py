@@ -1,0 +1,56 @@
+"""The `hydroplane` command: one argparse tree; each layer contributes its subcommands.
+
+A layer that offers commands has a `commands.py` with `register(subparsers)`; each
+subcommand sets `func(args) -> int`. Errors derived from `HydroplaneError` print as one
+line `hydroplane: error: ...` and exit 1; they never show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from hydroplane.errors import HydroplaneError
+
+# (module, help) for each layer's command module; imported lazily so that a broken or
+# slow layer does not stop the others' commands.
+COMMAND_MODULES = (
+    "hydroplane.spirv.commands",
+    "hydroplane.isa.commands",
+    "hydroplane.vk.commands",
+    "hydroplane.launch_commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hydroplane",
+        description="GPU kernels from Python through SPIR-V: tools for SPIR-V, Vulkan devices, "
+        "the reference executor and the AMD ISA reference.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except HydroplaneError as exc:
+        print(f"hydroplane: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,62 @@
+"""Shared fixtures: the external tools the tests need and the shared/ folder.
+
+A missing tool fails the test that needs it: the test userland (scripts/test) has every
+tool, so a skip there would hide a broken environment. Tests that depend on data outside
+the repository (../shared/isa/amd) skip with the reason when that data is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def shared_dir() -> Path | None:
+    """The shared/ folder beside the checkout (HYDROPLANE_SHARED overrides)."""
+    env = os.environ.get("HYDROPLANE_SHARED")
+    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared"]:
+        if candidate.is_dir() and any(candidate.iterdir()):
+            return candidate
+    return None
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        pytest.fail(f"{name} is not on PATH; run the suite through scripts/test")
+    return path
+
+
+@pytest.fixture(scope="session")
+def spirv_as() -> str:
+    return require_tool("spirv-as")
+
+
+@pytest.fixture(scope="session")
+def spirv_dis() -> str:
+    return require_tool("spirv-dis")
+
+
+@pytest.fixture(scope="session")
+def spirv_val() -> str:
+    return require_tool("spirv-val")
+
+
+@pytest.fixture(scope="session")
+def glslang() -> str:
+    return require_tool("glslangValidator")
+
+
+def run_tool(argv: list[str], **kw) -> subprocess.CompletedProcess:
+    """Run a tool, failing the test with its stderr when it fails."""
+    proc = subprocess.run(argv, capture_output=True, timeout=120, **kw)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace") if isinstance(proc.stderr, bytes) else proc.stderr
+        pytest.fail(f"{' '.join(map(str, argv))} failed ({proc.returncode}):\n{err[-4000:]}")
+    return proc
