@@ -1,0 +1,190 @@
+"""Typed look-ups over the generated SPIR-V grammar tables (_grammar_generated.py).
+
+Nothing here is hand-typed grammar: every opcode, operand kind, enumerant, capability
+and extension comes from the generated module. `Op` is an IntEnum of every opcode
+(names without the `Op` prefix, aliases included: `Op.FAdd`, `Op.CooperativeMatrixReduceNV`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hydroplane.errors import HydroplaneError
+from hydroplane.spirv import _grammar_generated as _g
+
+MAGIC = _g.MAGIC
+VERSION = _g.VERSION
+
+
+class GrammarError(HydroplaneError, KeyError):
+    """A name or value the SPIR-V grammar does not know."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True, slots=True)
+class OperandInfo:
+    kind: str
+    quantifier: str  # '' (exactly one), '?' (optional), '*' (any number)
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionInfo:
+    opcode: int
+    name: str  # with the Op prefix, as the grammar spells it
+    opclass: str
+    operands: tuple[OperandInfo, ...]
+    capabilities: tuple[str, ...]
+    extensions: tuple[str, ...]
+    version: str  # first core version, or 'None' when only reachable through extensions
+    aliases: tuple[str, ...]
+
+    @property
+    def has_result_type(self) -> bool:
+        return bool(self.operands) and self.operands[0].kind == "IdResultType"
+
+    @property
+    def has_result(self) -> bool:
+        return any(o.kind == "IdResult" for o in self.operands[:2])
+
+
+@dataclass(frozen=True, slots=True)
+class EnumerantInfo:
+    name: str
+    value: int
+    parameters: tuple[OperandInfo, ...]
+    capabilities: tuple[str, ...]
+    extensions: tuple[str, ...]
+    version: str
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: str
+    category: str  # BitEnum, ValueEnum, Id, Literal, Composite
+    enumerants: tuple[EnumerantInfo, ...]
+    bases: tuple[str, ...]
+
+    @property
+    def is_enum(self) -> bool:
+        return self.category in ("BitEnum", "ValueEnum")
+
+
+def _operands(raw) -> tuple[OperandInfo, ...]:
+    return tuple(OperandInfo(*o) for o in raw)
+
+
+INSTRUCTIONS: dict[int, InstructionInfo] = {}
+INSTRUCTIONS_BY_NAME: dict[str, InstructionInfo] = {}
+for _opcode, _name, _cls, _ops, _caps, _exts, _ver, _aliases in _g.INSTRUCTIONS:
+    _info = InstructionInfo(_opcode, _name, _cls, _operands(_ops), _caps, _exts, _ver, _aliases)
+    INSTRUCTIONS[_opcode] = _info
+    for _n in (_name, *_aliases):
+        INSTRUCTIONS_BY_NAME[_n] = _info
+
+KINDS: dict[str, KindInfo] = {}
+for _kind, (_cat, _enums, _bases) in _g.OPERAND_KINDS.items():
+    KINDS[_kind] = KindInfo(
+        _kind,
+        _cat,
+        tuple(EnumerantInfo(n, v, _operands(p), c, x, ver, al) for n, v, p, c, x, ver, al in _enums),
+        _bases,
+    )
+
+Op = enum.IntEnum(
+    "Op",
+    [(n[2:], i.opcode) for n, i in INSTRUCTIONS_BY_NAME.items()],
+    module=__name__,
+)
+Op.__doc__ = "Every SPIR-V opcode, by its name without the Op prefix (aliases included)."
+
+
+def instruction(key: int | str) -> InstructionInfo:
+    """The grammar of an instruction, by opcode or name (`OpFAdd` or `FAdd`)."""
+    if isinstance(key, int):
+        try:
+            return INSTRUCTIONS[key]
+        except KeyError:
+            raise GrammarError(f"unknown opcode {key}") from None
+    info = INSTRUCTIONS_BY_NAME.get(key) or INSTRUCTIONS_BY_NAME.get("Op" + key)
+    if info is None:
+        raise GrammarError(f"unknown instruction {key!r}")
+    return info
+
+
+def operand_kind(kind: str) -> KindInfo:
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise GrammarError(f"unknown operand kind {kind!r}") from None
+
+
+@lru_cache(maxsize=None)
+def _enumerant_maps(kind: str) -> tuple[dict[str, EnumerantInfo], dict[int, EnumerantInfo]]:
+    info = operand_kind(kind)
+    by_name: dict[str, EnumerantInfo] = {}
+    by_value: dict[int, EnumerantInfo] = {}
+    for e in info.enumerants:
+        for n in (e.name, *e.aliases):
+            by_name.setdefault(n, e)
+        by_value.setdefault(e.value, e)  # the first spelling is the canonical one
+    return by_name, by_value
+
+
+def enumerant(kind: str, key: int | str) -> EnumerantInfo:
+    """An enumerant of a ValueEnum/BitEnum kind, by name (aliases too) or value."""
+    by_name, by_value = _enumerant_maps(kind)
+    found = by_value.get(key) if isinstance(key, int) else by_name.get(key)
+    if found is None:
+        raise GrammarError(f"{kind} has no enumerant {key!r}")
+    return found
+
+
+def enumerant_names(kind: str) -> dict[str, EnumerantInfo]:
+    return _enumerant_maps(kind)[0]
+
+
+def enumerant_values(kind: str) -> dict[int, EnumerantInfo]:
+    return _enumerant_maps(kind)[1]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtInstInfo:
+    opcode: int
+    name: str
+    operands: tuple[OperandInfo, ...]
+    capabilities: tuple[str, ...]
+    extensions: tuple[str, ...]
+
+
+EXTINST: dict[str, dict[int, ExtInstInfo]] = {
+    set_name: {op: ExtInstInfo(op, n, _operands(o), c, x) for op, n, o, c, x in entries}
+    for set_name, entries in _g.EXTINST.items()
+}
+EXTINST_BY_NAME: dict[str, dict[str, ExtInstInfo]] = {
+    set_name: {i.name: i for i in table.values()} for set_name, table in EXTINST.items()
+}
+
+
+def extinst(set_name: str, key: int | str) -> ExtInstInfo:
+    """An instruction of an extended instruction set (only GLSL.std.450 is tabulated)."""
+    table = EXTINST.get(set_name)
+    if table is None:
+        raise GrammarError(f"extended instruction set {set_name!r} is not tabulated")
+    found = table.get(key) if isinstance(key, int) else EXTINST_BY_NAME[set_name].get(key)
+    if found is None:
+        raise GrammarError(f"{set_name} has no instruction {key!r}")
+    return found
+
+
+def version_tuple(version: str) -> tuple[int, int] | None:
+    """'1.3' -> (1, 3); 'None' (extension-only) -> None."""
+    if version == "None":
+        return None
+    major, minor = version.split(".")
+    return int(major), int(minor)
