@@ -1,11 +1,16 @@
 """SPIR-V as data: grammar tables, binary read/write, builder, text form, reflection, validation.
 
-This layer imports nothing of hydroplane's but `hydroplane.errors`.
+This layer imports nothing of hydroplane's but `hydroplane.errors`. The functions
+`validate` and `reflect` live in the modules `validation` and `reflection`.
 """
 
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, decode, encode, to_bytes
-from hydroplane.spirv.grammar import Op, GrammarError
+from hydroplane.spirv.grammar import GrammarError, Op
+from hydroplane.spirv.reflection import Binding, EntryPoint, ModuleInterface, SpecConstant, reflect
+from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, validate
 
 __all__ = [
-    "GrammarError", "Instruction", "Module", "Op", "Operand", "SpirvError", "decode", "encode", "to_bytes",
+    "Binding", "EntryPoint", "GrammarError", "Instruction", "Module", "ModuleInterface", "Op", "Operand",
+    "SpecConstant", "SpirvError", "ValidationError", "ValidatorNotFound", "decode", "encode", "reflect",
+    "to_bytes", "validate",
 ]
