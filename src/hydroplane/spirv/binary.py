@@ -231,10 +231,32 @@ class _Decoder:
             else:
                 while pos < end:
                     pos = self.operand(o.kind, pos, end, out, inst, offset)
+        if opcode == grammar.Op.SpecConstantOp and out:
+            pos = self.spec_constant_op_operands(out[0].value, pos, end, inst, offset)
         if pos != end:
             raise SpirvError(f"{info.name}: word count {count} leaves {end - pos} words undecoded", offset)
         self.track(inst)
         return inst
+
+    def spec_constant_op_operands(self, inner: int, pos: int, end: int, inst: Instruction, offset: int) -> int:
+        """OpSpecConstantOp's operands are those of the opcode it names, less result type and id."""
+        info = grammar.INSTRUCTIONS.get(inner)
+        if info is None:
+            raise SpirvError(f"OpSpecConstantOp names unknown opcode {inner}", offset)
+        for o in info.operands:
+            if o.kind in ("IdResultType", "IdResult"):
+                continue
+            if o.quantifier == "":
+                if pos >= end:
+                    raise SpirvError(f"OpSpecConstantOp {info.name}: missing operand {o.name or o.kind}", offset)
+                pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
+            elif o.quantifier == "?":
+                if pos < end:
+                    pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
+            else:
+                while pos < end:
+                    pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
+        return pos
 
     def track(self, inst: Instruction) -> None:
         op = inst.opcode
