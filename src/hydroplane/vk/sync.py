@@ -1,0 +1,44 @@
+"""Queue submission and fences: submit a command buffer, wait with a timeout, turn failures into exceptions."""
+
+from __future__ import annotations
+
+import ctypes
+
+from hydroplane.vk import structs as S
+from hydroplane.vk.errors import DeviceLost
+from hydroplane.vk.handles import Owned
+from hydroplane.vk.results import TIMEOUT
+
+DEFAULT_TIMEOUT_NS = 60 * 1_000_000_000
+
+
+class Fence(Owned):
+    """A VkFence owned by a device; `wait()` raises DeviceLost on VK_ERROR_DEVICE_LOST, VulkanError on timeout."""
+
+    def __init__(self, device, signaled: bool = False):
+        info = S.VkFenceCreateInfo(flags=1 if signaled else 0)
+        handle = ctypes.c_void_p()
+        device.call("vkCreateFence", ctypes.byref(info), None, ctypes.byref(handle))
+        self.device, self.handle = device, handle.value
+        self._array = (ctypes.c_void_p * 1)(self.handle)
+        self._adopt(device)
+
+    def wait(self, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> None:
+        result = self.device.call("vkWaitForFences", 1, self._array, 1, timeout_ns)
+        if result == TIMEOUT:
+            raise DeviceLost(f"a submission did not finish within {timeout_ns / 1e9:.1f} s (device hung?)",
+                             result="VK_TIMEOUT", call="vkWaitForFences")
+
+    def reset(self) -> None:
+        self.device.call("vkResetFences", 1, self._array)
+
+    def _destroy(self) -> None:
+        if self.device.handle is not None:
+            self.device.release("vkDestroyFence", self.handle, None)
+        self.handle = None
+
+
+def submit(device, command_buffer_array, fence_handle) -> None:
+    """vkQueueSubmit of one command buffer (a ctypes array of one handle) signalling a fence."""
+    info = S.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=ctypes.addressof(command_buffer_array))
+    device.queue_call("vkQueueSubmit", 1, ctypes.byref(info), fence_handle)
