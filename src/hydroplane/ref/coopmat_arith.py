@@ -98,7 +98,8 @@ def round_from_f64(x, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
     if dtype == F64:
         return x.copy()
     if dtype in (F32, np.dtype(np.float16)):
-        out = x.astype(dtype)
+        with np.errstate(over="ignore"):  # overflow to infinity is the correct rounding
+            out = x.astype(dtype)
     elif dtype in FLOAT_DTYPES:
         out = _round_to_odd_f32(x).astype(dtype)
     else:

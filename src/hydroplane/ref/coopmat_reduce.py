@@ -59,10 +59,9 @@ def tree_reduce(values: np.ndarray, combine: Combine) -> np.ndarray:
 
 def check_reduce_types(src: CoopMatType, dst: CoopMatType, mode: int) -> ReduceMode:
     """The Reduce rules of seed 000; returns the mode as flags."""
-    try:
-        mode = ReduceMode(mode)
-    except ValueError:
-        raise CoopMatError(f"Reduce mode {mode:#x} has unknown bits") from None
+    if int(mode) & ~0x7:
+        raise CoopMatError(f"Reduce mode {int(mode):#x} has unknown bits")
+    mode = ReduceMode(mode)
     if mode not in (ReduceMode.Row, ReduceMode.Column, ReduceMode.Row | ReduceMode.Column, ReduceMode.Reduce2x2):
         raise CoopMatError(f"Reduce must be Row, Column, Row|Column or 2x2, got {mode!r}")
     if src.component != dst.component:
