@@ -100,10 +100,23 @@ def as_words(data) -> array:
         return words
     if isinstance(data, array) and data.typecode == "I":
         return data
+    if hasattr(data, "dtype") and hasattr(data, "tobytes"):  # a NumPy array: no per-word loop
+        if data.dtype.kind not in "ui" or data.dtype.itemsize != 4:
+            raise SpirvError(f"expected 32-bit words, got an array of {data.dtype}")
+        words = array("I")
+        words.frombytes(data.astype("=u4", copy=False).tobytes())
+        return words
     try:
-        return array("I", (int(w) for w in data))
+        return array("I", data)
     except OverflowError:
-        raise SpirvError("a word does not fit in 32 bits") from None
+        raise SpirvError("a word does not fit in 32 bits (0 .. 2**32-1)") from None
+    except TypeError:
+        try:
+            return array("I", [int(w) for w in data])
+        except OverflowError:
+            raise SpirvError("a word does not fit in 32 bits (0 .. 2**32-1)") from None
+        except (TypeError, ValueError):
+            raise SpirvError(f"cannot read SPIR-V words from {type(data).__name__}") from None
 
 
 class _Decoder:
