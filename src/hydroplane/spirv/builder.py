@@ -22,14 +22,12 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from hydroplane.spirv import grammar, literals, requirements
-from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
+from hydroplane.spirv.binary import Instruction, Module, Operand, encode
+from hydroplane.spirv.build_error import BuildError
 from hydroplane.spirv.builder_layout import TypeLayout
 
 Op = grammar.Op
-
-
-class BuildError(SpirvError):
-    """The builder was asked for something SPIR-V cannot hold; says which instruction and operand."""
+__all__ = ["BuildError", "ModuleBuilder"]
 
 
 _ID_KINDS = frozenset({"IdRef", "IdScope", "IdMemorySemantics", "IdResultType", "IdResult"})

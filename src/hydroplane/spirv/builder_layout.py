@@ -7,12 +7,13 @@ Offset decorations (`storage_buffer`, `type_struct(offsets="std430")`).
 from __future__ import annotations
 
 from hydroplane.spirv import grammar
-from hydroplane.spirv.binary import Instruction, SpirvError
+from hydroplane.spirv.binary import Instruction
+from hydroplane.spirv.build_error import BuildError
 
 Op = grammar.Op
 
 
-class LayoutError(SpirvError):
+class LayoutError(BuildError):
     """A type without a size in an explicit layout (bool, runtime array inside, unknown id)."""
 
 

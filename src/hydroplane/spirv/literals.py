@@ -12,10 +12,10 @@ import math
 import struct
 from dataclasses import dataclass
 
-from hydroplane.spirv.binary import SpirvError
+from hydroplane.spirv.build_error import BuildError
 
 
-class LiteralError(SpirvError):
+class LiteralError(BuildError):
     """A number that does not fit the type of the literal it is meant for."""
 
 
