@@ -22,6 +22,7 @@ from hydroplane.vk.handles import Owned
 
 SPIRV_MAGIC = 0x07230203
 DESCRIPTOR_KINDS = {"storage": E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, "uniform": E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER}
+REFLECTED_KINDS = {"storage_buffer": "storage", "uniform_buffer": "uniform", "storage": "storage", "uniform": "uniform"}
 
 
 @dataclass(frozen=True, order=True)
@@ -45,10 +46,12 @@ def as_binding(item) -> Binding:
         return item
     if isinstance(item, tuple) and 2 <= len(item) <= 3:
         return Binding(*item)
-    for attrs in (("set", "binding", "kind"), ("set", "binding")):  # duck-typed reflections
-        if all(hasattr(item, a) for a in attrs):
-            kind = getattr(item, "kind", "storage")
-            return Binding(int(item.set), int(item.binding), kind if kind in DESCRIPTOR_KINDS else "storage")
+    if hasattr(item, "set") and hasattr(item, "binding"):  # a reflection's binding record
+        kind = getattr(item, "kind", None) or REFLECTED_KINDS.get(getattr(item, "descriptor_type", "storage_buffer"))
+        if kind is None:
+            raise UsageError(f"binding ({item.set}, {item.binding}): descriptor type "
+                             f"{getattr(item, 'descriptor_type', '?')!r} is not a buffer; hydroplane.vk binds buffers only")
+        return Binding(int(item.set), int(item.binding), kind)
     raise UsageError(f"cannot read a descriptor binding from {item!r}: give Binding(set, binding, kind)")
 
 

@@ -1,0 +1,80 @@
+"""`hydroplane devices`: every Vulkan device's capability table (plain aligned text, or --json)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from hydroplane.vk.capabilities import DeviceInfo, devices
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("devices", help="list Vulkan devices and their cooperative-matrix capabilities")
+    p.add_argument("--json", action="store_true", help="print one JSON document for machines")
+    p.set_defaults(func=run_devices)
+
+
+def _size(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes} B"
+
+
+def _yes(flag) -> str:
+    return "yes" if flag else "no"
+
+
+def device_rows(d: DeviceInfo) -> list[tuple[str, str]]:
+    """(label, value) rows of one device's table."""
+    rows = [
+        ("device", f"#{d.index} {d.name} ({d.device_type})"),
+        ("vendor", f"{d.vendor} (0x{d.vendor_id:04x}), device 0x{d.device_id:04x}"),
+        ("driver", f"{d.driver_name} {d.driver_version} ({d.driver_info})"),
+        ("api version", d.api_version),
+        ("subgroup size", f"{d.subgroup_size} (range {d.min_subgroup_size}-{d.max_subgroup_size}, "
+                          f"required size for compute: {_yes(d.required_subgroup_size_compute)})"),
+        ("shared memory", _size(d.shared_memory)),
+        ("workgroup", f"max {d.max_workgroup_invocations} invocations, size {'x'.join(map(str, d.max_workgroup_size))}"),
+        ("timestamps", f"period {d.timestamp_period_ns:g} ns, {d.timestamp_valid_bits} valid bits"),
+        ("memory heaps", ", ".join(f"{_size(h['size'])}{' device-local' if h['device_local'] else ''}"
+                                   for h in d.memory_heaps)),
+        ("number formats", ", ".join(k for k, v in d.support().items() if v) or "-"),
+        ("VK_KHR_cooperative_matrix", _yes(d.cooperative_matrix_khr)),
+    ]
+    rows += [("  KHR shape", s.text()) for s in d.coop_khr]
+    if d.coop_nv:
+        rows += [("  NV shape", s.text()) for s in d.coop_nv]
+    rows.append(("VK_NV_cooperative_matrix2", _yes(d.cooperative_matrix_nv2)))
+    if d.cooperative_matrix_nv2:
+        bits = d.features.get("cooperative_matrix2_nv", {})
+        rows.append(("  NV2 features", ", ".join(k.replace("cooperativeMatrix", "") for k, v in bits.items() if v)))
+        rows += [(f"  NV2 {k.replace('cooperativeMatrix', '')}", str(v)) for k, v in d.coop_nv2_properties.items()]
+        rows += [("  NV2 flexible", s.text()) for s in d.coop_nv2_flexible]
+    rows.append(("VK_EXT_cooperative_matrix_maintenance1", _yes(d.cooperative_matrix_ext)))
+    if d.cooperative_matrix_ext:
+        bits = d.features.get("cooperative_matrix_maintenance1_ext", {})
+        rows.append(("  EXT features", ", ".join(k.replace("cooperativeMatrix", "") for k, v in bits.items() if v)))
+        rows += [("  EXT properties2", s.text()) for s in d.coop_ext_shapes]
+    rows.append(("pipeline statistics", _yes(d.pipeline_statistics)))
+    return rows
+
+
+def render_table(infos: list[DeviceInfo]) -> str:
+    """Plain text: one block per device, labels padded to one column."""
+    blocks = []
+    for d in infos:
+        rows = device_rows(d)
+        width = max(len(label) for label, _ in rows)
+        blocks.append("\n".join(f"{label.ljust(width)}  {value}" for label, value in rows))
+    return "\n\n".join(blocks) if blocks else "no Vulkan devices"
+
+
+def run_devices(args) -> int:
+    infos = devices()
+    if args.json:
+        json.dump({"devices": [d.to_dict() for d in infos]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(render_table(infos))
+    return 0
