@@ -1,0 +1,79 @@
+"""The on-disk cache: built once per XML content, keyed by its SHA-256, in the right folder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from hydroplane.isa import IsaLibrary, SpecCache, cache_dir
+from hydroplane.isa.sources import XmlSource
+
+from isa_testdata import EXCERPTS
+
+
+def copy_excerpt(amd_dir: Path, dest: Path, arch: str = "AMD RDNA 3") -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / EXCERPTS[arch]
+    path.write_bytes((amd_dir / EXCERPTS[arch]).read_bytes())
+    return path
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("HYDROPLANE_CACHE_DIR", str(tmp_path / "hp"))
+    assert cache_dir() == tmp_path / "hp" / "isa"
+    monkeypatch.delenv("HYDROPLANE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "hydroplane" / "isa"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "hydroplane" / "isa"
+
+
+def test_built_once_and_keyed_by_content(amd_dir, tmp_path):
+    xml = copy_excerpt(amd_dir, tmp_path / "spec")
+    first = SpecCache()  # HYDROPLANE_CACHE_DIR -> tmp (autouse fixture)
+    spec = first.load(XmlSource(xml))
+    assert first.imported == [str(xml)]
+    sha = hashlib.sha256(xml.read_bytes()).hexdigest()
+    assert spec.sha256 == sha and first.image_path(sha).is_file()
+    assert first.image_path(sha).parent == cache_dir()
+    assert first.image_path(sha).stat().st_size < xml.stat().st_size / 4  # compact
+
+    again = SpecCache()
+    assert again.load(XmlSource(xml)).instruction("v_cvt_off_f32_i4").encoding("ENC_VOP1").opcode == 14
+    assert again.imported == []  # a hit: not re-imported
+
+    # the same content under another name and time: still a hit (keyed by hash, not path)
+    twin = copy_excerpt(amd_dir, tmp_path / "elsewhere")
+    os.utime(twin, (1_000_000_000, 1_000_000_000))
+    third = SpecCache()
+    third.load(XmlSource(twin))
+    assert third.imported == []
+
+    # changed content: a new image
+    xml.write_bytes(xml.read_bytes().replace(b"Opcode.</Description>", b"Opcode field.</Description>"))
+    fourth = SpecCache()
+    changed = fourth.load(XmlSource(xml))
+    assert fourth.imported == [str(xml)] and changed.sha256 != sha
+    assert changed.encoding("ENC_VOP1").field("OP").description == "Opcode field."
+
+
+def test_damaged_image_is_rebuilt(amd_dir, tmp_path):
+    xml = copy_excerpt(amd_dir, tmp_path / "spec", "AMD CDNA 5")
+    cache = SpecCache()
+    spec = cache.load(XmlSource(xml))
+    image = cache.image_path(spec.sha256)
+    image.write_bytes(image.read_bytes()[:100])
+    fresh = SpecCache()
+    assert fresh.load(XmlSource(xml)).architecture == "AMD CDNA 5"
+    assert fresh.imported == [str(xml)]
+    (cache.folder / "stat-index.json").write_text("{not json")
+    assert SpecCache().load(XmlSource(xml)).architecture == "AMD CDNA 5"
+
+
+def test_unwritable_cache_still_works(amd_dir, tmp_path):
+    blocker = tmp_path / "file-not-folder"
+    blocker.write_text("x")
+    lib = IsaLibrary.open(amd_dir, SpecCache(blocker / "isa"))
+    assert sorted(lib.architectures) == ["AMD CDNA 5", "AMD RDNA 3"]
