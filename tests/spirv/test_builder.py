@@ -634,3 +634,29 @@ def test_emit_takes_binary_operands_and_numeric_enumerants(spirv_val):
     assert kinds.index(Op.Decorate) < kinds.index(Op.TypeFloat)
     (first,) = [i for i in decode(words).instructions if i.result_id == raw]
     assert first.operands[0].value == 0x3F800000
+
+
+def test_spec_constant_op_by_inner_opcode_name(spirv_val):
+    b = ModuleBuilder()
+    s32 = b.scalar("s32")
+    size = b.spec_constant(s32, 16, spec_id=0, name="size")
+    doubled = b.emit(Op.SpecConstantOp, s32, "OpIAdd", size, size)
+    arr = b.type_array(s32, 4)
+    words = compute_shell(b, lambda b: b.emit(Op.CompositeExtract, s32, b.constant_composite(
+        arr, *(b.constant(s32, i) for i in range(4))), 1))
+    validate(words)
+    (inst,) = [i for i in decode(words).instructions if i.result_id == doubled]
+    assert [o.value for o in inst.operands] == [Op.IAdd, size, size]
+    with pytest.raises(BuildError, match="unknown instruction 'OpFrob'"):
+        b.emit(Op.SpecConstantOp, s32, "OpFrob", size)
+    with pytest.raises(BuildError, match="missing operand 2"):
+        b.emit(Op.SpecConstantOp, s32, Op.IAdd, size)
+
+
+def test_extended_instruction_requirements_come_from_their_grammar():
+    b = ModuleBuilder()
+    f32 = b.scalar("f32")
+    var = b.variable(b.type_pointer("Input", f32), "Input")
+    words = compute_shell(b, lambda b: b.ext_inst("GLSL.std.450", "InterpolateAtCentroid", f32, var))
+    assert "InterpolationFunction" in capabilities(words)
+    assert len([i for i in decode(words).instructions if i.opcode == Op.ExtInstImport]) == 1

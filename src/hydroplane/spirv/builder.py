@@ -561,7 +561,16 @@ class _Operands:
         return BuildError(f"{self.info.name}: {message}")
 
     def encode(self, args: list) -> list[Operand]:
-        grammar_operands = [o for o in self.info.operands if o.kind not in ("IdResultType", "IdResult")]
+        self.operands(self.info.operands, args)
+        if self.info.opcode == Op.SpecConstantOp:
+            # the operands of the opcode it names follow, less that opcode's result type and id
+            self.operands(grammar.instruction(self.out[0].value).operands, args)
+        if args:
+            raise self.fail(f"{len(args)} operand(s) too many: {args!r}")
+        return self.out
+
+    def operands(self, grammar_operands, args: list) -> None:
+        grammar_operands = [o for o in grammar_operands if o.kind not in ("IdResultType", "IdResult")]
         for position, o in enumerate(grammar_operands):
             label = o.name or o.kind
             if o.quantifier == "":
@@ -574,9 +583,6 @@ class _Operands:
             else:
                 while args:
                     self.one(o.kind, args, label)
-        if args:
-            raise self.fail(f"{len(args)} operand(s) too many: {args!r}")
-        return self.out
 
     def one(self, kind: str, args: list, label: str) -> None:
         value = args.pop(0)
@@ -589,7 +595,13 @@ class _Operands:
             if not isinstance(value, str):
                 raise self.fail(f"{label} must be a string, not {value!r}")
             self.out.append(Operand(kind, value))
-        elif kind in ("LiteralInteger", "LiteralExtInstInteger", "LiteralSpecConstantOpInteger"):
+        elif kind == "LiteralSpecConstantOpInteger":
+            try:
+                opcode = grammar.instruction(int(value) if isinstance(value, grammar.Op) else value).opcode
+            except grammar.GrammarError as err:
+                raise self.fail(f"{label}: {err}") from None
+            self.out.append(Operand(kind, opcode))
+        elif kind in ("LiteralInteger", "LiteralExtInstInteger"):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFFFFFFFF:
                 raise self.fail(f"{label} must be an unsigned 32-bit integer, not {value!r}")
             self.out.append(Operand(kind, value))

@@ -36,6 +36,8 @@ STORAGE_WIDTH_CAPABILITIES = {
     ("Uniform", 16): "UniformAndStorageBuffer16BitAccess",
     ("PushConstant", 8): "StoragePushConstant8",
     ("PushConstant", 16): "StoragePushConstant16",
+    ("PhysicalStorageBuffer", 8): "StorageBuffer8BitAccess",
+    ("PhysicalStorageBuffer", 16): "StorageBuffer16BitAccess",
     ("Input", 16): "StorageInputOutput16",
     ("Output", 16): "StorageInputOutput16",
 }
@@ -96,6 +98,7 @@ class _Collector:
 
     def __init__(self, version: tuple[int, int]):
         self.version = version
+        self.extinst_sets: dict[int, str] = {}  # OpExtInstImport id -> set name
         self.capability_needs: list[tuple[str, ...]] = []  # each: any one of these
         self.extension_needs: list[tuple[str, ...]] = []
 
@@ -112,6 +115,16 @@ class _Collector:
         if core is not None and core > self.version and not info.extensions:
             raise RequirementError(f"{info.name} needs SPIR-V {info.version}; the target is "
                                    f"{self.version[0]}.{self.version[1]}")
+        if inst.opcode == Op.ExtInstImport:
+            self.extinst_sets[inst.result_id] = inst.operands[0].value
+        elif inst.opcode == Op.ExtInst:
+            table = grammar.EXTINST.get(self.extinst_sets.get(inst.operands[0].value), {})
+            ext = table.get(inst.operands[1].value)
+            if ext is not None:
+                self.need(ext.capabilities, ext.extensions, "None")
+        elif inst.opcode == Op.SpecConstantOp:
+            inner = grammar.instruction(inst.operands[0].value)
+            self.need(inner.capabilities, inner.extensions, inner.version)
         declares = inst.opcode == Op.Capability
         for operand in inst.operands:
             kind = grammar.KINDS.get(operand.kind)
