@@ -86,16 +86,11 @@ CAPABILITY_FEATURES: dict[str, tuple[tuple[str, str], ...]] = {
     "PhysicalStorageBufferAddresses": (("buffer_device_address", "bufferDeviceAddress"),),
     "CooperativeMatrixKHR": (("cooperative_matrix_khr", "cooperativeMatrix"),),
     "CooperativeMatrixNV": (("cooperative_matrix_nv", "cooperativeMatrix"),),
-    "CooperativeMatrixReductionsNV": (("cooperative_matrix2_nv", "cooperativeMatrixReductions"),),
     "CooperativeMatrixConversionsNV": (("cooperative_matrix2_nv", "cooperativeMatrixConversions"),),
-    "CooperativeMatrixPerElementOperationsNV": (("cooperative_matrix2_nv", "cooperativeMatrixPerElementOperations"),),
     "CooperativeMatrixTensorAddressingNV": (("cooperative_matrix2_nv", "cooperativeMatrixTensorAddressing"),),
     "TensorAddressingNV": (("cooperative_matrix2_nv", "cooperativeMatrixTensorAddressing"),),
     "CooperativeMatrixBlockLoadsNV": (("cooperative_matrix2_nv", "cooperativeMatrixBlockLoads"),),
-    "CooperativeMatrixReductionsEXT": (("cooperative_matrix_maintenance1_ext", "cooperativeMatrixReductions"),),
     "CooperativeMatrixConversionsEXT": (("cooperative_matrix_maintenance1_ext", "cooperativeMatrixConversions"),),
-    "CooperativeMatrixPerElementOperationsEXT": (
-        ("cooperative_matrix_maintenance1_ext", "cooperativeMatrixPerElementOperations"),),
     "CooperativeMatrixGetCoordinateEXT": (("cooperative_matrix_maintenance1_ext", "cooperativeMatrixGetCoordinate"),),
     "BFloat16TypeKHR": (("bfloat16", "shaderBFloat16Type"),),
     "BFloat16DotProductKHR": (("bfloat16", "shaderBFloat16DotProduct"),),
@@ -104,6 +99,29 @@ CAPABILITY_FEATURES: dict[str, tuple[tuple[str, str], ...]] = {
     "Float8CooperativeMatrixEXT": (("float8", "shaderFloat8CooperativeMatrix"),),
     "GroupNonUniformRotateKHR": (),
 }
+
+# One capability value, two names (NV and EXT), shared by SPV_NV_cooperative_matrix2 and
+# SPV_EXT_cooperative_matrix_maintenance1: the module's extension decides whose feature bit it needs.
+SHARED_CAPABILITIES = {
+    "CooperativeMatrixReductions": "cooperativeMatrixReductions",
+    "CooperativeMatrixPerElementOperations": "cooperativeMatrixPerElementOperations",
+}
+SHARED_CAPABILITY_EXTENSIONS = {
+    "SPV_NV_cooperative_matrix2": "cooperative_matrix2_nv",
+    "SPV_EXT_cooperative_matrix_maintenance1": "cooperative_matrix_maintenance1_ext",
+}
+_SUFFIX_EXTENSION = {"NV": "SPV_NV_cooperative_matrix2", "EXT": "SPV_EXT_cooperative_matrix_maintenance1"}
+
+
+def _shared_capability_bits(cap: str, extensions) -> list[tuple[str, str]] | None:
+    """(struct key, bit) pairs of a shared NV2/EXT capability, chosen by the module's extensions."""
+    for suffix, default_extension in _SUFFIX_EXTENSION.items():
+        base = cap.removesuffix(suffix)
+        if base != cap and base in SHARED_CAPABILITIES:
+            declared = [e for e in SHARED_CAPABILITY_EXTENSIONS if e in extensions] or [default_extension]
+            return [(SHARED_CAPABILITY_EXTENSIONS[e], SHARED_CAPABILITIES[base]) for e in declared]
+    return None
+
 
 # Capabilities every Vulkan 1.1+ compute device has (subgroup operations are queried, not enabled).
 CAPABILITIES_WITHOUT_FEATURES = frozenset({
@@ -169,6 +187,11 @@ def requirements(capabilities=(), extensions=()) -> Requirements:
     unknown = []
     for cap in capabilities:
         if cap in CAPABILITIES_WITHOUT_FEATURES:
+            continue
+        shared = _shared_capability_bits(cap, extensions)
+        if shared is not None:
+            for key, bit in shared:
+                req.add_bit(key, bit, f"capability {cap}")
             continue
         if cap not in CAPABILITY_FEATURES:
             unknown.append(f"capability {cap}")

@@ -63,6 +63,8 @@ def spirv_words(words) -> np.ndarray:
         arr = np.frombuffer(bytes(words), dtype="<u4")
     else:
         arr = np.asarray(words)
+        if arr.size == 0:
+            arr = arr.astype(np.uint32).reshape(-1)
         if arr.dtype.kind not in "ui" or arr.ndim != 1:
             raise UsageError(f"SPIR-V words must be a 1-D sequence of uint32, got dtype {arr.dtype} shape {arr.shape}")
         if arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF):
