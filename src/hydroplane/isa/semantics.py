@@ -43,14 +43,15 @@ def _as_float(bits: np.ndarray, width: int) -> np.ndarray:
 
 
 def _float_bits(values: np.ndarray, width: int) -> np.ndarray:
-    return values.astype(FLOAT[width]).view(UINT[width])
+    with np.errstate(over="ignore", invalid="ignore"):  # out of range -> inf, NaN stays NaN
+        return values.astype(FLOAT[width]).view(UINT[width])
 
 
 def _float_to_int(width: int, rounding: Callable[[np.ndarray], np.ndarray], bounds: tuple[int, int],
                   out: type) -> Callable[[np.ndarray], np.ndarray]:
     def convert(bits: np.ndarray) -> np.ndarray:
-        x = _as_float(bits, width).astype(np.float64)
         with np.errstate(invalid="ignore"):
+            x = _as_float(bits, width).astype(np.float64)
             r = np.clip(np.nan_to_num(rounding(x), nan=0.0), *bounds)
         return r.astype(np.int64).astype(out).view(UINT[32])
     return convert

@@ -1,0 +1,208 @@
+"""Reference pages: seed 001's page field by field, every instruction's page, and the CLI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+
+from hydroplane.cli import main
+from hydroplane.isa.page import build_page, render_text
+from hydroplane.isa.page_html import render_html
+
+VOID = {"meta", "br"}
+
+
+def seed_section(seed: str, start: str, end: str) -> str:
+    return seed.split(start, 1)[1].split(end, 1)[0]
+
+
+@pytest.fixture(scope="module")
+def seed_page_text(library, llvm_mc):
+    return render_text(build_page(library, "v_cvt_off_f32_i4", "cdna5"))
+
+
+def lines_of(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines()]
+
+
+def test_title_group_and_description(seed_page, seed_page_text):
+    seed, page = lines_of(seed_page), lines_of(seed_page_text)
+    assert page[0] == seed[0] == "v_cvt_off_f32_i4 GPU Native ISA AMD Vector"
+    assert seed[2] == "Vector Arithmetic" and seed[2] in page[:4]
+    description = seed[6]
+    assert description.startswith("Convert from a signed 4-bit integer")
+    assert description in page
+
+
+def test_bit_layout_cells(seed_page, seed_page_text):
+    seed_cells = [x for x in lines_of(seed_section(seed_page, "Binary Layout (AMD CDNA 5)", "The ENC_VOP1")) if x]
+    page_cells = [x for x in lines_of(seed_section(seed_page_text, "Binary Layout (AMD CDNA 5)", "The ENC_VOP1")) if x]
+    assert seed_cells == ["0111111", "31:25", "VDST", "24:17", "unassigned", "16", "0001110", "15:9", "SRC0", "8:0"]
+    assert page_cells == seed_cells
+
+
+def test_layout_note_and_generations(seed_page, seed_page_text):
+    seed_note = next(line for line in lines_of(seed_page) if line.startswith("The ENC_VOP1 layout"))
+    page_note = next(line for line in lines_of(seed_page_text) if line.startswith("The ENC_VOP1 layout"))
+    for sentence in re.split(r"(?<=\.) (?=[A-Z])", seed_note)[:3]:  # layout, opcode/identifier, unassigned
+        assert sentence in page_note, sentence
+    differing = re.findall(r"(AMD [A-Z]+ [\d.]+) \(field layout\)", seed_note)
+    same = re.findall(r"The same in (AMD [A-Z]+ \d+(?:\.\d+)?)", seed_note)
+    assert len(differing) == 8 and same == ["AMD RDNA 4"]
+    # which generations were compared, and the verdict for each the seed names
+    assert "Compared across the loaded generations (AMD CDNA 5, AMD RDNA 3)." in page_note
+    not_compared = page_note.split("Not compared (no file loaded): ", 1)[1]
+    for arch in differing + same:
+        if arch == "AMD RDNA 3":
+            assert "Not the same in every generation: AMD RDNA 3 (field layout)." in page_note
+        else:
+            assert arch in not_compared, arch
+
+
+def test_format_width_opcode_identifier(seed_page, seed_page_text):
+    for field in ("Format VOP1", "Width 32 bits", "Opcode 14", "Identifier 0x7E001C00"):
+        assert field in lines_of(seed_page)
+        assert field in lines_of(seed_page_text)
+
+
+def test_operands(seed_page, seed_page_text):
+    seed_ops = [x for x in lines_of(seed_section(seed_page, "Operands", "In AMD's order")) if x]
+    page_ops = lines_of(seed_section(seed_page_text, "\nOperands\n", "In AMD's order"))
+    assert seed_ops[0] == "• VDST" and seed_ops[2] == "• SRC0"
+    for bullet, description in (seed_ops[0:2], seed_ops[2:4]):
+        at = page_ops.index(bullet)
+        assert page_ops[at + 1] == description
+    assert "Field VDST: bits 24:17 (8 bits); operand size 32 bits." in page_ops
+    assert "Field SRC0: bits 8:0 (9 bits); operand size 32 bits." in page_ops
+    order = next(line for line in lines_of(seed_page) if line.startswith("In AMD's order"))
+    assert order in lines_of(seed_page_text)
+
+
+def test_targets_related_reference(seed_page, seed_page_text):
+    seed_row = seed_section(seed_page, "TargetSupport", "Related").strip()
+    target, support = re.match(r"(gfx\d+)(.*)", seed_row).groups()
+    row = next(line for line in lines_of(seed_page_text) if line.startswith(target))
+    assert support.strip() in row and "AMD RDNA 3" in row
+    assert any(line.startswith("gfx1250") and "✅ Supported" in line for line in lines_of(seed_page_text))
+    for heading in ("GFX Target Compatibility", "Related", "More in Vector Arithmetic", "Reference",
+                    "AMDGPU / GFX ISA", "Description", "Semantics", "Example", "Sources"):
+        assert heading in lines_of(seed_page) and heading in lines_of(seed_page_text), heading
+    related = lines_of(seed_section(seed_page_text, "More in Vector Arithmetic", "Reference"))
+    assert "v_cvt_f32_ubyte0" in related and "v_cvt_off_f32_i4" not in related
+
+
+def test_lookup_table_semantics_and_example(seed_page, seed_page_text):
+    table = re.search(r"Lookup table on S0\[3:0\]: S0 binary Result( [01]{4} [+-]\d\.\d{4}f){16}", seed_page)
+    assert table and table.group(0) in seed_page_text
+    semantics = seed_section(seed_page, "\nSemantics\n", "\nExample").strip()
+    assert semantics == seed_section(seed_page_text, "\nSemantics\n", "\nExample").strip()
+    example = seed_section(seed_page, "\nExample\n", "A real instruction").strip()
+    assert example == "v_cvt_off_f32_i4 v5, v1"
+    page_example = lines_of(seed_section(seed_page_text, "\nExample\n", "\nSources"))
+    assert example in page_example
+    assert "Encoded from the XML layout: 01 1d 0a 7e" in page_example
+    assert "Checked: llvm-mc-22 -mcpu=gfx1250 produces the same bytes." in page_example
+
+
+class TagBalance(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.text, self.errors = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack.pop() != tag:
+            self.errors.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.mark.parametrize("arch", ["AMD RDNA 3", "AMD CDNA 5"])
+def test_every_instruction_renders(library, llvm_mc, arch):
+    spec = library.spec(arch)
+    for name in spec.instruction_names():
+        page = build_page(library, name, arch)
+        text = render_text(page)
+        assert text.startswith(f"{name.lower()} GPU Native ISA AMD Vector")
+        assert f"Binary Layout ({arch})" in text and "Operands" in text and "Sources" in text
+        if arch == "AMD CDNA 5" and name == "V_MOV_B16":
+            assert "llvm-mc-22 -mcpu=gfx1250 rejects it" in page.example_check
+        else:
+            assert page.example_check.startswith("Checked:"), (name, page.example_check)
+        html = render_html(page)
+        parser = TagBalance()
+        parser.feed(html)
+        assert not parser.errors and parser.stack == [], (name, parser.errors, parser.stack)
+        visible = "".join(parser.text)
+        assert page.description in visible and f"0x{page.identifier:08X}" in visible
+
+
+def test_cli_show_with_html(amd_dir, tmp_path, capsys):
+    out = tmp_path / "page.html"
+    assert main(["isa", "show", "V_CVT_OFF_F32_I4", "--spec", str(amd_dir), "--html", str(out), "--no-llvm"]) == 0
+    text = capsys.readouterr().out
+    assert "Identifier 0x7E001C00" in text and "Binary Layout (AMD CDNA 5)" in text
+    assert "Not checked with LLVM's assembler" in text
+    html = out.read_text(encoding="utf-8")
+    assert "<td class='unassigned'>unassigned</td>" in html and "<td>31:25</td>" in html
+
+
+def test_cli_search_decode_encode(amd_dir, capsys, monkeypatch):
+    monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(amd_dir))
+    assert main(["isa", "search", "rpi"]) == 0
+    assert "v_cvt_nearest_i32_f32" in capsys.readouterr().out
+    assert main(["isa", "encode", "v_cvt_off_f32_i4 v5, v1", "--arch", "rdna3"]) == 0
+    assert "ENC_VOP1 [01 1d 0a 7e]" in capsys.readouterr().out
+    assert main(["isa", "decode", "01 1d 0a 7e ff 1e 0a 7e 00 00 f8 3f", "--arch", "gfx1100"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("v_cvt_off_f32_i4 v5, v1") and "ENC_VOP1 [01 1d 0a 7e]" in out[0]
+    assert out[1].startswith("v_cvt_f32_f64 v5, lit(0x3ff80000)") and "derived from ENC_VOP1" in out[1]
+    assert main(["isa", "decode", "0x7E0A1D01", "--arch", "cdna5"]) == 0
+    assert capsys.readouterr().out.startswith("v_cvt_off_f32_i4 v5, v1")
+    assert main(["isa", "targets"]) == 0
+    assert "gfx1250" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["isa", "show", "v_cvt_of_f32_i4"], "unknown instruction 'v_cvt_of_f32_i4' in any loaded architecture; "
+                                         "did you mean V_CVT_OFF_F32_I4"),
+    (["isa", "show", "v_cvt_off_f32_i4", "--arch", "rdna9"], "unknown architecture 'rdna9'"),
+    (["isa", "decode", "ff ff ff ff", "--arch", "rdna3"], "at byte 0: word 0xFFFFFFFF matches no encoding"),
+    (["isa", "decode", "01 1d 0a", "--arch", "rdna3"], "need at least 4 bytes"),
+    (["isa", "decode", "zz", "--arch", "rdna3"], "is not a whole number of hex bytes"),
+    (["isa", "encode", "v_cvt_off_f32_i4 v5", "--arch", "rdna3"], "takes 2 operand(s) (VDST, SRC0), got 1"),
+    (["isa", "encode", "v_cvt_off_f32_i4 v5, q7", "--arch", "rdna3"], "operand SRC0 (OPR_SRC): 'q7' is neither"),
+    (["isa", "encode", "v_cvt_off_f32_i4 v300, v1", "--arch", "rdna3"], "v300 is not allowed"),
+    (["isa", "encode", "v_cvt_f32_f64 v5, s[3:4]", "--arch", "rdna3"], "must start at an even register"),
+    (["isa", "encode", "v_cvt_f32_f64 v1, 0x12345678abcd", "--arch", "rdna3"], "needs VOP1_INST_LITERAL64"),
+    (["isa", "search", "nothing like this"], "no instruction matches"),
+])
+def test_cli_errors_are_one_line(amd_dir, capsys, monkeypatch, argv, message):
+    monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(amd_dir))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("hydroplane: error: ") and err.count("\n") == 1, err
+    assert message in err, err
+
+
+def test_cli_malformed_spec_no_traceback(tmp_path, monkeypatch):
+    bad = tmp_path / "amd"
+    bad.mkdir()
+    (bad / "amdgpu_isa_broken.xml").write_text("<Spec><ISA><Architecture>")
+    proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "show", "v_nop", "--spec", str(bad)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert re.fullmatch(r"hydroplane: error: .*amdgpu_isa_broken\.xml: malformed or truncated XML at line 1, "
+                        r"column \d+: .*\n", proc.stderr), proc.stderr
+    monkeypatch.delenv("HYDROPLANE_AMD_ISA", raising=False)
+    proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "search", "x"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.startswith("hydroplane: error: no AMD ISA specification")
