@@ -1,0 +1,134 @@
+"""Typed loads and stores through pointers: whole values of any type, gathered per lane.
+
+`load_value(ctx, pointer, type)` and `store_value(ctx, pointer, type, value)` act on the active
+lanes; `element_offsets` gives the byte offsets of a numeric type's scalars (for handlers that
+gather their own shapes, such as cooperative-matrix loads).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hydroplane.ref import types as T
+from hydroplane.ref.memory import PSB
+from hydroplane.ref.values import Pointer, expand_mask, zeros_of
+
+
+def register_storage(ctx, ptr: Pointer) -> dict:
+    var_type = ctx.program.value_types.get(ptr.var)
+    return ctx.globals if var_type is not None and var_type.storage == "Private" else ctx.frame
+
+
+def load_value(ctx, ptr: Pointer, t: T.Type):
+    """The value of type `t` at `ptr` in the active lanes (zeros elsewhere; shared when uniform)."""
+    if ptr.region is None:
+        store = register_storage(ctx, ptr)
+        try:
+            return store[-ptr.var]
+        except KeyError:
+            return zeros_of(t, 1)
+    lanes = ctx.active_lanes()
+    if not len(lanes):
+        return zeros_of(t, 1) if t.shape is not None or isinstance(t, T.StructType) else None
+    region = ptr.region
+    if ptr.offset.shape[0] == 1 and region.row_of_lane is None:
+        return _read(ctx, region, 0, ptr.offset, t, ptr.mstride, ptr.row_major, lanes[:1])
+    offs = ptr.offset[lanes] if ptr.offset.shape[0] > 1 else np.broadcast_to(ptr.offset, lanes.shape)
+    value = _read(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, lanes)
+    return _spread(value, lanes, ctx.lanes.count)
+
+
+def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
+    """Store `value` (type `t`) at `ptr` in the active lanes."""
+    if ptr.region is None:
+        store = register_storage(ctx, ptr)
+        key = -ptr.var
+        if key in store and not (ctx.mask_full and store is ctx.frame):
+            from hydroplane.ref.values import merge
+
+            store[key] = merge(ctx.mask, value, store[key])
+        else:
+            store[key] = value
+        return
+    lanes = ctx.active_lanes()
+    if not len(lanes):
+        return
+    region = ptr.region
+    offs = ptr.offset[lanes] if ptr.offset.shape[0] > 1 else np.broadcast_to(ptr.offset, lanes.shape)
+    _write(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, _take(value, lanes), lanes)
+
+
+def _take(value, lanes):
+    if isinstance(value, tuple):
+        return tuple(_take(v, lanes) for v in value)
+    if isinstance(value, Pointer):
+        return value.offset if value.offset.shape[0] == 1 else value.offset[lanes]
+    return value if value.shape[0] == 1 else value[lanes]
+
+
+def _spread(value, lanes: np.ndarray, count: int):
+    """A value gathered for `lanes` placed in a full-width value (other lanes zero)."""
+    if len(lanes) == count:
+        return value
+    if isinstance(value, tuple):
+        return tuple(_spread(v, lanes, count) for v in value)
+    if isinstance(value, Pointer):
+        return value.with_offset(_spread(value.offset, lanes, count), value.type)
+    out = np.zeros((count,) + value.shape[1:], value.dtype)
+    out[lanes] = value
+    return out
+
+
+def element_offsets(t: T.Type, mstride=None, row_major=False) -> np.ndarray:
+    return T.element_template(t, mstride, row_major)
+
+
+def _read(ctx, region, rows, offs, t, mstride, row_major, lanes):
+    n = offs.shape[0]
+    if isinstance(t, T.PointerType):
+        addr = ctx.memory.read(region, rows, offs, np.dtype(np.uint64), lanes)
+        return Pointer(PSB, addr.astype(np.int64), t.pointee, elem_stride=t.stride)
+    if t.shape is not None:
+        tmpl = T.element_template(t, mstride, row_major)
+        extra = (1,) * tmpl.ndim
+        o = offs.reshape((n,) + extra) + tmpl
+        r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)
+        ln = lanes.reshape((lanes.shape[0],) + extra)
+        return ctx.memory.read(region, r, o, t.dtype, ln)
+    if isinstance(t, T.StructType):
+        return tuple(_read(ctx, region, rows, offs + off, m, t.matrix_strides[i], t.row_major[i], lanes)
+                     for i, (m, off) in enumerate(zip(t.members, T.member_offsets(t))))
+    if isinstance(t, T.ArrayType) and t.length is not None:
+        stride = T.array_stride(t)
+        return tuple(_read(ctx, region, rows, offs + i * stride, t.element, mstride, row_major, lanes)
+                     for i in range(t.length))
+    ctx.diagnose("unsupported", f"a load of type {t}")
+
+
+def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes):
+    n = offs.shape[0]
+    if isinstance(t, T.PointerType):
+        ctx.memory.write(region, rows, offs, np.asarray(value).astype(np.uint64), lanes)
+        return
+    if t.shape is not None:
+        tmpl = T.element_template(t, mstride, row_major)
+        extra = (1,) * tmpl.ndim
+        o = offs.reshape((n,) + extra) + tmpl
+        r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)
+        ln = lanes.reshape((lanes.shape[0],) + extra)
+        ctx.memory.write(region, r, o, np.asarray(value).astype(t.dtype, copy=False), ln)
+        return
+    if isinstance(t, T.StructType):
+        for i, (m, off) in enumerate(zip(t.members, T.member_offsets(t))):
+            _write(ctx, region, rows, offs + off, m, t.matrix_strides[i], t.row_major[i], value[i], lanes)
+        return
+    if isinstance(t, T.ArrayType) and t.length is not None:
+        stride = T.array_stride(t)
+        for i in range(t.length):
+            _write(ctx, region, rows, offs + i * stride, t.element, mstride, row_major, value[i], lanes)
+        return
+    ctx.diagnose("unsupported", f"a store of type {t}")
+
+
+def mask_value(mask, value):
+    return expand_mask(mask, value.ndim)

@@ -1,0 +1,121 @@
+"""Constants and specialization constants as lane-width-1 values (OpSpecConstantOp through the op table)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hydroplane.ref import types as T
+from hydroplane.ref.errors import InvalidModuleError
+from hydroplane.spirv import grammar
+
+Op = grammar.Op
+
+
+def scalar_from_bits(t: T.Type, bits: int) -> np.ndarray:
+    """A (1,) array of scalar type `t` from the literal's bits."""
+    if isinstance(t, T.BoolType):
+        return np.array([bool(bits)])
+    size = t.dtype.itemsize
+    raw = np.array([bits & ((1 << (8 * size)) - 1)], dtype=np.dtype(f"u{size}"))
+    return raw.view(t.dtype)
+
+
+def scalar_from_python(t: T.Type, value) -> np.ndarray:
+    """A (1,) array of scalar type `t` from a Python number given as a specialization value."""
+    if isinstance(t, T.BoolType):
+        return np.array([bool(value)])
+    if isinstance(t, T.FloatType):
+        return np.array([value], np.float64).astype(t.dtype)
+    return scalar_from_bits(t, int(value))
+
+
+def _spec_override(program, rid: int):
+    sid = program.decoration(rid, "SpecId")
+    if sid is None:
+        return None
+    program.used_spec_ids.add(sid[0])
+    return program.spec.get(sid[0])
+
+
+def evaluate(program, raw, ops) -> None:
+    """Give the constant-defining instruction `raw` its value in program.constants."""
+    op = raw.opcode
+    rid = raw.result_id
+    t = program.types.get(raw.result_type)
+    if t is None:
+        return
+    if op in (Op.Constant, Op.SpecConstant):
+        lit = raw.operands[0]
+        value = scalar_from_bits(t, lit.value)
+        if op == Op.SpecConstant:
+            override = _spec_override(program, rid)
+            if override is not None:
+                value = scalar_from_python(t, override)
+    elif op in (Op.ConstantTrue, Op.ConstantFalse, Op.SpecConstantTrue, Op.SpecConstantFalse):
+        value = np.array([op in (Op.ConstantTrue, Op.SpecConstantTrue)])
+        if op in (Op.SpecConstantTrue, Op.SpecConstantFalse):
+            override = _spec_override(program, rid)
+            if override is not None:
+                value = np.array([bool(override)])
+    elif op in (Op.ConstantComposite, Op.SpecConstantComposite, Op.ConstantCompositeReplicateEXT,
+                Op.SpecConstantCompositeReplicateEXT):
+        from hydroplane.ref.ops_composite import construct
+
+        parts = [program.constants[o.value] for o in raw.operands]
+        if op in (Op.ConstantCompositeReplicateEXT, Op.SpecConstantCompositeReplicateEXT):
+            parts = parts * _replicate_count(t)
+        value = construct(t, parts)
+    elif op in (Op.ConstantNull, Op.Undef):
+        from hydroplane.ref.values import zeros_of
+
+        if isinstance(t, T.CooperativeMatrixType):
+            value = np.zeros((1, t.rows, t.cols), t.dtype)
+        else:
+            try:
+                value = zeros_of(t, 1)
+            except TypeError:
+                return
+    elif op == Op.SpecConstantOp:
+        value = _spec_constant_op(program, raw, ops)
+    else:
+        return
+    program.constants[rid] = value
+
+
+def _replicate_count(t: T.Type) -> int:
+    if isinstance(t, T.VectorType):
+        return t.count
+    if isinstance(t, T.MatrixType):
+        return t.columns
+    if isinstance(t, T.ArrayType):
+        return t.length
+    if isinstance(t, T.CooperativeMatrixType):
+        return 1
+    return len(t.members)
+
+
+def _spec_constant_op(program, raw, ops):
+    from hydroplane.ref.context import ExecContext
+    from hydroplane.ref.lanes import Lanes
+    from hydroplane.ref.program import Instr
+    from hydroplane.spirv.binary import Instruction
+
+    inner_op = raw.operands[0].value
+    info = grammar.instruction(inner_op)
+    # rebuild the inner instruction's operands with their grammar kinds
+    kinds = [o.kind for o in info.operands if o.kind not in ("IdResultType", "IdResult")]
+    values = raw.operands[1:]
+    operands = []
+    for i, o in enumerate(values):
+        kind = kinds[i] if i < len(kinds) else kinds[-1] if kinds else o.kind
+        operands.append(type(o)(kind, o.value, o.nwords))
+    inst = Instr(Instruction(inner_op, raw.result_type, raw.result_id, operands, raw.offset))
+    inst.type = program.types.get(raw.result_type)
+    inst.handler = ops.handler_for(program, inst)
+    ctx = ExecContext(program, Lanes.flat(1), globals=program.constants)
+    ctx.inst = inst
+    inst.handler(ctx, inst)
+    try:
+        return ctx.frame[raw.result_id]
+    except KeyError:
+        raise InvalidModuleError(f"OpSpecConstantOp {info.name} at word {raw.offset} gave no value") from None

@@ -1,0 +1,314 @@
+"""`hydroplane.ref.Executor`: the executor interface (buffers, kernels, dispatch) on the CPU.
+
+    ex = Executor(subgroup_size=32)
+    a = ex.buffer(np.arange(64, dtype=np.float32)); out = ex.buffer(256)
+    k = ex.kernel(words, entry="main", spec={0: 64})
+    ex.dispatch(k, grid=(1, 1, 1), buffers={0: a, 1: out})
+    ex.read(out, np.float32)
+
+Workgroups run in batches (at most `max_lanes` lanes at once); every batch is one lane vector.
+With diagnostics="collect", `dispatch` returns the list of `Diagnostic`s instead of raising.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hydroplane.ref import types as T
+from hydroplane.ref.context import ExecContext
+from hydroplane.ref.control import run_function
+from hydroplane.ref.errors import Diagnostic, InvalidModuleError
+from hydroplane.ref.lanes import Lanes
+from hydroplane.ref.memory import PSB_REGION_SHIFT, Region
+from hydroplane.ref.program import Program
+from hydroplane.ref.values import Pointer
+from hydroplane.spirv import grammar
+
+SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
+BUILTIN_STORAGE = ("Input",)
+
+
+class Buffer:
+    """Bytes of a buffer the executor owns; `address` is its PhysicalStorageBuffer device address."""
+
+    def __init__(self, nbytes: int, number: int):
+        self.nbytes = nbytes
+        self.data = np.zeros(max(8, -(-nbytes // 8) * 8), np.uint8)
+        self.address = (number + 1) << PSB_REGION_SHIFT
+        self.released = False
+
+    def release(self) -> None:
+        self.released = True
+
+    def __repr__(self) -> str:
+        return f"ref.Buffer({self.nbytes} bytes)"
+
+
+@dataclass(eq=False)
+class Kernel:
+    program: Program
+    entry: str
+    function: int
+    local_size: tuple[int, int, int]
+    subgroup_size: int | None
+
+
+class Executor:
+    """The reference executor: same interface as the Vulkan executor, plus diagnostics."""
+
+    name = "ref"
+
+    def __init__(self, subgroup_size: int = 32, diagnostics: str = "raise", checks: bool = True,
+                 max_lanes: int = 1 << 15, **options):
+        if subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
+            raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
+        if diagnostics not in ("raise", "collect"):
+            raise InvalidModuleError(f"diagnostics must be 'raise' or 'collect', not {diagnostics!r}")
+        self.subgroup_size = subgroup_size
+        self.diagnostics = diagnostics
+        self.checks = checks
+        self.max_lanes = max_lanes
+        self.options = options  # e.g. coop-matrix element distribution, read by ref.coopmat
+        self.buffers: list[Buffer] = []
+        self.last_report: list[Diagnostic] = []
+        self.last_stats: dict = {}
+
+    # -- buffers ------------------------------------------------------------------------------------
+    def buffer(self, array_or_nbytes) -> Buffer:
+        """A buffer: zero-filled of n bytes, or a copy of an array's bytes."""
+        if isinstance(array_or_nbytes, (int, np.integer)):
+            if array_or_nbytes < 0:
+                raise InvalidModuleError(f"buffer size {array_or_nbytes} is negative")
+            buf = Buffer(int(array_or_nbytes), len(self.buffers))
+        else:
+            arr = np.ascontiguousarray(array_or_nbytes)
+            buf = Buffer(arr.nbytes, len(self.buffers))
+            buf.data[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
+        self.buffers.append(buf)
+        return buf
+
+    def read(self, buf: Buffer, dtype=np.uint8, shape=None) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        count = buf.nbytes // dtype.itemsize
+        out = buf.data[:count * dtype.itemsize].view(dtype).copy()
+        return out.reshape(shape) if shape is not None else out
+
+    def write(self, buf: Buffer, array) -> None:
+        arr = np.ascontiguousarray(array)
+        if arr.nbytes > buf.nbytes:
+            raise InvalidModuleError(f"writing {arr.nbytes} bytes into a buffer of {buf.nbytes}")
+        buf.data[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
+
+    # -- kernels -------------------------------------------------------------------------------------
+    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None) -> Kernel:
+        program = Program(words, spec)
+        ep = program.entry_points.get(entry)
+        if ep is None:
+            have = ", ".join(sorted(program.entry_points)) or "none"
+            raise InvalidModuleError(f"no GLCompute entry point {entry!r} (entry points: {have})")
+        unknown = set(program.spec) - program.used_spec_ids
+        if unknown:
+            raise InvalidModuleError(f"specialization constant ids {sorted(unknown)} are not in the module "
+                                     f"(it has {sorted(program.used_spec_ids) or 'none'})")
+        if subgroup_size is not None and subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
+            raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
+        return Kernel(program, entry, ep.function, _local_size(program, ep), subgroup_size)
+
+    # -- dispatch ------------------------------------------------------------------------------------
+    def dispatch(self, kernel: Kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None):
+        grid = tuple(int(g) for g in (tuple(grid) + (1, 1, 1))[:3])
+        if any(g < 0 for g in grid):
+            raise InvalidModuleError(f"grid {grid} has a negative size")
+        bound = _bindings(buffers or {})
+        push_bytes = _push_bytes(push)
+        sg = kernel.subgroup_size or self.subgroup_size
+        ids = np.stack(np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), np.arange(grid[2]), indexing="ij"),
+                       axis=-1).reshape(-1, 3)
+        ids = ids[np.lexsort((ids[:, 0], ids[:, 1], ids[:, 2]))].astype(np.uint32)
+        invocations = int(np.prod(kernel.local_size))
+        wg_lanes = -(-invocations // sg) * sg
+        per_batch = max(1, self.max_lanes // wg_lanes)
+        report: list[Diagnostic] | None = [] if self.diagnostics == "collect" else None
+        stats = {"instructions": 0, "batches": 0}
+        for start in range(0, len(ids), per_batch):
+            lanes = Lanes(sg, kernel.local_size, ids[start:start + per_batch], grid)
+            ctx = ExecContext(kernel.program, lanes, options=self.options, globals=dict(kernel.program.constants),
+                              report=report)
+            ctx.memory.local_index = lanes.local_index
+            ctx.memory.checks = self.checks
+            ctx.memory.psb_regions = [Region(f"buffer @{b.address:#x}", "PhysicalStorageBuffer", b.nbytes,
+                                             data=b.data.reshape(1, -1)) for b in self.buffers]
+            _bind_globals(ctx, kernel, bound, push_bytes)
+            run_function(ctx, kernel.program.functions[kernel.function], [])
+            stats["instructions"] += ctx.stats["instructions"]
+            stats["batches"] += 1
+        self.last_report = report or []
+        self.last_stats = stats
+        return report if report is not None else None
+
+    def close(self) -> None:
+        for b in self.buffers:
+            b.release()
+        self.buffers.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _local_size(program: Program, ep) -> tuple[int, int, int]:
+    size = None
+    if "LocalSize" in ep.modes:
+        size = tuple(int(v) for v in ep.modes["LocalSize"])
+    elif "LocalSizeId" in ep.modes:
+        size = tuple(program.const_int(i) for i in ep.modes["LocalSizeId"])
+    if program.workgroup_size_constant is not None:
+        wgs = program.constants.get(program.workgroup_size_constant)
+        if wgs is not None:
+            size = tuple(int(v) for v in np.asarray(wgs).reshape(-1)[:3])
+    if size is None:
+        raise InvalidModuleError(f"entry point {ep.name!r} has no LocalSize, LocalSizeId or WorkgroupSize")
+    if any(s < 1 for s in size):
+        raise InvalidModuleError(f"entry point {ep.name!r} has workgroup size {size}")
+    return size
+
+
+def _bindings(buffers: dict) -> dict[tuple[int, int], Buffer]:
+    out = {}
+    for key, buf in buffers.items():
+        k = (0, int(key)) if isinstance(key, (int, np.integer)) else (int(key[0]), int(key[1]))
+        if not isinstance(buf, Buffer):
+            raise InvalidModuleError(f"binding {k}: {type(buf).__name__} is not a buffer of this executor")
+        if buf.released:
+            raise InvalidModuleError(f"binding {k}: the buffer was released")
+        out[k] = buf
+    return out
+
+
+def _push_bytes(push) -> bytes:
+    if push is None:
+        return b""
+    if isinstance(push, (bytes, bytearray, memoryview)):
+        return bytes(push)
+    return np.ascontiguousarray(push).tobytes()
+
+
+BUILTIN_VALUES = {
+    "GlobalInvocationId": lambda lanes: lanes.global_id(),
+    "LocalInvocationId": lambda lanes: lanes.local_id(),
+    "WorkgroupId": lambda lanes: lanes.workgroup_ids[lanes.workgroup],
+    "NumWorkgroups": lambda lanes: np.broadcast_to(np.array(lanes.num_workgroups, np.uint32), (lanes.count, 3)),
+    "WorkgroupSize": lambda lanes: np.broadcast_to(np.array(lanes.local_size, np.uint32), (lanes.count, 3)),
+    "LocalInvocationIndex": lambda lanes: lanes.local_index.astype(np.uint32),
+    "SubgroupId": lambda lanes: (lanes.local_index // lanes.subgroup_size).astype(np.uint32),
+    "SubgroupLocalInvocationId": lambda lanes: (lanes.local_index % lanes.subgroup_size).astype(np.uint32),
+    "NumSubgroups": lambda lanes: np.full(lanes.count, lanes.subgroups_per_workgroup, np.uint32),
+    "SubgroupSize": lambda lanes: np.full(lanes.count, lanes.subgroup_size, np.uint32),
+    "SubgroupEqMask": lambda lanes: _subgroup_mask(lanes, lambda i, j: j == i),
+    "SubgroupGeMask": lambda lanes: _subgroup_mask(lanes, lambda i, j: j >= i),
+    "SubgroupGtMask": lambda lanes: _subgroup_mask(lanes, lambda i, j: j > i),
+    "SubgroupLeMask": lambda lanes: _subgroup_mask(lanes, lambda i, j: j <= i),
+    "SubgroupLtMask": lambda lanes: _subgroup_mask(lanes, lambda i, j: j < i),
+}
+
+
+def _subgroup_mask(lanes: Lanes, rule) -> np.ndarray:
+    i = (lanes.local_index % lanes.subgroup_size)[:, None]
+    j = np.arange(128)[None, :]
+    bits = rule(i, j) & (j < lanes.subgroup_size)
+    packed = np.packbits(bits.astype(np.uint8), axis=1, bitorder="little")
+    return np.ascontiguousarray(packed).view(np.uint32)
+
+
+def _builtin_value(lanes: Lanes, name: str, t: T.Type) -> np.ndarray:
+    fn = BUILTIN_VALUES.get(name)
+    if fn is None:
+        raise InvalidModuleError(f"built-in {name} is not available to compute shaders")
+    value = np.asarray(fn(lanes))
+    if t.shape is not None and value.shape[1:] != t.shape:
+        value = value[(slice(None),) + tuple(slice(0, n) for n in t.shape)]
+    return value.astype(t.dtype)
+
+
+def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) -> None:
+    program = kernel.program
+    lanes = ctx.lanes
+    from hydroplane.ref.access import store_value
+
+    for var in program.global_variables:
+        rid = var.result_id
+        t = var.type.pointee
+        storage = var.type.storage
+        name = program.names.get(rid) or f"%{rid}"
+        init = var.args[0] if var.args else None
+        if storage in ("StorageBuffer", "Uniform", "ShaderRecordBufferKHR"):
+            ds = program.decoration(rid, "DescriptorSet")
+            bn = program.decoration(rid, "Binding")
+            key = (ds[0] if ds else 0, bn[0] if bn else 0)
+            buf = bound.get(key)
+            if buf is None:
+                ctx.globals[rid] = _Unbound(key, name)
+                continue
+            region = Region(f"{name} (set {key[0]} binding {key[1]})", storage, buf.nbytes, data=buf.data.reshape(1, -1))
+            ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
+        elif storage == "PushConstant":
+            need = T.size_of(t)
+            data = np.zeros((1, max(8, -(-max(need, len(push)) // 8) * 8)), np.uint8)
+            data[0, :len(push)] = np.frombuffer(push, np.uint8)
+            region = Region(f"{name} (push constants)", storage, len(push), data=data)
+            ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
+        elif storage == "Workgroup":
+            region = Region(name, storage, T.size_of(t), rows=lanes.workgroups, row_of_lane=lanes.workgroup,
+                            track=True)
+            ctx.memory.tracked_regions.append(region)
+            ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
+            if init is not None:
+                store_value(ctx, ctx.globals[rid], t, ctx.get(init))
+        elif storage == "Private":
+            if rid in program.register_variables:
+                if init is not None:
+                    ctx.globals[-rid] = ctx.get(init)
+                ctx.globals[rid] = Pointer(None, np.zeros(1, np.int64), t, var=rid)
+            else:
+                region = Region(name, storage, T.size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
+                ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
+                if init is not None:
+                    store_value(ctx, ctx.globals[rid], t, ctx.get(init))
+        elif storage == "Input":
+            builtin = program.decoration(rid, "BuiltIn")
+            if builtin is None:
+                raise InvalidModuleError(f"input variable {name} is not a built-in")
+            bname = grammar.enumerant("BuiltIn", builtin[0]).name
+            value = _builtin_value(lanes, bname, t)
+            region = Region(bname, "Input", T.size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
+            region.data[:, :value.itemsize * int(np.prod(value.shape[1:], dtype=np.int64))] = \
+                np.ascontiguousarray(value).view(np.uint8).reshape(lanes.count, -1)
+            ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
+        else:
+            ctx.globals[rid] = _Unbound(None, f"{name} ({storage})")
+
+
+class _Unbound(Pointer):
+    """A variable with nothing behind it; using it is a diagnostic naming it."""
+
+    def __init__(self, key, name):
+        super().__init__(_UnboundRegion(key, name), np.zeros(1, np.int64), None)
+
+
+class _UnboundRegion:
+    storage = "unbound"
+    row_of_lane = None
+    track = False
+    nbytes = 0
+    data = np.zeros((1, 8), np.uint8)
+
+    def __init__(self, key, name):
+        self.key = key
+        self.name = f"{name}: no buffer bound at set {key[0]} binding {key[1]}" if key else f"{name}: not supported"
+
+    def rows(self, lanes):
+        return 0

@@ -1,0 +1,66 @@
+"""The op table: opcode -> handler `fn(ctx, inst)`, plus handlers specialised by operand type.
+
+`register(Op.X, ...)` adds a handler; `register(Op.X, type=CooperativeMatrixType)` adds one used
+when the instruction's result type or one of its operands' types is of that class (how the
+cooperative-matrix module takes over composite access, conversions and arithmetic on matrices).
+Per-op arithmetic lives in data tables in the ops_* modules; this module only routes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from hydroplane.spirv import grammar
+
+Op = grammar.Op
+Handler = Callable[[object, object], None]
+
+HANDLERS: dict[int, Handler] = {}
+TYPED_HANDLERS: dict[tuple[int, type], Handler] = {}
+
+
+def register(*opcodes: int, type: type | None = None) -> Callable[[Handler], Handler]:
+    """Decorator: the handler runs for these opcodes (for operands of `type`, when given)."""
+
+    def add(fn: Handler) -> Handler:
+        for op in opcodes:
+            if type is None:
+                HANDLERS[int(op)] = fn
+            else:
+                TYPED_HANDLERS[(int(op), type)] = fn
+        return fn
+
+    return add
+
+
+def unsupported(ctx, inst) -> None:
+    ctx.diagnose("unsupported", f"{inst.name} is not implemented by the reference executor")
+
+
+def handler_for(program, inst) -> Handler:
+    """The handler of an instruction: a typed one when its types ask for it, else the plain one."""
+    op = inst.opcode
+    if TYPED_HANDLERS:
+        candidates = [inst.type] + [program.value_types.get(i) for i in inst.args]
+        for t in candidates:
+            if t is not None:
+                fn = TYPED_HANDLERS.get((op, t.__class__))
+                if fn is not None:
+                    return fn
+    return HANDLERS.get(op, unsupported)
+
+
+def _load_op_modules() -> None:
+    import importlib
+
+    for name in ("ops_arith", "ops_convert", "ops_composite", "ops_memory", "ops_control", "ops_glsl",
+                 "ops_group", "coopmat"):
+        full = f"hydroplane.ref.{name}"
+        try:
+            importlib.import_module(full)
+        except ModuleNotFoundError as exc:  # a module another engineer has not written yet
+            if exc.name != full:
+                raise
+
+
+_load_op_modules()

@@ -1,0 +1,260 @@
+"""Memory instructions: loads, stores, access chains, array length, copies, atomics and barriers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hydroplane.ref import types as T
+from hydroplane.ref.access import load_value, store_value
+from hydroplane.ref.memory import PSB, PSB_REGION_SHIFT
+from hydroplane.ref.ops import Op, register
+from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
+
+
+@register(Op.Load)
+def _load(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    ctx.set(inst.result_id, load_value(ctx, ptr, inst.type))
+
+
+@register(Op.Store)
+def _store(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    t = ctx.type_of(inst.args[1])
+    store_value(ctx, ptr, t, ctx.get(inst.args[1]))
+
+
+@register(Op.CopyMemory)
+def _copy_memory(ctx, inst):
+    target, source = ctx.get(inst.args[0]), ctx.get(inst.args[1])
+    store_value(ctx, target, target.type, load_value(ctx, source, source.type))
+
+
+def _index(v) -> np.ndarray:
+    return as_signed(np.asarray(v)).astype(np.int64)
+
+
+def chain(ctx, base: Pointer, index_ids, result_type: T.PointerType) -> Pointer:
+    """Walk struct members, array elements, vector components and matrix columns from `base`."""
+    t, off = base.type, base.offset
+    mstride, row_major = base.mstride, base.row_major
+    for ident in index_ids:
+        if isinstance(t, T.StructType):
+            i = ctx.const_int(ident)
+            off = off + T.member_offsets(t)[i]
+            mstride, row_major = t.matrix_strides[i], t.row_major[i]
+            t = t.members[i]
+        elif isinstance(t, T.ArrayType):
+            off = off + _index(ctx.get(ident)) * T.array_stride(t)
+            t = t.element
+        elif isinstance(t, T.VectorType):
+            off = off + _index(ctx.get(ident)) * t.component.dtype.itemsize
+            t = t.component
+        elif isinstance(t, T.MatrixType):
+            if row_major:
+                ctx.diagnose("unsupported", "an access chain to a column of a RowMajor matrix")
+            off = off + _index(ctx.get(ident)) * T.matrix_stride(t, mstride)
+            t = t.column
+        else:
+            ctx.diagnose("invalid", f"access chain indexes into {t}")
+    stride = result_type.stride if isinstance(result_type, T.PointerType) else None
+    return Pointer(base.region, off, t, None, mstride, row_major, stride)
+
+
+@register(Op.AccessChain, Op.InBoundsAccessChain)
+def _access_chain(ctx, inst):
+    base = ctx.get(inst.args[0])
+    if base.region is None:
+        ctx.unsupported("an access chain into a register variable")
+    ctx.set(inst.result_id, chain(ctx, base, inst.args[1:], inst.type))
+
+
+@register(Op.PtrAccessChain, Op.InBoundsPtrAccessChain)
+def _ptr_access_chain(ctx, inst):
+    base = ctx.get(inst.args[0])
+    stride = base.elem_stride
+    if stride is None:
+        stride = T.size_of(base.type)
+    moved = base.with_offset(base.offset + _index(ctx.get(inst.args[1])) * stride, base.type)
+    ctx.set(inst.result_id, chain(ctx, moved, inst.args[2:], inst.type))
+
+
+@register(Op.ArrayLength)
+def _array_length(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    member = inst.literals[0]
+    st = ptr.type
+    arr = st.members[member]
+    start = ptr.offset + T.member_offsets(st)[member]
+    length = (ptr.region.nbytes - start) // T.array_stride(arr)
+    ctx.set(inst.result_id, np.maximum(length, 0).astype(inst.type.dtype))
+
+
+@register(Op.ConvertUToPtr)
+def _convert_u_to_ptr(ctx, inst):
+    addr = as_unsigned(ctx.get(inst.args[0])).astype(np.int64)
+    ctx.set(inst.result_id, Pointer(PSB, addr, inst.type.pointee, elem_stride=inst.type.stride))
+
+
+@register(Op.ConvertPtrToU)
+def _convert_ptr_to_u(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    if ptr.region is not PSB:
+        ctx.unsupported(f"OpConvertPtrToU of a {getattr(ptr.region, 'storage', 'register')} pointer")
+    ctx.set(inst.result_id, ptr.offset.astype(np.uint64).astype(inst.type.dtype))
+
+
+def buffer_address(region_number: int) -> int:
+    return (region_number + 1) << PSB_REGION_SHIFT
+
+
+# -- atomics ---------------------------------------------------------------------------------
+
+ATOMIC_RMW = {
+    Op.AtomicExchange: ("any", lambda old, v: v),
+    Op.AtomicIAdd: ("any", np.add),
+    Op.AtomicISub: ("any", np.subtract),
+    Op.AtomicSMin: ("s", np.minimum),
+    Op.AtomicUMin: ("u", np.minimum),
+    Op.AtomicSMax: ("s", np.maximum),
+    Op.AtomicUMax: ("u", np.maximum),
+    Op.AtomicAnd: ("any", np.bitwise_and),
+    Op.AtomicOr: ("any", np.bitwise_or),
+    Op.AtomicXor: ("any", np.bitwise_xor),
+    Op.AtomicFAddEXT: ("any", np.add),
+    Op.AtomicFMinEXT: ("any", np.fmin),
+    Op.AtomicFMaxEXT: ("any", np.fmax),
+}
+_VIEW = {"s": as_signed, "u": as_unsigned, "any": lambda v: v}
+
+
+def _atomic(ctx, ptr: Pointer, dtype, update, values: list):
+    """Apply `update(old, *values) -> new` lane by lane in lane order; return the old values."""
+    lanes = ctx.active_lanes()
+    out = np.zeros(ctx.lanes.count, dtype)
+    if not len(lanes):
+        return out
+    region = ptr.region
+    offs = ptr.offset[lanes] if ptr.offset.shape[0] > 1 else np.broadcast_to(ptr.offset, lanes.shape)
+    rows = np.broadcast_to(region.rows(lanes), lanes.shape)
+    vals = [np.broadcast_to(v, (ctx.lanes.count,))[lanes] if v.shape[0] > 1 else np.broadcast_to(v, lanes.shape)
+            for v in values]
+    mem = ctx.memory
+    if region is not PSB:
+        bad = mem._in_bounds(region, offs, dtype.itemsize, lanes, "atomic")
+        if bad is not None:
+            keep = ~bad
+            lanes, offs, rows, vals = lanes[keep], offs[keep], rows[keep], [v[keep] for v in vals]
+    key = rows.astype(np.int64) * (1 << 40) + offs
+    if len(np.unique(key)) == len(key):
+        old = mem.read(region, rows, offs, dtype, None) if region is not PSB else mem.read(PSB, 0, offs, dtype, lanes)
+        new = update(old, *vals)
+        _atomic_write(mem, region, rows, offs, np.asarray(new, dtype), lanes)
+        out[lanes] = old
+        return out
+    for i, lane in enumerate(lanes):
+        r, o = rows[i:i + 1], offs[i:i + 1]
+        old = mem.read(region, r, o, dtype, None) if region is not PSB else mem.read(PSB, 0, o, dtype, lanes[i:i + 1])
+        new = update(old, *(v[i:i + 1] for v in vals))
+        _atomic_write(mem, region, r, o, np.asarray(new, dtype), lanes[i:i + 1])
+        out[lane] = old[0]
+    return out
+
+
+def _atomic_write(mem, region, rows, offs, values, lanes):
+    if region is PSB:
+        mem.write(PSB, 0, offs, values, lanes)
+        return
+    mem._scatter(region, rows, offs, values)
+    if region.track:
+        b = (offs.reshape(-1, 1) + np.arange(values.dtype.itemsize)).reshape(-1)
+        region.written[np.repeat(np.broadcast_to(rows, offs.shape).reshape(-1), values.dtype.itemsize), b] = True
+
+
+def _atomic_rmw(how, fn):
+    def handler(ctx, inst):
+        ptr = ctx.get(inst.args[0])
+        dt = inst.type.dtype
+        value = reinterpret(ctx.get(inst.args[3]), dt)
+        view = _VIEW[how]
+
+        def update(old, v):
+            with np.errstate(all="ignore"):
+                return reinterpret(np.asarray(fn(view(old), view(v))), dt)
+        ctx.set(inst.result_id, _atomic(ctx, ptr, dt, update, [value]))
+    return handler
+
+
+for _op, (_how, _fn) in ATOMIC_RMW.items():
+    register(_op)(_atomic_rmw(_how, _fn))
+
+
+@register(Op.AtomicIIncrement, Op.AtomicIDecrement)
+def _atomic_step(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    dt = inst.type.dtype
+    step = 1 if inst.opcode == Op.AtomicIIncrement else -1
+    one = np.array([step]).astype(dt)
+    with np.errstate(all="ignore"):
+        ctx.set(inst.result_id, _atomic(ctx, ptr, dt, lambda old, v: old + v, [one]))
+
+
+@register(Op.AtomicCompareExchange)
+def _atomic_compare_exchange(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    dt = inst.type.dtype
+    value = reinterpret(ctx.get(inst.args[4]), dt)
+    comparator = reinterpret(ctx.get(inst.args[5]), dt)
+    ctx.set(inst.result_id, _atomic(ctx, ptr, dt, lambda old, v, c: np.where(old == c, v, old), [value, comparator]))
+
+
+@register(Op.AtomicLoad)
+def _atomic_load(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    dt = inst.type.dtype
+    ctx.set(inst.result_id, _atomic(ctx, ptr, dt, lambda old: old, []))
+
+
+@register(Op.AtomicStore)
+def _atomic_store(ctx, inst):
+    ptr = ctx.get(inst.args[0])
+    dt = ptr.type.dtype
+    value = reinterpret(ctx.get(inst.args[3]), dt)
+    _atomic(ctx, ptr, dt, lambda old, v: v, [value])
+
+
+# -- barriers --------------------------------------------------------------------------------
+
+def check_uniform(ctx, scope: int, what: str) -> None:
+    """Diagnose when part of a workgroup (scope 2) or subgroup (scope 3) is active, part not."""
+    lanes = ctx.lanes
+    if lanes.virtual:
+        return
+    if scope == T.SCOPE_WORKGROUP:
+        active, valid = lanes.by_workgroup(ctx.mask), lanes.by_workgroup(lanes.valid)
+    elif scope == T.SCOPE_SUBGROUP:
+        active, valid = lanes.by_subgroup(ctx.mask), lanes.by_subgroup(lanes.valid)
+    else:
+        return
+    some = active.any(axis=1)
+    missing = valid & ~active & some[:, None]
+    if missing.any():
+        name = "workgroup" if scope == T.SCOPE_WORKGROUP else "subgroup"
+        missing_lanes = np.flatnonzero(missing.reshape(-1))
+        ctx.diagnose("non-uniform", f"{what} reached in non-uniform control flow: "
+                     f"{len(missing_lanes)} invocations of the {name} did not reach it (listed)", missing_lanes)
+
+
+@register(Op.ControlBarrier)
+def _control_barrier(ctx, inst):
+    scope = ctx.const_int(inst.args[0])
+    check_uniform(ctx, scope, "OpControlBarrier")
+    if scope in (T.SCOPE_WORKGROUP, 1, 0):
+        rows = np.unique(ctx.lanes.workgroup[ctx.mask])
+        for region in ctx.memory.tracked_regions:
+            region.reset_epoch(rows)
+
+
+@register(Op.MemoryBarrier)
+def _memory_barrier(ctx, inst):
+    pass

@@ -1,0 +1,344 @@
+"""A decoded module made ready to run: names, decorations, types, constants, functions and blocks.
+
+`Program(words, spec={id: value})` parses once per specialization: types (array lengths may be
+spec constants), constants (OpSpecConstantOp evaluated through the op table), global variables,
+functions split into blocks, each instruction wrapped as an `Instr` with its handler resolved.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hydroplane.ref import types as T
+from hydroplane.ref.errors import InvalidModuleError
+from hydroplane.spirv import binary, grammar
+
+Op = grammar.Op
+
+
+class Instr:
+    """An instruction as handlers see it.
+
+    opcode, name ('OpFAdd'), result_type (id), result_id, operands (binary.Operand list),
+    offset (word offset), args (ids of the Id* operands, in order), literals (the other operand
+    values, in order), type (the resolved result Type or None), handler.
+    """
+
+    __slots__ = ("opcode", "name", "result_type", "result_id", "operands", "offset", "args", "literals",
+                 "type", "handler", "extra")
+
+    def __init__(self, raw: binary.Instruction):
+        self.opcode = raw.opcode
+        self.result_type = raw.result_type
+        self.result_id = raw.result_id
+        self.operands = raw.operands
+        self.offset = raw.offset
+        self.args = tuple(o.value for o in raw.operands if o.kind.startswith("Id"))
+        self.literals = tuple(o.value for o in raw.operands if not o.kind.startswith("Id"))
+        try:
+            self.name = grammar.instruction(raw.opcode).name
+        except grammar.GrammarError:
+            self.name = f"Op<{raw.opcode}>"
+        self.type = None
+        self.handler = None
+        self.extra = None  # per-instruction data a handler may cache
+
+
+@dataclass(eq=False)
+class Block:
+    label: int
+    phis: list[Instr] = field(default_factory=list)
+    body: list[Instr] = field(default_factory=list)
+    terminator: Instr | None = None
+    merge: int | None = None  # merge block of a selection or loop header
+    continue_target: int | None = None
+    order: int = -1  # position in structured order
+
+
+@dataclass(eq=False)
+class Function:
+    id: int
+    type: T.FunctionType
+    params: list[int]
+    blocks: dict[int, Block]
+    order: list[int]  # labels in structured order (a construct's merge after its contents)
+    entry: int
+    variables: list[Instr]
+
+
+@dataclass(eq=False)
+class EntryPoint:
+    name: str
+    function: int
+    interface: list[int]
+    modes: dict[str, tuple]
+
+
+def _decoration_name(value: int) -> str:
+    return grammar.enumerant("Decoration", value).name
+
+
+def _enum_name(kind: str, value: int) -> str:
+    try:
+        return grammar.enumerant(kind, value).name
+    except grammar.GrammarError:
+        return str(value)
+
+
+class Program:
+    def __init__(self, words_or_module, spec: dict[int, object] | None = None):
+        module = words_or_module if isinstance(words_or_module, binary.Module) else binary.decode(words_or_module)
+        self.module = module
+        self.spec = dict(spec or {})
+        self.names: dict[int, str] = {}
+        self.decorations: dict[int, dict[str, list]] = {}
+        self.member_decorations: dict[tuple[int, int], dict[str, list]] = {}
+        self.types: dict[int, T.Type] = {}
+        self.value_types: dict[int, T.Type] = {}  # result id -> type of the value
+        self.constants: dict[int, object] = {}  # id -> value with lane width 1
+        self.global_variables: list[Instr] = []
+        self.functions: dict[int, Function] = {}
+        self.entry_points: dict[str, EntryPoint] = {}
+        self.ext_sets: dict[int, str] = {}
+        self.capabilities: list[str] = []
+        self.used_spec_ids: set[int] = set()
+        self.workgroup_size_constant: int | None = None
+        self._parse()
+
+    # -- helpers handlers use ---------------------------------------------------------------
+    def decoration(self, target: int, name: str):
+        """The parameters of decoration `name` on `target` (a list, [] when it has none), or None."""
+        return self.decorations.get(target, {}).get(name)
+
+    def const_int(self, ident: int) -> int:
+        """The integer value of a scalar constant id (scopes, semantics, lengths)."""
+        v = self.constants.get(ident)
+        if v is None:
+            raise InvalidModuleError(f"%{ident} must be a constant")
+        return int(np.asarray(v).reshape(-1)[0])
+
+    # -- parsing ------------------------------------------------------------------------------
+    def _parse(self) -> None:
+        insts = self.module.instructions
+        for raw in insts:
+            op = raw.opcode
+            if op == Op.Name:
+                self.names[raw.operands[0].value] = raw.operands[1].value
+            elif op in (Op.Decorate, Op.DecorateId, Op.DecorateString):
+                d = self.decorations.setdefault(raw.operands[0].value, {})
+                d[_decoration_name(raw.operands[1].value)] = [o.value for o in raw.operands[2:]]
+            elif op in (Op.MemberDecorate, Op.MemberDecorateString):
+                key = (raw.operands[0].value, raw.operands[1].value)
+                d = self.member_decorations.setdefault(key, {})
+                d[_decoration_name(raw.operands[2].value)] = [o.value for o in raw.operands[3:]]
+            elif op == Op.ExtInstImport:
+                self.ext_sets[raw.result_id] = raw.operands[0].value
+            elif op == Op.Capability:
+                self.capabilities.append(_enum_name("Capability", raw.operands[0].value))
+        from hydroplane.ref import constants, ops  # the op table is complete once ops is imported
+
+        current: list | None = None
+        fn_raw: list[list[binary.Instruction]] = []
+        for raw in insts:
+            op = raw.opcode
+            if op == Op.Function:
+                current = [raw]
+                continue
+            if current is not None:
+                current.append(raw)
+                if op == Op.FunctionEnd:
+                    fn_raw.append(current)
+                    current = None
+                continue
+            if op == Op.EntryPoint:
+                model = _enum_name("ExecutionModel", raw.operands[0].value)
+                name = raw.operands[2].value
+                if model == "GLCompute":
+                    self.entry_points[name] = EntryPoint(name, raw.operands[1].value,
+                                                         [o.value for o in raw.operands[3:]], {})
+            elif op in (Op.ExecutionMode, Op.ExecutionModeId):
+                fn = raw.operands[0].value
+                mode = _enum_name("ExecutionMode", raw.operands[1].value)
+                for ep in self.entry_points.values():
+                    if ep.function == fn:
+                        ep.modes[mode] = tuple(o.value for o in raw.operands[2:])
+            elif grammar.instruction(op).opclass == "Type-Declaration" or op == Op.TypeForwardPointer:
+                if op != Op.TypeForwardPointer:
+                    self.types[raw.result_id] = self._parse_type(raw)
+            elif op == Op.Variable:
+                inst = Instr(raw)
+                inst.type = self.types.get(raw.result_type)
+                self.value_types[raw.result_id] = inst.type
+                self.global_variables.append(inst)
+            elif raw.result_id is not None and raw.result_type is not None:
+                self.value_types[raw.result_id] = self.types.get(raw.result_type)
+                constants.evaluate(self, raw, ops)
+        for t in self.types.values():
+            if isinstance(t, T.PointerType):
+                t.pointee = self.types.get(t.pointee_id)
+        for group in fn_raw:
+            self._parse_function(group, ops)
+        self._find_register_variables()
+        for ident, deco in self.decorations.items():
+            if deco.get("BuiltIn") == [grammar.enumerant("BuiltIn", "WorkgroupSize").value]:
+                self.workgroup_size_constant = ident
+
+    def _parse_type(self, raw: binary.Instruction) -> T.Type:
+        op, o = raw.opcode, raw.operands
+        rid = raw.result_id
+        ty = self.types
+        if op == Op.TypeVoid:
+            return T.VoidType()
+        if op == Op.TypeBool:
+            return T.BoolType()
+        if op == Op.TypeInt:
+            return T.IntType(o[0].value, bool(o[1].value))
+        if op == Op.TypeFloat:
+            enc = _enum_name("FPEncoding", o[1].value) if len(o) > 1 else None
+            try:
+                return T.FloatType(o[0].value, enc)
+            except KeyError:
+                raise InvalidModuleError(f"float type %{rid} ({enc or o[0].value}) is not supported") from None
+        if op == Op.TypeVector:
+            return T.VectorType(ty[o[0].value], o[1].value)
+        if op == Op.TypeMatrix:
+            return T.MatrixType(ty[o[0].value], o[1].value)
+        if op in (Op.TypeArray, Op.TypeRuntimeArray):
+            length = self.const_int(o[1].value) if op == Op.TypeArray else None
+            stride = self.decoration(rid, "ArrayStride")
+            return T.ArrayType(ty[o[0].value], length, stride[0] if stride else None)
+        if op == Op.TypeStruct:
+            n = len(o)
+            md = [self.member_decorations.get((rid, i), {}) for i in range(n)]
+            return T.StructType(
+                [ty[x.value] for x in o],
+                [d["Offset"][0] if "Offset" in d else None for d in md],
+                [d["MatrixStride"][0] if "MatrixStride" in d else None for d in md],
+                ["RowMajor" in d for d in md],
+                block=self.decoration(rid, "Block") is not None or self.decoration(rid, "BufferBlock") is not None,
+            )
+        if op == Op.TypePointer:
+            stride = self.decoration(rid, "ArrayStride")
+            return T.PointerType(_enum_name("StorageClass", o[0].value), o[1].value, stride[0] if stride else None)
+        if op == Op.TypeFunction:
+            return T.FunctionType(ty[o[0].value], [ty[x.value] for x in o[1:]])
+        if op == Op.TypeCooperativeMatrixKHR:
+            return T.CooperativeMatrixType(ty[o[0].value], self.const_int(o[1].value), self.const_int(o[2].value),
+                                           self.const_int(o[3].value), self.const_int(o[4].value), "KHR")
+        if op == Op.TypeCooperativeMatrixNV:
+            return T.CooperativeMatrixType(ty[o[0].value], self.const_int(o[1].value), self.const_int(o[2].value),
+                                           self.const_int(o[3].value), None, "NV")
+        return T.OpaqueType(op, list(o))
+
+    def _parse_function(self, group: list[binary.Instruction], ops) -> None:
+        head = group[0]
+        fn_type = self.types.get(head.operands[1].value)
+        params: list[int] = []
+        blocks: dict[int, Block] = {}
+        variables: list[Instr] = []
+        block: Block | None = None
+        entry = None
+        for raw in group[1:-1]:
+            op = raw.opcode
+            if raw.result_id is not None and raw.result_type is not None:
+                self.value_types[raw.result_id] = self.types.get(raw.result_type)
+            if op == Op.FunctionParameter:
+                params.append(raw.result_id)
+                continue
+            if op == Op.Label:
+                block = Block(raw.result_id)
+                blocks[raw.result_id] = block
+                entry = entry or raw.result_id
+                continue
+            if block is None:
+                raise InvalidModuleError(f"instruction at word {raw.offset} is outside any block")
+            inst = Instr(raw)
+            inst.type = self.types.get(raw.result_type) if raw.result_type is not None else None
+            if op == Op.Phi:
+                block.phis.append(inst)
+            elif op == Op.Variable:
+                variables.append(inst)
+            elif op == Op.LoopMerge:
+                block.merge, block.continue_target = raw.operands[0].value, raw.operands[1].value
+            elif op == Op.SelectionMerge:
+                block.merge = raw.operands[0].value
+            elif op in _TERMINATORS:
+                block.terminator = inst
+            elif op in _IGNORED:
+                continue
+            else:
+                inst.handler = ops.handler_for(self, inst)
+                block.body.append(inst)
+        if entry is None:
+            raise InvalidModuleError(f"function %{head.result_id} has no blocks")
+        order = _structured_order(blocks, entry)
+        for i, label in enumerate(order):
+            blocks[label].order = i
+        self.functions[head.result_id] = Function(head.result_id, fn_type, params, blocks, order, entry, variables)
+
+    def _find_register_variables(self) -> None:
+        """Function/Private variables used only as the pointer of whole loads and stores."""
+        candidates = {v.result_id for fn in self.functions.values() for v in fn.variables}
+        candidates |= {v.result_id for v in self.global_variables if v.type.storage == "Private"}
+        for fn in self.functions.values():
+            for block in fn.blocks.values():
+                for inst in (*block.phis, *block.body, *( [block.terminator] if block.terminator else [])):
+                    for pos, ident in enumerate(inst.args):
+                        if ident in candidates and not (pos == 0 and inst.opcode in (Op.Load, Op.Store)):
+                            candidates.discard(ident)
+                        elif ident in candidates and inst.opcode == Op.Store and len(inst.args) > 1 \
+                                and inst.args[1] == ident:
+                            candidates.discard(ident)
+        self.register_variables = candidates
+
+
+_IGNORED = {Op.Line, Op.NoLine, Op.Nop}
+_TERMINATORS = {Op.Branch, Op.BranchConditional, Op.Switch, Op.Return, Op.ReturnValue, Op.Unreachable,
+                Op.Kill, Op.TerminateInvocation}
+
+
+def successors(block: Block) -> list[int]:
+    t = block.terminator
+    if t is None:
+        return []
+    if t.opcode == Op.Branch:
+        return [t.args[0]]
+    if t.opcode == Op.BranchConditional:
+        return [t.args[1], t.args[2]]
+    if t.opcode == Op.Switch:
+        return [t.args[1]] + [o.value for o in t.operands[2:] if o.kind == "IdRef"]
+    return []
+
+
+def _structured_order(blocks: dict[int, Block], entry: int) -> list[int]:
+    """Blocks so that a construct's continue target and merge block follow all its other blocks."""
+    order: list[int] = []
+    seen: set[int] = set()
+    pending: set[int] = set()  # merges and continue targets of constructs still open
+
+    def visit(label: int) -> None:
+        if label in seen or label in pending or label not in blocks:
+            return
+        seen.add(label)
+        order.append(label)
+        b = blocks[label]
+        late = [x for x in (b.continue_target, b.merge) if x is not None and x not in pending]
+        pending.update(late)
+        for s in successors(b):
+            visit(s)
+        pending.difference_update(late)
+        for x in late:
+            visit(x)
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * len(blocks) + 1000))
+    try:
+        visit(entry)
+        for label in blocks:  # unreachable blocks keep a position
+            visit(label)
+    finally:
+        sys.setrecursionlimit(limit)
+    return order
