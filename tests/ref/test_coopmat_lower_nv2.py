@@ -1,0 +1,79 @@
+"""EXT maintenance1 -> NV2 lowering: glslang-compiled EXT shaders lowered, validated by spirv-val,
+and checked instruction by instruction; unsupported Use changes raise LoweringError."""
+
+import subprocess
+
+import pytest
+
+from cts.compile import compile_glsl, glsl_source
+from hydroplane.errors import HydroplaneError
+from hydroplane.spirv import Op, binary, decode
+from hydroplane.spirv.grammar import enumerant
+from hydroplane.spirv.lower_nv2 import LoweringError, lower_ext_to_nv2
+
+
+def _validate(spirv_val, tmp_path, words) -> None:
+    path = tmp_path / "lowered.spv"
+    path.write_bytes(binary.to_bytes(words))
+    proc = subprocess.run([spirv_val, "--target-env", "vulkan1.3", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+
+
+def _opcodes(module):
+    return [i.opcode for i in module.instructions]
+
+
+def _capabilities(module):
+    return {i.operands[0].value for i in module.instructions if i.opcode == Op.Capability}
+
+
+def _extensions(module):
+    return {i.operands[0].value for i in module.instructions if i.opcode == Op.Extension}
+
+
+def test_lowered_module_validates_and_has_no_ext_left(glslang, spirv_val, tmp_path):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    before = decode(words)
+    assert Op.CooperativeMatrixGetCoordinateEXT in _opcodes(before)
+    lowered = lower_ext_to_nv2(words)
+    _validate(spirv_val, tmp_path, lowered.words())
+    ops = _opcodes(lowered)
+    assert Op.CooperativeMatrixGetCoordinateEXT not in ops
+    assert ops.count(Op.CooperativeMatrixTransposeNV) == 1
+    assert ops.count(Op.CooperativeMatrixConvertUseEXT) == 1  # Accumulator -> A stays (NV2 ConvertNV)
+    assert ops.count(Op.CooperativeMatrixReduceEXT) == 1
+    assert ops.count(Op.CooperativeMatrixPerElementOpEXT) == 2  # the kernel's and the emulation's
+    caps = _capabilities(lowered)
+    assert enumerant("Capability", "CooperativeMatrixConversionsNV").value in caps
+    assert enumerant("Capability", "CooperativeMatrixConversionsEXT").value not in caps
+    assert enumerant("Capability", "CooperativeMatrixGetCoordinateEXT").value not in caps
+    assert _extensions(lowered) == {"SPV_NV_cooperative_matrix2", "SPV_KHR_cooperative_matrix"}
+    transpose = enumerant("Decoration", "CooperativeMatrixTransposeEXT").value
+    assert not [i for i in lowered.instructions if i.opcode == Op.Decorate and i.operands[1].value == transpose]
+    assert lowered.bound > before.bound
+
+
+def test_lowering_leaves_an_nv2_module_alone(glslang, spirv_val, tmp_path):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    once = lower_ext_to_nv2(words)
+    twice = lower_ext_to_nv2(once.words())
+    assert list(twice.words()) == list(once.words())
+
+
+@pytest.mark.parametrize("name,message", [
+    ("ext_convert_a_to_acc.comp", "from MatrixA to MatrixAccumulator has no NV2 twin"),
+    ("ext_transpose_acc_to_a.comp", "CooperativeMatrixTransposeEXT from MatrixAccumulator to MatrixA has no NV2 twin"),
+])
+def test_use_changes_without_nv2_twin_raise(glslang, name, message):
+    words = compile_glsl(glslang, glsl_source(name))
+    with pytest.raises(LoweringError, match=message) as info:
+        lower_ext_to_nv2(words)
+    assert isinstance(info.value, HydroplaneError) and info.value.offset is not None
+
+
+def test_old_spirv_version_is_refused(glslang):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    module = decode(words)
+    module.version = (1, 5)
+    with pytest.raises(LoweringError, match="needs SPIR-V 1.6"):
+        lower_ext_to_nv2(module.words())
