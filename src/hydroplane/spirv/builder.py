@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 from hydroplane.spirv import grammar, literals, requirements
@@ -127,27 +128,21 @@ class ModuleBuilder:
         Operands follow the grammar after the result id: the result type first (when the
         instruction has one), then each operand by its kind.
         """
-        info = self._info(op)
+        info, has_result_type, has_result, deduplicated = _facts(op)
         args = list(operands)
         inst = Instruction(info.opcode)
-        if info.has_result_type:
+        if has_result_type:
             if not args:
                 raise BuildError(f"{info.name}: missing the result type")
             inst.result_type = self._check_id(info, "result type", args.pop(0))
-        if not info.has_result and result_id is not None:
+        if not has_result and result_id is not None:
             raise BuildError(f"{info.name} has no result id")
         inst.operands = OperandEncoder(self, info, inst).encode(args)
         if result_id is not None:
             inst.result_id = self._check_id(info, "result id", result_id)
-        elif info.has_result and not _deduplicated(info):
+        elif has_result and not deduplicated:
             inst.result_id = self.id()  # a type or constant gets its id when it is new
         return self._place(info, inst)
-
-    def _info(self, op: int | str) -> grammar.InstructionInfo:
-        try:
-            return grammar.instruction(int(op) if isinstance(op, grammar.Op) else op)
-        except grammar.GrammarError as err:
-            raise BuildError(str(err)) from None
 
     def _check_id(self, info, what: str, value) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < self._bound:
@@ -379,7 +374,7 @@ class ModuleBuilder:
 
     def _new(self, op, *operands) -> Instruction:
         """An instruction encoded but not placed, its id not yet given (for _intern)."""
-        info = grammar.instruction(int(op))
+        info = _facts(op)[0]
         inst = Instruction(info.opcode)
         inst.operands = OperandEncoder(self, info, inst).encode(list(operands))
         return inst
@@ -550,9 +545,16 @@ def _enum_value(kind: str, value: str | int) -> int:
         raise BuildError(str(err)) from None
 
 
-def _deduplicated(info: grammar.InstructionInfo) -> bool:
-    """Types and constants are shared: one id per distinct declaration (structs and spec constants excepted)."""
-    return _SECTION_OF_CLASS.get(info.opclass) == "globals" and info.opcode not in _NOT_DEDUPLICATED
+@lru_cache(maxsize=None)
+def _facts(op: int | str) -> tuple[grammar.InstructionInfo, bool, bool, bool]:
+    """(grammar, has result type, has result id, de-duplicated) of an opcode or name."""
+    try:
+        info = grammar.instruction(int(op) if isinstance(op, int) else op)
+    except grammar.GrammarError as err:
+        raise BuildError(str(err)) from None
+    # Types and constants are shared: one id per distinct declaration (structs, spec constants excepted).
+    deduplicated = _SECTION_OF_CLASS.get(info.opclass) == "globals" and info.opcode not in _NOT_DEDUPLICATED
+    return info, info.has_result_type, info.has_result, deduplicated
 
 
 def _key(inst: Instruction) -> tuple:

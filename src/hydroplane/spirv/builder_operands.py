@@ -8,6 +8,8 @@ an OpSpecConstantOp's opcode by name. A ready `binary.Operand` passes through un
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from hydroplane.spirv import grammar, literals
 from hydroplane.spirv.binary import Instruction, Operand
 from hydroplane.spirv.build_error import BuildError
@@ -44,8 +46,7 @@ class OperandEncoder:
         return self.out
 
     def operands(self, grammar_operands, args: list) -> None:
-        grammar_operands = [o for o in grammar_operands if o.kind not in ("IdResultType", "IdResult")]
-        for position, o in enumerate(grammar_operands):
+        for position, o in enumerate(_after_result(grammar_operands)):
             label = o.name or o.kind
             if o.quantifier == "":
                 if not args:
@@ -123,6 +124,12 @@ class OperandEncoder:
                 if not args:
                     raise self.fail(f"{kind} {e.name} needs its parameter {param.name or param.kind}")
                 self.one(param.kind, args, f"{e.name} {param.name or param.kind}")
+
+
+@lru_cache(maxsize=None)
+def _after_result(grammar_operands: tuple[grammar.OperandInfo, ...]) -> tuple[grammar.OperandInfo, ...]:
+    """The operands a caller gives: all but the result type and the result id."""
+    return tuple(o for o in grammar_operands if o.kind not in ("IdResultType", "IdResult"))
 
 
 def _mask(kind: str, value) -> tuple[list[grammar.EnumerantInfo], int]:

@@ -57,6 +57,8 @@ COOP_SCOPE_EXTENSIONS = {
 # Scope enumerant value of Device: with the Vulkan memory model it needs its own capability.
 _SCOPE_DEVICE = grammar.enumerant("Scope", "Device").value
 
+_ENUM_KINDS = frozenset(name for name, kind in grammar.KINDS.items() if kind.is_enum)
+
 # A capability that a Vulkan (Shader) module never picks when the grammar offers alternatives.
 _NOT_FOR_SHADERS = frozenset({"Kernel"})
 
@@ -99,22 +101,17 @@ class _Collector:
     def __init__(self, version: tuple[int, int]):
         self.version = version
         self.extinst_sets: dict[int, str] = {}  # OpExtInstImport id -> set name
-        self.capability_needs: list[tuple[str, ...]] = []  # each: any one of these
-        self.extension_needs: list[tuple[str, ...]] = []
+        self.capability_needs: dict[tuple[str, ...], None] = {}  # each: any one of these (ordered set)
+        self.extension_needs: dict[tuple[str, ...], None] = {}
+        self.seen: set[tuple] = set()  # (opcode, enumerant operands) already collected
 
     def need(self, capabilities: tuple[str, ...], extensions: tuple[str, ...], item_version: str) -> None:
         if capabilities:
-            self.capability_needs.append(capabilities)
+            self.capability_needs[capabilities] = None
         if extensions and not _version_has(item_version, self.version):
-            self.extension_needs.append(extensions)
+            self.extension_needs[extensions] = None
 
     def instruction(self, inst: Instruction) -> None:
-        info = grammar.instruction(inst.opcode)
-        self.need(info.capabilities, info.extensions, info.version)
-        core = grammar.version_tuple(info.version)
-        if core is not None and core > self.version and not info.extensions:
-            raise RequirementError(f"{info.name} needs SPIR-V {info.version}; the target is "
-                                   f"{self.version[0]}.{self.version[1]}")
         if inst.opcode == Op.ExtInstImport:
             self.extinst_sets[inst.result_id] = inst.operands[0].value
         elif inst.opcode == Op.ExtInst:
@@ -125,12 +122,24 @@ class _Collector:
         elif inst.opcode == Op.SpecConstantOp:
             inner = grammar.instruction(inst.operands[0].value)
             self.need(inner.capabilities, inner.extensions, inner.version)
+        key = (inst.opcode, *((o.kind, o.value) for o in inst.operands if o.kind in _ENUM_KINDS))
+        if key not in self.seen:
+            self.seen.add(key)
+            self.grammar_needs(inst)
+
+    def grammar_needs(self, inst: Instruction) -> None:
+        """What the grammar says the instruction and the enumerants in its operands need."""
+        info = grammar.instruction(inst.opcode)
+        self.need(info.capabilities, info.extensions, info.version)
+        core = grammar.version_tuple(info.version)
+        if core is not None and core > self.version and not info.extensions:
+            raise RequirementError(f"{info.name} needs SPIR-V {info.version}; the target is "
+                                   f"{self.version[0]}.{self.version[1]}")
         declares = inst.opcode == Op.Capability
         for operand in inst.operands:
-            kind = grammar.KINDS.get(operand.kind)
-            if kind is None or not kind.is_enum or isinstance(operand.value, str):
+            if operand.kind not in _ENUM_KINDS or isinstance(operand.value, str):
                 continue
-            for e in _enumerants(kind, operand.value):
+            for e in _enumerants(grammar.KINDS[operand.kind], operand.value):
                 # An OpCapability operand's `capabilities` are those it implies, not needs.
                 self.need(() if declares else e.capabilities, e.extensions, e.version)
 
@@ -219,7 +228,7 @@ def wants_vulkan_memory_model(instructions: Iterable[Instruction]) -> bool:
     return any(i.opcode == Op.TypeCooperativeMatrixKHR for i in instructions)
 
 
-def _resolve(needs: list[tuple[str, ...]], chosen: list[str], closure) -> list[str]:
+def _resolve(needs: Iterable[tuple[str, ...]], chosen: list[str], closure) -> list[str]:
     """Satisfy each need (any-of) by what is chosen already, else by its first usable alternative."""
     for alternatives in sorted(needs, key=len):
         have = closure(chosen)
@@ -244,8 +253,8 @@ def derive(instructions: Iterable[Instruction], version: tuple[int, int] = (1, 6
     for inst in instructions:
         collector.instruction(inst)
         caps, exts = rules.needs(inst, vulkan_mm)
-        collector.capability_needs.extend((c,) for c in caps)
-        collector.extension_needs.extend((e,) for e in exts)
+        collector.capability_needs.update(((c,), None) for c in caps)
+        collector.extension_needs.update(((e,), None) for e in exts)
 
     chosen = _resolve(collector.capability_needs, list(dict.fromkeys(explicit_caps)),
                       lambda caps: set(caps) | implied(caps))
@@ -255,7 +264,7 @@ def derive(instructions: Iterable[Instruction], version: tuple[int, int] = (1, 6
     for cap in sorted(set(minimal) | implied(minimal)):
         e = grammar.enumerant("Capability", cap)
         if e.extensions and not _version_has(e.version, collector.version):
-            collector.extension_needs.append(e.extensions)
+            collector.extension_needs[e.extensions] = None
         elif not e.extensions and not _version_has(e.version, collector.version) and e.version != "None":
             raise RequirementError(f"capability {cap} needs SPIR-V {e.version}; the target is "
                                    f"{version[0]}.{version[1]}")
