@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from hydroplane.cli import main
+from hydroplane.isa import IsaLibrary, SpecCache
 from hydroplane.isa.page import build_page, render_text
 from hydroplane.isa.page_html import render_html
 
@@ -206,3 +207,19 @@ def test_cli_malformed_spec_no_traceback(tmp_path, monkeypatch):
     proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "search", "x"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr.startswith("hydroplane: error: no AMD ISA specification")
+
+
+def test_page_without_any_layout(amd_dir, tmp_path):
+    """A file whose encodings section lacks the instruction's layouts still renders a page."""
+    text = (amd_dir / "amdgpu_isa_cdna5.excerpt.xml").read_text(encoding="utf-8")
+    text = re.sub(r"<Encoding Order=\"5\">.*?</Encoding>\s*", "", text, count=1, flags=re.S)
+    folder = tmp_path / "amd"
+    folder.mkdir()
+    (folder / "cdna5.xml").write_text(text, encoding="utf-8")
+    library = IsaLibrary.open(folder, SpecCache(tmp_path / "cache"))
+    page = build_page(library, "v_cvt_off_f32_i4", check_with_llvm=False)
+    assert page.cells == [] and page.identifier is None and page.example == ""
+    rendered = render_text(page)
+    assert "The layout of ENC_VOP1 is not in the loaded AMD CDNA 5 file." in rendered
+    assert "ENC_VOP1: opcode 14, width unknown, layout not in the loaded file" in rendered
+    assert "Width unknown" in rendered and "Width 0" not in rendered

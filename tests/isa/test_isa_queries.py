@@ -102,7 +102,13 @@ def test_target_table():
 
 
 def test_llvm_knows_every_target(llvm_mc):
+    """Every listed target is an LLVM processor; only CDNA 5's take CDNA 5's 64-bit literal."""
+    lit64 = "v_cvt_f32_f64 v1, 0x12345678abcd"  # SRC0 = SRC_LITERAL64 (254), CDNA 5's OPR_SRC
     for arch, targets in GFX_TARGETS.items():
         for target in targets:
-            result = assemble_lines(["s_nop 0"], target, llvm_mc)[0]
-            assert result == b"\x00\x00\x80\xbf", f"{arch} {target}: {result!r}"
+            nop, wide = assemble_lines(["s_nop 0", lit64], target, llvm_mc)
+            assert nop == b"\x00\x00\x80\xbf", f"{arch} {target}: {nop!r}"
+            if arch == "AMD CDNA 5":
+                assert wide == bytes.fromhex("fe1e027e cdab7856 34120000"), (target, wide)
+            else:
+                assert isinstance(wide, str), f"{target} ({arch}) accepts a 64-bit literal"

@@ -9,6 +9,7 @@ object into JSON-able lists and back, for the on-disk cache.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -195,13 +196,21 @@ class OperandType:
     NESTED: ClassVar[dict[str, type]] = {"values": PredefinedValue}
 
     def value_named(self, name: str) -> PredefinedValue | None:
-        upper = name.upper()
-        for v in self.values:
-            if v.name.upper() == upper:
-                return v
-        return None
+        return self._by_name.get(name.upper())
 
     def names_by_value(self) -> dict[int, str]:
+        """Value -> its first name (the caller must not change the dict)."""
+        return self._by_value
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, PredefinedValue]:
+        out: dict[str, PredefinedValue] = {}
+        for v in self.values:
+            out.setdefault(v.name.upper(), v)
+        return out
+
+    @functools.cached_property
+    def _by_value(self) -> dict[int, str]:
         out: dict[int, str] = {}
         for v in self.values:
             out.setdefault(v.value, v.name)

@@ -275,8 +275,8 @@ def render_text(page: Page) -> str:
     out += ["", page.description, "", "Encoding", "", f"Binary Layout ({page.architecture})"]
     for cell in page.cells:
         out += [cell.text, cell.bits]
-    out += ["", page.layout_note, "", f"Format {page.format_name}", f"Width {page.width} bits",
-            f"Opcode {page.opcode}"]
+    width = f"Width {page.width} bits" if page.width else "Width unknown (layout not in the loaded file)"
+    out += ["", page.layout_note, "", f"Format {page.format_name}", width, f"Opcode {page.opcode}"]
     if page.identifier is not None:
         out.append(f"Identifier 0x{page.identifier:0{page.width // 4}X}")
     out += ["", "All encodings"]
