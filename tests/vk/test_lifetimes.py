@@ -87,7 +87,6 @@ def test_check_raises_the_right_exception(code, cls, name):
 
 def test_device_lost_on_submit_surfaces_and_sticks(vk_info, empty_words, monkeypatch):
     dev = Device(vk_info)
-    rec = dev.record(dev.pipeline(empty_words), 1, {})
     real_core = _ffi.core
 
     def losing_core(name):
@@ -96,9 +95,10 @@ def test_device_lost_on_submit_surfaces_and_sticks(vk_info, empty_words, monkeyp
         return real_core(name)
 
     monkeypatch.setattr(_ffi, "core", losing_core)
+    rec = dev.record(dev.pipeline(empty_words), 1, {})
+    monkeypatch.setattr(_ffi, "core", real_core)
     with pytest.raises(DeviceLost, match="vkQueueSubmit failed with VK_ERROR_DEVICE_LOST"):
         rec.run()
-    monkeypatch.setattr(_ffi, "core", real_core)
     with pytest.raises(DeviceLost, match="lost earlier"):
         dev.buffer(16)
     dev.close()

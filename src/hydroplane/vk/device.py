@@ -170,15 +170,18 @@ class Device(Owned):
                 raise
         return result
 
-    def queue_call(self, name: str, *args) -> int:
-        """Call a queue-level entry point (vkQueueSubmit ...) on this device's compute queue."""
-        self._require_open("Device")
-        result = _ffi.core(name)(self.queue, *args)
+    def fail(self, result: int, name: str) -> int:
+        """Raise for a failed `result` of `name` (DeviceLost also marks the device lost); else return it."""
         try:
             return check(result, name)
         except DeviceLost:
             self._lost = True
             raise
+
+    def queue_call(self, name: str, *args) -> int:
+        """Call a queue-level entry point (vkQueueSubmit ...) on this device's compute queue."""
+        self._require_open("Device")
+        return self.fail(_ffi.core(name)(self.queue, *args), name)
 
     def release(self, name: str, *args) -> None:
         """Call a vkDestroy*/vkFree* entry point: no checks, since it must work while closing."""

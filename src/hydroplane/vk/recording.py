@@ -165,17 +165,26 @@ class Recording(Owned):
                 E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                 E.VK_PIPELINE_STAGE_HOST_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT | E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
         check(core("vkEndCommandBuffer")(cmd), "vkEndCommandBuffer")
-        self._queue_submit = core("vkQueueSubmit")
+        # The submit path is hot (see benchmarks/vk_dispatch_overhead.py): bind what it calls once.
+        self._reset_fences, self._queue_submit = core("vkResetFences"), core("vkQueueSubmit")
         self._submit_info = S.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=ctypes.addressof(self._commands))
         self._submit_ref = ctypes.byref(self._submit_info)
 
     def submit(self) -> None:
         """Queue the recorded dispatch (waits first if the previous submission is still running)."""
-        self._require_open("Recording")
+        if self._closed:
+            self._require_open("Recording")
         if self._in_flight:
             self.wait()
-        self.fence.reset()
-        self.device.queue_call("vkQueueSubmit", 1, self._submit_ref, self.fence.handle)
+        device, fence = self.device, self.fence
+        if device._lost:
+            device.call("vkResetFences")  # raises DeviceLost with the usual message
+        result = self._reset_fences(device.handle, 1, fence._array)
+        if result:
+            device.fail(result, "vkResetFences")
+        result = self._queue_submit(device.queue, 1, self._submit_ref, fence.handle)
+        if result:
+            device.fail(result, "vkQueueSubmit")
         self._in_flight = True
 
     def wait(self) -> None:
@@ -187,7 +196,8 @@ class Recording(Owned):
     def run(self) -> None:
         """Submit and wait."""
         self.submit()
-        self.wait()
+        self._in_flight = False
+        self.fence.wait()
 
     def device_time_ns(self) -> float:
         """GPU time of the last run between the two timestamps, in nanoseconds."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 
+from hydroplane.vk import _ffi
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import DeviceLost
 from hydroplane.vk.handles import Owned
@@ -21,10 +22,14 @@ class Fence(Owned):
         device.call("vkCreateFence", ctypes.byref(info), None, ctypes.byref(handle))
         self.device, self.handle = device, handle.value
         self._array = (ctypes.c_void_p * 1)(self.handle)
+        self._wait_for_fences = _ffi.core("vkWaitForFences")
         self._adopt(device)
 
     def wait(self, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> None:
-        result = self.device.call("vkWaitForFences", 1, self._array, 1, timeout_ns)
+        device = self.device
+        result = self._wait_for_fences(device.handle, 1, self._array, 1, timeout_ns)
+        if result < 0:
+            device.fail(result, "vkWaitForFences")
         if result == TIMEOUT:
             raise DeviceLost(f"a submission did not finish within {timeout_ns / 1e9:.1f} s (device hung?)",
                              result="VK_TIMEOUT", call="vkWaitForFences")
