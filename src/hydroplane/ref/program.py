@@ -165,9 +165,16 @@ class Program:
                 for ep in self.entry_points.values():
                     if ep.function == fn:
                         ep.modes[mode] = tuple(o.value for o in raw.operands[2:])
-            elif grammar.instruction(op).opclass == "Type-Declaration" or op == Op.TypeForwardPointer:
-                if op != Op.TypeForwardPointer:
-                    self.types[raw.result_id] = self._parse_type(raw)
+            elif op == Op.TypeForwardPointer:
+                pid = raw.operands[0].value
+                self.types[pid] = T.PointerType(_enum_name("StorageClass", raw.operands[1].value), -1)
+            elif grammar.instruction(op).opclass == "Type-Declaration":
+                parsed = self._parse_type(raw)
+                existing = self.types.get(raw.result_id)
+                if isinstance(existing, T.PointerType) and isinstance(parsed, T.PointerType):
+                    existing.pointee_id, existing.stride = parsed.pointee_id, parsed.stride
+                else:
+                    self.types[raw.result_id] = parsed
             elif op == Op.Variable:
                 inst = Instr(raw)
                 inst.type = self.types.get(raw.result_type)

@@ -1,0 +1,127 @@
+"""Pick an executor and run a kernel: the executor Protocol, `get_executor("ref" | N)`, `run(...)`.
+
+Both executors (`hydroplane.ref.Executor` on the CPU, `VulkanExecutor` on the N-th Vulkan
+device) offer the same small interface, so one call runs the same SPIR-V on either:
+
+    out = run(words, grid=(4, 1, 1), buffers={0: a, 1: np.zeros(256, np.float32)}, device="ref")
+    out[1]  # binding 1 after the dispatch, same dtype and shape as given
+
+This module sits above `ref` and `vk`; it imports spirv (reflection), ref and vk.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from hydroplane.errors import HydroplaneError
+
+
+class LaunchError(HydroplaneError):
+    """A run request that cannot be carried out (unknown device, bad binding, ...)."""
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """The executor interface of docs/architecture.md."""
+
+    def buffer(self, array_or_nbytes): ...
+
+    def read(self, buf, dtype, shape=None) -> np.ndarray: ...
+
+    def write(self, buf, array) -> None: ...
+
+    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None): ...
+
+    def dispatch(self, kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None): ...
+
+    def close(self) -> None: ...
+
+
+class VulkanExecutor:
+    """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module."""
+
+    def __init__(self, index: int = 0):
+        from hydroplane import vk
+
+        infos = vk.devices()
+        if not 0 <= index < len(infos):
+            raise LaunchError(f"no Vulkan device {index}: {len(infos)} device(s) found")
+        self.info = infos[index]
+        self.device = vk.Device(self.info, enable_all=True)
+        self.name = f"vk:{index} ({self.info.name if hasattr(self.info, 'name') else 'device'})"
+
+    def buffer(self, array_or_nbytes):
+        if isinstance(array_or_nbytes, (int, np.integer)):
+            return self.device.buffer(max(4, int(array_or_nbytes)))
+        arr = np.ascontiguousarray(array_or_nbytes)
+        if arr.nbytes == 0:
+            return self.device.buffer(4)
+        return self.device.buffer(arr)
+
+    def read(self, buf, dtype=np.uint8, shape=None) -> np.ndarray:
+        return buf.read(dtype, shape)
+
+    def write(self, buf, array) -> None:
+        buf.write(array)
+
+    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None):
+        from hydroplane import vk
+        from hydroplane.spirv.reflection import reflect
+
+        iface = reflect(words)
+        bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
+                    for b in iface.bindings]
+        return self.device.pipeline(words, bindings, push_constant_size=iface.push_constant_size, spec=spec or {},
+                                    entry=entry, capabilities=iface.capabilities, extensions=iface.extensions,
+                                    subgroup_size=subgroup_size)
+
+    def dispatch(self, kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None):
+        self.device.dispatch(kernel, tuple(grid), buffers or {}, push)
+
+    def close(self) -> None:
+        self.device.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def get_executor(device: str | int = "ref", **options) -> Executor:
+    """"ref" (or None) for the reference executor, an int N (or "N") for the N-th Vulkan device."""
+    if device is None or device == "ref":
+        from hydroplane.ref import Executor as RefExecutor
+
+        return RefExecutor(**options)
+    try:
+        index = int(device)
+    except (TypeError, ValueError):
+        raise LaunchError(f"device must be 'ref' or a Vulkan device number, not {device!r}") from None
+    if options:
+        raise LaunchError(f"options {sorted(options)} only apply to the reference executor")
+    return VulkanExecutor(index)
+
+
+def run(words, grid=(1, 1, 1), buffers: dict | None = None, *, spec: dict | None = None, push=None,
+        device: str | int = "ref", subgroup_size: int | None = None, entry: str = "main",
+        executor: Executor | None = None, **options) -> dict:
+    """Run a kernel once: `buffers` {binding | (set, binding): ndarray} give every buffer's initial
+    contents; returns {same key: ndarray} read back after the dispatch (same dtype and shape)."""
+    own = executor is None
+    if own:
+        ref_options = dict(options)
+        if subgroup_size is not None and (device is None or device == "ref"):
+            ref_options["subgroup_size"] = subgroup_size
+        executor = get_executor(device, **ref_options)
+    try:
+        arrays = {k: np.asarray(v) for k, v in (buffers or {}).items()}
+        bound = {k: executor.buffer(a) for k, a in arrays.items()}
+        kernel = executor.kernel(words, entry=entry, spec=spec, subgroup_size=subgroup_size)
+        executor.dispatch(kernel, grid, bound, push)
+        return {k: executor.read(bound[k], a.dtype, a.shape) for k, a in arrays.items()}
+    finally:
+        if own:
+            executor.close()

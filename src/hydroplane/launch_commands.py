@@ -1,0 +1,117 @@
+"""`hydroplane run MODULE.spv --grid X,Y,Z --buf B=FILE.npy ... --out B=FILE.npy ...`: run a kernel once.
+
+--buf gives a binding's initial contents (outputs too, so size and dtype are known; descriptor
+set 0), --out writes a binding back after the run, --spec ID=VALUE sets specialization constants,
+--push FILE.npy the push-constant bytes, --device ref (default) or N picks the executor.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from hydroplane.launch import LaunchError, run
+
+
+def _grid(text: str) -> tuple[int, int, int]:
+    try:
+        parts = [int(p) for p in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"grid {text!r} is not X[,Y[,Z]] integers") from None
+    if not 1 <= len(parts) <= 3 or any(p < 0 for p in parts):
+        raise argparse.ArgumentTypeError(f"grid {text!r} is not X[,Y[,Z]] non-negative integers")
+    return tuple(parts + [1] * (3 - len(parts)))
+
+
+def _binding_file(text: str) -> tuple[int, str]:
+    binding, sep, path = text.partition("=")
+    if not sep or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} is not BINDING=FILE")
+    try:
+        return int(binding), path
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"binding {binding!r} in {text!r} is not an integer") from None
+
+
+def _spec_value(text: str) -> tuple[int, float | int]:
+    ident, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not ID=VALUE")
+    try:
+        key = int(ident)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"spec constant id {ident!r} is not an integer") from None
+    v = value.strip().lower()
+    if v in ("true", "false"):
+        return key, v == "true"
+    try:
+        return key, int(value, 0)
+    except ValueError:
+        pass
+    try:
+        return key, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"spec constant value {value!r} is not a number or true/false") from None
+
+
+def _device(text: str) -> str | int:
+    if text == "ref":
+        return "ref"
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"device {text!r} is not 'ref' or a device number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"device {n} is negative")
+    return n
+
+
+def _load_npy(path: str, what: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise LaunchError(f"{what}: {path} does not exist") from None
+    except (ValueError, OSError) as exc:
+        raise LaunchError(f"{what}: {path} is not a .npy array ({exc})") from None
+
+
+def _cmd_run(args) -> int:
+    try:
+        words = Path(args.module).read_bytes()
+    except OSError as exc:
+        raise LaunchError(f"cannot read {args.module}: {exc.strerror}") from None
+    buffers = {}
+    for binding, path in args.buf:
+        if binding in buffers:
+            raise LaunchError(f"binding {binding} is given twice with --buf")
+        buffers[binding] = _load_npy(path, f"--buf {binding}")
+    for binding, _ in args.out:
+        if binding not in buffers:
+            raise LaunchError(f"--out {binding}: binding {binding} has no --buf (its size and dtype are unknown)")
+    push = _load_npy(args.push, "--push") if args.push else None
+    spec = dict(args.spec)
+    out = run(words, args.grid, buffers, spec=spec, push=push, device=args.device,
+              subgroup_size=args.subgroup_size, entry=args.entry)
+    for binding, path in args.out:
+        np.save(path, out[binding])
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run a SPIR-V compute module once (reference executor or a Vulkan device)",
+                              description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("module", help="SPIR-V binary (.spv)")
+    p.add_argument("--grid", type=_grid, default=(1, 1, 1), help="workgroups X[,Y[,Z]] (default 1,1,1)")
+    p.add_argument("--buf", type=_binding_file, action="append", default=[], metavar="BINDING=FILE.npy",
+                   help="initial contents of a set-0 binding")
+    p.add_argument("--out", type=_binding_file, action="append", default=[], metavar="BINDING=FILE.npy",
+                   help="write a binding back after the run")
+    p.add_argument("--spec", type=_spec_value, action="append", default=[], metavar="ID=VALUE",
+                   help="specialization constant")
+    p.add_argument("--push", metavar="FILE.npy", help="push-constant bytes")
+    p.add_argument("--device", type=_device, default="ref", help="'ref' (default) or a Vulkan device number")
+    p.add_argument("--subgroup-size", type=int, default=None, help="subgroup size (8, 16, 32, 64)")
+    p.add_argument("--entry", default="main", help="entry point name (default main)")
+    p.set_defaults(func=_cmd_run)
