@@ -660,3 +660,31 @@ def test_extended_instruction_requirements_come_from_their_grammar():
     words = compute_shell(b, lambda b: b.ext_inst("GLSL.std.450", "InterpolateAtCentroid", f32, var))
     assert "InterpolationFunction" in capabilities(words)
     assert len([i for i in decode(words).instructions if i.opcode == Op.ExtInstImport]) == 1
+
+
+def test_words_are_deterministic_and_type_of_reports_result_types():
+    def make():
+        b = ModuleBuilder()
+        f16 = b.scalar("f16")
+        state = {}
+
+        def body(b):
+            state["sum"] = b.emit(Op.FAdd, f16, b.constant(f16, 0.5), b.constant(f16, 0.25))
+
+        words = compute_shell(b, body)
+        assert b.type_of(state["sum"]) == f16
+        with pytest.raises(BuildError, match="is not a value"):
+            b.type_of(f16)
+        assert b.to_words() == words  # making the words again changes nothing
+        return words
+
+    assert make() == make()
+
+
+def test_function_variables_need_a_block():
+    b = ModuleBuilder()
+    b.function(b.type_void())
+    b.variable(b.type_pointer("Function", b.scalar("u32")), "Function")
+    b.end_function()
+    with pytest.raises(BuildError, match="has variables but no block"):
+        b.to_words()

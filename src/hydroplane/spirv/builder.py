@@ -64,6 +64,8 @@ class _Function:
         return self.head[0].result_id
 
     def instructions(self) -> list[Instruction]:
+        if self.variables and not self.body:
+            raise BuildError(f"function %{self.id} has variables but no block")
         return [*self.head, *self.body[:1], *self.variables, *self.body[1:],
                 Instruction(Op.FunctionEnd)]
 
@@ -107,6 +109,13 @@ class ModuleBuilder:
         new = self._bound
         self._bound += 1
         return new
+
+    def type_of(self, value: int) -> int:
+        """The result type id of a value this builder defined."""
+        inst = self._defs.get(value)
+        if inst is None or inst.result_type is None:
+            raise BuildError(f"%{value} is not a value defined by this builder")
+        return inst.result_type
 
     def capability(self, name: str) -> None:
         """Declare a capability on purpose (derivation adds every needed one by itself)."""
