@@ -10,7 +10,7 @@ def format_instruction(inst, names: dict[int, str] | None = None) -> str:
     names = names or {}
 
     def ident(i: int) -> str:
-        return f"%{names[i]}" if i in names else f"%{i}"
+        return f"%{names[i]}" if names.get(i) else f"%{i}"
 
     try:
         info = grammar.instruction(inst.opcode)

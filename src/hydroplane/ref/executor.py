@@ -251,7 +251,7 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
             key = (ds[0] if ds else 0, bn[0] if bn else 0)
             buf = bound.get(key)
             if buf is None:
-                ctx.globals[rid] = _Unbound(key, name)
+                ctx.globals[rid] = _Unbound(key, name, t)
                 continue
             region = Region(f"{name} (set {key[0]} binding {key[1]})", storage, buf.nbytes, data=buf.data.reshape(1, -1))
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
@@ -289,14 +289,14 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
                 np.ascontiguousarray(value).view(np.uint8).reshape(lanes.count, -1)
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
         else:
-            ctx.globals[rid] = _Unbound(None, f"{name} ({storage})")
+            ctx.globals[rid] = _Unbound(None, f"{name} ({storage})", t)
 
 
 class _Unbound(Pointer):
     """A variable with nothing behind it; using it is a diagnostic naming it."""
 
-    def __init__(self, key, name):
-        super().__init__(_UnboundRegion(key, name), np.zeros(1, np.int64), None)
+    def __init__(self, key, name, pointee):
+        super().__init__(_UnboundRegion(key, name), np.zeros(1, np.int64), pointee)
 
 
 class _UnboundRegion:
