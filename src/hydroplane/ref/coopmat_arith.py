@@ -269,6 +269,27 @@ def convert_use(mats: np.ndarray, src: CoopMatType, dst: CoopMatType, transpose:
     return np.ascontiguousarray(out).view(dst.component)
 
 
+def _conversion_between(src: np.dtype, dst: np.dtype) -> str:
+    """The OpConvert* that turns src components into dst components."""
+    if is_float(src):
+        return "FConvert" if is_float(dst) else ("ConvertFToS" if dst.kind == "i" else "ConvertFToU")
+    if is_float(dst):
+        return "ConvertSToF" if src.kind == "i" else "ConvertUToF"
+    return "SConvert" if src.kind == "i" else "UConvert"
+
+
+def convert_nv(mats: np.ndarray, src: CoopMatType, dst: CoopMatType) -> np.ndarray:
+    """NV2 OpCooperativeMatrixConvertNV changing the component type: the OpConvert* of the two
+    component types (source signedness for integer sources), plus Accumulator -> A/B or the same Use."""
+    src.check_value(mats, "ConvertNV operand")
+    if src.scope != dst.scope or src.shape != dst.shape:
+        raise CoopMatError(f"ConvertNV: {src.describe()} -> {dst.describe()}; scope and shape must match")
+    if not (src.use == dst.use or (src.use == Use.MatrixAccumulator and dst.use in (Use.MatrixA, Use.MatrixB))):
+        raise CoopMatError(f"ConvertNV: Use {getattr(src.use, 'name', None)} -> {getattr(dst.use, 'name', None)}; "
+                           f"only Accumulator -> A or B, or the same Use")
+    return convert(mats, _conversion_between(src.component, dst.component), dst.component)
+
+
 def transpose_nv(mats: np.ndarray, src: CoopMatType, dst: CoopMatType) -> np.ndarray:
     """OpCooperativeMatrixTransposeNV: the transposed matrix with the result's Use."""
     src.check_value(mats, "TransposeNV operand")

@@ -1,0 +1,531 @@
+"""Opcode handlers for cooperative matrices (KHR, legacy NV, NV2 workgroup scope and tensors, EXT
+maintenance1), registered with the interpreter's op table; the semantics live in coopmat*.py.
+
+A matrix value is (instances, rows, cols); lane-level values are (lanes, ...). `_Scope` converts
+between the two: instance k of a Subgroup-scope matrix is subgroup k of the batch, held by its S
+lanes; of a Workgroup-scope matrix, workgroup k, held by its invocations (padding lanes hold
+nothing). Operands the spec requires to be the same across a scope instance (pointers, strides,
+layouts) are read from the instance's active lanes and checked; tangled instructions (load, store,
+MulAdd, Reduce, conversions of Use, tensor load/store) first check that the whole scope instance
+reached them (the non-uniform diagnostic, seed 002).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hydroplane.ref import coopmat as cm
+from hydroplane.ref import coopmat_arith as ar
+from hydroplane.ref import coopmat_memory as mm
+from hydroplane.ref import coopmat_reduce as rd
+from hydroplane.ref import coopmat_tensor as tt
+from hydroplane.ref import types as T
+from hydroplane.ref.ops import Op, register
+from hydroplane.ref.ops_memory import check_uniform
+from hydroplane.ref.values import as_signed
+
+CM = T.CooperativeMatrixType
+
+
+def coop_handler(*opcodes, type=None):
+    """Register a handler; a semantic error (CoopMatError) becomes an 'invalid' diagnostic."""
+
+    def wrap(fn):
+        def handler(ctx, inst):
+            try:
+                fn(ctx, inst)
+            except cm.CoopMatError as exc:
+                ctx.diagnose("invalid", str(exc))
+        handler.__name__ = fn.__name__
+        register(*opcodes, type=type)(handler)
+        return fn
+    return wrap
+
+
+def mtype(t: CM) -> cm.CoopMatType:
+    return cm.CoopMatType(t.dtype, t.scope, t.rows, t.cols, t.use)
+
+
+def distribution(ctx) -> cm.ElementDistribution:
+    return (ctx.options or {}).get("coopmat_distribution", cm.DEFAULT_DISTRIBUTION)
+
+
+class _Scope:
+    """The scope instances of a batch and the lanes that hold their elements."""
+
+    def __init__(self, ctx, scope: int):
+        lanes = ctx.lanes
+        self.lanes = lanes
+        if scope == T.SCOPE_SUBGROUP:
+            self.count, self.step, self.holders = lanes.subgroups, lanes.subgroup_size, lanes.subgroup_size
+        elif scope == T.SCOPE_WORKGROUP:
+            self.count, self.step, self.holders = lanes.workgroups, lanes.wg_lanes, lanes.invocations
+        else:
+            raise cm.CoopMatError(f"cooperative-matrix scope {scope} is neither Subgroup (3) nor Workgroup (2)")
+        self.first_lane = np.arange(self.count, dtype=np.int64) * self.step
+
+    def by_instance(self, values: np.ndarray) -> np.ndarray:
+        """(lanes, ...) -> (instances, holders, ...)."""
+        values = np.broadcast_to(values, (self.lanes.count,) + values.shape[1:])
+        return values.reshape((self.count, self.step) + values.shape[1:])[:, :self.holders]
+
+    def to_lanes(self, per: np.ndarray) -> np.ndarray:
+        """(instances, holders, ...) -> (lanes, ...); padding lanes get zeros."""
+        out = np.zeros((self.count, self.step) + per.shape[2:], per.dtype)
+        out[:, :self.holders] = per
+        return out.reshape((self.count * self.step,) + per.shape[2:])
+
+    def first_active(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(active instances, their first active lane) under a lane mask."""
+        grouped = self.by_instance(mask)
+        active = grouped.any(axis=1)
+        return np.flatnonzero(active), self.first_lane[active] + grouped[active].argmax(axis=1)
+
+
+def full(value: np.ndarray, count: int) -> np.ndarray:
+    """A matrix value with its instance axis materialised (constants have one instance)."""
+    value = np.asarray(value)
+    if value.shape[0] == count:
+        return value
+    return np.broadcast_to(value, (count,) + value.shape[1:])
+
+
+def per_instance(ctx, sc: _Scope, value, what: str) -> np.ndarray:
+    """(instances,) from a lane value that must agree across each instance's active lanes."""
+    lane_values = np.asarray(value)
+    grouped = sc.by_instance(lane_values)
+    mask = sc.by_instance(ctx.mask)
+    first = mask.argmax(axis=1)
+    chosen = grouped[np.arange(sc.count), first]
+    differs = mask & (grouped != chosen[:, None])
+    if differs.any():
+        inst, lane = np.argwhere(differs)[0]
+        ctx.diagnose("non-uniform", f"{what} must be the same in every invocation of a scope instance; "
+                     f"instance {inst} has {chosen[inst]!r} and {grouped[inst, lane]!r}",
+                     sc.first_lane[np.argwhere(differs)[:, 0]] + np.argwhere(differs)[:, 1])
+    return chosen
+
+
+def _owner_lanes(sc: _Scope, dist, rows: int, cols: int) -> np.ndarray:
+    lane_of, _ = dist.owner(rows, cols, sc.holders)
+    return lane_of.reshape(rows, cols)
+
+
+# -- load / store (KHR, NV) -------------------------------------------------------------------------
+
+def _element_offsets(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> np.ndarray:
+    base = per_instance(ctx, sc, ptr.offset, "the cooperative-matrix pointer")[inst_idx].astype(np.int64)
+    stride = as_signed(np.asarray(stride)).astype(np.int64)[inst_idx]
+    pointee = T.size_of(ptr.type)
+    r = np.arange(t.rows, dtype=np.int64)[None, :, None]
+    c = np.arange(t.cols, dtype=np.int64)[None, None, :]
+    major, minor = (r, c) if layout == mm.Layout.RowMajor else (c, r)
+    return base[:, None, None] + major * (stride * pointee)[:, None, None] + minor * t.dtype.itemsize
+
+
+def _region_rows(ptr, lanes: np.ndarray):
+    rows = ptr.region.rows(lanes)
+    return rows[:, None, None] if isinstance(rows, np.ndarray) else rows
+
+
+def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
+    """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
+    sc = _Scope(ctx, t.scope)
+    out = np.zeros((sc.count, t.rows, t.cols), t.dtype)
+    inst_idx, first = sc.first_active(ctx.mask)
+    if not len(inst_idx):
+        return out
+    stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
+    offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
+    lanes = sc.first_lane[inst_idx][:, None, None] + _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    out[inst_idx] = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.dtype, lanes)
+    return out
+
+
+def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_value) -> None:
+    sc = _Scope(ctx, t.scope)
+    inst_idx, first = sc.first_active(ctx.mask)
+    if not len(inst_idx):
+        return
+    stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
+    offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
+    lanes = sc.first_lane[inst_idx][:, None, None] + _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    values = full(mats, sc.count)[inst_idx].astype(t.dtype, copy=False)
+    ctx.memory.write(ptr.region, _region_rows(ptr, first), offs, values, lanes)
+
+
+def _optional_stride(ctx, inst, position: int, t: CM, layout: mm.Layout):
+    if len(inst.operands) > position and inst.operands[position].kind == "IdRef":
+        return ctx.get(inst.operands[position].value)
+    return np.array([t.cols if layout == mm.Layout.RowMajor else t.rows], np.int64)  # tightly packed
+
+
+@coop_handler(Op.CooperativeMatrixLoadKHR)
+def _load_khr(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    layout = mm.layout_of(ctx.const_int(inst.args[1]))
+    stride = _optional_stride(ctx, inst, 2, t, layout)
+    ctx.set(inst.result_id, load_matrix(ctx, ctx.get(inst.args[0]), t, layout, stride))
+
+
+@coop_handler(Op.CooperativeMatrixStoreKHR)
+def _store_khr(ctx, inst):
+    t = ctx.type_of(inst.args[1])
+    check_uniform(ctx, t.scope, inst.name)
+    layout = mm.layout_of(ctx.const_int(inst.args[2]))
+    stride = _optional_stride(ctx, inst, 3, t, layout)
+    store_matrix(ctx, ctx.get(inst.args[0]), t, ctx.get(inst.args[1]), layout, stride)
+
+
+def _nv_layout(ctx, ident) -> mm.Layout:
+    sc_mask = np.asarray(ctx.get(ident)).reshape(-1)
+    if not (sc_mask == sc_mask[0]).all():
+        raise cm.CoopMatError("ColumnMajor must be the same in every invocation")
+    return mm.layout_from_column_major(bool(sc_mask[0]))
+
+
+@coop_handler(Op.CooperativeMatrixLoadNV)
+def _load_nv(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    layout = _nv_layout(ctx, inst.args[2])
+    ctx.set(inst.result_id, load_matrix(ctx, ctx.get(inst.args[0]), t, layout, ctx.get(inst.args[1])))
+
+
+@coop_handler(Op.CooperativeMatrixStoreNV)
+def _store_nv(ctx, inst):
+    t = ctx.type_of(inst.args[1])
+    check_uniform(ctx, t.scope, inst.name)
+    layout = _nv_layout(ctx, inst.args[3])
+    store_matrix(ctx, ctx.get(inst.args[0]), t, ctx.get(inst.args[1]), layout, ctx.get(inst.args[2]))
+
+
+# -- MulAdd, Length -------------------------------------------------------------------------------------
+
+@coop_handler(Op.CooperativeMatrixMulAddKHR)
+def _muladd_khr(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    n = _Scope(ctx, t.scope).count
+    a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
+    operands = inst.literals[0] if inst.literals else 0
+    ctx.set(inst.result_id, ar.muladd(a, b, c, t.dtype, operands))
+
+
+@coop_handler(Op.CooperativeMatrixMulAddNV)
+def _muladd_nv(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    n = _Scope(ctx, t.scope).count
+    a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
+    signed = [x.dtype.kind == "i" for x in (a, b, c)] + [t.dtype.kind == "i"]
+    operands = sum(bit for bit, s in zip((1, 2, 4, 8), signed) if s)  # legacy NV: the types say it
+    ctx.set(inst.result_id, ar.muladd(a, b, c, t.dtype, operands))
+
+
+@coop_handler(Op.CooperativeMatrixLengthKHR, Op.CooperativeMatrixLengthNV)
+def _length(ctx, inst):
+    t = ctx.type(inst.args[0])
+    holders = _Scope(ctx, t.scope).holders
+    ctx.set(inst.result_id, np.array([distribution(ctx).length(t.rows, t.cols, holders)], inst.type.dtype))
+
+
+# -- composite access ------------------------------------------------------------------------------------
+
+def _lane_index(ctx, sc: _Scope, value) -> np.ndarray:
+    index = as_signed(np.asarray(value)).astype(np.int64)
+    return np.where(sc.by_instance(ctx.mask), sc.by_instance(index), 0)  # inactive lanes read element 0
+
+
+@coop_handler(Op.CompositeExtract, type=CM)
+def _composite_extract(ctx, inst):
+    t = ctx.type_of(inst.args[0])
+    if len(inst.literals) != 1:
+        raise cm.CoopMatError(f"OpCompositeExtract from a cooperative matrix takes one index, got {inst.literals}")
+    sc = _Scope(ctx, t.scope)
+    mats = full(ctx.get(inst.args[0]), sc.count)
+    ctx.set(inst.result_id, sc.to_lanes(cm.extract(mats, inst.literals[0], sc.holders, distribution(ctx))))
+
+
+@coop_handler(Op.CompositeInsert, type=CM)
+def _composite_insert(ctx, inst):
+    t = inst.type
+    sc = _Scope(ctx, t.scope)
+    mats = full(ctx.get(inst.args[1]), sc.count)
+    values = sc.by_instance(np.asarray(ctx.get(inst.args[0])))
+    out = cm.insert(mats, values, inst.literals[0], sc.holders, distribution(ctx), sc.by_instance(ctx.mask))
+    ctx.set(inst.result_id, out)
+
+
+@coop_handler(Op.CompositeConstruct, type=CM)
+def _composite_construct(ctx, inst):
+    t = inst.type
+    if len(inst.args) != 1:
+        raise cm.CoopMatError(f"OpCompositeConstruct of a cooperative matrix takes one scalar, got {len(inst.args)}")
+    value = np.asarray(ctx.get(inst.args[0]))
+    if value.shape[0] == 1:
+        ctx.set(inst.result_id, cm.construct(value.reshape(1), mtype(t), 1))
+        return
+    sc = _Scope(ctx, t.scope)
+    ctx.set(inst.result_id, cm.construct(sc.by_instance(value), mtype(t), sc.holders, distribution(ctx)))
+
+
+def load_element(ctx, ptr, matrix_value, t: CM) -> np.ndarray:
+    """The element `ptr.offset` (a per-lane index) of each lane's matrix: OpLoad through
+    OpAccessChain into a cooperative-matrix variable (for the interpreter to call)."""
+    sc = _Scope(ctx, t.scope)
+    index = _lane_index(ctx, sc, ptr.offset)
+    return sc.to_lanes(cm.extract(full(matrix_value, sc.count), index, sc.holders, distribution(ctx)))
+
+
+def store_element(ctx, ptr, matrix_value, t: CM, value) -> np.ndarray:
+    """The matrix with each active lane's element `ptr.offset` replaced by its value (OpStore)."""
+    sc = _Scope(ctx, t.scope)
+    index = _lane_index(ctx, sc, ptr.offset)
+    values = sc.by_instance(np.asarray(value))
+    return cm.insert(full(matrix_value, sc.count), values, index, sc.holders, distribution(ctx),
+                     sc.by_instance(ctx.mask))
+
+
+@coop_handler(Op.MatrixTimesScalar, type=CM)
+def _matrix_times_scalar(ctx, inst):
+    t = inst.type
+    sc = _Scope(ctx, t.scope)
+    mats = full(ctx.get(inst.args[0]), sc.count)
+    scalar = np.asarray(ctx.get(inst.args[1]))
+    scalars = scalar.reshape(1) if scalar.shape[0] == 1 else sc.by_instance(scalar)
+    ctx.set(inst.result_id, ar.times_scalar(mats, scalars, sc.holders, distribution(ctx)))
+
+
+# -- conversions -------------------------------------------------------------------------------------------
+
+CONVERSION_NAMES = {
+    Op.FConvert: "FConvert", Op.ConvertFToS: "ConvertFToS", Op.ConvertFToU: "ConvertFToU",
+    Op.ConvertSToF: "ConvertSToF", Op.ConvertUToF: "ConvertUToF", Op.SConvert: "SConvert", Op.UConvert: "UConvert",
+}
+
+
+def _rounding(ctx, inst) -> ar.Rounding:
+    mode = ctx.program.decoration(inst.result_id, "FPRoundingMode")
+    return ar.Rounding(mode[0]) if mode else ar.Rounding.RTE
+
+
+@coop_handler(*CONVERSION_NAMES, type=CM)
+def _convert(ctx, inst):
+    t = inst.type
+    value = ctx.get(inst.args[0])
+    ctx.set(inst.result_id, ar.convert(np.asarray(value), CONVERSION_NAMES[inst.opcode], t.dtype, _rounding(ctx, inst)))
+
+
+@coop_handler(Op.CooperativeMatrixConvertUseEXT)
+def _convert_use(ctx, inst):
+    t = inst.type
+    src = ctx.type_of(inst.args[0])
+    check_uniform(ctx, t.scope, inst.name)
+    mats = full(ctx.get(inst.args[0]), _Scope(ctx, t.scope).count)
+    transpose = ctx.program.decoration(inst.result_id, "CooperativeMatrixTransposeEXT") is not None
+    nv2 = "CooperativeMatrixConversionsNV" in ctx.program.capabilities
+    if nv2 and not transpose and src.dtype != t.dtype:
+        ctx.set(inst.result_id, ar.convert_nv(mats, mtype(src), mtype(t)))
+    else:
+        ctx.set(inst.result_id, ar.convert_use(mats, mtype(src), mtype(t), transpose))
+
+
+@coop_handler(Op.CooperativeMatrixTransposeNV)
+def _transpose_nv(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    src = ctx.type_of(inst.args[0])
+    ctx.set(inst.result_id, ar.transpose_nv(full(ctx.get(inst.args[0]), _Scope(ctx, t.scope).count),
+                                            mtype(src), mtype(t)))
+
+
+# -- Reduce, PerElementOp, GetCoordinate -------------------------------------------------------------------
+
+def _element_call(ctx, function_id: int):
+    def call(*args):
+        count = len(args[0])
+        return np.asarray(ctx.call(function_id, [np.asarray(a) for a in args], lanes=count))
+    return call
+
+
+@coop_handler(Op.CooperativeMatrixReduceEXT)
+def _reduce(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    src = ctx.type_of(inst.args[0])
+    mats = full(ctx.get(inst.args[0]), _Scope(ctx, t.scope).count)
+    out = rd.reduce(mats, mtype(src), mtype(t), inst.literals[0], _element_call(ctx, inst.args[1]))
+    ctx.set(inst.result_id, out)
+
+
+@coop_handler(Op.CooperativeMatrixPerElementOpEXT)
+def _per_element(ctx, inst):
+    t = inst.type
+    sc = _Scope(ctx, t.scope)
+    mats = full(ctx.get(inst.args[0]), sc.count)
+    func = ctx.program.functions[inst.args[1]]
+    row_type, col_type = (p.dtype for p in func.type.params[:2])
+    extras = []
+    for ident in inst.args[2:]:
+        value = np.asarray(ctx.get(ident))
+        if isinstance(ctx.type_of(ident), CM):
+            extras.append(rd.MatrixOperand(full(value, sc.count)))
+        elif value.shape[0] == 1:
+            extras.append(rd.LaneOperand(value[0]))
+        else:
+            extras.append(rd.LaneOperand(sc.by_instance(value)))
+    call = _element_call(ctx, inst.args[1])
+
+    def func_call(row, col, element, *rest):
+        return call(row.astype(row_type), col.astype(col_type), element, *rest)
+
+    ctx.set(inst.result_id, rd.per_element_op(mats, mtype(t), func_call, extras, sc.holders, distribution(ctx)))
+
+
+@coop_handler(Op.CooperativeMatrixGetCoordinateEXT)
+def _get_coordinate(ctx, inst):
+    t = ctx.type_of(inst.args[0])
+    sc = _Scope(ctx, t.scope)
+    index = _lane_index(ctx, sc, ctx.get(inst.args[1]))
+    coords = cm.get_coordinate(index, t.rows, t.cols, sc.holders, sc.count, distribution(ctx))
+    ctx.set(inst.result_id, sc.to_lanes(coords).astype(inst.type.dtype))
+
+
+# -- NV2 tensor layouts, views, LoadTensorNV / StoreTensorNV ---------------------------------------------------
+
+def _objects(value) -> np.ndarray:
+    return value if isinstance(value, np.ndarray) and value.dtype == object else np.array([value], dtype=object)
+
+
+def _lane_map(ctx, build, *values) -> np.ndarray:
+    """Apply `build(obj, *ints)` per lane (memoised per distinct input), as an object array."""
+    arrays = [np.asarray(v) if not isinstance(v, np.ndarray) or v.dtype != object else v for v in values]
+    width = max(a.shape[0] for a in arrays)
+    out = np.empty(width, dtype=object)
+    seen = {}
+    for lane in range(width):
+        key = tuple(a[lane if a.shape[0] > 1 else 0] for a in arrays)
+        key = tuple(k if isinstance(k, (tt.TensorLayout, tt.TensorView)) else int(k) for k in key)
+        if key not in seen:
+            seen[key] = build(*key)
+        out[lane] = seen[key]
+    return out
+
+
+def _opaque_constants(ctx, t) -> list[int]:
+    return [ctx.const_int(o.value) for o in t.operands]
+
+
+@coop_handler(Op.CreateTensorLayoutNV)
+def _create_layout(ctx, inst):
+    dim, clamp = _opaque_constants(ctx, inst.type)
+    ctx.set(inst.result_id, _objects(tt.TensorLayout.create(dim, clamp)))
+
+
+@coop_handler(Op.CreateTensorViewNV)
+def _create_view(ctx, inst):
+    dim, has_dims, *perm = _opaque_constants(ctx, inst.type)
+    ctx.set(inst.result_id, _objects(tt.TensorView.create(dim, bool(has_dims), tuple(perm))))
+
+
+LAYOUT_SETTERS = {
+    Op.TensorLayoutSetDimensionNV: lambda o, *v: o.with_dimension(*v),
+    Op.TensorLayoutSetStrideNV: lambda o, *v: o.with_stride(*v),
+    Op.TensorLayoutSliceNV: lambda o, *v: o.slice(*v),
+    Op.TensorLayoutSetClampValueNV: lambda o, *v: o.with_clamp_value(*v),
+    Op.TensorLayoutSetBlockSizeNV: lambda o, *v: o.with_block_size(*v),
+    Op.TensorViewSetDimensionNV: lambda o, *v: o.with_dimension(*v),
+    Op.TensorViewSetStrideNV: lambda o, *v: o.with_stride(*v),
+    Op.TensorViewSetClipNV: lambda o, *v: o.with_clip(*v),
+}
+
+
+@coop_handler(*LAYOUT_SETTERS)
+def _set_layout(ctx, inst):
+    build = LAYOUT_SETTERS[inst.opcode]
+    obj = _objects(ctx.get(inst.args[0]))
+    ctx.set(inst.result_id, _lane_map(ctx, build, obj, *(ctx.get(i) for i in inst.args[1:])))
+
+
+def _tensor_operands(ctx, inst, first_id_operand: int):
+    """(layout id, view id or None) of LoadTensorNV/StoreTensorNV, refusing decode functions."""
+    kinds = [o.kind for o in inst.operands]
+    at = kinds.index("TensorAddressingOperands")
+    mask = inst.operands[at].value
+    params = [o.value for o in inst.operands[at + 1:]]
+    if mask & ~1:
+        ctx.unsupported("LoadTensorNV with DecodeFunc/DecodeVectorFunc is not implemented by the reference executor")
+    return inst.operands[first_id_operand].value, (params[0] if mask & 1 else None)
+
+
+def _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t: CM, for_store: bool):
+    layouts = _objects(ctx.get(layout_id))
+    views = _objects(ctx.get(view_id)) if view_id is not None else None
+    plans = []
+    for k, lane in zip(inst_idx, first):
+        layout = per_instance_object(ctx, sc, layouts, k, "the tensor layout")
+        view = per_instance_object(ctx, sc, views, k, "the tensor view") if views is not None else None
+        plans.append(tt.tensor_addresses(layout, view, t.rows, t.cols, for_store))
+    return plans
+
+
+def per_instance_object(ctx, sc: _Scope, objects: np.ndarray, instance: int, what: str):
+    if objects.shape[0] == 1:
+        return objects[0]
+    lanes = sc.first_lane[instance] + np.flatnonzero(sc.by_instance(ctx.mask)[instance])
+    values = {objects[lane] for lane in lanes}
+    if len(values) > 1:
+        ctx.diagnose("non-uniform", f"{what} must be the same in every invocation of a scope instance", lanes)
+    return objects[lanes[0]]
+
+
+@coop_handler(Op.CooperativeMatrixLoadTensorNV)
+def _load_tensor(ctx, inst):
+    t = inst.type
+    check_uniform(ctx, t.scope, inst.name)
+    sc = _Scope(ctx, t.scope)
+    out = full(ctx.get(inst.args[1]), sc.count).astype(t.dtype, copy=True)
+    inst_idx, first = sc.first_active(ctx.mask)
+    if len(inst_idx):
+        ptr = ctx.get(inst.args[0])
+        layout_id, view_id = _tensor_operands(ctx, inst, 2)
+        base = per_instance(ctx, sc, ptr.offset, "the tensor pointer")
+        owners = _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+        layouts = _objects(ctx.get(layout_id))
+        for k, lane, plan in zip(inst_idx, first, _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, False)):
+            if plan.access.any():
+                offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
+                rows = ptr.region.rows(np.array([lane]))
+                rows = rows[0] if isinstance(rows, np.ndarray) else rows
+                out[k][plan.access] = ctx.memory.read(ptr.region, rows, offs, t.dtype,
+                                                      sc.first_lane[k] + owners[plan.access])
+            if plan.clamped.any():
+                layout = per_instance_object(ctx, sc, layouts, k, "the tensor layout")
+                size = t.dtype.itemsize
+                bits = np.array(layout.clamp_value & ((1 << 8 * size) - 1), dtype=f"u{size}")
+                out[k][plan.clamped] = bits.view(t.dtype)
+    ctx.set(inst.result_id, out)
+
+
+@coop_handler(Op.CooperativeMatrixStoreTensorNV)
+def _store_tensor(ctx, inst):
+    t = ctx.type_of(inst.args[1])
+    check_uniform(ctx, t.scope, inst.name)
+    sc = _Scope(ctx, t.scope)
+    inst_idx, first = sc.first_active(ctx.mask)
+    if not len(inst_idx):
+        return
+    ptr = ctx.get(inst.args[0])
+    mats = full(ctx.get(inst.args[1]), sc.count)
+    layout_id, view_id = _tensor_operands(ctx, inst, 2)
+    base = per_instance(ctx, sc, ptr.offset, "the tensor pointer")
+    owners = _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    for k, lane, plan in zip(inst_idx, first, _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, True)):
+        if plan.access.any():
+            offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
+            rows = ptr.region.rows(np.array([lane]))
+            rows = rows[0] if isinstance(rows, np.ndarray) else rows
+            ctx.memory.write(ptr.region, rows, offs, mats[k][plan.access].astype(t.dtype),
+                             sc.first_lane[k] + owners[plan.access])
