@@ -9,7 +9,9 @@ from pathlib import Path
 from hydroplane.isa import IsaLibrary, SpecCache, cache_dir
 from hydroplane.isa.sources import XmlSource
 
-from isa_testdata import EXCERPTS
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
+)
 
 
 def copy_excerpt(amd_dir: Path, dest: Path, arch: str = "AMD RDNA 3") -> Path:

@@ -19,6 +19,8 @@ from hydroplane.isa.llvm import assemble_lines
 from hydroplane.isa.syntax import assemble
 from hydroplane.isa.targets import targets_of
 
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+
 SAMPLES_PER_FORM = 6
 # The gfx target llvm-mc checks each architecture with (the first of the table).
 ARCHES = ("AMD RDNA 3", "AMD CDNA 5")

@@ -12,7 +12,9 @@ from hydroplane.isa import (
 )
 from hydroplane.isa.conditions import describe, evaluate
 
-from isa_testdata import EXCERPTS
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
+)
 
 # What README.md of the excerpts states about each file.
 EXPECTED = {

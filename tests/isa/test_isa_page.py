@@ -14,6 +14,8 @@ from hydroplane.isa import IsaLibrary, SpecCache
 from hydroplane.isa.page import build_page, render_text
 from hydroplane.isa.page_html import render_html
 
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+
 VOID = {"meta", "br"}
 
 

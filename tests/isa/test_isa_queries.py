@@ -7,6 +7,8 @@ import pytest
 from hydroplane.isa import GFX_TARGETS, UnknownNameError, arch_key, architecture_of_target, targets_of
 from hydroplane.isa.llvm import assemble_lines
 
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+
 
 def test_architectures_newest_first(library):
     assert library.architectures == ["AMD CDNA 5", "AMD RDNA 3"]

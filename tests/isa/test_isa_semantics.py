@@ -12,6 +12,8 @@ import pytest
 from hydroplane.isa import SEMANTICS, SemanticsError, execute
 from hydroplane.isa.semantics import lookup_table
 
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+
 LANES = (32, 64)
 # the references cast out-of-range doubles to float32/float16 on purpose (they become inf)
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
