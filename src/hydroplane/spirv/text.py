@@ -147,6 +147,8 @@ def format_literal(value: int, t: ScalarType | None, nwords: int) -> str:
     if t.is_float:
         return format_float(value, t)
     width = min(t.width, 32 * nwords)
+    if width <= 0:  # OpTypeInt 0: invalid, print the raw value
+        return str(value)
     value &= (1 << width) - 1
     if t.signed and value >> (width - 1):
         value -= 1 << width
@@ -228,6 +230,7 @@ class FriendlyNames:
     def __init__(self, module: Module):
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
         self.scalars: dict[int, ScalarType] = {}
         for inst in module.instructions:
             self.visit(inst)
@@ -239,10 +242,13 @@ class FriendlyNames:
         if id_ is None or id_ in self.names:
             return
         base = name = _sanitize(suggestion)
-        index = 0
-        while name in self.used:
-            name = f"{base}_{index}"
-            index += 1
+        if name in self.used:
+            # The first free base_N; N resumes where the last search for this base stopped
+            # (names only get taken, never freed), so many clashes stay linear.
+            index = self.next_suffix.get(base, 0)
+            while (name := f"{base}_{index}") in self.used:
+                index += 1
+            self.next_suffix[base] = index + 1
         self.used.add(name)
         self.names[id_] = name
 
@@ -633,6 +639,8 @@ class _Assembler:
         if t is None:  # unknown or non-scalar type: one word, as the decoder assumes
             t = ScalarType(False, 32, False)
         nwords = 2 if t.width > 32 else 1
+        if not 0 < t.width <= 64:
+            self.error(f"no literal syntax for {t.width}-bit {'floats' if t.is_float else 'integers'}", token)
         if t.is_float:
             fmt = t.float_format
             if fmt is None:
