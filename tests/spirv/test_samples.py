@@ -11,8 +11,8 @@ import pytest
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import decode, grammar, reflect, validate
-from hydroplane.spirv.samples import (COOP_A_TYPES, COOP_C_TYPES, VECTOR_ADD_TYPES, SampleError,
-                                      coop_matmul_tile, vector_add)
+from hydroplane.spirv.samples import (COOP_A_TYPES, COOP_C_TYPES, REDUCE_MODES, VECTOR_ADD_TYPES, SampleError,
+                                      coop_matmul_tile, coop_reduce_tile, vector_add)
 
 Op = grammar.Op
 pytestmark = pytest.mark.tools
@@ -194,3 +194,35 @@ def test_vector_add_validates(spirv_val, dtype):
 def test_vector_add_rejects_types_without_addition(dtype):
     with pytest.raises(SampleError, match="dtype="):
         vector_add(dtype)
+
+
+@pytest.mark.parametrize("family,extension", [("nv2", "SPV_NV_cooperative_matrix2"),
+                                              ("ext", "SPV_EXT_cooperative_matrix_maintenance1")])
+@pytest.mark.parametrize("reduce", REDUCE_MODES)
+@pytest.mark.parametrize("combine,dtype", [("add", "f32"), ("max", "f16"), ("min", "s32"), ("max", "u32")])
+def test_reduce_tile_validates(spirv_val, family, extension, reduce, combine, dtype):
+    words = coop_reduce_tile(16, 8, reduce, combine, dtype, family=family)
+    validate(words)
+    module = decode(words)
+    assert extension in _extensions(module)
+    assert {"CooperativeMatrixReductionsEXT", "CooperativeMatrixKHR"} <= _capabilities(module)
+    (op,) = _declared(module, Op.CooperativeMatrixReduceNV)
+    mask = op.operands[1].value  # operands: Matrix, Reduce, CombineFunc
+    assert mask == sum(grammar.enumerant("CooperativeMatrixReduce", part).value for part in reduce.split("|"))
+    value = _constant_values(module)
+    result_type = {t.result_id: t for t in _declared(module, Op.TypeCooperativeMatrixKHR)}[op.result_type]
+    shape = (value[result_type.operands[2].value], value[result_type.operands[3].value])
+    assert shape == ((8, 4) if reduce == "2x2" else (16, 8))
+
+
+@pytest.mark.parametrize("kwargs,fragment", [
+    (dict(m=7, n=8, reduce="2x2"), "needs even m and n"),
+    (dict(m=8, n=8, reduce="Diagonal"), "reduce='Diagonal'"),
+    (dict(m=8, n=8, combine="mul"), "combine='mul'"),
+    (dict(m=8, n=8, dtype="s8"), "dtype='s8'"),
+    (dict(m=8, n=8, family="khr"), "family='khr'"),
+])
+def test_reduce_tile_rejects_bad_arguments(kwargs, fragment):
+    with pytest.raises(SampleError) as info:
+        coop_reduce_tile(**kwargs)
+    assert fragment in str(info.value)

@@ -3,6 +3,8 @@
 - `coop_matmul_tile`: one cooperative-matrix tile, D = A*B + C (seed 002's kernel), in the
   KHR or the legacy NV family, any supported component types, either memory layout;
   `scope="Workgroup"` makes the NV2 workgroup-scope form.
+- `coop_reduce_tile`: a cooperative-matrix reduction (row, column, whole tile, 2x2) with
+  add/max/min, through SPV_NV_cooperative_matrix2 or SPV_EXT_cooperative_matrix_maintenance1.
 - `vector_add`: c[i] = a[i] + b[i] for i < n (push constant), one invocation per element.
 
 Every sample returns the module's words (array('I')); buffers are in descriptor set 0.
@@ -113,6 +115,71 @@ def _mul_add_operands(a_type: str, c_type: str, saturating: bool) -> list[str]:
     if saturating:
         names.append("SaturatingAccumulationKHR")
     return names
+
+
+# combine name -> per scalar kind: ('op', opcode) or ('glsl', GLSL.std.450 instruction)
+_COMBINE = {
+    "add": {"float": ("op", Op.FAdd), "signed": ("op", Op.IAdd), "unsigned": ("op", Op.IAdd)},
+    "max": {"float": ("glsl", "FMax"), "signed": ("glsl", "SMax"), "unsigned": ("glsl", "UMax")},
+    "min": {"float": ("glsl", "FMin"), "signed": ("glsl", "SMin"), "unsigned": ("glsl", "UMin")},
+}
+REDUCE_MODES = ("Row", "Column", "Row|Column", "2x2")
+REDUCE_TYPES = ("f16", "f32", "s32", "u32")
+
+
+def coop_reduce_tile(m: int, n: int, reduce: str = "Row", combine: str = "add", dtype: str = "f32",
+                     family: str = "nv2", local_size: int = 32) -> array:
+    """Reduce an m x n accumulator tile (binding 0, row-major) into binding 1 (row-major).
+
+    'Row': every element of row r is the combination of row r (m x n result); 'Column'
+    likewise per column; 'Row|Column': every element is the whole tile's combination;
+    '2x2': an (m/2) x (n/2) result, each element the combination of a 2x2 block.
+    `family` picks the extension: 'nv2' (SPV_NV_cooperative_matrix2) or 'ext'
+    (SPV_EXT_cooperative_matrix_maintenance1); the instruction is the same opcode.
+    """
+    for what, value in (("m", m), ("n", n), ("local_size", local_size)):
+        _check_dimension(what, value)
+    _check_choice("reduce", reduce, REDUCE_MODES)
+    _check_choice("combine", combine, tuple(_COMBINE))
+    _check_choice("dtype", dtype, REDUCE_TYPES)
+    _check_choice("family", family, ("nv2", "ext"))
+    if reduce == "2x2" and (m % 2 or n % 2):
+        raise SampleError(f"a 2x2 reduction needs even m and n, not {m} x {n}")
+    out_m, out_n = (m // 2, n // 2) if reduce == "2x2" else (m, n)
+
+    b = ModuleBuilder()
+    b.extension({"nv2": "SPV_NV_cooperative_matrix2", "ext": "SPV_EXT_cooperative_matrix_maintenance1"}[family])
+    elem = b.scalar(dtype)
+    (source, elem_ptr), (target, _) = (b.storage_buffer(elem, i, name=name, readonly=name == "src")
+                                       for i, name in enumerate(("src", "dst")))
+    combine_fn = _combine_function(b, elem, dtype, combine)
+    main, _ = b.function(b.type_void(), name="main")
+    b.label()
+    zero = b.u32(0)
+    row_major = b.u32(grammar.enumerant("CooperativeMatrixLayout", "RowMajorKHR").value)
+    in_type = b.type_coop_matrix_khr(elem, m, n, "MatrixAccumulatorKHR")
+    out_type = b.type_coop_matrix_khr(elem, out_m, out_n, "MatrixAccumulatorKHR")
+    tile = b.emit(Op.CooperativeMatrixLoadKHR, in_type, b.emit(Op.AccessChain, elem_ptr, source, zero, zero),
+                  row_major, b.u32(n))
+    reduced = b.emit(Op.CooperativeMatrixReduceNV, out_type, tile, reduce, combine_fn)
+    b.emit(Op.CooperativeMatrixStoreKHR, b.emit(Op.AccessChain, elem_ptr, target, zero, zero), reduced,
+           row_major, b.u32(out_n))
+    b.emit(Op.Return)
+    b.end_function()
+    b.entry_point("GLCompute", main, "main", local_size=(local_size,))
+    return b.to_words()
+
+
+def _combine_function(b: ModuleBuilder, elem: int, dtype: str, combine: str) -> int:
+    """`elem combine(elem x, elem y)`: the reduction's CombineFunc."""
+    kind = "float" if dtype.startswith("f") else "signed" if dtype in _SIGNED else "unsigned"
+    how, what = _COMBINE[combine][kind]
+    fn, (x, y) = b.function(elem, [elem, elem], name=f"combine_{combine}")
+    b.label()
+    value = b.emit(what, elem, x, y) if how == "op" else b.ext_inst("GLSL.std.450", what, elem, x, y)
+    b.emit(Op.ReturnValue, value)
+    b.end_function()
+    return fn
 
 
 def vector_add(dtype: str = "f32", local_size: int = 64) -> array:
