@@ -15,7 +15,9 @@ import pytest
 
 from hydroplane.isa import DecodeError, EncodeError, decode, disassemble, encode
 from hydroplane.isa.layouts import LITERAL_FIELD, layout_for
+from hydroplane.isa.errors import AssemblyError
 from hydroplane.isa.llvm import assemble_lines
+from hydroplane.isa.model import BitRange, Field
 from hydroplane.isa.syntax import assemble
 from hydroplane.isa.targets import targets_of
 
@@ -212,3 +214,32 @@ def test_encode_errors(library):
         encode(spec, name, "VOP1_INST_LITERAL", {"VDST": 1, "SRC0": 1, "LITERAL": 5})
     with pytest.raises(EncodeError, match="has no ENC_VOP2 form"):
         encode(spec, name, "ENC_VOP2", {})
+
+
+def test_multi_range_field():
+    """A field split over two ranges (least significant part first, as AMD orders them)."""
+    field = Field("SIMM", "", (BitRange(4, 4), BitRange(40, 8)))
+    assert field.width == 12 and field.bits_text() == "47:40, 7:4"
+    rng = random.Random(7)
+    for _ in range(200):
+        value, word = rng.getrandbits(12), rng.getrandbits(64)
+        placed = field.insert(word, value)
+        assert field.extract(placed) == value
+        assert placed & ~field.mask == word & ~field.mask  # other bits untouched
+        assert (placed >> 4) & 0xF == value & 0xF and (placed >> 40) & 0xFF == value >> 4
+
+
+def test_assembler_suffixes(library):
+    spec = library.spec("rdna3")
+    assert assemble(spec, "v_cvt_off_f32_i4_e32 v5, v1")[0] == bytes.fromhex("011d0a7e")
+    with pytest.raises(AssemblyError, match="layout of encoding ENC_VOP3 is not in the loaded"):
+        assemble(spec, "v_cvt_off_f32_i4_e64 v5, v1")
+    with pytest.raises(AssemblyError, match=r"operand VDST \(OPR_VGPR\): '0x1234' is not a register"):
+        assemble(spec, "v_cvt_f32_f64 0x1234, 0x5678")
+    with pytest.raises(AssemblyError, match="v5.h needs a 16-bit VGPR operand"):
+        assemble(spec, "v_cvt_off_f32_i4 v5.h, v1")
+    assert assemble(spec, "v_cvt_f16_f32 v5.h, v1")[0] == bytes.fromhex("01150a7f")  # as llvm-mc -mcpu=gfx1100
+    with pytest.raises(AssemblyError, match="empty operand"):
+        assemble(spec, "v_cvt_off_f32_i4 v5,, v1")
+    with pytest.raises(AssemblyError, match="unknown instruction 'v_cvt_offf32_i4'"):
+        assemble(spec, "v_cvt_offf32_i4 v5, v1")

@@ -1,4 +1,4 @@
-"""`hydroplane isa show|search|decode|encode|targets`: the ISA reference on the command line.
+"""`hydroplane isa show|search|list|decode|encode|targets`: the ISA reference on the command line.
 
 The specification comes from --spec or $HYDROPLANE_AMD_ISA (AMD's zip, a folder of its XML
 files, or one file). Errors are IsaError subclasses, printed by the CLI as one line.
@@ -48,6 +48,12 @@ def register(subparsers) -> None:
     enc = command("encode", "encode assembly lines, e.g. 'v_cvt_off_f32_i4 v5, v1'", run_encode)
     enc.add_argument("lines", nargs="+")
     enc.add_argument("--arch", required=True)
+
+    listing = command("list", "list instructions by functional group and/or encoding", run_list)
+    listing.add_argument("--group", help="functional group, e.g. VALU")
+    listing.add_argument("--subgroup", help="functional subgroup, e.g. NOT_ASSIGNED (needs --group)")
+    listing.add_argument("--encoding", help="encoding, e.g. VOP1 or VOP1_VOP_DPP8")
+    listing.add_argument("--arch")
 
     targets = command("targets", "list the loaded architectures and their gfx targets", run_targets)
     targets.add_argument("--all", action="store_true", help="also the generations without a loaded file")
@@ -118,6 +124,20 @@ def run_encode(args) -> int:
     for line in args.lines:
         data, instruction, form = assemble(spec, line)
         print(f"{line.strip():<40} ; {form.encoding} [{data.hex(' ')}] ({spec.architecture})")
+    return 0
+
+
+def run_list(args) -> int:
+    library = IsaLibrary.open(args.spec)
+    if args.subgroup and not args.group:
+        raise IsaError("--subgroup needs --group")
+    names = library.spec(args.arch).instruction_names()
+    if args.group:
+        names = [n for n in names if n in set(library.by_group(args.group, args.subgroup, args.arch))]
+    if args.encoding:
+        names = [n for n in names if n in set(library.by_encoding(args.encoding, args.arch))]
+    for name in names:
+        print(name.lower())
     return 0
 
 

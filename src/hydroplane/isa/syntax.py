@@ -187,11 +187,17 @@ def _split_commas(text: str) -> list[str]:
 def assemble(spec: Spec, line: str) -> tuple[bytes, Instruction, InstructionEncoding]:
     """Bytes of one assembly line, choosing the base or literal form the operands need."""
     mnemonic, texts = split_line(line)
-    name = re.sub(r"_e32$", "", mnemonic.lower())
+    name, suffix = re.match(r"^(.*?)(_e32|_e64)?$", mnemonic.lower()).groups()
     try:
         instruction = spec.instruction(name)
     except IsaError as exc:
         raise AssemblyError(str(exc)) from None
+    if suffix == "_e64":  # LLVM's spelling of the VOP3 form
+        try:
+            find_form(spec, instruction.name, "ENC_VOP3")
+        except IsaError as exc:
+            raise AssemblyError(f"{line.strip()!r}: {exc}") from None
+        raise AssemblyError(f"{line.strip()!r}: the assembler writes VOP1 forms only (curated family)")
     base = next((f for f in instruction.encodings if f.encoding.startswith("ENC_")
                  and layout_for(spec, instruction, f) is not None), None)
     if base is None:
