@@ -608,6 +608,19 @@ def test_structural_errors():
         ModuleBuilder((1, 7))
 
 
+def test_an_id_is_defined_once():
+    b = ModuleBuilder()
+    f32 = b.scalar("f32")
+    main, _ = b.function(b.type_void())
+    label = b.label()
+    with pytest.raises(BuildError, match=f"id {label} is already defined by OpLabel"):
+        b.emit(Op.FNegate, f32, b.constant(f32, 1.0), result_id=label)
+    b.emit(Op.Return)  # the builder is still usable: the rejected instruction left no trace
+    b.end_function()
+    b.entry_point("GLCompute", main, local_size=(1,))
+    assert sum(i.opcode == Op.FNegate for i in b.module().instructions) == 0
+
+
 def test_undefined_ids_are_reported_when_the_module_is_made():
     b = ModuleBuilder()
     missing = b.id()

@@ -203,12 +203,12 @@ class ModuleBuilder:
         return inst.result_id
 
     def _record(self, inst: Instruction, where: list[Instruction]) -> int | None:
-        where.append(inst)
         if inst.result_id is not None:
             if inst.result_id in self._defs:
                 raise BuildError(f"{inst.name}: id {inst.result_id} is already defined by "
                                  f"{self._defs[inst.result_id].name}")
             self._defs[inst.result_id] = inst
+        where.append(inst)
         return inst.result_id
 
     def _intern(self, key: tuple, inst: Instruction, decorations: Sequence[tuple] = ()) -> int:
