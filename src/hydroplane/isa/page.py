@@ -99,8 +99,7 @@ def clean_text(text: str) -> str:
 
 def layout_cells(encoding: Encoding, identifier: int | None) -> list[LayoutCell]:
     """Cells from the most significant bit down: fields, constant bits, unassigned runs."""
-    spans = [(f.ranges[-1].high if len(f.ranges) == 1 else r.high, r.offset, f, r)
-             for f in encoding.fields for r in f.ranges]
+    spans = [(r.high, r.offset, f, r) for f in encoding.fields for r in f.ranges]
     spans += [(high, low, None, None) for high, low in constant_bits(encoding)]
     cells = []
     for high, low, f, r in sorted(spans, key=lambda s: -s[0]):
