@@ -6,8 +6,9 @@ import hashlib
 import os
 from pathlib import Path
 
-from hydroplane.isa import IsaLibrary, SpecCache, cache_dir
+from hydroplane.isa import IsaLibrary, SpecCache, cache_dir, import_xml
 from hydroplane.isa.sources import XmlSource
+from hydroplane.isa.spec import Spec, build_image
 
 from isa_testdata import (  # noqa: F401 (pytest fixtures)
     EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
@@ -79,3 +80,17 @@ def test_unwritable_cache_still_works(amd_dir, tmp_path):
     blocker.write_text("x")
     lib = IsaLibrary.open(amd_dir, SpecCache(blocker / "isa"))
     assert sorted(lib.architectures) == ["AMD CDNA 5", "AMD RDNA 3"]
+
+
+def test_image_round_trips_the_model(amd_dir):
+    """Every record read back from a cache image equals what the importer built."""
+    for name in EXCERPTS.values():
+        model = import_xml((amd_dir / name).read_bytes(), name)
+        spec = Spec(build_image(model, "0" * 64, name))
+        assert spec.document == model.document and spec.groups == model.groups
+        assert spec.subgroups == model.subgroups
+        for table, read in ((model.instructions, spec.instruction), (model.encodings, spec.encoding),
+                            (model.data_formats, spec.data_format), (model.operand_types, spec.operand_type)):
+            for key, original in table.items():
+                assert read(key) == original, key
+        assert [e.name for e in spec.catalog()] == list(model.instructions)

@@ -173,3 +173,24 @@ def test_no_spec_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(tmp_path / "empty"))
     with pytest.raises(SpecNotFoundError):
         IsaLibrary.open()
+
+
+PARTITIONED = b"""<Spec><ISA><Architecture><ArchitectureName>AMD Test</ArchitectureName>
+<ArchitectureId>99</ArchitectureId></Architecture>
+<OperandTypes><OperandType IsPartitioned="TRUE"><OperandTypeName>OPR_PART</OperandTypeName>
+<Description>Parts.</Description><MicrocodeFormat><BitMap>
+<Field IsConditional="false"><FieldName>LO</FieldName><Description>low</Description>
+<BitLayout RangeCount="1"><Range Order="0"><BitCount>4</BitCount><BitOffset>0</BitOffset>
+<Padding><BitCount>2</BitCount><Value Radix="2">00</Value></Padding></Range></BitLayout></Field>
+</BitMap></MicrocodeFormat></OperandType></OperandTypes></ISA></Spec>"""
+
+
+def test_minimal_file_with_a_partitioned_operand_type():
+    """Optional sections may be absent; a partitioned type keeps its sub-fields and padding."""
+    spec = import_xml(PARTITIONED, "part.xml")
+    assert spec.document.architecture == "AMD Test" and spec.document.schema_version == ""
+    assert spec.instructions == {} and spec.encodings == {}
+    part = spec.operand_types["OPR_PART"]
+    assert part.partitioned and part.values == ()
+    (lo,) = part.fields
+    assert (lo.name, lo.ranges[0].width, lo.ranges[0].padding_width, lo.ranges[0].padding_value) == ("LO", 4, 2, 0)

@@ -193,7 +193,8 @@ class OperandType:
     partitioned: bool
     subtypes: tuple[str, ...]
     values: tuple[PredefinedValue, ...]
-    NESTED: ClassVar[dict[str, type]] = {"values": PredefinedValue}
+    fields: tuple[Field, ...] = ()  # the sub-fields of a partitioned type (its MicrocodeFormat)
+    NESTED: ClassVar[dict[str, type]] = {"values": PredefinedValue, "fields": Field}
 
     def value_named(self, name: str) -> PredefinedValue | None:
         return self._by_name.get(name.upper())

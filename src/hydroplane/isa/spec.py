@@ -20,7 +20,7 @@ from hydroplane.isa.model import (
     pack, unpack,
 )
 
-MAGIC = b"HYDROPLANE-ISA-CACHE 1\n"
+MAGIC = b"HYDROPLANE-ISA-CACHE 2\n"  # bump when the model or the image layout changes
 RECORD_KINDS = {"instruction": Instruction, "encoding": Encoding, "data_format": DataFormat,
                 "operand_type": OperandType}
 

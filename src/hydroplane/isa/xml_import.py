@@ -232,4 +232,6 @@ class _Importer:
         return OperandType(name=name, description=self.text(e, "Description", where, ""),
                            partitioned=self.flag(e.get("IsPartitioned")),
                            subtypes=tuple(s.text.strip() for s in e.iterfind("Subtypes/Subtype") if s.text),
-                           values=values)
+                           values=values,
+                           fields=tuple(self.field(f, f"{where}/MicrocodeFormat/BitMap/Field[{i}]")
+                                        for i, f in enumerate(e.iterfind("MicrocodeFormat/BitMap/Field"))))
