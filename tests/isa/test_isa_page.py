@@ -191,6 +191,9 @@ def test_cli_search_decode_encode(amd_dir, capsys, monkeypatch):
     (["isa", "encode", "v_cvt_f32_f64 v5, s[3:4]", "--arch", "rdna3"], "must start at an even register"),
     (["isa", "encode", "v_cvt_f32_f64 v1, 0x12345678abcd", "--arch", "rdna3"], "needs VOP1_INST_LITERAL64"),
     (["isa", "search", "nothing like this"], "no instruction matches"),
+    (["isa", "encode", "v_cvt_off_f32_i4 v5, 1e40", "--arch", "rdna3"], "1e40 does not fit a 32-bit float"),
+    (["isa", "encode", "v_cvt_f32_f16 v5, 70000.0", "--arch", "cdna5"], "70000.0 does not fit a 16-bit float"),
+    (["isa", "decode", "0x7E0A1D01", "0x123456789", "--arch", "rdna3"], "'0x123456789' is not a 32-bit hex dword"),
 ])
 def test_cli_errors_are_one_line(amd_dir, capsys, monkeypatch, argv, message):
     monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(amd_dir))

@@ -121,7 +121,10 @@ def _float_bits(spec: Spec, operand: Operand, text: str, where: str) -> int:
     if width not in FLOAT_PACKERS:
         raise AssemblyError(f"{where}: a float literal needs a 16/32/64-bit float operand")
     pack_as, read_as = FLOAT_PACKERS[width]
-    bits = struct.unpack(read_as, struct.pack(pack_as, value))[0]
+    try:
+        bits = struct.unpack(read_as, struct.pack(pack_as, value))[0]
+    except (OverflowError, struct.error):
+        raise AssemblyError(f"{where}: {text} does not fit a {width}-bit float") from None
     if width == 64 and bits & 0xFFFFFFFF == 0:
         return bits >> 32  # a 32-bit literal of a 64-bit float is its high dword
     return bits
