@@ -552,6 +552,8 @@ def _open_block() -> ModuleBuilder:
 
 @pytest.mark.parametrize("call,fragment", [
     (lambda b: b.emit("OpNoSuchThing"), "unknown instruction 'OpNoSuchThing'"),
+    (lambda b: b.emit(1.5), "an instruction is an Op, an opcode number or a name, not 1.5"),
+    (lambda b: b.emit(65000), "unknown opcode 65000"),
     (lambda b: b.emit(Op.IAdd, b.scalar("u32"), b.u32(1)), "OpIAdd: missing operand 2 (Operand 2: IdRef)"),
     (lambda b: b.emit(Op.IAdd, b.scalar("u32"), b.u32(1), b.u32(1), b.u32(1)), "OpIAdd: 1 operand(s) too many"),
     (lambda b: b.emit(Op.IAdd, b.scalar("u32"), "x", b.u32(1)), "must be an id allocated by this builder"),

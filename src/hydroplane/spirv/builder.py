@@ -557,6 +557,8 @@ def _enum_value(kind: str, value: str | int) -> int:
 @lru_cache(maxsize=None)
 def _facts(op: int | str) -> tuple[grammar.InstructionInfo, bool, bool, bool]:
     """(grammar, has result type, has result id, de-duplicated) of an opcode or name."""
+    if isinstance(op, bool) or not isinstance(op, (int, str)):
+        raise BuildError(f"an instruction is an Op, an opcode number or a name, not {op!r}")
     try:
         info = grammar.instruction(int(op) if isinstance(op, int) else op)
     except grammar.GrammarError as err:
