@@ -703,3 +703,20 @@ def test_function_variables_need_a_block():
     b.end_function()
     with pytest.raises(BuildError, match="has variables but no block"):
         b.to_words()
+
+
+def test_vulkan_memory_model_only_for_shader_modules():
+    def make(model):
+        b = ModuleBuilder(addressing="Physical64" if model == "Kernel" else "Logical")
+        b.type_coop_matrix_khr(b.scalar("f32"), 8, 8, "MatrixAccumulatorKHR")
+        main, _ = b.function(b.type_void())
+        b.label()
+        b.emit(Op.Return)
+        b.end_function()
+        b.entry_point(model, main)
+        return b.to_words()
+
+    assert memory_model(make("GLCompute")) == "Vulkan"
+    kernel = make("Kernel")
+    assert memory_model(kernel) == "OpenCL"
+    assert "Kernel" in capabilities(kernel) and "Shader" not in capabilities(kernel)

@@ -478,8 +478,8 @@ class ModuleBuilder:
             raise BuildError(f"function %{self._current.id} is still open (end_function())")
         functions = [i for fn in self._functions for i in fn.instructions()]
         s = self._sections
-        memory_model = self._memory_model_instruction(functions)
         entry_points = [self._entry_point_instruction(ep, functions) for ep in self._entry_points]
+        memory_model = self._memory_model_instruction(entry_points + functions)
         body = [*s["imports"], memory_model, *entry_points, *s["modes"], *s["sources"], *s["names"],
                 *s["processed"], *s["annotations"], *s["globals"], *functions]
         try:
@@ -497,11 +497,10 @@ class ModuleBuilder:
         """The module as words: array('I')."""
         return encode(self.module())
 
-    def _memory_model_instruction(self, functions: list[Instruction]) -> Instruction:
+    def _memory_model_instruction(self, code: list[Instruction]) -> Instruction:
         model = self.memory_model
         if model is None:
-            everything = [i for s in self._sections.values() for i in s] + functions
-            model = "Vulkan" if requirements.wants_vulkan_memory_model(everything) else "GLSL450"
+            model = requirements.default_memory_model([i for s in self._sections.values() for i in s] + code)
         return Instruction(Op.MemoryModel, operands=[
             Operand("AddressingModel", _enum_value("AddressingModel", self.addressing)),
             Operand("MemoryModel", _enum_value("MemoryModel", model))])

@@ -223,9 +223,15 @@ def uses_vulkan_memory_model(instructions: Iterable[Instruction]) -> bool:
     return any(i.opcode == Op.MemoryModel and i.operands[1].value == vulkan for i in instructions)
 
 
-def wants_vulkan_memory_model(instructions: Iterable[Instruction]) -> bool:
-    """A Shader module with KHR cooperative matrices runs under the Vulkan memory model."""
-    return any(i.opcode == Op.TypeCooperativeMatrixKHR for i in instructions)
+def default_memory_model(instructions: Iterable[Instruction]) -> str:
+    """OpenCL for Kernel modules; for shaders Vulkan when KHR cooperative matrices are used, else GLSL450."""
+    instructions = list(instructions)
+    kernel = grammar.enumerant("ExecutionModel", "Kernel").value
+    if any(i.opcode == Op.EntryPoint and i.operands[0].value == kernel for i in instructions):
+        return "OpenCL"
+    if any(i.opcode == Op.TypeCooperativeMatrixKHR for i in instructions):
+        return "Vulkan"
+    return "GLSL450"
 
 
 def _resolve(needs: Iterable[tuple[str, ...]], chosen: list[str], closure) -> list[str]:
