@@ -86,8 +86,10 @@ class KernelGen:
         b, u32, f32 = self.b, self.u32, self.f32
         if kind == "int":
             return "int", self.int_op(INT_BINARY[d % len(INT_BINARY)], self.pick(self.ints, a), self.pick(self.ints, c))
-        if kind == "float":
-            return "float", b.emit(FLOAT_BINARY[d % 3], f32, self.pick(self.floats, a), self.pick(self.floats, c))
+        if kind == "float":  # NoContraction: lavapipe must not fuse a multiply into a following add
+            r = b.emit(FLOAT_BINARY[d % 3], f32, self.pick(self.floats, a), self.pick(self.floats, c))
+            b.decorate(r, "NoContraction")
+            return "float", r
         if kind == "int_unary":
             return "int", b.emit([Op.Not, Op.SNegate, Op.BitCount][d % 3], u32, self.pick(self.ints, a))
         if kind == "float_unary":
