@@ -135,8 +135,9 @@ class DeviceInfo:
 
 
 def _driver_version_text(vendor_id: int, version: int) -> str:
-    if vendor_id == 0x10DE:  # NVIDIA packs 10.8.8.6 bits
-        return f"{(version >> 22) & 0x3FF}.{(version >> 14) & 0xFF}.{(version >> 6) & 0xFF}.{version & 0x3F}"
+    if vendor_id == 0x10DE:  # NVIDIA packs 10.8.8.6 bits and prints the third part with two digits
+        text = f"{(version >> 22) & 0x3FF}.{(version >> 14) & 0xFF}.{(version >> 6) & 0xFF:02d}"
+        return text + (f".{version & 0x3F}" if version & 0x3F else "")
     return E.api_version_text(version)
 
 

@@ -36,6 +36,7 @@ DEFAULT_BITS = {
     "maintenance4": ("maintenance4",),  # LocalSizeId (glslang's local_size_x_id) needs it
 }
 OPTIONAL_EXTENSIONS = ("VK_EXT_memory_budget",)
+DISPATCH_CACHE_SIZE = 64
 
 
 def pick_device(candidates: list[DeviceInfo] | None = None) -> DeviceInfo:
@@ -231,16 +232,17 @@ class Device(Owned):
         return Recording(pipeline, grid, buffers, push, timestamps=timestamps)
 
     def dispatch(self, pipeline, grid, buffers, push=None) -> None:
-        """Run `pipeline` over `grid` workgroups and wait; repeated calls reuse the recorded command buffer."""
-        from hydroplane.vk.recording import normalise_grid, push_bytes
-        grid = normalise_grid(grid)
-        push_data = push_bytes(push)
-        key = (id(pipeline), grid, tuple(sorted((k if isinstance(k, tuple) else (0, k), id(b))
-                                                for k, b in dict(buffers).items())), push_data)
+        """Run `pipeline` over `grid` workgroups and wait. Repeated calls with the same pipeline, grid,
+        buffers and push bytes reuse one recorded command buffer (up to DISPATCH_CACHE_SIZE of them;
+        a cached recording keeps its buffers alive until it is evicted or they are closed)."""
+        from hydroplane.vk.recording import push_bytes
+        push_data = push if isinstance(push, bytes) else push_bytes(push)
+        key = (id(pipeline), grid if isinstance(grid, int) else tuple(grid),
+               tuple([(k, id(b)) for k, b in buffers.items()]), push_data)
         rec = self._dispatch_cache.get(key)
-        if rec is None or rec.closed:
-            if len(self._dispatch_cache) >= 64:
-                for old in list(self._dispatch_cache.values())[:32]:
+        if rec is None or rec._closed:
+            if len(self._dispatch_cache) >= DISPATCH_CACHE_SIZE:
+                for old in list(self._dispatch_cache.values())[: DISPATCH_CACHE_SIZE // 2]:
                     old.close()
                 self._dispatch_cache = {k: v for k, v in self._dispatch_cache.items() if not v.closed}
             rec = self._dispatch_cache[key] = self.record(pipeline, grid, buffers, push_data)
