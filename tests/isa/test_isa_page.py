@@ -170,6 +170,8 @@ def test_cli_search_decode_encode(amd_dir, capsys, monkeypatch):
     assert out[1].startswith("v_cvt_f32_f64 v5, lit(0x3ff80000)") and "derived from ENC_VOP1" in out[1]
     assert main(["isa", "decode", "0x7E0A1D01", "--arch", "cdna5"]) == 0
     assert capsys.readouterr().out.startswith("v_cvt_off_f32_i4 v5, v1")
+    assert main(["isa", "decode", "0x7E0B1D01", "--arch", "cdna5"]) == 0  # bit 16: no field in CDNA 5
+    assert "(unused bit(s) 16 set)" in capsys.readouterr().out
     assert main(["isa", "list", "--group", "valu", "--encoding", "VOP1_VOP_DPP8", "--arch", "cdna5"]) == 0
     listed = capsys.readouterr().out.split()
     assert "v_cvt_off_f32_i4" in listed and len(listed) == 11  # 20 less 8 F64 ones, v_pipeflush

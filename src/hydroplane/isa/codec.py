@@ -9,6 +9,7 @@ first dword lowest, as the hardware and LLVM lay them out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from hydroplane.isa.conditions import describe, evaluate
@@ -32,6 +33,18 @@ class Decoded:
     @property
     def length(self) -> int:
         return len(self.data)
+
+    @property
+    def unused_bits(self) -> int:
+        """Set bits the instruction does not use: outside every field (AMD's 'unassigned'), or in a
+        field that is neither the opcode/encoding nor one of its operands (v_pipeflush's VDST)."""
+        enc = self.layout.encoding
+        used = enc.identifier_mask
+        names = {o.field_name for o in self.form.operands} | {f for f, _ in self.layout.fixed}
+        for f in enc.fields:
+            if f.name in names:
+                used |= f.mask
+        return int.from_bytes(self.data, "little") & ~used
 
     def operand_values(self) -> list[tuple[str, int]]:
         """(field, value) of each operand with a field, in AMD's order."""
@@ -84,15 +97,52 @@ def encode(spec: Spec, name: str, encoding: str, values: dict[str, int]) -> byte
 
 def _check_operand_value(spec: Spec, instruction: Instruction, form: InstructionEncoding,
                          field_name: str, value: int, fixed: bool) -> None:
+    problem = None if fixed else _invalid_operand(spec, form, field_name, value)
+    if problem:
+        raise EncodeError(f"{instruction.name} {form.encoding}: {problem}")
+
+
+def _invalid_operand(spec: Spec, form: InstructionEncoding, field_name: str, value: int) -> str | None:
+    """Why `value` cannot be the operand in `field_name`, or None when it can."""
     operand = next((o for o in form.operands if o.field_name == field_name), None)
-    if operand is None or fixed or field_name.startswith(LITERAL_FIELD):
-        return  # a literal is any bit pattern
+    if operand is None or field_name.startswith(LITERAL_FIELD):
+        return None  # not an operand field, or a literal: any bit pattern
     operand_type = spec.operand_type(operand.operand_type)
     if operand_type is None or not operand_type.values:
-        return
-    if value not in operand_type.names_by_value():
-        raise EncodeError(f"{instruction.name} {form.encoding}: {value} is not a value of operand type "
-                          f"{operand.operand_type} for field {field_name}")
+        return None
+    name = operand_type.names_by_value().get(value)
+    if name is None:
+        return f"{value} is not a value of operand type {operand.operand_type} for field {field_name}"
+    return _register_span_problem(operand, operand_type, name)
+
+
+REGISTER_NAME = re.compile(r"^(s|v|ttmp)(\d+)$", re.I)
+
+
+def _register_span_problem(operand, operand_type, name: str) -> str | None:
+    """A wide operand takes consecutive registers: they must exist, SGPR/TTMP pairs start even."""
+    count = operand.size // 32
+    m = REGISTER_NAME.match(name)
+    if count <= 1 or not m:
+        return None
+    prefix, first = m.group(1), int(m.group(2))
+    last = f"{prefix}{first + count - 1}"
+    if operand_type.value_named(last) is None:
+        return (f"{name} cannot start the {operand.size}-bit operand {operand.field_name}: "
+                f"{last} is not a value of {operand.operand_type}")
+    if prefix.lower() in ("s", "ttmp") and first % 2:
+        return f"{name} cannot start the {operand.size}-bit operand {operand.field_name}: scalar pairs start even"
+    return None
+
+
+def _checked(spec: Spec, instruction: Instruction, form: InstructionEncoding, layout: Layout, data: bytes,
+             values: dict[str, int]) -> Decoded:
+    fixed = dict(layout.fixed)
+    for field_name, value in values.items():
+        problem = None if field_name in fixed else _invalid_operand(spec, form, field_name, value)
+        if problem:
+            raise DecodeError(f"{data.hex(' ')} is {instruction.name} {form.encoding}, but {problem}")
+    return Decoded(spec.architecture, instruction, form, layout, values, data)
 
 
 def _check_condition(spec: Spec, instruction: Instruction, form: InstructionEncoding, layout: Layout,
@@ -163,7 +213,7 @@ def _decode_form(spec: Spec, instruction: Instruction, form: InstructionEncoding
         if ok is False:
             return _decode_other_form(spec, instruction, enc.name, data, word, describe(condition.expression))
     values = {f.name: f.extract(word) for f in enc.fields if f.name not in ("OP", "ENCODING")}
-    return Decoded(spec.architecture, instruction, form, layout, values, bytes(data[: enc.bit_count // 8]))
+    return _checked(spec, instruction, form, layout, bytes(data[: enc.bit_count // 8]), values)
 
 
 def _decode_other_form(spec: Spec, instruction: Instruction, base: str, data: bytes, word: int,
@@ -184,7 +234,7 @@ def _decode_other_form(spec: Spec, instruction: Instruction, base: str, data: by
                 raise DecodeError(f"{instruction.name} {form.encoding} needs {size} bytes, got {len(data)}")
             full = int.from_bytes(data[:size], "little")
             values = {f.name: f.extract(full) for f in enc.fields if f.name not in ("OP", "ENCODING")}
-            return Decoded(spec.architecture, instruction, form, layout, values, bytes(data[:size]))
+            return _checked(spec, instruction, form, layout, bytes(data[:size]), values)
     raise DecodeError(f"0x{word:08X} is {instruction.name} in {base} but breaks its condition ({broken}); "
                       f"the form it selects is not decodable from the loaded file "
                       f"(forms without a layout: {', '.join(missing) or 'none'})")

@@ -112,8 +112,14 @@ def run_decode(args) -> int:
             decoded = decode(spec, data[offset:])
         except DecodeError as exc:
             raise DecodeError(f"at byte {offset}: {exc}") from None
+        notes = []
+        if decoded.layout.derived:
+            notes.append(f"layout derived from {decoded.layout.encoding.derived_from}")
+        if decoded.unused_bits:
+            bits = [str(b) for b in range(decoded.length * 8) if decoded.unused_bits >> b & 1]
+            notes.append(f"unused bit(s) {', '.join(bits)} set")
         print(f"{disassemble(spec, decoded):<40} ; {decoded.form.encoding} [{decoded.data.hex(' ')}]"
-              f"{' (layout derived from ' + decoded.layout.encoding.derived_from + ')' if decoded.layout.derived else ''}")
+              + "".join(f" ({n})" for n in notes))
         offset += decoded.length
     return 0
 
