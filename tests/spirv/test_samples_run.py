@@ -12,7 +12,7 @@ import pytest
 
 from hydroplane import vk
 from hydroplane.spirv import reflect
-from hydroplane.spirv.samples import coop_matmul_tile, coop_reduce_tile, vector_add
+from hydroplane.spirv.samples import COOP_COMBINATIONS, coop_matmul_tile, coop_reduce_tile, vector_add
 
 pytestmark = pytest.mark.vulkan
 
@@ -114,3 +114,21 @@ def test_coop_reduce_tile_runs(reduce, combine, dtype):
         dev.dispatch(dev.pipeline(words, reflect(words).bindings), (1, 1, 1), {0: src, 1: dst})
         out = dst.read(tile.dtype).reshape(expected.shape)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_every_reported_khr_shape_runs():
+    """Whatever (types, shape) the device lists and the sample can make (bf16 on the H200 too)."""
+    makeable = [(s.a, s.c, s.m, s.n, s.k) for s in vk.pick_device().coop_shapes()
+                if s.a == s.b and s.c == s.result and (s.a, s.c) in COOP_COMBINATIONS and not s.saturating]
+    assert makeable, "the device lists no cooperative-matrix shape the sample can make"
+    for a_type, c_type, m, n, k in sorted(set(makeable)):
+        rng = np.random.default_rng(m * n * k)
+        a, b = _random(rng, a_type, (m, k)), _random(rng, a_type, (k, n))
+        c = _random(rng, c_type, (m, n))
+        words = coop_matmul_tile(m, n, k, a_type, c_type)
+        with _device(words) as dev:
+            bufs = [dev.buffer(np.ascontiguousarray(x)) for x in (a, b, c)] + [dev.buffer(c.nbytes)]
+            bufs[3].fill(POISON)
+            dev.dispatch(dev.pipeline(words, reflect(words).bindings), (1, 1, 1), dict(enumerate(bufs)))
+            d = bufs[3].read(NUMPY_TYPES[c_type]).reshape((m, n))
+        np.testing.assert_array_equal(d, _reference(a, b, c, c_type), err_msg=f"{a_type}->{c_type} {m}x{n}x{k}")

@@ -23,7 +23,7 @@ COOP_A_TYPES = ("f16", "bf16", "f32", "s8", "u8")
 COOP_C_TYPES = ("f16", "f32", "s32", "u32")
 _FLOAT_TYPES = frozenset({"f16", "bf16", "f32"})
 # (a_type, c_type) pairs that the cooperative-matrix families accept.
-_COOP_COMBINATIONS = frozenset(
+COOP_COMBINATIONS = frozenset(
     [("f16", "f16"), ("f16", "f32"), ("bf16", "f32"), ("f32", "f32")]
     + [(a, c) for a in ("s8", "u8") for c in ("s32", "u32")]
 )
@@ -62,9 +62,9 @@ def coop_matmul_tile(m: int, n: int, k: int, a_type: str = "f16", c_type: str = 
     _check_choice("family", family, ("khr", "nv"))
     _check_choice("layout", layout, tuple(_LAYOUTS))
     _check_choice("scope", scope, ("Subgroup", "Workgroup"))
-    if (a_type, c_type) not in _COOP_COMBINATIONS:
+    if (a_type, c_type) not in COOP_COMBINATIONS:
         raise SampleError(f"a_type={a_type!r} with c_type={c_type!r} is not a cooperative-matrix "
-                          f"combination; use one of {sorted(_COOP_COMBINATIONS)}")
+                          f"combination; use one of {sorted(COOP_COMBINATIONS)}")
     if saturating and a_type in _FLOAT_TYPES:
         raise SampleError("saturating accumulation is for integer matrices only")
     if family == "nv" and (a_type == "bf16" or saturating or scope != "Subgroup"):
