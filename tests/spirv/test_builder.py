@@ -189,7 +189,7 @@ def test_bit_patterns_and_bfloat16_rounding():
 
 # -- de-duplication -----------------------------------------------------------------------------
 
-def test_types_and_constants_are_deduplicated():
+def test_types_and_constants_are_deduplicated(spirv_val):
     b = ModuleBuilder()
     f32 = b.scalar("f32")
     assert b.scalar("f32") == f32 == b.type_float(32) == b.emit("OpTypeFloat", 32)
@@ -226,6 +226,7 @@ def test_types_and_constants_are_deduplicated():
     strides = [i for i in module.instructions if i.opcode == Op.Decorate
                and i.operands[1].value == grammar.enumerant("Decoration", "ArrayStride").value]
     assert [s.operands[0].value for s in strides] == [b.type_runtime_array(f32, stride=4)]
+    validate(compute_shell(b, lambda b: None))
 
 
 def test_std430_offsets_and_strides(spirv_val):
@@ -668,12 +669,21 @@ def test_spec_constant_op_by_inner_opcode_name(spirv_val):
         b.emit(Op.SpecConstantOp, s32, Op.IAdd, size)
 
 
-def test_extended_instruction_requirements_come_from_their_grammar():
+def test_extended_instruction_requirements_come_from_their_grammar(spirv_val):
     b = ModuleBuilder()
     f32 = b.scalar("f32")
     var = b.variable(b.type_pointer("Input", f32), "Input")
-    words = compute_shell(b, lambda b: b.ext_inst("GLSL.std.450", "InterpolateAtCentroid", f32, var))
-    assert "InterpolationFunction" in capabilities(words)
+    b.decorate(var, "Location", 0)
+    main, _ = b.function(b.type_void())
+    b.label()
+    b.ext_inst("GLSL.std.450", "InterpolateAtCentroid", f32, var)
+    b.emit(Op.Return)
+    b.end_function()
+    b.entry_point("Fragment", main)
+    b.execution_mode(main, "OriginUpperLeft")
+    words = b.to_words()
+    validate(words)
+    assert capabilities(words) == ["InterpolationFunction"]  # it implies Shader
     assert len([i for i in decode(words).instructions if i.opcode == Op.ExtInstImport]) == 1
 
 
