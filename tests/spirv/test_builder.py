@@ -687,7 +687,7 @@ def test_extended_instruction_requirements_come_from_their_grammar(spirv_val):
     assert len([i for i in decode(words).instructions if i.opcode == Op.ExtInstImport]) == 1
 
 
-def test_words_are_deterministic_and_type_of_reports_result_types():
+def test_words_are_deterministic_and_type_of_reports_result_types(spirv_val):
     def make():
         b = ModuleBuilder()
         f16 = b.scalar("f16")
@@ -703,7 +703,9 @@ def test_words_are_deterministic_and_type_of_reports_result_types():
         assert b.to_words() == words  # making the words again changes nothing
         return words
 
-    assert make() == make()
+    words = make()
+    assert make() == words
+    validate(words)
 
 
 def test_function_variables_need_a_block():
