@@ -19,87 +19,153 @@ from hydroplane.vk.errors import LoaderMissing, VulkanError
 
 # Core (Vulkan 1.0-1.3) entry points the loader exports.
 PROTOTYPES = (
-    "VkResult vkCreateInstance(const VkInstanceCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkInstance* pInstance)",  # noqa: E501
+    "VkResult vkCreateInstance(const VkInstanceCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkInstance* pInstance)",
     "void vkDestroyInstance(VkInstance instance, const VkAllocationCallbacks* pAllocator)",
     "VkResult vkEnumerateInstanceVersion(uint32_t* pApiVersion)",
     "VkResult vkEnumerateInstanceLayerProperties(uint32_t* pPropertyCount, VkLayerProperties* pProperties)",
-    "VkResult vkEnumerateInstanceExtensionProperties(const char* pLayerName, uint32_t* pPropertyCount, VkExtensionProperties* pProperties)",  # noqa: E501
+    "VkResult vkEnumerateInstanceExtensionProperties(const char* pLayerName, uint32_t* pPropertyCount, "
+     "VkExtensionProperties* pProperties)",
     "PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName)",
     "PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char* pName)",
-    "VkResult vkEnumeratePhysicalDevices(VkInstance instance, uint32_t* pPhysicalDeviceCount, VkPhysicalDevice* pPhysicalDevices)",  # noqa: E501
-    "void vkGetPhysicalDeviceProperties(VkPhysicalDevice physicalDevice, VkPhysicalDeviceProperties* pProperties)",
-    "void vkGetPhysicalDeviceProperties2(VkPhysicalDevice physicalDevice, VkPhysicalDeviceProperties2* pProperties)",
+    "VkResult vkEnumeratePhysicalDevices(VkInstance instance, uint32_t* pPhysicalDeviceCount, "
+     "VkPhysicalDevice* pPhysicalDevices)",
+    "void vkGetPhysicalDeviceProperties(VkPhysicalDevice physicalDevice, "
+     "VkPhysicalDeviceProperties* pProperties)",
+    "void vkGetPhysicalDeviceProperties2(VkPhysicalDevice physicalDevice, "
+     "VkPhysicalDeviceProperties2* pProperties)",
     "void vkGetPhysicalDeviceFeatures2(VkPhysicalDevice physicalDevice, VkPhysicalDeviceFeatures2* pFeatures)",
-    "void vkGetPhysicalDeviceQueueFamilyProperties(VkPhysicalDevice physicalDevice, uint32_t* pQueueFamilyPropertyCount, VkQueueFamilyProperties* pQueueFamilyProperties)",  # noqa: E501
-    "void vkGetPhysicalDeviceMemoryProperties(VkPhysicalDevice physicalDevice, VkPhysicalDeviceMemoryProperties* pMemoryProperties)",  # noqa: E501
-    "void vkGetPhysicalDeviceMemoryProperties2(VkPhysicalDevice physicalDevice, VkPhysicalDeviceMemoryProperties2* pMemoryProperties)",  # noqa: E501
-    "VkResult vkEnumerateDeviceExtensionProperties(VkPhysicalDevice physicalDevice, const char* pLayerName, uint32_t* pPropertyCount, VkExtensionProperties* pProperties)",  # noqa: E501
-    "VkResult vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkDevice* pDevice)",  # noqa: E501
+    "void vkGetPhysicalDeviceQueueFamilyProperties(VkPhysicalDevice physicalDevice, "
+     "uint32_t* pQueueFamilyPropertyCount, VkQueueFamilyProperties* pQueueFamilyProperties)",
+    "void vkGetPhysicalDeviceMemoryProperties(VkPhysicalDevice physicalDevice, "
+     "VkPhysicalDeviceMemoryProperties* pMemoryProperties)",
+    "void vkGetPhysicalDeviceMemoryProperties2(VkPhysicalDevice physicalDevice, "
+     "VkPhysicalDeviceMemoryProperties2* pMemoryProperties)",
+    "VkResult vkEnumerateDeviceExtensionProperties(VkPhysicalDevice physicalDevice, "
+     "const char* pLayerName, uint32_t* pPropertyCount, VkExtensionProperties* pProperties)",
+    "VkResult vkCreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkDevice* pDevice)",
     "void vkDestroyDevice(VkDevice device, const VkAllocationCallbacks* pAllocator)",
     "void vkGetDeviceQueue(VkDevice device, uint32_t queueFamilyIndex, uint32_t queueIndex, VkQueue* pQueue)",
     "VkResult vkDeviceWaitIdle(VkDevice device)",
     "VkResult vkQueueSubmit(VkQueue queue, uint32_t submitCount, const VkSubmitInfo* pSubmits, VkFence fence)",
     "VkResult vkQueueWaitIdle(VkQueue queue)",
-    "VkResult vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo* pAllocateInfo, const VkAllocationCallbacks* pAllocator, VkDeviceMemory* pMemory)",  # noqa: E501
+    "VkResult vkAllocateMemory(VkDevice device, const VkMemoryAllocateInfo* pAllocateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkDeviceMemory* pMemory)",
     "void vkFreeMemory(VkDevice device, VkDeviceMemory memory, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkDeviceSize size, VkMemoryMapFlags flags, void** ppData)",  # noqa: E501
+    "VkResult vkMapMemory(VkDevice device, VkDeviceMemory memory, VkDeviceSize offset, VkDeviceSize size, "
+     "VkMemoryMapFlags flags, void** ppData)",
     "void vkUnmapMemory(VkDevice device, VkDeviceMemory memory)",
-    "VkResult vkFlushMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount, const VkMappedMemoryRange* pMemoryRanges)",  # noqa: E501
-    "VkResult vkInvalidateMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount, const VkMappedMemoryRange* pMemoryRanges)",  # noqa: E501
-    "VkResult vkCreateBuffer(VkDevice device, const VkBufferCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkBuffer* pBuffer)",  # noqa: E501
+    "VkResult vkFlushMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount, "
+     "const VkMappedMemoryRange* pMemoryRanges)",
+    "VkResult vkInvalidateMappedMemoryRanges(VkDevice device, uint32_t memoryRangeCount, "
+     "const VkMappedMemoryRange* pMemoryRanges)",
+    "VkResult vkCreateBuffer(VkDevice device, const VkBufferCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkBuffer* pBuffer)",
     "void vkDestroyBuffer(VkDevice device, VkBuffer buffer, const VkAllocationCallbacks* pAllocator)",
-    "void vkGetBufferMemoryRequirements(VkDevice device, VkBuffer buffer, VkMemoryRequirements* pMemoryRequirements)",
-    "VkResult vkBindBufferMemory(VkDevice device, VkBuffer buffer, VkDeviceMemory memory, VkDeviceSize memoryOffset)",
+    "void vkGetBufferMemoryRequirements(VkDevice device, VkBuffer buffer, "
+     "VkMemoryRequirements* pMemoryRequirements)",
+    "VkResult vkBindBufferMemory(VkDevice device, VkBuffer buffer, VkDeviceMemory memory, "
+     "VkDeviceSize memoryOffset)",
     "VkDeviceAddress vkGetBufferDeviceAddress(VkDevice device, const VkBufferDeviceAddressInfo* pInfo)",
-    "VkResult vkCreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkShaderModule* pShaderModule)",  # noqa: E501
-    "void vkDestroyShaderModule(VkDevice device, VkShaderModule shaderModule, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkCreatePipelineCache(VkDevice device, const VkPipelineCacheCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkPipelineCache* pPipelineCache)",  # noqa: E501
-    "void vkDestroyPipelineCache(VkDevice device, VkPipelineCache pipelineCache, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkGetPipelineCacheData(VkDevice device, VkPipelineCache pipelineCache, size_t* pDataSize, void* pData)",
-    "VkResult vkCreateComputePipelines(VkDevice device, VkPipelineCache pipelineCache, uint32_t createInfoCount, const VkComputePipelineCreateInfo* pCreateInfos, const VkAllocationCallbacks* pAllocator, VkPipeline* pPipelines)",  # noqa: E501
+    "VkResult vkCreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkShaderModule* pShaderModule)",
+    "void vkDestroyShaderModule(VkDevice device, VkShaderModule shaderModule, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkCreatePipelineCache(VkDevice device, const VkPipelineCacheCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkPipelineCache* pPipelineCache)",
+    "void vkDestroyPipelineCache(VkDevice device, VkPipelineCache pipelineCache, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkGetPipelineCacheData(VkDevice device, VkPipelineCache pipelineCache, size_t* pDataSize, "
+     "void* pData)",
+    "VkResult vkCreateComputePipelines(VkDevice device, VkPipelineCache pipelineCache, "
+     "uint32_t createInfoCount, const VkComputePipelineCreateInfo* pCreateInfos, "
+     "const VkAllocationCallbacks* pAllocator, VkPipeline* pPipelines)",
     "void vkDestroyPipeline(VkDevice device, VkPipeline pipeline, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkCreatePipelineLayout(VkDevice device, const VkPipelineLayoutCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkPipelineLayout* pPipelineLayout)",  # noqa: E501
-    "void vkDestroyPipelineLayout(VkDevice device, VkPipelineLayout pipelineLayout, const VkAllocationCallbacks* pAllocator)",  # noqa: E501
-    "VkResult vkCreateDescriptorSetLayout(VkDevice device, const VkDescriptorSetLayoutCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkDescriptorSetLayout* pSetLayout)",  # noqa: E501
-    "void vkDestroyDescriptorSetLayout(VkDevice device, VkDescriptorSetLayout descriptorSetLayout, const VkAllocationCallbacks* pAllocator)",  # noqa: E501
-    "VkResult vkCreateDescriptorPool(VkDevice device, const VkDescriptorPoolCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkDescriptorPool* pDescriptorPool)",  # noqa: E501
-    "void vkDestroyDescriptorPool(VkDevice device, VkDescriptorPool descriptorPool, const VkAllocationCallbacks* pAllocator)",  # noqa: E501
-    "VkResult vkAllocateDescriptorSets(VkDevice device, const VkDescriptorSetAllocateInfo* pAllocateInfo, VkDescriptorSet* pDescriptorSets)",  # noqa: E501
-    "void vkUpdateDescriptorSets(VkDevice device, uint32_t descriptorWriteCount, const VkWriteDescriptorSet* pDescriptorWrites, uint32_t descriptorCopyCount, const VkCopyDescriptorSet* pDescriptorCopies)",  # noqa: E501
-    "VkResult vkCreateCommandPool(VkDevice device, const VkCommandPoolCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkCommandPool* pCommandPool)",  # noqa: E501
-    "void vkDestroyCommandPool(VkDevice device, VkCommandPool commandPool, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkAllocateCommandBuffers(VkDevice device, const VkCommandBufferAllocateInfo* pAllocateInfo, VkCommandBuffer* pCommandBuffers)",  # noqa: E501
-    "void vkFreeCommandBuffers(VkDevice device, VkCommandPool commandPool, uint32_t commandBufferCount, const VkCommandBuffer* pCommandBuffers)",  # noqa: E501
+    "VkResult vkCreatePipelineLayout(VkDevice device, const VkPipelineLayoutCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkPipelineLayout* pPipelineLayout)",
+    "void vkDestroyPipelineLayout(VkDevice device, VkPipelineLayout pipelineLayout, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkCreateDescriptorSetLayout(VkDevice device, "
+     "const VkDescriptorSetLayoutCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, "
+     "VkDescriptorSetLayout* pSetLayout)",
+    "void vkDestroyDescriptorSetLayout(VkDevice device, VkDescriptorSetLayout descriptorSetLayout, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkCreateDescriptorPool(VkDevice device, const VkDescriptorPoolCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkDescriptorPool* pDescriptorPool)",
+    "void vkDestroyDescriptorPool(VkDevice device, VkDescriptorPool descriptorPool, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkAllocateDescriptorSets(VkDevice device, const VkDescriptorSetAllocateInfo* pAllocateInfo, "
+     "VkDescriptorSet* pDescriptorSets)",
+    "void vkUpdateDescriptorSets(VkDevice device, uint32_t descriptorWriteCount, "
+     "const VkWriteDescriptorSet* pDescriptorWrites, uint32_t descriptorCopyCount, "
+     "const VkCopyDescriptorSet* pDescriptorCopies)",
+    "VkResult vkCreateCommandPool(VkDevice device, const VkCommandPoolCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkCommandPool* pCommandPool)",
+    "void vkDestroyCommandPool(VkDevice device, VkCommandPool commandPool, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkAllocateCommandBuffers(VkDevice device, const VkCommandBufferAllocateInfo* pAllocateInfo, "
+     "VkCommandBuffer* pCommandBuffers)",
+    "void vkFreeCommandBuffers(VkDevice device, VkCommandPool commandPool, uint32_t commandBufferCount, "
+     "const VkCommandBuffer* pCommandBuffers)",
     "VkResult vkBeginCommandBuffer(VkCommandBuffer commandBuffer, const VkCommandBufferBeginInfo* pBeginInfo)",
     "VkResult vkEndCommandBuffer(VkCommandBuffer commandBuffer)",
-    "void vkCmdBindPipeline(VkCommandBuffer commandBuffer, VkPipelineBindPoint pipelineBindPoint, VkPipeline pipeline)",
-    "void vkCmdBindDescriptorSets(VkCommandBuffer commandBuffer, VkPipelineBindPoint pipelineBindPoint, VkPipelineLayout layout, uint32_t firstSet, uint32_t descriptorSetCount, const VkDescriptorSet* pDescriptorSets, uint32_t dynamicOffsetCount, const uint32_t* pDynamicOffsets)",  # noqa: E501
-    "void vkCmdPushConstants(VkCommandBuffer commandBuffer, VkPipelineLayout layout, VkShaderStageFlags stageFlags, uint32_t offset, uint32_t size, const void* pValues)",  # noqa: E501
-    "void vkCmdDispatch(VkCommandBuffer commandBuffer, uint32_t groupCountX, uint32_t groupCountY, uint32_t groupCountZ)",
-    "void vkCmdCopyBuffer(VkCommandBuffer commandBuffer, VkBuffer srcBuffer, VkBuffer dstBuffer, uint32_t regionCount, const VkBufferCopy* pRegions)",  # noqa: E501
-    "void vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask, VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags, uint32_t memoryBarrierCount, const VkMemoryBarrier* pMemoryBarriers, uint32_t bufferMemoryBarrierCount, const VkBufferMemoryBarrier* pBufferMemoryBarriers, uint32_t imageMemoryBarrierCount, const VkImageMemoryBarrier* pImageMemoryBarriers)",  # noqa: E501
-    "void vkCmdResetQueryPool(VkCommandBuffer commandBuffer, VkQueryPool queryPool, uint32_t firstQuery, uint32_t queryCount)",  # noqa: E501
-    "void vkCmdWriteTimestamp(VkCommandBuffer commandBuffer, VkPipelineStageFlagBits pipelineStage, VkQueryPool queryPool, uint32_t query)",  # noqa: E501
-    "VkResult vkCreateFence(VkDevice device, const VkFenceCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkFence* pFence)",  # noqa: E501
+    "void vkCmdBindPipeline(VkCommandBuffer commandBuffer, VkPipelineBindPoint pipelineBindPoint, "
+     "VkPipeline pipeline)",
+    "void vkCmdBindDescriptorSets(VkCommandBuffer commandBuffer, VkPipelineBindPoint pipelineBindPoint, "
+     "VkPipelineLayout layout, uint32_t firstSet, uint32_t descriptorSetCount, "
+     "const VkDescriptorSet* pDescriptorSets, uint32_t dynamicOffsetCount, const uint32_t* pDynamicOffsets)",
+    "void vkCmdPushConstants(VkCommandBuffer commandBuffer, VkPipelineLayout layout, "
+     "VkShaderStageFlags stageFlags, uint32_t offset, uint32_t size, const void* pValues)",
+    "void vkCmdDispatch(VkCommandBuffer commandBuffer, uint32_t groupCountX, uint32_t groupCountY, "
+     "uint32_t groupCountZ)",
+    "void vkCmdCopyBuffer(VkCommandBuffer commandBuffer, VkBuffer srcBuffer, VkBuffer dstBuffer, "
+     "uint32_t regionCount, const VkBufferCopy* pRegions)",
+    "void vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask, "
+     "VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags, uint32_t memoryBarrierCount, "
+     "const VkMemoryBarrier* pMemoryBarriers, uint32_t bufferMemoryBarrierCount, "
+     "const VkBufferMemoryBarrier* pBufferMemoryBarriers, uint32_t imageMemoryBarrierCount, "
+     "const VkImageMemoryBarrier* pImageMemoryBarriers)",
+    "void vkCmdResetQueryPool(VkCommandBuffer commandBuffer, VkQueryPool queryPool, uint32_t firstQuery, "
+     "uint32_t queryCount)",
+    "void vkCmdWriteTimestamp(VkCommandBuffer commandBuffer, VkPipelineStageFlagBits pipelineStage, "
+     "VkQueryPool queryPool, uint32_t query)",
+    "VkResult vkCreateFence(VkDevice device, const VkFenceCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkFence* pFence)",
     "void vkDestroyFence(VkDevice device, VkFence fence, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence* pFences, VkBool32 waitAll, uint64_t timeout)",  # noqa: E501
+    "VkResult vkWaitForFences(VkDevice device, uint32_t fenceCount, const VkFence* pFences, "
+     "VkBool32 waitAll, uint64_t timeout)",
     "VkResult vkResetFences(VkDevice device, uint32_t fenceCount, const VkFence* pFences)",
     "VkResult vkGetFenceStatus(VkDevice device, VkFence fence)",
-    "VkResult vkCreateQueryPool(VkDevice device, const VkQueryPoolCreateInfo* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkQueryPool* pQueryPool)",  # noqa: E501
+    "VkResult vkCreateQueryPool(VkDevice device, const VkQueryPoolCreateInfo* pCreateInfo, "
+     "const VkAllocationCallbacks* pAllocator, VkQueryPool* pQueryPool)",
     "void vkDestroyQueryPool(VkDevice device, VkQueryPool queryPool, const VkAllocationCallbacks* pAllocator)",
-    "VkResult vkGetQueryPoolResults(VkDevice device, VkQueryPool queryPool, uint32_t firstQuery, uint32_t queryCount, size_t dataSize, void* pData, VkDeviceSize stride, VkQueryResultFlags flags)",  # noqa: E501
+    "VkResult vkGetQueryPoolResults(VkDevice device, VkQueryPool queryPool, uint32_t firstQuery, "
+     "uint32_t queryCount, size_t dataSize, void* pData, VkDeviceSize stride, VkQueryResultFlags flags)",
 )
 
 # Extension entry points, loaded through the Get*ProcAddr functions only when the extension is on.
 EXTENSION_PROTOTYPES = (
-    "VkResult vkCreateDebugUtilsMessengerEXT(VkInstance instance, const VkDebugUtilsMessengerCreateInfoEXT* pCreateInfo, const VkAllocationCallbacks* pAllocator, VkDebugUtilsMessengerEXT* pMessenger)",  # noqa: E501
-    "void vkDestroyDebugUtilsMessengerEXT(VkInstance instance, VkDebugUtilsMessengerEXT messenger, const VkAllocationCallbacks* pAllocator)",  # noqa: E501
-    "VkResult vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(VkPhysicalDevice physicalDevice, uint32_t* pPropertyCount, VkCooperativeMatrixPropertiesKHR* pProperties)",  # noqa: E501
-    "VkResult vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(VkPhysicalDevice physicalDevice, uint32_t* pPropertyCount, VkCooperativeMatrixPropertiesNV* pProperties)",  # noqa: E501
-    "VkResult vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(VkPhysicalDevice physicalDevice, uint32_t* pPropertyCount, VkCooperativeMatrixFlexibleDimensionsPropertiesNV* pProperties)",  # noqa: E501
-    "VkResult vkGetPhysicalDeviceCooperativeMatrixProperties2EXT(VkPhysicalDevice physicalDevice, const VkPhysicalDeviceCooperativeMatrixInfo2EXT* pCooperativeMatrixInfo, uint32_t* pPropertyCount, VkCooperativeMatrixProperties2EXT* pProperties)",  # noqa: E501
-    "VkResult vkGetPipelineExecutablePropertiesKHR(VkDevice device, const VkPipelineInfoKHR* pPipelineInfo, uint32_t* pExecutableCount, VkPipelineExecutablePropertiesKHR* pProperties)",  # noqa: E501
-    "VkResult vkGetPipelineExecutableStatisticsKHR(VkDevice device, const VkPipelineExecutableInfoKHR* pExecutableInfo, uint32_t* pStatisticCount, VkPipelineExecutableStatisticKHR* pStatistics)",  # noqa: E501
+    "VkResult vkCreateDebugUtilsMessengerEXT(VkInstance instance, "
+     "const VkDebugUtilsMessengerCreateInfoEXT* pCreateInfo, const VkAllocationCallbacks* pAllocator, "
+     "VkDebugUtilsMessengerEXT* pMessenger)",
+    "void vkDestroyDebugUtilsMessengerEXT(VkInstance instance, VkDebugUtilsMessengerEXT messenger, "
+     "const VkAllocationCallbacks* pAllocator)",
+    "VkResult vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR(VkPhysicalDevice physicalDevice, "
+     "uint32_t* pPropertyCount, VkCooperativeMatrixPropertiesKHR* pProperties)",
+    "VkResult vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(VkPhysicalDevice physicalDevice, "
+     "uint32_t* pPropertyCount, VkCooperativeMatrixPropertiesNV* pProperties)",
+    "VkResult vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(VkPhysicalDevice physicalDevice, "
+     "uint32_t* pPropertyCount, VkCooperativeMatrixFlexibleDimensionsPropertiesNV* pProperties)",
+    "VkResult vkGetPhysicalDeviceCooperativeMatrixProperties2EXT(VkPhysicalDevice physicalDevice, "
+     "const VkPhysicalDeviceCooperativeMatrixInfo2EXT* pCooperativeMatrixInfo, uint32_t* pPropertyCount, "
+     "VkCooperativeMatrixProperties2EXT* pProperties)",
+    "VkResult vkGetPipelineExecutablePropertiesKHR(VkDevice device, "
+     "const VkPipelineInfoKHR* pPipelineInfo, uint32_t* pExecutableCount, "
+     "VkPipelineExecutablePropertiesKHR* pProperties)",
+    "VkResult vkGetPipelineExecutableStatisticsKHR(VkDevice device, "
+     "const VkPipelineExecutableInfoKHR* pExecutableInfo, uint32_t* pStatisticCount, "
+     "VkPipelineExecutableStatisticKHR* pStatistics)",
 )
 
 # C scalar types of the prototypes -> ctypes; every pointer and handle is a c_void_p.
