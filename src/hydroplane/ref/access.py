@@ -14,19 +14,14 @@ from hydroplane.ref.memory import PSB
 from hydroplane.ref.values import Pointer, expand_mask, zeros_of
 
 
-def register_storage(ctx, ptr: Pointer) -> dict:
-    var_type = ctx.program.value_types.get(ptr.var)
-    return ctx.globals if var_type is not None and var_type.storage == "Private" else ctx.frame
-
-
 def load_value(ctx, ptr: Pointer, t: T.Type):
     """The value of type `t` at `ptr` in the active lanes (zeros elsewhere; shared when uniform)."""
     if ptr.region is None:
-        store = register_storage(ctx, ptr)
-        try:
-            return store[-ptr.var]
-        except KeyError:
+        if ptr.var.value is None:
+            if isinstance(t, T.CooperativeMatrixType):
+                return np.zeros((1, t.rows, t.cols), t.dtype)
             return zeros_of(t, 1)
+        return ptr.var.value
     lanes = ctx.active_lanes()
     if not len(lanes):
         return zeros_of(t, 1) if t.shape is not None or isinstance(t, T.StructType) else None
@@ -41,14 +36,16 @@ def load_value(ctx, ptr: Pointer, t: T.Type):
 def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
     """Store `value` (type `t`) at `ptr` in the active lanes."""
     if ptr.region is None:
-        store = register_storage(ctx, ptr)
-        key = -ptr.var
-        if key in store and not (ctx.mask_full and store is ctx.frame):
+        cell = ptr.var
+        if cell.value is None or int(np.count_nonzero(ctx.mask)) == cell.lanes:
+            cell.value = value
+        else:
             from hydroplane.ref.values import merge
 
-            store[key] = merge(ctx.mask, value, store[key])
-        else:
-            store[key] = value
+            mask = ctx.mask
+            if isinstance(t, T.CooperativeMatrixType):
+                mask = ctx.instance_mask(t.scope)
+            cell.value = merge(mask, value, cell.value)
         return
     lanes = ctx.active_lanes()
     if not len(lanes):

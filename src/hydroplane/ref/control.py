@@ -16,7 +16,7 @@ from hydroplane.ref import types as T
 from hydroplane.ref.access import store_value
 from hydroplane.ref.memory import Region
 from hydroplane.ref.ops import Op
-from hydroplane.ref.values import Pointer, merge
+from hydroplane.ref.values import Cell, Pointer, merge
 
 DONE = np.iinfo(np.int32).max
 
@@ -29,9 +29,9 @@ def allocate_variables(ctx, fn) -> None:
         rid = var.result_id
         init = var.args[0] if var.args else None
         if rid in program.register_variables:
-            if init is not None:
-                ctx.frame[-rid] = ctx.get(init)
-            ctx.frame[rid] = Pointer(None, np.zeros(1, np.int64), t, var=rid)
+            cell = Cell(int(np.count_nonzero(ctx.mask)), program.names.get(rid, f"%{rid}"),
+                        ctx.get(init) if init is not None else None)
+            ctx.frame[rid] = Pointer(None, np.zeros(1, np.int64), t, var=cell)
             continue
         count = ctx.lanes.count
         region = Region(program.names.get(rid, f"%{rid}"), "Function", T.size_of(t), rows=count,

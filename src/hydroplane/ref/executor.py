@@ -23,7 +23,7 @@ from hydroplane.ref.errors import Diagnostic, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.memory import PSB_REGION_SHIFT, Region
 from hydroplane.ref.program import Program
-from hydroplane.ref.values import Pointer
+from hydroplane.ref.values import Cell, Pointer
 from hydroplane.spirv import grammar
 
 SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
@@ -270,9 +270,8 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
                 store_value(ctx, ctx.globals[rid], t, ctx.get(init))
         elif storage == "Private":
             if rid in program.register_variables:
-                if init is not None:
-                    ctx.globals[-rid] = ctx.get(init)
-                ctx.globals[rid] = Pointer(None, np.zeros(1, np.int64), t, var=rid)
+                cell = Cell(int(np.count_nonzero(lanes.valid)), name, ctx.get(init) if init is not None else None)
+                ctx.globals[rid] = Pointer(None, np.zeros(1, np.int64), t, var=cell)
             else:
                 region = Region(name, storage, T.size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
                 ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)

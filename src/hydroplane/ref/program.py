@@ -287,19 +287,45 @@ class Program:
         self.functions[head.result_id] = Function(head.result_id, fn_type, params, blocks, order, entry, variables)
 
     def _find_register_variables(self) -> None:
-        """Function/Private variables used only as the pointer of whole loads and stores."""
+        """Function/Private variables kept as values: used only as the pointer of whole loads and
+        stores, or passed to a function whose parameter is used only so; and every variable whose
+        type has no memory layout (cooperative matrices, opaque types)."""
+        all_insts = [inst for fn in self.functions.values() for block in fn.blocks.values()
+                     for inst in (*block.phis, *block.body, *([block.terminator] if block.terminator else []))]
+        param_owner = {p: (fn.id, i) for fn in self.functions.values() for i, p in enumerate(fn.params)}
+
+        def only_loaded_and_stored(ids: set[int], allow_calls: dict | None) -> set[int]:
+            keep = set(ids)
+            for inst in all_insts:
+                for pos, ident in enumerate(inst.args):
+                    if ident not in keep:
+                        continue
+                    if pos == 0 and inst.opcode in (Op.Load, Op.Store):
+                        continue
+                    if allow_calls is not None and inst.opcode == Op.FunctionCall and pos > 0:
+                        callee_param = self.functions[inst.args[0]].params[pos - 1] \
+                            if inst.args[0] in self.functions else None
+                        if callee_param in allow_calls:
+                            continue
+                    keep.discard(ident)
+            return keep
+
+        safe_params = only_loaded_and_stored(set(param_owner), None)
         candidates = {v.result_id for fn in self.functions.values() for v in fn.variables}
         candidates |= {v.result_id for v in self.global_variables if v.type.storage == "Private"}
-        for fn in self.functions.values():
-            for block in fn.blocks.values():
-                for inst in (*block.phis, *block.body, *( [block.terminator] if block.terminator else [])):
-                    for pos, ident in enumerate(inst.args):
-                        if ident in candidates and not (pos == 0 and inst.opcode in (Op.Load, Op.Store)):
-                            candidates.discard(ident)
-                        elif ident in candidates and inst.opcode == Op.Store and len(inst.args) > 1 \
-                                and inst.args[1] == ident:
-                            candidates.discard(ident)
-        self.register_variables = candidates
+        registers = only_loaded_and_stored(candidates, safe_params)
+        for var in [v for fn in self.functions.values() for v in fn.variables] + self.global_variables:
+            if var.type.storage in ("Function", "Private") and not _has_layout(var.type.pointee):
+                registers.add(var.result_id)
+        self.register_variables = registers
+
+
+def _has_layout(t) -> bool:
+    try:
+        T.size_of(t)
+        return True
+    except TypeError:
+        return False
 
 
 _IGNORED = {Op.Line, Op.NoLine, Op.Nop}

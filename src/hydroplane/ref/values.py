@@ -15,11 +15,22 @@ import numpy as np
 from hydroplane.ref.types import Type
 
 
+class Cell:
+    """The value of a register variable; `lanes` counts the lanes of the call that allocated it."""
+
+    __slots__ = ("value", "lanes", "name")
+
+    def __init__(self, lanes: int, name: str = "", value=None):
+        self.value = value
+        self.lanes = lanes
+        self.name = name
+
+
 @dataclass(eq=False)
 class Pointer:
     """A pointer: a memory region plus a byte offset per lane (width W or 1).
 
-    `region` is None for a register variable (`var` names it): a Function/Private variable
+    `region` is None for a register variable (`var` is its `Cell`): a Function/Private variable
     that is only loaded and stored whole, kept as a value instead of memory. `mstride` and
     `row_major` carry the MatrixStride/RowMajor decorations of the struct member the chain
     went through, for matrices inside explicitly laid out blocks.
@@ -28,7 +39,7 @@ class Pointer:
     region: object | None
     offset: np.ndarray
     type: Type  # the pointee type
-    var: int | None = None
+    var: "Cell | None" = None
     mstride: int | None = None
     row_major: bool = False
     elem_stride: int | None = None  # ArrayStride of the pointer type, for OpPtrAccessChain
@@ -47,7 +58,7 @@ def merge(mask: np.ndarray, new, old):
     if isinstance(new, tuple):
         return tuple(merge(mask, n, o) for n, o in zip(new, old))
     if isinstance(new, Pointer):
-        if new.region is not old.region or new.var != old.var:
+        if new.region is not old.region or new.var is not old.var:
             raise TypeError("pointers to different objects cannot be merged per lane")
         return new.with_offset(np.where(mask, new.offset, old.offset), new.type)
     if not isinstance(new, np.ndarray) or not isinstance(old, np.ndarray):
