@@ -1,0 +1,65 @@
+"""The benchmark's tiled cooperative-matrix GEMM (benchmarks/ref_gemm.comp) as a test: exact on
+integer-valued f16 inputs on the reference executor and on lavapipe, within the issue's 3 s
+"done when" bound (checked generously here; the measured number is in docs/ref_coopmat.md)."""
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cts.compile import compile_glsl
+from hydroplane.ref import Executor
+
+SOURCE = (Path(__file__).resolve().parents[2] / "benchmarks" / "ref_gemm.comp").read_text()
+SIZE, SUBGROUPS, TILE = 256, 4, 16
+
+
+DEVICE_SIZE = 128  # lavapipe runs 16x16 tiles slowly; the reference executor also checks 256
+
+
+def _inputs(seed, size=SIZE):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-3, 4, (size, size)).astype(np.float16)
+    b = rng.integers(-3, 4, (size, size)).astype(np.float16)
+    return a, b, (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float32)
+
+
+def _grid(size=SIZE):
+    return size // (2 * TILE), size // (2 * TILE * SUBGROUPS), 1
+
+
+def test_gemm_on_reference_executor_is_exact_and_fast(glslang):
+    words = compile_glsl(glslang, SOURCE, {"SG": 32, "SUBGROUPS": SUBGROUPS})
+    a, b, want = _inputs(1)
+    ex = Executor(subgroup_size=32)
+    bufs = {0: ex.buffer(a), 1: ex.buffer(b), 2: ex.buffer(np.full((SIZE, SIZE), np.nan, np.float32))}
+    kernel = ex.kernel(words)
+    start = time.perf_counter()
+    ex.dispatch(kernel, _grid(), bufs)
+    elapsed = time.perf_counter() - start
+    np.testing.assert_array_equal(ex.read(bufs[2], np.float32, (SIZE, SIZE)), want)
+    assert elapsed < 10.0, f"256^3 coop GEMM took {elapsed:.2f} s on the reference executor (target 3 s)"
+
+
+def test_gemm_reference_and_lavapipe_agree(glslang):
+    from hydroplane.vk import Binding, Device, devices
+
+    found = [d for d in devices() if d.cooperative_matrix_khr and d.cooperative_matrix_nv2]
+    if not found:
+        pytest.fail("no device with KHR + NV2 cooperative matrices (lavapipe); run through scripts/test")
+    sg = found[0].subgroup_size
+    words = compile_glsl(glslang, SOURCE, {"SG": sg, "SUBGROUPS": SUBGROUPS})
+    size, spec = DEVICE_SIZE, {0: DEVICE_SIZE, 1: DEVICE_SIZE, 2: DEVICE_SIZE}
+    a, b, want = _inputs(2, size)
+    ex = Executor(subgroup_size=sg)
+    bufs = {0: ex.buffer(a), 1: ex.buffer(b), 2: ex.buffer(np.full((size, size), np.nan, np.float32))}
+    ex.dispatch(ex.kernel(words, spec=spec), _grid(size), bufs)
+    ref = ex.read(bufs[2], np.float32, (size, size))
+    with Device(found[0], enable_all=True) as dev:
+        dbufs = {0: dev.buffer(a), 1: dev.buffer(b), 2: dev.buffer(np.full((size, size), np.nan, np.float32))}
+        pipeline = dev.pipeline(words, [Binding(0, i) for i in range(3)], spec=spec)
+        dev.dispatch(pipeline, _grid(size), dbufs)
+        got = dbufs[2].read(np.float32, (size, size))
+    np.testing.assert_array_equal(ref, want)
+    np.testing.assert_array_equal(got, want)
