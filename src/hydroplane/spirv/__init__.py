@@ -5,12 +5,14 @@ This layer imports nothing of hydroplane's but `hydroplane.errors`. The function
 """
 
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, decode, encode, to_bytes
+from hydroplane.spirv.build_error import BuildError
+from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.grammar import GrammarError, Op
 from hydroplane.spirv.reflection import Binding, EntryPoint, ModuleInterface, SpecConstant, reflect
 from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, validate
 
 __all__ = [
-    "Binding", "EntryPoint", "GrammarError", "Instruction", "Module", "ModuleInterface", "Op", "Operand",
+    "Binding", "BuildError", "EntryPoint", "GrammarError", "Instruction", "Module", "ModuleBuilder", "ModuleInterface", "Op", "Operand",
     "SpecConstant", "SpirvError", "ValidationError", "ValidatorNotFound", "decode", "encode", "reflect",
     "to_bytes", "validate",
 ]
