@@ -1,0 +1,201 @@
+"""Execution-model and memory details: 3-D grids and built-ins, Private and Function arrays in memory,
+ArrayLength, swizzles, OpSpecConstantOp, LocalSizeId, FPRoundingMode, OpSwitch on negative literals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hydroplane.ref import Executor, InvalidModuleError
+from ref_helpers import glsl, run, spirv_text
+
+
+def test_three_dimensional_grid_builtins():
+    words = glsl("""#version 450
+layout(local_size_x = 4, local_size_y = 2, local_size_z = 3) in;
+layout(set = 0, binding = 0) buffer B { uvec4 b[]; };
+void main() {
+    uint flat_wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
+    uint i = flat_wg * 24u + gl_LocalInvocationIndex;
+    b[i] = uvec4(gl_GlobalInvocationID, gl_LocalInvocationID.x + 10u * gl_LocalInvocationID.y + 100u * gl_LocalInvocationID.z);
+}""")
+    grid = (2, 3, 2)
+    out = run(words, {}, {0: ((12 * 24, 4), np.uint32)}, grid=grid)[0]
+    want = np.zeros((12 * 24, 4), np.uint32)
+    for wz in range(2):
+        for wy in range(3):
+            for wx in range(2):
+                for lz in range(3):
+                    for ly in range(2):
+                        for lx in range(4):
+                            i = (wx + 2 * (wy + 3 * wz)) * 24 + lx + 4 * (ly + 2 * lz)
+                            want[i] = (wx * 4 + lx, wy * 2 + ly, wz * 3 + lz, lx + 10 * ly + 100 * lz)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_private_and_function_arrays_with_dynamic_indices_and_array_length():
+    words = glsl("""#version 450
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(set = 0, binding = 1) buffer B { uint b[]; };
+uint history[8];          // Private
+void remember(uint slot, uint v) { history[slot & 7u] = v; }
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    uint local_table[5];  // Function, indexed dynamically: lives in memory
+    for (uint k = 0u; k < 5u; k++) local_table[k] = a[i] * (k + 1u);
+    for (uint k = 0u; k < 8u; k++) remember(k, local_table[(a[i] + k) % 5u]);
+    uint s = 0u;
+    for (uint k = 0u; k < 8u; k++) s = s * 3u + history[(k * 5u) & 7u];
+    b[i] = s + uint(b.length()) * 1000000u;
+}""")
+    rng = np.random.default_rng(12)
+    a = rng.integers(0, 100, 64).astype(np.uint32)
+    out = run(words, {0: a}, {1: ((64,), np.uint32)}, grid=(2, 1, 1))[1]
+    want = []
+    for v in a.tolist():
+        table = [v * (k + 1) for k in range(5)]
+        hist = [table[(v + k) % 5] for k in range(8)]
+        s = 0
+        for k in range(8):
+            s = (s * 3 + hist[(k * 5) & 7]) & 0xFFFFFFFF
+        want.append((s + 64 * 1000000) & 0xFFFFFFFF)
+    np.testing.assert_array_equal(out, np.array(want, np.uint32))
+
+
+def test_vector_swizzles_and_component_writes():
+    words = glsl("""#version 450
+layout(local_size_x = 16) in;
+layout(set = 0, binding = 0) readonly buffer A { vec4 a[]; };
+layout(set = 0, binding = 1) buffer B { vec4 b[]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    vec4 v = a[i];
+    v.yw = v.xz * 2.0;
+    v[i % 4u] = -1.0;
+    b[i] = v.wzyx + vec4(v.xy, 0.0, 1.0);
+}""")
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((16, 4)).astype(np.float32)
+    out = run(words, {0: a}, {1: ((16, 4), np.float32)})[1]
+    v = a.copy()
+    v[:, [1, 3]] = v[:, [0, 2]] * 2
+    v[np.arange(16), np.arange(16) % 4] = -1
+    want = v[:, ::-1] + np.stack([v[:, 0], v[:, 1], np.zeros(16), np.ones(16)], 1).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+
+ASM_HEAD = """
+               OpCapability Shader
+               OpCapability Float16
+               OpCapability StorageBuffer16BitAccess
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %gid %buf_in %buf_out
+               OpExecutionModeId %main LocalSizeId %wgx %c1 %c1
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %wgx_base SpecId 0
+               OpDecorate %rt_f32 ArrayStride 4
+               OpDecorate %rt_f16 ArrayStride 2
+               OpDecorate %in_block Block
+               OpMemberDecorate %in_block 0 Offset 0
+               OpDecorate %out_block Block
+               OpMemberDecorate %out_block 0 Offset 0
+               OpDecorate %buf_in DescriptorSet 0
+               OpDecorate %buf_in Binding 0
+               OpDecorate %buf_out DescriptorSet 0
+               OpDecorate %buf_out Binding 1
+               OpDecorate %rtz FPRoundingMode RTZ
+               OpDecorate %rtp FPRoundingMode RTP
+               OpDecorate %rtn FPRoundingMode RTN
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+        %int = OpTypeInt 32 1
+      %float = OpTypeFloat 32
+       %half = OpTypeFloat 16
+      %v3uint = OpTypeVector %uint 3
+         %c0 = OpConstant %uint 0
+         %c1 = OpConstant %uint 1
+         %c2 = OpConstant %uint 2
+         %c3 = OpConstant %uint 3
+         %c4 = OpConstant %uint 4
+   %wgx_base = OpSpecConstant %uint 4
+        %wgx = OpSpecConstantOp %uint IMul %wgx_base %c2
+     %rt_f32 = OpTypeRuntimeArray %float
+     %rt_f16 = OpTypeRuntimeArray %half
+   %in_block = OpTypeStruct %rt_f32
+  %out_block = OpTypeStruct %rt_f16
+   %p_in_blk = OpTypePointer StorageBuffer %in_block
+  %p_out_blk = OpTypePointer StorageBuffer %out_block
+     %p_f32 = OpTypePointer StorageBuffer %float
+     %p_f16 = OpTypePointer StorageBuffer %half
+    %p_gid = OpTypePointer Input %v3uint
+       %gid = OpVariable %p_gid Input
+    %buf_in = OpVariable %p_in_blk StorageBuffer
+   %buf_out = OpVariable %p_out_blk StorageBuffer
+"""
+
+ROUNDING = ASM_HEAD + """
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+        %g3 = OpLoad %v3uint %gid
+         %i = OpCompositeExtract %uint %g3 0
+        %pi = OpAccessChain %p_f32 %buf_in %c0 %i
+         %x = OpLoad %float %pi
+       %rte = OpFConvert %half %x
+       %rtz = OpFConvert %half %x
+       %rtp = OpFConvert %half %x
+       %rtn = OpFConvert %half %x
+        %i4 = OpIMul %uint %i %c4
+        %o0 = OpAccessChain %p_f16 %buf_out %c0 %i4
+              OpStore %o0 %rte
+       %i41 = OpIAdd %uint %i4 %c1
+        %o1 = OpAccessChain %p_f16 %buf_out %c0 %i41
+              OpStore %o1 %rtz
+       %i42 = OpIAdd %uint %i4 %c2
+        %o2 = OpAccessChain %p_f16 %buf_out %c0 %i42
+              OpStore %o2 %rtp
+       %i43 = OpIAdd %uint %i4 %c3
+        %o3 = OpAccessChain %p_f16 %buf_out %c0 %i43
+              OpStore %o3 %rtn
+              OpReturn
+              OpFunctionEnd
+"""
+
+
+def _f16_neighbours(x):
+    """(round-toward-zero, up, down) f16 values of f32 x, from the f16 grid directly."""
+    grid = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)  # finite non-negative
+    ax = abs(float(x))
+    below = grid[np.searchsorted(grid, ax, side="right") - 1]
+    above = grid[min(np.searchsorted(grid, ax, side="left"), len(grid) - 1)]
+    if x >= 0:
+        return below, above, below
+    return -below, -below, -above
+
+
+def test_fp_rounding_modes_and_spec_constant_op_local_size_id():
+    words = spirv_text(ROUNDING)
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal(24) * 100).astype(np.float32)
+    ex = Executor()
+    bi, bo = ex.buffer(x), ex.buffer(np.full(96, np.nan, np.float16))
+    kernel = ex.kernel(words, spec={0: 6})  # LocalSizeId x = SpecConstantOp IMul(6, 2) = 12
+    assert kernel.local_size == (12, 1, 1)
+    ex.dispatch(kernel, (2, 1, 1), {0: bi, 1: bo})
+    out = ex.read(bo, np.float16).reshape(24, 4).astype(np.float64)
+    np.testing.assert_array_equal(out[:, 0], x.astype(np.float16).astype(np.float64))
+    for k in range(24):
+        rtz, up, down = _f16_neighbours(x[k])
+        assert out[k, 1] == rtz and out[k, 2] == up and out[k, 3] == down, (x[k], out[k])
+
+
+def test_bad_requests_are_specific_errors():
+    words = spirv_text(ROUNDING)
+    ex = Executor()
+    with pytest.raises(InvalidModuleError, match=r"specialization constant ids \[3\]"):
+        ex.kernel(words, spec={3: 1})
+    with pytest.raises(InvalidModuleError, match="subgroup size 12"):
+        Executor(subgroup_size=12)
+    with pytest.raises(InvalidModuleError, match="not a buffer of this executor"):
+        ex.dispatch(ex.kernel(words), (1, 1, 1), {0: np.zeros(4)})
