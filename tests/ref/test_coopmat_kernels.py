@@ -1,0 +1,111 @@
+"""Whole kernels through the reference executor's cooperative-matrix handlers, beyond the CTS
+matrix: the legacy NV family, NV2 workgroup scope with tensor layouts/views, the element
+distribution as an executor option, EXT ConvertUse, and planted bugs (non-uniform MulAdd,
+out-of-bounds load) that must be reported with the invocations and the instruction."""
+
+import numpy as np
+import pytest
+
+from cts.compile import compile_glsl, glsl_source
+from hydroplane.ref import Executor, NonUniformError, OutOfBoundsError, UnsupportedInstructionError
+from hydroplane.ref import coopmat as cm
+
+
+def _run(words, buffers, sg=8, grid=(1, 1, 1), push=None, **options):
+    ex = Executor(subgroup_size=sg, **options)
+    bufs = {b: ex.buffer(arr) for b, arr in buffers.items()}
+    ex.dispatch(ex.kernel(words), grid, bufs, push=push)
+    return {b: ex.read(bufs[b], arr.dtype) for b, arr in buffers.items()}
+
+
+def _small(rng, shape, dtype):
+    return rng.integers(-4, 5, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("sg", [8, 32])
+def test_nv_legacy_family(glslang, sg):
+    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {"SG": sg, "WITH_LENGTH": 0})
+    rng = np.random.default_rng(sg)
+    a, b, c = _small(rng, (8, 8), np.float16), _small(rng, (8, 8), np.float16), _small(rng, (8, 8), np.float32)
+    out = _run(words, {0: a.reshape(-1), 1: b.T.reshape(-1).copy(), 2: c.reshape(-1),
+                       3: np.full(64 + sg, np.nan, np.float32)}, sg=sg)
+    want = a.astype(np.float64) @ b.astype(np.float64) + c
+    np.testing.assert_array_equal(out[3][:64].reshape(8, 8).T, want.astype(np.float32))  # stored column-major
+    assert np.isnan(out[3][64:]).all()
+
+
+def test_nv_legacy_length_in_a_constant_is_refused_by_name(glslang):
+    # glslang writes an NV matrix's length() as OpSpecConstantOp CooperativeMatrixLengthNV, evaluated
+    # when the module is loaded, before a subgroup size exists: a clear error, never a wrong number.
+    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {"SG": 8, "WITH_LENGTH": 1})
+    with pytest.raises(UnsupportedInstructionError, match="OpCooperativeMatrixLengthNV as a specialization-constant"):
+        Executor(subgroup_size=8).kernel(words)
+
+
+def test_nv2_workgroup_scope_with_tensor_layouts_and_views(glslang):
+    wg = 64
+    words = compile_glsl(glslang, glsl_source("nv2_workgroup.comp"), {"WG": wg})
+    rng = np.random.default_rng(7)
+    rows, cols = 40, 32
+    a = _small(rng, (rows, cols), np.float16)
+    b = _small(rng, (32, 32), np.float16)
+    out = _run(words, {0: a.reshape(-1), 1: b.T.reshape(-1).copy(), 2: np.full(64 * 32, np.nan, np.float32),
+                       3: np.full(2 * wg, 0xDEADBEEF, np.uint32)}, sg=32, grid=(2, 1, 1),
+               push=np.array([rows, cols], np.uint32))
+    padded = np.zeros((64, 32), np.float64)
+    padded[:rows] = a  # Constant clamp mode, clamp value 0: the overhanging rows read as zeros
+    want = (padded @ b.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(out[2].reshape(64, 32), want)
+    assert (out[3] == 32 * 32 // wg).all()  # Length over the workgroup's invocations
+
+
+@pytest.mark.parametrize("dist,rule", [(cm.STRIDED, lambda lane, i, s, n: lane + i * s),
+                                       (cm.BLOCKED, lambda lane, i, s, n: lane * n + i)])
+def test_distribution_option_drives_length_and_get_coordinate(glslang, dist, rule):
+    sg, rows, cols = 8, 8, 16
+    words = compile_glsl(glslang, glsl_source("coordinates.comp"), {"SG": sg, "R": rows, "C": cols})
+    length = rows * cols // sg
+    out = _run(words, {0: np.full(2 * sg * length, 0xFFFFFFFF, np.uint32), 1: np.zeros(sg, np.uint32)},
+               sg=sg, coopmat_distribution=dist)
+    assert (out[1] == length).all()
+    coords = out[0].reshape(sg, length, 2)
+    for lane in range(sg):
+        for i in range(length):
+            flat = rule(lane, i, sg, length)
+            assert tuple(coords[lane, i]) == (flat // cols, flat % cols)
+
+
+def test_ext_convert_use_a_to_accumulator(glslang):
+    words = compile_glsl(glslang, glsl_source("ext_convert_a_to_acc.comp"))
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(64).astype(np.float32)
+    buf = np.concatenate([a, np.full(64, np.nan, np.float32)])
+    out = _run(words, {0: buf}, sg=32)
+    np.testing.assert_array_equal(out[0][64:], a)
+
+
+def test_ext_convert_use_transposed_to_a(glslang):
+    words = compile_glsl(glslang, glsl_source("ext_transpose_acc_to_a.comp"))
+    rng = np.random.default_rng(4)
+    c = rng.standard_normal((8, 8)).astype(np.float32)
+    out = _run(words, {0: np.concatenate([c.reshape(-1), np.full(64, np.nan, np.float32)])}, sg=8)
+    np.testing.assert_array_equal(out[0][64:].reshape(8, 8), c.T)
+
+
+def test_nonuniform_muladd_is_reported_with_invocations(glslang):
+    words = compile_glsl(glslang, glsl_source("nonuniform_muladd.comp"))
+    with pytest.raises(NonUniformError) as info:
+        _run(words, {0: np.ones(64, np.float16), 1: np.zeros(64, np.float32)}, sg=8)
+    d = info.value.diagnostic
+    assert d.kind == "non-uniform" and "OpCooperativeMatrixMulAddKHR" in d.message
+    assert "OpCooperativeMatrixMulAddKHR" in d.disassembly and d.offset is not None
+    assert d.count == 4 and d.invocations[0] == "wg (0,0,0) local (4,0,0)"
+
+
+def test_out_of_bounds_cooperative_load_is_reported(glslang):
+    words = compile_glsl(glslang, glsl_source("oob_load.comp"))
+    with pytest.raises(OutOfBoundsError) as info:
+        _run(words, {0: np.ones(64, np.float32), 1: np.zeros(64, np.float32)}, sg=8)
+    d = info.value.diagnostic
+    assert "OpCooperativeMatrixLoadKHR" in d.disassembly and "read of 4 bytes" in d.message
+    assert d.invocations and d.invocations[0].startswith("wg (0,0,0) local (")
