@@ -81,3 +81,26 @@ def test_a_buffer_larger_than_every_heap_is_out_of_device_memory(device, vk_info
     with pytest.raises(OutOfDeviceMemory, match="larger than every memory heap") as info:
         device.buffer(biggest + (1 << 20))
     assert info.value.result == "VK_ERROR_OUT_OF_DEVICE_MEMORY"
+
+
+def test_device_addresses_where_the_feature_is_on(device, vk_info):
+    if not vk_info.support()["buffer_device_address"]:
+        pytest.fail("this test expects lavapipe, which has bufferDeviceAddress")
+    with device.buffer(64) as a, device.buffer(64) as b:
+        assert a.addressable and a.address != 0 and a.address != b.address
+
+
+def test_device_addresses_need_the_feature(vk_info):
+    from hydroplane.vk import Device, UnsupportedFeature
+
+    with Device(vk_info) as plain, plain.buffer(16) as buf:
+        assert not buf.addressable
+        with pytest.raises(UnsupportedFeature, match="PhysicalStorageBufferAddresses"):
+            buf.address
+    with Device(vk_info, capabilities=["PhysicalStorageBufferAddresses"]) as bda, bda.buffer(16) as buf:
+        assert buf.address > 0
+
+
+def test_empty_reads(device):
+    with device.buffer(8, host_visible=False) as buf:
+        assert buf.read(np.float32, (0,)).shape == (0,)

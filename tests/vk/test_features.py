@@ -69,3 +69,18 @@ def test_enable_all_turns_on_every_offered_coop_feature(device, vk_info):
         for bit, offered in vk_info.features[key].items():
             assert device.has_bit(key, bit) == offered, (key, bit)
     assert {"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2"} <= set(device.enabled_extensions)
+
+
+def test_pick_device_prefers_cooperative_matrices_then_discrete(vk_info):
+    from dataclasses import replace
+
+    from hydroplane.vk import pick_device
+
+    no_coop = replace(vk_info, index=0, device_type="discrete", features={**vk_info.features,
+                                                                          "cooperative_matrix_khr": {}})
+    coop_cpu = replace(vk_info, index=1)
+    assert pick_device([no_coop, coop_cpu]) is coop_cpu
+    discrete = replace(vk_info, index=2, device_type="discrete")
+    assert pick_device([coop_cpu, discrete]) is discrete
+    with pytest.raises(UnsupportedFeature, match="compute queue"):
+        pick_device([replace(vk_info, compute_queue_family=-1)])

@@ -66,3 +66,16 @@ def test_the_benchmark_c_loop_matches_the_header_and_runs(glslang, tmp_path):
     name, value = run.stdout.split()
     assert name == "ns_per_dispatch" and float(value) > 0
     assert Path(spv).stat().st_size == words.nbytes
+
+
+def test_raise_messages_turns_collected_messages_into_an_exception(vk_info):
+    with Instance(validation=True) as inst:
+        inst.raise_messages()  # nothing collected: no exception
+        info = [d for d in devices(inst) if d.name == vk_info.name][0]
+        with Device(info) as dev:
+            fence = ctypes.c_void_p()
+            dev.call("vkCreateFence", ctypes.byref(S.VkFenceCreateInfo(flags=0x10)), None, ctypes.byref(fence))
+            dev.release("vkDestroyFence", fence.value, None)
+        with pytest.raises(ValidationMessage, match="VUID-VkFenceCreateInfo-flags-parameter"):
+            inst.raise_messages()
+        inst.raise_messages()

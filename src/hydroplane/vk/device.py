@@ -163,7 +163,7 @@ class Device(Owned):
             raise DeviceLost(f"{self.info.name}: the device was lost earlier; create a new Device",
                              result="VK_ERROR_DEVICE_LOST", call=name)
         result = _ffi.core(name)(self.handle, *args)
-        if result is not None:
+        if result is not None and _ffi.SIGNATURES[name][0] is ctypes.c_int32:  # a VkResult
             try:
                 check(result, name)
             except DeviceLost:

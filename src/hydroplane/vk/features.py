@@ -97,7 +97,6 @@ CAPABILITY_FEATURES: dict[str, tuple[tuple[str, str], ...]] = {
     "BFloat16CooperativeMatrixKHR": (("bfloat16", "shaderBFloat16CooperativeMatrix"),),
     "Float8EXT": (("float8", "shaderFloat8"),),
     "Float8CooperativeMatrixEXT": (("float8", "shaderFloat8CooperativeMatrix"),),
-    "GroupNonUniformRotateKHR": (),
 }
 
 # One capability value, two names (NV and EXT), shared by SPV_NV_cooperative_matrix2 and
@@ -156,7 +155,6 @@ SPIRV_EXTENSIONS: dict[str, tuple[str, int | None]] = {
     "SPV_KHR_float_controls": ("VK_KHR_shader_float_controls", VK_API_VERSION_1_2),
     "SPV_KHR_bfloat16": ("VK_KHR_shader_bfloat16", None),
     "SPV_EXT_float8": ("VK_EXT_shader_float8", None),
-    "SPV_KHR_subgroup_rotate": ("VK_KHR_shader_subgroup_rotate", None),
 }
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from hydroplane.vk import _ffi
 from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
-from hydroplane.vk.errors import UnsupportedFeature
+from hydroplane.vk.errors import UnsupportedFeature, ValidationMessage
 from hydroplane.vk.handles import Owned
 from hydroplane.vk.results import INCOMPLETE, check
 
@@ -162,6 +162,12 @@ class Instance(Owned):
         """The messages collected so far; the list is emptied."""
         taken, self.messages[:] = list(self.messages), []
         return taken
+
+    def raise_messages(self) -> None:
+        """Raise ValidationMessage with every message collected so far (and clear them), if any."""
+        messages = self.take_messages()
+        if messages:
+            raise ValidationMessage(messages)
 
     def physical_device_handles(self) -> list[int]:
         self._require_open("Instance")

@@ -14,7 +14,7 @@ import numpy as np
 
 from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
-from hydroplane.vk.errors import OutOfDeviceMemory, UsageError
+from hydroplane.vk.errors import OutOfDeviceMemory, UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
 
 HOST_COHERENT = E.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | E.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
@@ -64,6 +64,9 @@ class Buffer(Owned):
         self.device = device
         self.mapped = mapping_is_fast(device) if host_visible is None else bool(host_visible)
         self._check_heap_sizes()
+        self.addressable = device.has_bit("buffer_device_address", "bufferDeviceAddress")
+        if self.addressable:  # PhysicalStorageBufferAddresses kernels reach buffers by address
+            usage |= E.VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT
         info = S.VkBufferCreateInfo(size=self.size, usage=usage, sharingMode=E.VK_SHARING_MODE_EXCLUSIVE)
         handle = ctypes.c_void_p()
         device.call("vkCreateBuffer", ctypes.byref(info), None, ctypes.byref(handle))
@@ -105,7 +108,9 @@ class Buffer(Owned):
         if index is None:
             raise OutOfDeviceMemory(f"no memory type fits a {'mapped' if self.mapped else 'device-local'} buffer",
                                     result="VK_ERROR_OUT_OF_DEVICE_MEMORY", call="Buffer")
-        alloc = S.VkMemoryAllocateInfo(allocationSize=req.size, memoryTypeIndex=index)
+        flags = S.VkMemoryAllocateFlagsInfo(flags=E.VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT)
+        alloc = S.VkMemoryAllocateInfo(pNext=ctypes.addressof(flags) if self.addressable else None,
+                                       allocationSize=req.size, memoryTypeIndex=index)
         memory = ctypes.c_void_p()
         device.call("vkAllocateMemory", ctypes.byref(alloc), None, ctypes.byref(memory))
         self.memory = memory.value
@@ -115,6 +120,16 @@ class Buffer(Owned):
             pointer = ctypes.c_void_p()
             device.call("vkMapMemory", self.memory, 0, E.VK_WHOLE_SIZE, 0, ctypes.byref(pointer))
             self._pointer = pointer.value
+
+    @property
+    def address(self) -> int:
+        """The buffer's device address (for PhysicalStorageBuffer pointers); needs bufferDeviceAddress."""
+        self._require_open("Buffer")
+        if not self.addressable:
+            raise UnsupportedFeature("device addresses need the bufferDeviceAddress feature: create the Device "
+                                     "with capability PhysicalStorageBufferAddresses", missing=("bufferDeviceAddress",))
+        info = S.VkBufferDeviceAddressInfo(buffer=self.handle)
+        return self.device.call("vkGetBufferDeviceAddress", ctypes.byref(info))
 
     def _view(self) -> np.ndarray:
         return np.ctypeslib.as_array((ctypes.c_uint8 * self.nbytes).from_address(self._pointer))
@@ -140,7 +155,9 @@ class Buffer(Owned):
         if offset < 0 or offset + nbytes > self.nbytes:
             raise UsageError(f"reading {nbytes} bytes ({count} x {dtype}) at offset {offset} overflows a buffer "
                              f"of {self.nbytes} bytes")
-        if self.mapped:
+        if nbytes == 0:
+            raw = np.zeros(0, dtype=np.uint8)
+        elif self.mapped:
             raw = self._view()[offset: offset + nbytes].copy()
         else:
             from hydroplane.vk.transfer import download
