@@ -100,3 +100,30 @@ def test_same_answer_on_lavapipe_and_the_reference_executor(kernel_path):
     ref = launch.run(kernel_path.read_bytes(), (2, 1, 1), {0: a, 1: b}, device="ref", **args)
     dev = launch.run(kernel_path.read_bytes(), (2, 1, 1), {0: a, 1: b}, device=0, **args)
     np.testing.assert_array_equal(ref[1], dev[1])
+
+
+@pytest.mark.vulkan
+def test_cli_run_on_device_0(kernel_path, tmp_path):
+    a, b = _inputs(6)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "p.npy", np.array([0.75], np.float32))
+    outs = {}
+    for device in ("ref", "0"):
+        out = tmp_path / f"o_{device}.npy"
+        rc = main(["run", str(kernel_path), "--grid", "2", "--buf", f"0={tmp_path / 'a.npy'}",
+                   "--buf", f"1={tmp_path / 'b.npy'}", "--out", f"1={out}", "--device", device,
+                   "--push", str(tmp_path / "p.npy")])
+        assert rc == 0
+        outs[device] = np.load(out)
+    np.testing.assert_array_equal(outs["ref"], a + np.float32(0.75) + b)  # SCALE defaults to 1
+    np.testing.assert_array_equal(outs["0"], outs["ref"])
+
+
+def test_unset_push_constants_are_reported(kernel_path, tmp_path, capsys):
+    a, b = _inputs(7)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    rc = main(["run", str(kernel_path), "--buf", f"0={tmp_path / 'a.npy'}", "--buf", f"1={tmp_path / 'b.npy'}"])
+    assert rc == 1
+    assert "push constants" in capsys.readouterr().err

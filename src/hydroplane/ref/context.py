@@ -56,8 +56,11 @@ class ExecContext:
             frame[ident] = value
             return
         t = self.program.value_types.get(ident)
-        frame[ident] = merge(self.instance_mask(t.scope) if isinstance(t, T.CooperativeMatrixType) else self.mask,
-                             value, frame[ident])
+        try:
+            frame[ident] = merge(self.instance_mask(t.scope) if isinstance(t, T.CooperativeMatrixType) else self.mask,
+                                 value, frame[ident])
+        except TypeError:
+            self.unsupported(f"%{ident} would point to different objects in different lanes (variable pointers)")
 
     def type(self, type_id: int) -> T.Type:
         return self.program.types[type_id]

@@ -113,7 +113,10 @@ def _phis(ctx, block, mask, prev) -> None:
             if not sel.any():
                 continue
             value = ctx.get(pairs[i])
-            result = value if result is None else merge(sel, value, result)
+            try:
+                result = value if result is None else merge(sel, value, result)
+            except TypeError:
+                ctx.unsupported("OpPhi of pointers to different objects in different lanes (variable pointers)")
         values.append((phi.result_id, result))
     for rid, value in values:
         if value is not None:
