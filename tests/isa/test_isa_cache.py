@@ -6,7 +6,9 @@ import hashlib
 import os
 from pathlib import Path
 
-from hydroplane.isa import IsaLibrary, SpecCache, cache_dir, import_xml
+import pytest
+
+from hydroplane.isa import IsaLibrary, SpecCache, SpecFormatError, cache_dir, import_xml
 from hydroplane.isa.sources import XmlSource
 from hydroplane.isa.spec import Spec, build_image
 
@@ -94,3 +96,22 @@ def test_image_round_trips_the_model(amd_dir):
             for key, original in table.items():
                 assert read(key) == original, key
         assert [e.name for e in spec.catalog()] == list(model.instructions)
+
+
+def test_files_are_imported_when_first_needed(amd_dir):
+    cache = SpecCache()
+    library = IsaLibrary.open(amd_dir, cache)
+    assert library.architectures == ["AMD CDNA 5", "AMD RDNA 3"]  # from the files' heads
+    assert cache.imported == []
+    assert library.spec("gfx1100").architecture == "AMD RDNA 3"
+    assert [Path(p).name for p in cache.imported] == [EXCERPTS["AMD RDNA 3"]]
+    assert library.find("v_cvt_off_f32_i4")[0].architecture == "AMD CDNA 5"  # newest first
+    assert len(cache.imported) == 2
+    assert [s.architecture for s in library.specs] == library.architectures
+    assert len(cache.imported) == 2  # each file once
+
+
+def test_broken_file_without_a_name_fails_at_open(tmp_path):
+    (tmp_path / "a.xml").write_text("<Spec><ISA><Architecture>")
+    with pytest.raises(SpecFormatError, match="a.xml: malformed or truncated XML"):
+        IsaLibrary.open(tmp_path, SpecCache(tmp_path / "cache"))

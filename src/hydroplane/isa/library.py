@@ -1,6 +1,8 @@
 """The loaded architectures and the queries across them.
 
-`IsaLibrary.open(location)` loads every XML file at a location (through the cache); then
+`IsaLibrary.open(location)` finds every XML file at a location and reads only its head (the
+architecture name and release date); a file is imported (through the cache) when a query
+first needs it. Then
 `find(name, arch)`, `forms(name, arch)`, `by_group`, `by_encoding`, `architectures_with`,
 `compare(name, encoding, arch)` (the page's "not the same in every generation") and
 `search(text)`. Architectures are named by AMD's name ('AMD RDNA 3'), its key ('rdna3') or
@@ -9,13 +11,15 @@ a gfx target ('gfx1100').
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hydroplane.isa.errors import UnknownNameError
 from hydroplane.isa.layouts import Layout, identifier_for, layout_for
 from hydroplane.isa.model import Instruction, InstructionEncoding
-from hydroplane.isa.sources import SpecCache, xml_sources
+from hydroplane.isa.sources import SpecCache, sniff_document, xml_sources
 from hydroplane.isa.spec import CatalogEntry, Spec
 from hydroplane.isa.targets import GFX_TARGETS, arch_key, architecture_of_target
 
@@ -31,30 +35,60 @@ class Comparison:
     not_loaded: tuple[str, ...]  # generations in the target table without a loaded file
 
 
+@dataclass
+class _Entry:
+    """One architecture's file: named from its head, imported on first use."""
+
+    architecture: str
+    release_date: str
+    load: Callable[[], Spec]
+    loaded: Spec | None = None
+
+    def spec(self) -> Spec:
+        if self.loaded is None:
+            self.loaded = self.load()
+            self.architecture = self.loaded.architecture
+        return self.loaded
+
+
 class IsaLibrary:
     """Specs of one or more architectures, newest release first."""
 
-    def __init__(self, specs: list[Spec]):
-        self.specs = sorted(specs, key=lambda s: (s.document.release_date, s.architecture), reverse=True)
+    def __init__(self, specs: list[Spec] = (), entries: list[_Entry] = ()):
+        given = [_Entry(s.architecture, s.document.release_date, lambda s=s: s, s) for s in specs]
+        self._entries = sorted(given + list(entries), key=lambda e: (e.release_date, e.architecture), reverse=True)
 
     @classmethod
     def open(cls, location: str | os.PathLike | None = None, cache: SpecCache | None = None) -> IsaLibrary:
         cache = cache or SpecCache()
-        return cls([cache.load(source) for source in xml_sources(location)])
+        entries = []
+        for source in xml_sources(location):
+            head = sniff_document(source)
+            if head is None:  # no name in the head: import now (and report a broken file now)
+                spec = cache.load(source)
+                entries.append(_Entry(spec.architecture, spec.document.release_date, lambda s=spec: s, spec))
+            else:
+                entries.append(_Entry(head[0], head[1], functools.partial(cache.load, source)))
+        return cls(entries=entries)
+
+    @property
+    def specs(self) -> list[Spec]:
+        """Every architecture's spec (imports the files not yet imported)."""
+        return [e.spec() for e in self._entries]
 
     @property
     def architectures(self) -> list[str]:
-        return [s.architecture for s in self.specs]
+        return [e.architecture for e in self._entries]
 
     def spec(self, arch: str | None = None) -> Spec:
         """The spec of `arch` (name, key or gfx target); the newest when None."""
         if arch is None:
-            return self.specs[0]
+            return self._entries[0].spec()
         by_target = architecture_of_target(arch)
         key = arch_key(by_target or arch)
-        for s in self.specs:
-            if arch_key(s.architecture) == key:
-                return s
+        for e in self._entries:
+            if arch_key(e.architecture) == key:
+                return e.spec()
         known = self.architectures + [arch_key(a) for a in self.architectures]
         where = "the loaded files" + (f" ({arch} is {by_target}, whose file is not loaded)" if by_target else "")
         raise UnknownNameError("architecture", arch, known, where)
@@ -64,9 +98,9 @@ class IsaLibrary:
         if arch is not None:
             spec = self.spec(arch)
             return spec, spec.instruction(name)
-        for spec in self.specs:
-            if spec.has_instruction(name):
-                return spec, spec.instruction(name)
+        for entry in self._entries:  # newest first, importing only as far as needed
+            if entry.spec().has_instruction(name):
+                return entry.spec(), entry.spec().instruction(name)
         known = sorted({n for s in self.specs for n in s.instruction_names()})
         raise UnknownNameError("instruction", name, known, "any loaded architecture")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ from hydroplane.isa.spec import Spec, build_image
 from hydroplane.isa.xml_import import import_xml
 
 SPEC_VARIABLE = "HYDROPLANE_AMD_ISA"
+HEAD_BYTES = 8192  # the <Document> and <Architecture> elements open every AMD file
+HEAD_FIELDS = (re.compile(rb"<ArchitectureName>([^<]{1,200})</ArchitectureName>"),
+               re.compile(rb"<ReleaseDate>([^<]{0,60})</ReleaseDate>"))
 STAT_INDEX = "stat-index.json"
 
 
@@ -48,6 +52,23 @@ class XmlSource:
                 return zf.read(self.member)
         except (OSError, zipfile.BadZipFile, KeyError) as exc:
             raise SpecFormatError(f"{self.label}: cannot read ({exc})") from None
+
+
+def sniff_document(source: XmlSource) -> tuple[str, str] | None:
+    """(architecture name, release date) from the head of a file, without importing it."""
+    try:
+        if source.member:
+            with zipfile.ZipFile(source.path) as zf, zf.open(source.member) as f:
+                head = f.read(HEAD_BYTES)
+        else:
+            with open(source.path, "rb") as f:
+                head = f.read(HEAD_BYTES)
+    except (OSError, zipfile.BadZipFile, KeyError):
+        return None
+    name, date = (pattern.search(head) for pattern in HEAD_FIELDS)
+    if name is None:
+        return None
+    return name.group(1).decode("utf-8", "replace").strip(), date.group(1).decode("utf-8", "replace").strip() if date else ""
 
 
 def spec_location(location: str | os.PathLike | None = None) -> Path:
