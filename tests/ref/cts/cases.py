@@ -95,9 +95,7 @@ class Case:
 
 def build_cases() -> list[Case]:
     cases: list[Case] = []
-    # "func" (matrices passed to a SPIR-V function) waits for the interpreter to pass cooperative-matrix
-    # Function variables by pointer (docs/ref_coopmat.md, needs); FUNC_CASES below has it ready.
-    for op in ["length", "constant", "add", "sub", "mul", "div", "negate", "matrix_times_scalar"]:
+    for op in ["length", "constant", "add", "sub", "mul", "div", "negate", "matrix_times_scalar", "func"]:
         cases += [Case(op, p) for p in C_TYPE_PAIRS]
     cases += [Case("add", "bf16/f32", shared=True), Case("mul", "u8/s32", layout="col")]
     for pair in ALL_PAIRS:
@@ -128,9 +126,6 @@ def build_cases() -> list[Case]:
               Case("transpose", "f16/f32", ext=True), Case("get_coordinate", "f16/f32", ext=True),
               Case("get_coordinate", "s8/s32", ext=True, sg=32, m=16, n=16, k=16)]
     return cases
-
-
-FUNC_CASES = [Case("func", p) for p in C_TYPE_PAIRS]
 
 
 # -- buffers ------------------------------------------------------------------------------------------------
