@@ -116,13 +116,19 @@ def synthetic_module(target_bytes: int, blocks_per_function: int = 64):
     return text.assemble("".join(parts))
 
 
-def best_of(repeat: int, func) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
+class Timing:
+    """Best wall-clock and best CPU time of several runs (CPU time is steadier on a shared machine)."""
+
+    def __init__(self, repeat: int, func):
+        self.wall = self.cpu = float("inf")
+        for _ in range(repeat):
+            wall, cpu = time.perf_counter(), time.process_time()
+            func()
+            self.wall = min(self.wall, time.perf_counter() - wall)
+            self.cpu = min(self.cpu, time.process_time() - cpu)
+
+    def __str__(self) -> str:
+        return f"{self.wall:.3f} s wall, {self.cpu:.3f} s CPU"
 
 
 def main() -> None:
@@ -136,16 +142,15 @@ def main() -> None:
     assert binary.encode(module) == words, "decode+encode changed the module"
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'})")
     print(f"module: {len(data)} bytes, {len(words)} words, {len(module.instructions)} instructions")
-    codec = best_of(args.repeat, lambda: binary.encode(binary.decode(data)))
-    print(f"decode+encode: {codec:.3f} s (best of {args.repeat})")
-    decode_only = best_of(args.repeat, lambda: binary.decode(data))
-    print(f"decode alone:  {decode_only:.3f} s")
+    codec = Timing(args.repeat, lambda: binary.encode(binary.decode(data)))
+    print(f"decode+encode: {codec} (best of {args.repeat})")
+    print(f"decode alone:  {Timing(args.repeat, lambda: binary.decode(data))}")
+    print(f"encode alone:  {Timing(args.repeat, lambda: binary.encode(module))}")
     source = text.disassemble(module, raw_id=True)
-    dis = best_of(max(1, args.repeat // 2), lambda: text.disassemble(module, raw_id=True))
-    print(f"disassemble (raw ids): {dis:.3f} s, {len(source)} characters")
-    asm = best_of(max(1, args.repeat // 2), lambda: text.assemble(source, preserve_numeric_ids=True))
-    print(f"assemble (preserve ids): {asm:.3f} s")
-
+    runs = max(1, args.repeat // 2)
+    print(f"disassemble (raw ids): {Timing(runs, lambda: text.disassemble(module, raw_id=True))}, "
+          f"{len(source)} characters")
+    print(f"assemble (preserve ids): {Timing(runs, lambda: text.assemble(source, preserve_numeric_ids=True))}")
 
 if __name__ == "__main__":
     main()
