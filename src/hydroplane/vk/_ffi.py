@@ -2,7 +2,7 @@
 
 The C prototype is the source of truth: `PROTOTYPES` holds each entry point's C declaration
 (as in vulkan_core.h), and the ctypes signature is derived from it by `_ctypes_signature`.
-tests/vk/test_prototypes.py compiles these declarations against the real header.
+tests/vk/test_vk_layout.py compiles these declarations against the real header.
 
 Core entry points are taken from the loader's exports; extension entry points (`EXTENSION_
 PROTOTYPES`) only through vkGetInstanceProcAddr / vkGetDeviceProcAddr, and only after the caller

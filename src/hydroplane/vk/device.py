@@ -137,8 +137,8 @@ class Device(Owned):
               "vkCreateDevice")
         self.handle = handle.value
         self.instance = info.instance
-        self._adopt(info.instance)
         self._lost = False
+        self._adopt(info.instance)
         queue = ctypes.c_void_p()
         _ffi.core("vkGetDeviceQueue")(self.handle, info.compute_queue_family, 0, ctypes.byref(queue))
         self.queue = queue.value
@@ -262,8 +262,10 @@ class Device(Owned):
             if not self._lost:
                 _ffi.core("vkDeviceWaitIdle")(self.handle)
         finally:
-            _ffi.core("vkDestroyPipelineCache")(self.handle, self.pipeline_cache, None)
-            _ffi.core("vkDestroyCommandPool")(self.handle, self.command_pool, None)
+            if getattr(self, "pipeline_cache", None):
+                _ffi.core("vkDestroyPipelineCache")(self.handle, self.pipeline_cache, None)
+            if getattr(self, "command_pool", None):
+                _ffi.core("vkDestroyCommandPool")(self.handle, self.command_pool, None)
             _ffi.core("vkDestroyDevice")(self.handle, None)
             self.handle = None
 

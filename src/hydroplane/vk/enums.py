@@ -1,6 +1,6 @@
 """Vulkan enum and flag values the runtime uses, under their C names, plus name tables for display.
 
-Every `VK_*` integer here is checked against vulkan_core.h by tests/vk/test_layout.py.
+Every `VK_*` integer here is checked against vulkan_core.h by tests/vk/test_vk_layout.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """ctypes layouts of the Vulkan structs the runtime passes to the driver: objects, memory, pipelines, commands.
 
-Field lists follow vulkan_core.h exactly (tests/vk/test_layout.py compiles a C program against the
+Field lists follow vulkan_core.h exactly (tests/vk/test_vk_layout.py compiles a C program against the
 header and compares sizeof/offsetof of every struct declared here and in `structs_caps`).
 Conventions: every handle and pointer is `c_void_p` (64-bit hosts only), enums are `c_int32`,
 VkFlags/VkBool32 are `c_uint32`, VkDeviceSize/VkDeviceAddress are `c_uint64`. A struct with an

@@ -1,7 +1,7 @@
 """ctypes layouts of the capability structs: device properties, features and cooperative-matrix queries.
 
 Kept apart from `structs` (objects and commands) so each file stays short; same conventions, and
-tests/vk/test_layout.py checks these against vulkan_core.h too.
+tests/vk/test_vk_layout.py checks these against vulkan_core.h too.
 """
 
 from __future__ import annotations
