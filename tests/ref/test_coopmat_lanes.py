@@ -148,3 +148,33 @@ def test_type_checks():
     assert t.scope is cm.Scope.Subgroup and t.use is cm.Use.MatrixA
     with pytest.raises(cm.CoopMatError, match="needs"):
         t.check_value(np.zeros((1, 8, 4), np.int8))
+
+
+def test_element_pointer_helpers_read_and_write_the_lanes_elements():
+    """coopmat_ops.load_element/store_element (for access chains into matrix variables)."""
+    from types import SimpleNamespace
+
+    from hydroplane.ref import coopmat_ops
+    from hydroplane.ref.lanes import Lanes
+    from hydroplane.ref.types import CooperativeMatrixType, FloatType
+    from hydroplane.ref.values import Pointer
+
+    lanes = Lanes(8, (16, 1, 1), np.zeros((1, 3), np.uint32), (1, 1, 1))  # two subgroups of 8
+    rng = np.random.default_rng(12)
+    t = CooperativeMatrixType(FloatType(32), 3, 8, 8, 2)
+    mats = rng.standard_normal((2, 8, 8)).astype(np.float32)
+    index = rng.integers(0, 8, 16)
+    mask = rng.random(16) < 0.7
+    ctx = SimpleNamespace(lanes=lanes, mask=mask, options={})
+    ptr = Pointer(None, index, t.component)
+    got = coopmat_ops.load_element(ctx, ptr, mats, t)
+    flat = mats.reshape(2, -1)
+    lane = np.arange(16) % 8
+    inst = np.arange(16) // 8
+    expect = flat[inst, lane + np.where(mask, index, 0) * 8]
+    np.testing.assert_array_equal(got, expect)
+    values = rng.standard_normal(16).astype(np.float32)
+    out = coopmat_ops.store_element(ctx, ptr, mats, t, values).reshape(2, -1)
+    want = flat.copy()
+    want[inst[mask], (lane + index * 8)[mask]] = values[mask]
+    np.testing.assert_array_equal(out, want)

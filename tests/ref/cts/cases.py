@@ -95,7 +95,7 @@ class Case:
 
 def build_cases() -> list[Case]:
     cases: list[Case] = []
-    for op in ["length", "constant", "add", "sub", "mul", "div", "negate", "matrix_times_scalar", "func"]:
+    for op in ["length", "constant", "construct", "composite_extract", "add", "sub", "mul", "div", "negate", "matrix_times_scalar", "func"]:
         cases += [Case(op, p) for p in C_TYPE_PAIRS]
     cases += [Case("add", "bf16/f32", shared=True), Case("mul", "u8/s32", layout="col")]
     for pair in ALL_PAIRS:

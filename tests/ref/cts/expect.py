@@ -119,6 +119,16 @@ def _reduce(case: Case, c: np.ndarray) -> np.ndarray:
     return np.broadcast_to(reduced, c.shape).copy()
 
 
+def _held_in_lane_order(case: Case, mats: np.ndarray) -> np.ndarray:
+    """Tiles rewritten as o[lane * L + i] = element i of the lane under the documented default
+    distribution (element i of lane l is row-major flat index l + i*S)."""
+    length = case.m * case.n // case.sg
+    lane = np.arange(case.sg)[:, None]
+    i = np.arange(length)[None, :]
+    flat = (lane + i * case.sg).reshape(-1)
+    return mats.reshape(TILES, -1)[:, flat].reshape(mats.shape)
+
+
 def expected(case: Case, x: Inputs) -> dict[str, np.ndarray]:
     """What the kernel must leave in its outputs: 'o' and 'oa' as tiles, 'u' as words."""
     t = case.types
@@ -134,6 +144,8 @@ def expected(case: Case, x: Inputs) -> dict[str, np.ndarray]:
             out["oa"] = c.astype(np.float64).astype(t.a) if t.a.kind not in "iu" else c.astype(t.a)
         table = {
             "constant": lambda: np.full_like(c, 3),
+            "construct": lambda: np.full_like(c, 1) + s,
+            "composite_extract": lambda: _held_in_lane_order(case, (c + d).astype(t.c)),
             "add": lambda: (c + d).astype(t.c),
             "sub": lambda: (c - d).astype(t.c),
             "mul": lambda: (c * d).astype(t.c),

@@ -85,6 +85,14 @@ void main() {
   MatC res = mc;
 #elif defined(OP_CONSTANT)
   MatC res = MatC(C_T(CONSTANT_VALUE));
+#elif defined(OP_CONSTRUCT)
+  MatC res = MatC(pc.scalar + C_T(1));  // a runtime scalar: OpCompositeConstruct
+#elif defined(OP_COMPOSITE_EXTRACT)
+  // Each invocation writes the elements it holds, in index order: o[tile][lane * L + i].
+  uint L = mc.length();
+  uint lane = gl_SubgroupInvocationID;
+#define EXTRACT(i) if (i < L) o[offC + lane * L + i] = (mc + md)[i];
+  EXTRACT(0) EXTRACT(1) EXTRACT(2) EXTRACT(3) EXTRACT(4) EXTRACT(5) EXTRACT(6) EXTRACT(7)
 #elif defined(OP_ADD)
   MatC res = mc + md;
 #elif defined(OP_SUB)
@@ -151,7 +159,7 @@ void main() {
   MatC res = mc;
 #endif
 
-#if !defined(OP_TRANSPOSE) && !defined(OP_REDUCE)
+#if !defined(OP_TRANSPOSE) && !defined(OP_REDUCE) && !defined(OP_COMPOSITE_EXTRACT)
   coopMatStore(res, o, offC, STRIDE(M, N), LAYOUT);
 #endif
 }
