@@ -181,47 +181,62 @@ class Memory:
         if skip is not None:
             keep = ~np.broadcast_to(skip, shape)
             offs, rws, lns = offs[keep], rws[keep], lns[keep]
-        byte_off = (offs.reshape(-1, 1) + np.arange(itemsize)).reshape(-1)
-        byte_row = np.repeat(rws.reshape(-1), itemsize)
-        byte_lane = np.repeat(lns.reshape(-1), itemsize)
+        padded = region.data.shape[1]
+        first = (np.asarray(rws, np.int64) * padded + offs).reshape(-1)
+        key = (first[:, None] + np.arange(itemsize)).reshape(-1)  # flat byte index per accessed byte
+        byte_lane = np.repeat(np.asarray(lns).reshape(-1), itemsize)
         who = self.local_index[byte_lane].astype(np.int32)
+        written, writer_flat, reader_flat = (region.written.reshape(-1), region.writer.reshape(-1),
+                                             region.reader.reshape(-1))
         if not write:
-            unwritten = ~region.written[byte_row, byte_off]
+            unwritten = ~written[key]
             if unwritten.any():
-                first = int(byte_off[unwritten][0])
+                byte = int(key[unwritten][0] % padded)
                 self.diagnose("uninitialized-read",
-                              f"read of {region.name} (Workgroup) at byte {first}, never written",
+                              f"read of {region.name} (Workgroup) at byte {byte}, never written",
                               np.unique(byte_lane[unwritten]))
-        writer = region.writer[byte_row, byte_off]
-        reader = region.reader[byte_row, byte_off]
+        writer = writer_flat[key]
+        reader = reader_flat[key]
         conflict = (writer >= 0) & (writer != who)
         if write:
             conflict |= (reader == -2) | ((reader >= 0) & (reader != who))
-        # two different invocations on one byte within this very access
-        key = byte_row.astype(np.int64) * region.data.shape[1] + byte_off
-        order = np.argsort(key, kind="stable")
-        k, w = key[order], who[order]
-        same = (k[1:] == k[:-1]) & (w[1:] != w[:-1])
-        if same.any():
-            multi = np.zeros(len(key), bool)
-            multi[order[1:][same]] = True
-            multi[order[:-1][same]] = True
-            if write:
-                conflict |= multi
-        else:
-            multi = None
+        multi = self._shared_bytes(key, who, written.size)
+        if multi is not None and write:
+            conflict |= multi
         if conflict.any():
-            first = int(byte_off[conflict][0])
+            byte = int(key[conflict][0] % padded)
             kind = "write" if write else "read"
             self.diagnose("race",
-                          f"{kind} of {region.name} (Workgroup) at byte {first} races with another "
+                          f"{kind} of {region.name} (Workgroup) at byte {byte} races with another "
                           f"invocation's access since the last barrier",
                           np.unique(byte_lane[conflict]))
         if write:
-            region.writer[byte_row, byte_off] = who
-            region.written[byte_row, byte_off] = True
+            writer_flat[key] = who
+            written[key] = True
         else:
             new_reader = np.where((reader == -1) | (reader == who), who, -2)
             if multi is not None:
                 new_reader = np.where(multi, -2, new_reader)
-            region.reader[byte_row, byte_off] = new_reader
+            reader_flat[key] = new_reader
+
+    @staticmethod
+    def _shared_bytes(key: np.ndarray, who: np.ndarray, size: int) -> np.ndarray | None:
+        """Which accessed bytes this one access touches from two different invocations (None: none)."""
+        if size <= 16 * len(key) + 4096:
+            counts = np.bincount(key, minlength=size)
+            dup = counts[key] > 1
+            if not dup.any():
+                return None
+            sub = np.flatnonzero(dup)
+        else:
+            sub = np.arange(len(key))
+        order = sub[np.argsort(key[sub], kind="stable")]
+        k, w = key[order], who[order]
+        same = (k[1:] == k[:-1]) & (w[1:] != w[:-1])
+        if not same.any():
+            return None
+        multi = np.zeros(len(key), bool)
+        # every byte whose key is shared by two invocations
+        bad_keys = np.unique(k[1:][same])
+        multi[np.isin(key, bad_keys)] = True
+        return multi

@@ -250,7 +250,7 @@ def _control_barrier(ctx, inst):
     scope = ctx.const_int(inst.args[0])
     check_uniform(ctx, scope, "OpControlBarrier")
     if scope in (T.SCOPE_WORKGROUP, 1, 0):
-        rows = np.unique(ctx.lanes.workgroup[ctx.mask])
+        rows = np.flatnonzero(ctx.lanes.by_workgroup(ctx.mask).any(axis=1))
         for region in ctx.memory.tracked_regions:
             region.reset_epoch(rows)
 
