@@ -359,3 +359,15 @@ def test_preserve_numeric_ids_fills_gaps_like_spirv_as(spirv_as):
     words = text.assemble(source, preserve_numeric_ids=True)
     ids = [i.result_id for i in binary.decode(words).instructions]
     assert ids == [3, 2, 1, 4, 7] and words[3] == 8
+
+
+def test_disassembling_a_bad_hand_built_module_raises_spirv_error():
+    I, O = binary.Instruction, binary.Operand
+    for inst in (I(0xFFFE), I(grammar.Op.Capability, operands=[O("NoSuchKind", 1)]),
+                 I(grammar.Op.Capability, operands=[O("Capability", "Shader")]),
+                 I(grammar.Op.Name, operands=[O("IdRef", 1), O("LiteralString", 5)])):
+        module = binary.Module(instructions=[inst])
+        for raw in (False, True):
+            with pytest.raises(binary.SpirvError, match="cannot print instruction") as info:
+                text.disassemble(module, raw_id=raw)
+            assert info.value.offset is None

@@ -272,7 +272,7 @@ class FriendlyNames:
                     self.save(rid, prefix + (root or str(t.width)))
             else:
                 self.save(rid, self.shape_name(inst) or str(rid))
-        except IndexError:  # a malformed instruction: name it by number
+        except (IndexError, TypeError, AttributeError, ValueError):  # malformed: name it by number
             self.save(rid, str(rid))
 
     def shape_name(self, inst: Instruction) -> str | None:
@@ -342,10 +342,7 @@ def _mask_text(kind: str, value: int) -> str:
 def disassemble(words_or_module, raw_id: bool = False, header: bool = True, indent: bool = True) -> str:
     """The module in spirv-dis syntax (friendly names, or `%N` ids with raw_id=True)."""
     module = words_or_module if isinstance(words_or_module, Module) else decode(words_or_module)
-    names = None if raw_id else FriendlyNames(module)
-    scalars: dict[int, ScalarType] = {}
-    type_of: dict[int, int] = {}
-    extinst_sets: dict[int, str] = {}
+    printer = _Printer(None if raw_id else FriendlyNames(module), indent)
     lines: list[str] = []
     if header:
         vendor, tool_version = module.generator >> 16, module.generator & 0xFFFF
@@ -353,29 +350,60 @@ def disassemble(words_or_module, raw_id: bool = False, header: bool = True, inde
         lines += ["; SPIR-V", f"; Version: {module.version[0]}.{module.version[1]}",
                   f"; Generator: {tool}; {tool_version}", f"; Bound: {module.bound}",
                   f"; Schema: {module.schema}"]
-
-    def id_text(id_: int) -> str:
-        return f"%{id_}" if names is None else f"%{names[id_]}"
-
     for inst in module.instructions:
-        parts = [inst.name]
+        try:
+            lines.append(printer.line(inst))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # Only a Module built by hand gets here (decode checks all of this).
+            raise SpirvError(f"cannot print instruction {inst.opcode} with operands {inst.operands!r}: "
+                             f"{type(exc).__name__}: {exc}", None if inst.offset < 0 else inst.offset) from None
+    return "\n".join(lines) + "\n"
+
+
+class _Printer:
+    """Prints instructions one by one, tracking the types that literals and ExtInst names need."""
+
+    def __init__(self, names: FriendlyNames | None, indent: bool):
+        self.names = names
+        self.indent = indent
+        self.scalars: dict[int, ScalarType] = {}
+        self.type_of: dict[int, int] = {}
+        self.extinst_sets: dict[int, str] = {}
+
+    def id_text(self, id_: int) -> str:
+        return f"%{id_}" if self.names is None else f"%{self.names[id_]}"
+
+    def line(self, inst: Instruction) -> str:
+        info = grammar.INSTRUCTIONS[inst.opcode]
+        parts = [info.name]
         if inst.result_type is not None:
-            parts.append(id_text(inst.result_type))
-        literal_type = scalars.get(inst.result_type)
+            parts.append(self.id_text(inst.result_type))
+        parts += self.operand_texts(inst)
+        body = " ".join(parts)
+        self.track(inst)
+        if inst.result_id is None:
+            return f"{' ' * INDENT if self.indent else ''}{body}"
+        rid = self.id_text(inst.result_id)
+        pad = max(0, INDENT - 3 - len(rid)) if self.indent else 0
+        return f"{' ' * pad}{rid} = {body}"
+
+    def operand_texts(self, inst: Instruction) -> list[str]:
+        parts = []
+        literal_type = self.scalars.get(inst.result_type)
         if inst.opcode == Op.Switch and inst.operands:
-            literal_type = scalars.get(type_of.get(inst.operands[0].value))
+            literal_type = self.scalars.get(self.type_of.get(inst.operands[0].value))
         last_id = None
         for o in inst.operands:
             kind, value = o.kind, o.value
             if kind in _ID_KINDS:
-                parts.append(id_text(value))
+                parts.append(self.id_text(value))
                 last_id = value
             elif kind == "LiteralString":
                 parts.append(_quote(value))
             elif kind == "LiteralContextDependentNumber":
                 parts.append(format_literal(value, literal_type, o.nwords))
             elif kind == "LiteralExtInstInteger":
-                table = grammar.EXTINST.get(extinst_sets.get(last_id, ""), {})
+                table = grammar.EXTINST.get(self.extinst_sets.get(last_id, ""), {})
                 parts.append(table[value].name if value in table else str(value))
             elif kind == "LiteralSpecConstantOpInteger":
                 info = grammar.INSTRUCTIONS.get(value)
@@ -383,29 +411,22 @@ def disassemble(words_or_module, raw_id: bool = False, header: bool = True, inde
             elif kind == "LiteralFloat":
                 parts.append(format_float(value, ScalarType(True, 32)))
             elif kind == "LiteralInteger":
-                parts.append(str(value))
+                parts.append(str(int(value)))
+            elif grammar.KINDS[kind].category == "BitEnum":
+                parts.append(_mask_text(kind, value))
             else:
-                info = grammar.KINDS[kind]
-                if info.category == "BitEnum":
-                    parts.append(_mask_text(kind, value))
-                else:
-                    e = grammar.enumerant_values(kind).get(value)
-                    parts.append(e.name if e else str(value))
-        body = " ".join(parts)
-        if inst.result_id is not None:
-            rid = id_text(inst.result_id)
-            pad = max(0, INDENT - 3 - len(rid)) if indent else 0
-            lines.append(f"{' ' * pad}{rid} = {body}")
-        else:
-            lines.append(f"{' ' * INDENT if indent else ''}{body}")
+                e = grammar.enumerant_values(kind).get(value)
+                parts.append(e.name if e else str(int(value)))
+        return parts
+
+    def track(self, inst: Instruction) -> None:
         t = scalar_type(inst)
         if t is not None and inst.result_id is not None:
-            scalars[inst.result_id] = t
+            self.scalars[inst.result_id] = t
         elif inst.opcode == Op.ExtInstImport and inst.operands:
-            extinst_sets[inst.result_id] = inst.operands[0].value
+            self.extinst_sets[inst.result_id] = inst.operands[0].value
         if inst.result_type is not None and inst.result_id is not None:
-            type_of[inst.result_id] = inst.result_type
-    return "\n".join(lines) + "\n"
+            self.type_of[inst.result_id] = inst.result_type
 
 
 # ----------------------------------------------------------------------------------------
