@@ -317,3 +317,46 @@ void main() {
     ptrs = ex.buffer(np.array([src.address, dst.address], np.uint64))
     ex.dispatch(ex.kernel(words), (1, 1, 1), {0: ptrs})
     np.testing.assert_array_equal(ex.read(dst, np.float32), x * np.float32(2) + np.float32(1))
+
+
+DOT_AND_ROTATE = HEADER + """
+#extension GL_EXT_integer_dot_product : require
+#extension GL_KHR_shader_subgroup_rotate : require
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer A { i8vec4 x[32]; u8vec4 y[32]; uint px[32]; uint py[32]; int acc[32]; };
+layout(set = 0, binding = 1) writeonly buffer B { int sdot[32]; uint udot[32]; int sudot[32]; int sat[32]; uint rot[32]; uint crot[32]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    sdot[i] = dotPacked4x8EXT(int(px[i]), int(py[i]));
+    udot[i] = dotEXT(u8vec4(x[i]), y[i]);
+    sudot[i] = dotPacked4x8EXT(int(px[i]), py[i]);
+    sat[i] = dotPacked4x8AccSatEXT(int(px[i]), int(py[i]), acc[i]);
+    rot[i] = subgroupRotate(i * 3u + 1u, 5u);
+    crot[i] = subgroupClusteredRotate(i * 7u, 3u, 4u);
+}"""
+
+
+def test_integer_dot_products_and_subgroup_rotate():
+    words = glsl(DOT_AND_ROTATE)
+    rng = np.random.default_rng(15)
+    x = rng.integers(-128, 128, (32, 4)).astype(np.int8)
+    y = rng.integers(0, 256, (32, 4)).astype(np.uint8)
+    px = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    py = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    acc = rng.integers(-(2**31), 2**31, 32, dtype=np.int64).astype(np.int32)
+    acc[:4] = [2**31 - 5, -(2**31) + 3, 2**31 - 1, -(2**31)]
+    inp = np.concatenate([x.view(np.uint8).reshape(-1), y.reshape(-1), px.view(np.uint8), py.view(np.uint8),
+                          acc.view(np.uint8)])
+    out = run(words, {0: inp}, {1: ((6, 32), np.uint32)}, subgroup_size=8)[1]
+    pxs = px.view(np.uint8).reshape(32, 4).view(np.int8).astype(np.int64)
+    pyu = py.view(np.uint8).reshape(32, 4).astype(np.int64)
+    pys = pyu.astype(np.uint8).view(np.int8).astype(np.int64)
+    np.testing.assert_array_equal(out[0].view(np.int32), (pxs * pys).sum(1))
+    np.testing.assert_array_equal(out[1], (x.view(np.uint8).astype(np.int64) * y).sum(1))
+    np.testing.assert_array_equal(out[2].view(np.int32), (pxs * pyu).sum(1))
+    np.testing.assert_array_equal(out[3].view(np.int32), np.clip(acc.astype(np.int64) + (pxs * pys).sum(1),
+                                                                 -(2**31), 2**31 - 1))
+    lane = np.arange(32) % 8
+    base = np.arange(32) - lane
+    np.testing.assert_array_equal(out[4], (base + (lane + 5) % 8) * 3 + 1)
+    np.testing.assert_array_equal(out[5], (base + lane - lane % 4 + (lane + 3) % 4) * 7)

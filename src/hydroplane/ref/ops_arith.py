@@ -361,3 +361,49 @@ def _any(ctx, inst):
 @register(Op.All)
 def _all(ctx, inst):
     ctx.set(inst.result_id, ctx.get(inst.args[0]).all(axis=-1))
+
+
+# -- integer dot products (SPV_KHR_integer_dot_product) -----------------------------------------
+# opcode -> (first operand signed, second operand signed, accumulates with saturation)
+INTEGER_DOT = {
+    Op.SDot: (True, True, False),
+    Op.UDot: (False, False, False),
+    Op.SUDot: (True, False, False),
+    Op.SDotAccSat: (True, True, True),
+    Op.UDotAccSat: (False, False, True),
+    Op.SUDotAccSat: (True, False, True),
+}
+
+
+def _dot_vector(v: np.ndarray, signed: bool, packed: bool) -> np.ndarray:
+    if packed:  # PackedVectorFormat4x8Bit: a 32-bit scalar holding four 8-bit components
+        v = np.ascontiguousarray(as_unsigned(v).astype(np.uint32)).view(np.uint8).reshape(v.shape[0], 4)
+        v = v.view(np.int8) if signed else v
+    else:
+        v = as_signed(v) if signed else as_unsigned(v)
+    return v.astype(np.int64)
+
+
+def _integer_dot(a_signed, b_signed, saturating):
+    def handler(ctx, inst):
+        packed = bool(inst.literals)
+        dt = inst.type.dtype
+        a = _dot_vector(ctx.get(inst.args[0]), a_signed, packed)
+        b = _dot_vector(ctx.get(inst.args[1]), b_signed, packed)
+        total = (a * b).sum(axis=-1)
+        if not saturating:
+            ctx.set(inst.result_id, reinterpret(total.astype(np.dtype(f"u{dt.itemsize}") if dt.kind == "u"
+                                                            else np.dtype(f"i{dt.itemsize}")), dt))
+            return
+        signed_result = a_signed or b_signed
+        acc = ctx.get(inst.args[2])
+        acc = (as_signed(acc) if signed_result else as_unsigned(acc)).astype(np.int64)
+        info = np.iinfo(np.dtype(f"{'i' if signed_result else 'u'}{dt.itemsize}"))
+        exact = [int(x) + int(y) for x, y in zip(*np.broadcast_arrays(acc, total))]
+        clipped = np.array([min(max(x, info.min), info.max) for x in exact], dtype=info.dtype)
+        ctx.set(inst.result_id, reinterpret(clipped.reshape(np.broadcast_shapes(acc.shape, total.shape)), dt))
+    return handler
+
+
+for _op, (_sa, _sb, _sat) in INTEGER_DOT.items():
+    register(_op)(_integer_dot(_sa, _sb, _sat))

@@ -259,3 +259,14 @@ def _shuffle(rule):
 
 for _op, _rule in SHUFFLES.items():
     register(_op)(_shuffle(_rule))
+
+
+@register(Op.GroupNonUniformRotateKHR)
+def _rotate(ctx, inst):
+    _check_scope(ctx, inst)
+    s = ctx.lanes.subgroup_size
+    cluster = ctx.const_int(inst.args[3]) if len(inst.args) > 3 else s
+    own = (ctx.lanes.local_index % s).astype(np.int64)
+    delta = np.asarray(as_unsigned(ctx.get(inst.args[2]))).astype(np.int64)
+    source = own - own % cluster + (own + delta) % cluster
+    ctx.set(inst.result_id, _read_lane(ctx, ctx.get(inst.args[1]), source))
