@@ -17,8 +17,10 @@ from __future__ import annotations
 import re
 import struct
 from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import (
@@ -432,46 +434,52 @@ class _Printer:
 # ----------------------------------------------------------------------------------------
 # Assembler: tokenizer
 
-_TOKEN = re.compile(
-    r"""(?P<space>[ \t\r\n\f\v]+)
-      | (?P<comment>;[^\n]*)
-      | (?P<string>"(?:[^"\\]|\\.)*")
-      | (?P<badstring>")
-      | (?P<equals>=)
-      | (?P<id>%[^\s;"=]*)
-      | (?P<word>[^\s;"=%]+)""",
-    re.VERBOSE | re.DOTALL,
+_TOKEN = re.compile(  # white space, then: comment | string | unclosed quote | = | %id | word
+    r"""[ \t\r\n\f\v]*(?:(;[^\n]*)|("(?:[^"\\]|\\.)*")|(")|(=)|(%[^\s;"=]*)|([^\s;"=%]+))""",
+    re.DOTALL,
 )
+_TOKEN_KINDS = (None, "comment", "string", "badstring", "equals", "id", "word")
 _OPCODE_WORD = re.compile(r"Op[A-Z]")
 _ID_NAME = re.compile(r"[A-Za-z0-9_.\-]+\Z")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # 'string' | 'equals' | 'id' | 'word'
     text: str
-    line: int
-    column: int
+    start: int  # character offset in the source; `Locator` turns it into line and column
+
+
+class Locator:
+    """Line and column (1-based) of a character offset, for error messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.newlines: list[int] | None = None
+
+    def __call__(self, offset: int) -> tuple[int, int]:
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer("\n", self.source)]
+        line = bisect_left(self.newlines, offset)  # newlines before the offset
+        line_start = self.newlines[line - 1] + 1 if line else 0
+        return line + 1, offset - line_start + 1
 
 
 def tokenize(text: str) -> list[Token]:
-    """Tokens with their 1-based line and column; comments and white space dropped."""
+    """Tokens with their offsets; comments and white space dropped."""
     tokens: list[Token] = []
-    line, line_start = 1, 0
+    append = tokens.append
     for m in _TOKEN.finditer(text):
-        kind, value, start = m.lastgroup, m.group(), m.start()
-        if kind == "badstring":
-            raise AssemblyError("string has no closing quote", line, start - line_start + 1)
-        if kind not in ("space", "comment"):
-            if kind == "id" and not _ID_NAME.match(value[1:]):
-                raise AssemblyError(f"bad id name {value!r}: use letters, digits and _ after %",
-                                    line, start - line_start + 1)
-            tokens.append(Token(kind, value, line, start - line_start + 1))
-        newlines = value.count("\n")
-        if newlines:
-            line += newlines
-            line_start = start + value.rindex("\n") + 1
+        index = m.lastindex
+        if index == 1:
+            continue
+        start = m.start(index)
+        value = m.group(index)
+        if index == 3:
+            raise AssemblyError("string has no closing quote", *Locator(text)(start))
+        if index == 5 and not _ID_NAME.match(value, 1):
+            raise AssemblyError(f"bad id name {value!r}: use letters, digits and _ after %", *Locator(text)(start))
+        append(Token(_TOKEN_KINDS[index], value, start))
     return tokens
 
 
@@ -489,8 +497,9 @@ def _starts_instruction(tokens: list[Token], i: int) -> bool:
 class _Assembler:
     """Turns tokens into instructions, one statement `[%id =] OpName operands...` at a time."""
 
-    def __init__(self, tokens: list[Token], preserve_numeric_ids: bool):
+    def __init__(self, tokens: list[Token], preserve_numeric_ids: bool, locate: Locator):
         self.tokens = tokens
+        self.locate = locate
         self.pos = 0
         self.ids: dict[str, int] = {}
         self.defined: set[int] = set()
@@ -509,9 +518,9 @@ class _Assembler:
     def error(self, message: str, token: Token | None = None):
         token = token or (self.tokens[self.pos] if self.pos < len(self.tokens) else None)
         if token is None:
-            last = self.tokens[-1] if self.tokens else Token("", "", 1, 1)
-            raise AssemblyError(message + " (at the end of the text)", last.line, last.column + len(last.text))
-        raise AssemblyError(message, token.line, token.column)
+            last = self.tokens[-1] if self.tokens else Token("", "", 0)
+            raise AssemblyError(message + " (at the end of the text)", *self.locate(last.start + len(last.text)))
+        raise AssemblyError(message, *self.locate(token.start))
 
     def id_for(self, token: Token) -> int:
         name = token.text[1:]
@@ -735,7 +744,8 @@ def assemble(text: str, preserve_numeric_ids: bool = False, version: tuple[int, 
     if not isinstance(text, str):
         raise SpirvError(f"assembly text must be str, not {type(text).__name__}")
     tokens = tokenize(text)
-    asm = _Assembler(tokens, preserve_numeric_ids)
+    locate = Locator(text)
+    asm = _Assembler(tokens, preserve_numeric_ids, locate)
     body = array("I")
     while asm.pos < len(tokens):
         start = tokens[asm.pos]
@@ -743,7 +753,7 @@ def assemble(text: str, preserve_numeric_ids: bool = False, version: tuple[int, 
         try:
             body.extend(encode_instruction(inst))
         except SpirvError as exc:
-            raise AssemblyError(exc.message, start.line, start.column) from None
+            raise AssemblyError(exc.message, *locate(start.start)) from None
     if bound is None:
         bound = asm.bound
     elif bound < asm.bound:
