@@ -13,6 +13,8 @@ import ml_dtypes
 import numpy as np
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
+E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
+E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 
 
 @dataclass(frozen=True)
@@ -31,12 +33,15 @@ TYPE_PAIRS = {p.name: p for p in [
     TypePair("f16/f32", np.dtype(np.float16), np.dtype(np.float32), "float16_t", "float", "f16", "f32"),
     TypePair("f32/f32", np.dtype(np.float32), np.dtype(np.float32), "float", "float", "f32", "f32"),
     TypePair("bf16/f32", BF16, np.dtype(np.float32), "bfloat16_t", "float", "bf16", "f32"),
+    TypePair("e4m3/f32", E4M3, np.dtype(np.float32), "floate4m3_t", "float", "e4m3", "f32"),
+    TypePair("e5m2/f32", E5M2, np.dtype(np.float32), "floate5m2_t", "float", "e5m2", "f32"),
     TypePair("s8/s32", np.dtype(np.int8), np.dtype(np.int32), "int8_t", "int32_t", "s8", "s32"),
     TypePair("u8/u32", np.dtype(np.uint8), np.dtype(np.uint32), "uint8_t", "uint32_t", "u8", "u32"),
     TypePair("u8/s32", np.dtype(np.uint8), np.dtype(np.int32), "uint8_t", "int32_t", "u8", "s32"),
 ]}
 FLOAT_PAIRS = ["f16/f16", "f16/f32", "f32/f32", "bf16/f32"]
 INT_PAIRS = ["s8/s32", "u8/u32", "u8/s32"]
+FP8_PAIRS = ["e4m3/f32", "e5m2/f32"]  # no driver here offers fp8: reference executor only
 ALL_PAIRS = FLOAT_PAIRS + INT_PAIRS
 # Pairs whose C type differs (element-wise ops only see C).
 C_TYPE_PAIRS = ["f16/f16", "f16/f32", "s8/s32", "u8/u32"]
@@ -83,6 +88,8 @@ class Case:
              "STRIDE_A": "0" if self.stride_a0 else "STRIDE(M,K)", "CONSTANT_VALUE": 3}
         if t.a == BF16:
             d["NEED_BF16"] = 1
+        if t.a in (E4M3, E5M2):
+            d["NEED_FP8"] = 1
         if self.op in NV2_OPS and not self.ext:
             d["NEED_NV2"] = 1
         if self.ext:
@@ -108,6 +115,9 @@ def build_cases() -> list[Case]:
                   Case("per_element", pair)]
     for pair in INT_PAIRS:
         cases.append(Case("muladd_saturating", pair))
+    for pair in FP8_PAIRS:
+        cases += [Case("muladd", pair), Case("muladd", pair, layout="col", shared=True),
+                  Case("convert_acc_to_a", pair), Case("convert_acc_to_b", pair)]
     for pair in ["f16/f32", "f32/f32"]:
         cases.append(Case("muladd", pair, random_floats=True))
     cases.append(Case("muladd", "f16/f32", m=16, n=16, k=16, sg=32))  # the H200's KHR tile

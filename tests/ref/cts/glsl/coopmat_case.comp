@@ -14,6 +14,10 @@
 #if defined(NEED_BF16)
 #extension GL_EXT_bfloat16 : require
 #endif
+#if defined(NEED_FP8)
+#extension GL_EXT_float_e4m3 : require
+#extension GL_EXT_float_e5m2 : require
+#endif
 #if defined(NEED_NV2)
 #extension GL_NV_cooperative_matrix2 : require
 #endif
