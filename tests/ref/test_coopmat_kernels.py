@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from cts.compile import compile_glsl, glsl_source
-from hydroplane.ref import Executor, NonUniformError, OutOfBoundsError, UnsupportedInstructionError
+from hydroplane.ref import (Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError,
+                            UnsupportedInstructionError)
 from hydroplane.ref import coopmat as cm
 
 
@@ -109,3 +110,19 @@ def test_out_of_bounds_cooperative_load_is_reported(glslang):
     d = info.value.diagnostic
     assert "OpCooperativeMatrixLoadKHR" in d.disassembly and "read of 4 bytes" in d.message
     assert d.invocations and d.invocations[0].startswith("wg (0,0,0) local (")
+
+
+@pytest.mark.parametrize("bug,error,kind", [(1, RaceError, "race"), (2, UninitializedReadError, "uninitialized-read")])
+def test_workgroup_memory_bugs_through_cooperative_matrices(glslang, bug, error, kind):
+    c = np.random.default_rng(bug).standard_normal(64).astype(np.float32)
+    good = compile_glsl(glslang, glsl_source("shared_race.comp"), {"BUG": 0})
+    out = _run(good, {0: c, 1: np.full(64, np.nan, np.float32)}, sg=8)
+    np.testing.assert_array_equal(out[1], c)  # with the barrier, subgroup 1 sees subgroup 0's tile
+    words = compile_glsl(glslang, glsl_source("shared_race.comp"), {"BUG": bug})
+    with pytest.raises(error) as info:
+        _run(words, {0: c, 1: np.full(64, np.nan, np.float32)}, sg=8)
+    d = info.value.diagnostic
+    assert d.kind == kind and "OpCooperativeMatrixLoadKHR" in d.disassembly
+    assert all(who.startswith("wg (0,0,0) local (") for who in d.invocations)
+    # the loading invocations are subgroup 1's (local ids 8..15)
+    assert all(int(who.split("local (")[1].split(",")[0]) >= 8 for who in d.invocations)
