@@ -360,3 +360,39 @@ def test_integer_dot_products_and_subgroup_rotate():
     base = np.arange(32) - lane
     np.testing.assert_array_equal(out[4], (base + (lane + 5) % 8) * 3 + 1)
     np.testing.assert_array_equal(out[5], (base + lane - lane % 4 + (lane + 3) % 4) * 7)
+
+
+SMALL_FLOATS = """#version 450
+#extension GL_EXT_bfloat16 : require
+#extension GL_EXT_float_e4m3 : require
+#extension GL_EXT_float_e5m2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[64]; };
+layout(set = 0, binding = 1) writeonly buffer B { bfloat16_t bf[64]; floate4m3_t e4[64]; floate5m2_t e5[64]; float back[64]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    bfloat16_t h = bfloat16_t(a[i]);
+    floate4m3_t x = floate4m3_t(a[i]);
+    floate5m2_t y = floate5m2_t(a[i]);
+    bf[i] = h;
+    e4[i] = x;
+    e5[i] = y;
+    back[i] = float(h) + float(x) * 2.0 + float(y) * 4.0;
+}"""
+
+
+def test_bf16_and_fp8_conversions_round_to_nearest_even():
+    import ml_dtypes
+
+    words = glsl(SMALL_FLOATS)
+    rng = np.random.default_rng(16)
+    a = (rng.standard_normal(64) * 20).astype(np.float32)
+    out = run(words, {0: a}, {1: ((128 + 64 + 64 + 256,), np.uint8)})[1]
+    bf, e4, e5 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+    np.testing.assert_array_equal(out[:128].view(bf), a.astype(bf))
+    np.testing.assert_array_equal(out[128:192].view(e4), a.astype(e4))
+    np.testing.assert_array_equal(out[192:256].view(e5), a.astype(e5))
+    want = (a.astype(bf).astype(np.float32) + a.astype(e4).astype(np.float32) * np.float32(2)) \
+        + a.astype(e5).astype(np.float32) * np.float32(4)
+    np.testing.assert_array_equal(out[256:].view(np.float32), want)

@@ -1,5 +1,6 @@
-"""Hypothesis-generated kernels from the module builder: straight-line integer/float code, divergent
-if/else with OpPhi, and loops with per-lane trip counts. The reference executor and lavapipe must
+"""Hypothesis-generated kernels from the module builder: straight-line integer/float code, subgroup
+arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
+and loops with per-lane trip counts. The reference executor and lavapipe must
 agree bit for bit (float results: the same bits, or both denormal-or-zero, since lavapipe may flush
 denormals)."""
 
@@ -29,7 +30,10 @@ OUTPUTS = 4
 INT_BINARY = [Op.IAdd, Op.ISub, Op.IMul, Op.BitwiseAnd, Op.BitwiseOr, Op.BitwiseXor, Op.ShiftLeftLogical,
               Op.ShiftRightLogical, Op.ShiftRightArithmetic, Op.UDiv, Op.UMod, Op.SDiv, Op.SRem]
 FLOAT_BINARY = [Op.FAdd, Op.FSub, Op.FMul]
-STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "branch", "loop"]
+GROUP_INT = [Op.GroupNonUniformIAdd, Op.GroupNonUniformUMax, Op.GroupNonUniformSMin, Op.GroupNonUniformBitwiseXor,
+             Op.GroupNonUniformIMul]
+STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "subgroup",
+         "branch", "loop"]
 
 
 class KernelGen:
@@ -106,6 +110,10 @@ class KernelGen:
             x, y = self.pick(self.floats, a), self.pick(self.floats, c)
             cond = b.emit(Op.FOrdLessThan, self.bool, x, y)
             return "float", b.emit(Op.Select, f32, cond, x, y)
+        if kind == "subgroup":  # reduce / inclusive scan / exclusive scan / clustered reduce over 2
+            op, group_op = GROUP_INT[d % len(GROUP_INT)], (d // 5) % 4
+            extra = (b.u32(2),) if group_op == 3 else ()
+            return "int", b.emit(op, u32, b.scope("Subgroup"), group_op, self.pick(self.ints, a), *extra)
         if kind == "to_float":
             x = b.emit(Op.BitwiseAnd, u32, self.pick(self.ints, a), b.u32(0xFFFFF))
             return "float", b.emit(Op.ConvertUToF if d % 2 else Op.ConvertSToF, f32, x)
@@ -129,7 +137,7 @@ class KernelGen:
         then, other, merge = b.id(), b.id(), b.id()
         b.emit(Op.SelectionMerge, merge, "None")
         b.emit(Op.BranchConditional, cond, then, other)
-        kind = ["int", "float"][d % 2]
+        kind = ["int", "float", "subgroup"][d % 3]
         b.label(then)
         _, v1 = self.compute(kind, a + 1, c, d // 2)
         b.emit(Op.Branch, merge)
@@ -137,6 +145,7 @@ class KernelGen:
         _, v2 = self.compute(kind, c, a + 2, d // 3)
         b.emit(Op.Branch, merge)
         b.label(merge)
+        kind = "float" if kind == "float" else "int"
         t = self.u32 if kind == "int" else self.f32
         self.add(kind, b.emit(Op.Phi, t, v1, then, v2, other))
         self.block = merge
