@@ -25,19 +25,19 @@ def _cached(kind: str, text: str, compile_fn) -> bytes:
     return out.read_bytes()
 
 
-def glsl(source: str, stage: str = "comp") -> bytes:
-    """SPIR-V words (bytes) of a GLSL compute shader, compiled for Vulkan 1.3."""
+def glsl(source: str, stage: str = "comp", flags: tuple[str, ...] = ()) -> bytes:
+    """SPIR-V words (bytes) of a GLSL compute shader, compiled for Vulkan 1.3 (extra glslang flags)."""
     tool = require_tool("glslangValidator")
 
     def compile_fn(text, out):
         src = out.with_suffix("." + stage)
         src.write_text(text)
-        proc = subprocess.run([tool, "-V", "--target-env", "vulkan1.3", str(src), "-o", str(out)],
+        proc = subprocess.run([tool, "-V", "--target-env", "vulkan1.3", *flags, str(src), "-o", str(out)],
                               capture_output=True, text=True, timeout=120)
         if proc.returncode:
             pytest.fail(f"glslangValidator failed:\n{proc.stdout}\n{proc.stderr}")
 
-    return _cached("glsl", source, compile_fn)
+    return _cached("glsl" + " ".join(flags), source, compile_fn)
 
 
 def spirv_text(source: str) -> bytes:

@@ -199,3 +199,38 @@ def test_bad_requests_are_specific_errors():
         Executor(subgroup_size=12)
     with pytest.raises(InvalidModuleError, match="not a buffer of this executor"):
         ex.dispatch(ex.kernel(words), (1, 1, 1), {0: np.zeros(4)})
+
+
+UBO_KERNEL = """#version 450
+layout(local_size_x = 16) in;
+layout(std140, set = 0, binding = 0) uniform Params { vec3 scale; float bias; mat3 rot; ivec2 range; float table[4]; };
+layout(set = 0, binding = 1) writeonly buffer B { vec4 b[]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    vec3 p = vec3(float(i), float(i) * 0.5, 1.0);
+    vec3 r = rot * (p * scale) + bias;
+    b[i] = vec4(r, table[i % 4u] + float(range.x * int(i) + range.y));
+}"""
+
+
+@pytest.mark.parametrize("flags", [(), ("-g",), ("-gVS",)], ids=["plain", "debug-lines", "nonsemantic-debuginfo"])
+def test_uniform_buffer_std140_and_debug_info_variants(flags):
+    words = glsl(UBO_KERNEL, flags=flags)
+    rng = np.random.default_rng(17)
+    scale, bias = rng.standard_normal(3).astype(np.float32), np.float32(0.25)
+    rot = rng.standard_normal((3, 3)).astype(np.float32)  # rot[column]
+    table = rng.standard_normal(4).astype(np.float32)
+    ubo = np.zeros(32 + 48 + 16 + 64, np.uint8)  # std140: vec3+float, mat3 (3 x vec4), ivec2, float[4] (stride 16)
+    ubo[0:12] = scale.view(np.uint8)
+    ubo[12:16] = np.array([bias]).view(np.uint8)
+    for c in range(3):
+        ubo[16 + 16 * c:16 + 16 * c + 12] = rot[c].view(np.uint8)
+    ubo[64:72] = np.array([3, -7], np.int32).view(np.uint8)
+    for k in range(4):
+        ubo[80 + 16 * k:84 + 16 * k] = table[k:k + 1].view(np.uint8)
+    out = run(words, {0: ubo}, {1: ((16, 4), np.float32)})[1]
+    i = np.arange(16, dtype=np.float32)
+    p = np.stack([i, i * np.float32(0.5), np.ones(16, np.float32)], 1) * scale
+    r = sum(rot[c][None, :] * p[:, c:c + 1] for c in range(3)) + bias
+    np.testing.assert_allclose(out[:, :3], r, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(out[:, 3], table[np.arange(16) % 4] + (3 * np.arange(16) - 7).astype(np.float32))
