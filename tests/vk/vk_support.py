@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hydroplane.vk import Device, Instance, devices, validation_requested
+from hydroplane.vk import Device, Instance, devices, take_all_messages, validation_requested
 
 SHADERS = Path(__file__).resolve().parent / "shaders"
 
@@ -58,11 +58,12 @@ def device(vk_info):
 
 @pytest.fixture(autouse=True)
 def no_validation_messages():
-    """Fail any test during which the validation layer (or loader) reported a warning or error."""
-    inst = shared_instance()
-    inst.take_messages()
+    """Fail any test during which the validation layer (or loader) reported a warning or error to
+    any instance of the process (the shared one, the default one behind devices(), a test's own)."""
+    shared_instance()
+    take_all_messages()
     yield
-    messages = inst.take_messages()
+    messages = take_all_messages()
     if messages:
         text = "\n".join(f"[{m.severity}] {m.message_id}: {m.text}" for m in messages)
         pytest.fail(f"{len(messages)} Vulkan validation message(s) during the test:\n{text}")

@@ -30,7 +30,7 @@ from hydroplane.vk.errors import (
     VulkanError,
 )
 from hydroplane.vk.features import requirements
-from hydroplane.vk.instance import Instance, Message, validation_requested
+from hydroplane.vk.instance import Instance, Message, take_all_messages, validation_requested
 from hydroplane.vk.memory import Buffer
 from hydroplane.vk.pipeline import Binding, Pipeline
 from hydroplane.vk.recording import Recording
@@ -42,5 +42,5 @@ __all__ = [
     "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",
-    "result_name", "validation_requested",
+    "result_name", "take_all_messages", "validation_requested",
 ]

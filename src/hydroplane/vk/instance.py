@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 from dataclasses import dataclass
 
 from hydroplane.vk import _ffi
@@ -42,6 +43,22 @@ class Message:
     severity: str
     message_id: str
     text: str
+
+
+_LIVE_INSTANCES: weakref.WeakSet = weakref.WeakSet()
+_MESSAGES_OF_CLOSED_INSTANCES: list[Message] = []
+
+
+def take_all_messages() -> list[Message]:
+    """Every message collected by every Instance of the process so far (closed ones too); all are cleared.
+
+    A test suite can call this at the end of each test or of the session to turn any validation
+    message, wherever it came from (the default instance, a launch layer's device), into a failure."""
+    taken = list(_MESSAGES_OF_CLOSED_INSTANCES)
+    _MESSAGES_OF_CLOSED_INSTANCES.clear()
+    for inst in list(_LIVE_INSTANCES):
+        taken += inst.take_messages()
+    return taken
 
 
 def validation_requested() -> bool:
@@ -132,6 +149,7 @@ class Instance(Owned):
         self.handle = handle.value
         self.api_version = api_version
         self._adopt(None)
+        _LIVE_INSTANCES.add(self)
         if self.validation:
             self._create_messenger(messenger_info)
 
@@ -180,3 +198,4 @@ class Instance(Owned):
             self._messenger = None
         _ffi.core("vkDestroyInstance")(self.handle, None)
         self.handle = None
+        _MESSAGES_OF_CLOSED_INSTANCES.extend(self.take_messages())
