@@ -130,7 +130,8 @@ def _int_reference(a, b, c, a_signed, b_signed, c_signed, r_signed, saturate, dt
     bits = np.dtype(dtype).itemsize * 8
     lo, hi = (-(1 << bits - 1), (1 << bits - 1) - 1) if r_signed else (0, (1 << bits) - 1)
     flat = [min(max(int(v), lo), hi) if saturate else int(v) for v in exact.reshape(-1)]
-    return np.array([v % (1 << bits) for v in flat], dtype=np.uint64).astype(f"u{bits // 8}").view(dtype).reshape(exact.shape)
+    wrapped = np.array([v % (1 << bits) for v in flat], dtype=np.uint64).astype(f"u{bits // 8}")
+    return wrapped.view(dtype).reshape(exact.shape)
 
 
 @pytest.mark.parametrize("ab,cr", [(np.int8, np.int32), (np.uint8, np.uint32), (np.uint8, np.int32),

@@ -57,8 +57,9 @@ def _muladd_expected(a, b, c, c_dtype, saturating):
         bits = 8 * c_dtype.itemsize
         flat = [min(max(int(v), info.min), info.max) if saturating else int(v) % (1 << bits) for v in exact.reshape(-1)]
         out = np.array(flat, dtype=object)
-        return (out.astype(c_dtype) if saturating else out.astype(np.uint64).astype(f"u{c_dtype.itemsize}").view(c_dtype)
-                ).reshape(exact.shape)
+        if saturating:
+            return out.astype(c_dtype).reshape(exact.shape)
+        return out.astype(np.uint64).astype(f"u{c_dtype.itemsize}").view(c_dtype).reshape(exact.shape)
     return (a.astype(np.float64) @ b.astype(np.float64) + c.astype(np.float64)).astype(c_dtype)
 
 

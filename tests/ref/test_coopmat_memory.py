@@ -90,7 +90,8 @@ def test_inactive_instances_do_not_store():
 def test_out_of_bounds_names_instance_element_and_bytes(base, stride, bad_instance):
     t = cm.CoopMatType(np.float16, cm.Scope.Subgroup, 16, 16)
     raw = np.zeros(4096, np.uint8)
-    with pytest.raises(mem.CoopMatBoundsError, match=rf"out of bounds: instance {bad_instance} element \(\d+, \d+\) at bytes") as info:
+    message = rf"out of bounds: instance {bad_instance} element \(\d+, \d+\) at bytes"
+    with pytest.raises(mem.CoopMatBoundsError, match=message) as info:
         mem.load(raw, [0, base], t, mem.Layout.RowMajor, stride, 2)
     assert info.value.instance == bad_instance and info.value.size == 4096
     with pytest.raises(mem.CoopMatBoundsError, match="store"):

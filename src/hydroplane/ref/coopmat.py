@@ -278,10 +278,11 @@ def uniform_per_instance(values, what: str) -> np.ndarray:
     if differs.any():
         inst, lane = np.argwhere(differs)[0]
         raise CoopMatError(f"{what} must be the same for every invocation of a scope instance; "
-                           f"instance {inst}: lane 0 has {first[inst, 0].item()!r}, lane {lane} has {values[inst, lane].item()!r}")
+                           f"instance {inst}: lane 0 has {first[inst, 0].item()!r}, "
+                           f"lane {lane} has {values[inst, lane].item()!r}")
     return values[:, 0]
 
 
 # The interpreter's op loader imports this module; the opcode handlers live in coopmat_ops
 # (docs/ref_coopmat.md asks the loader to import coopmat_ops itself).
-from hydroplane.ref import coopmat_ops as _handlers  # noqa: E402,F401  (registers the handlers)
+import hydroplane.ref.coopmat_ops  # registers the handlers

@@ -497,7 +497,8 @@ def _load_tensor(ctx, inst):
         base = per_instance(ctx, sc, ptr.offset, "the tensor pointer")
         owners = _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
         layouts = _objects(ctx.get(layout_id))
-        for k, lane, plan in zip(inst_idx, first, _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, False)):
+        plans = _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, False)
+        for k, lane, plan in zip(inst_idx, first, plans):
             if plan.access.any():
                 offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
                 rows = ptr.region.rows(np.array([lane]))

@@ -82,9 +82,10 @@ class Case:
 
     def defines(self) -> dict[str, object]:
         t = self.types
-        layout = "gl_CooperativeMatrixLayoutRowMajor" if self.layout == "row" else "gl_CooperativeMatrixLayoutColumnMajor"
+        layout = "gl_CooperativeMatrixLayout" + ("RowMajor" if self.layout == "row" else "ColumnMajor")
         d = {"A_T": t.glsl_a, "C_T": t.glsl_c, "M": self.m, "N": self.n, "K": self.k, "SG": self.sg,
-             "HALF_M": self.m // 2, "HALF_N": self.n // 2, "LAYOUT": layout, "PAD": self.pad, "SHARED": int(self.shared), f"OP_{self.op.upper()}": 1,
+             "HALF_M": self.m // 2, "HALF_N": self.n // 2, "LAYOUT": layout, "PAD": self.pad,
+             "SHARED": int(self.shared), f"OP_{self.op.upper()}": 1,
              "STRIDE_A": "0" if self.stride_a0 else "STRIDE(M,K)", "CONSTANT_VALUE": 3}
         if t.a == BF16:
             d["NEED_BF16"] = 1
@@ -102,7 +103,8 @@ class Case:
 
 def build_cases() -> list[Case]:
     cases: list[Case] = []
-    for op in ["length", "constant", "construct", "composite_extract", "add", "sub", "mul", "div", "negate", "matrix_times_scalar", "func"]:
+    for op in ["length", "constant", "construct", "composite_extract", "add", "sub", "mul", "div", "negate",
+               "matrix_times_scalar", "func"]:
         cases += [Case(op, p) for p in C_TYPE_PAIRS]
     cases += [Case("add", "bf16/f32", shared=True), Case("mul", "u8/s32", layout="col")]
     for pair in ALL_PAIRS:

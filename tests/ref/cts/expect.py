@@ -26,7 +26,8 @@ class Inputs:
 def poison_of(dtype, n: int) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
-        return np.full(n, 0x5A5A5A5A & ((1 << 8 * dtype.itemsize) - 1), np.uint64).astype(f"u{dtype.itemsize}").view(dtype)
+        bits = np.full(n, 0x5A5A5A5A & ((1 << 8 * dtype.itemsize) - 1), np.uint64)
+        return bits.astype(f"u{dtype.itemsize}").view(dtype)
     return np.full(n, np.nan, np.float32).astype(dtype)
 
 
