@@ -126,3 +126,30 @@ def test_workgroup_memory_bugs_through_cooperative_matrices(glslang, bug, error,
     assert all(who.startswith("wg (0,0,0) local (") for who in d.invocations)
     # the loading invocations are subgroup 1's (local ids 8..15)
     assert all(int(who.split("local (")[1].split(",")[0]) >= 8 for who in d.invocations)
+
+
+def test_workgroup_scope_muladd_reached_by_one_subgroup_is_reported(glslang):
+    a = np.random.default_rng(8).integers(-3, 4, 256).astype(np.float16)
+    good = compile_glsl(glslang, glsl_source("nonuniform_workgroup.comp"), {"BUG": 0})
+    out = _run(good, {0: a, 1: np.full(256, np.nan, np.float32)}, sg=32)
+    m = a.reshape(16, 16).astype(np.float64)
+    np.testing.assert_array_equal(out[1].reshape(16, 16), (m @ m).astype(np.float32))
+    bad = compile_glsl(glslang, glsl_source("nonuniform_workgroup.comp"), {"BUG": 1})
+    with pytest.raises(NonUniformError) as info:
+        _run(bad, {0: a, 1: np.zeros(256, np.float32)}, sg=32)
+    d = info.value.diagnostic
+    assert "workgroup" in d.message and d.count == 32 and d.invocations[0] == "wg (0,0,0) local (32,0,0)"
+
+
+def test_collect_mode_reports_a_coop_out_of_bounds_load_and_goes_on(glslang):
+    words = compile_glsl(glslang, glsl_source("oob_load.comp"))
+    ex = Executor(subgroup_size=8, diagnostics="collect")
+    c = np.arange(64, dtype=np.float32)
+    bufs = {0: ex.buffer(c), 1: ex.buffer(np.full(64, np.nan, np.float32))}
+    report = ex.dispatch(ex.kernel(words), (1, 1, 1), bufs)
+    assert [d.kind for d in report] == ["out-of-bounds"]
+    got = ex.read(bufs[1], np.float32).reshape(8, 8)
+    want = np.zeros(72, np.float32)
+    want[:64] = c
+    expect = np.stack([want[r * 9:r * 9 + 8] for r in range(8)])  # out-of-bounds elements read as 0
+    np.testing.assert_array_equal(got, expect)
