@@ -16,7 +16,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk import structs_caps as C
 from hydroplane.vk.features import CORE, FEATURE_STRUCTS
-from hydroplane.vk.instance import Instance, STyped, _enumerate
+from hydroplane.vk.instance import Instance, STyped, chain_structs, enumerate_structs
 
 
 @dataclass(frozen=True)
@@ -141,21 +141,15 @@ def _driver_version_text(vendor_id: int, version: int) -> str:
     return E.api_version_text(version)
 
 
-def _chain(*structs) -> None:
-    """Link structs through pNext in order (the caller keeps them alive)."""
-    for first, second in zip(structs, structs[1:]):
-        first.pNext = ctypes.addressof(second)
-
-
 def _extensions(handle: int) -> frozenset[str]:
     call = _ffi.core("vkEnumerateDeviceExtensionProperties")
-    return frozenset(p.extensionName.decode() for p in _enumerate(call, S.VkExtensionProperties, handle, None))
+    return frozenset(p.extensionName.decode() for p in enumerate_structs(call, S.VkExtensionProperties, handle, None))
 
 
 def _read_features(handle: int, api_version: int, extensions) -> dict[str, dict[str, bool]]:
     present = {k: fs.struct() for k, fs in FEATURE_STRUCTS.items() if fs.available(api_version, extensions)}
     top = C.VkPhysicalDeviceFeatures2()
-    _chain(top, *present.values())
+    chain_structs(top, *present.values())
     _ffi.core("vkGetPhysicalDeviceFeatures2")(handle, ctypes.byref(top))
     out = {CORE: {name: bool(getattr(top.features, name)) for name, _ in C.VkPhysicalDeviceFeatures._fields_}}
     for key, struct in present.items():
@@ -175,24 +169,24 @@ def _coop_queries(inst: Instance, handle: int, extensions, subgroup_size: int) -
     out: dict = {}
     if "VK_KHR_cooperative_matrix" in extensions:
         fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
-        props = _enumerate(fn, STyped(C.VkCooperativeMatrixPropertiesKHR), handle)
+        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixPropertiesKHR), handle)
         out["coop_khr"] = tuple(_khr_shape(p) for p in props)
     if "VK_NV_cooperative_matrix" in extensions:
         fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV")
-        props = _enumerate(fn, STyped(C.VkCooperativeMatrixPropertiesNV), handle)
+        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixPropertiesNV), handle)
         out["coop_nv"] = tuple(CoopShape(p.MSize, p.NSize, p.KSize, E.component_type_name(p.AType),
                                          E.component_type_name(p.BType), E.component_type_name(p.CType),
                                          E.component_type_name(p.DType), False, E.scope_name(p.scope))
                                for p in props)
     if "VK_NV_cooperative_matrix2" in extensions:
         fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV")
-        props = _enumerate(fn, STyped(C.VkCooperativeMatrixFlexibleDimensionsPropertiesNV), handle)
+        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixFlexibleDimensionsPropertiesNV), handle)
         out["coop_nv2_flexible"] = tuple(_khr_shape(p, True, p.workgroupInvocations) for p in props)
     if "VK_EXT_cooperative_matrix_maintenance1" in extensions:
         fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT")
         query = C.VkPhysicalDeviceCooperativeMatrixInfo2EXT(scope=E.VK_SCOPE_SUBGROUP_KHR, invocations=subgroup_size,
                                                             subgroupSize=subgroup_size, flags=0)
-        props = _enumerate(fn, STyped(C.VkCooperativeMatrixProperties2EXT), handle, ctypes.byref(query))
+        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixProperties2EXT), handle, ctypes.byref(query))
         out["coop_ext_shapes"] = tuple(_khr_shape(p, True, subgroup_size) for p in props)
     return out
 
@@ -213,10 +207,10 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         chain.append(size_control)
     if "VK_NV_cooperative_matrix2" in extensions:
         chain.append(nv2)
-    _chain(*chain)
+    chain_structs(*chain)
     _ffi.core("vkGetPhysicalDeviceProperties2")(handle, ctypes.byref(top))
     limits = top.properties.limits
-    families = _enumerate(_ffi.core("vkGetPhysicalDeviceQueueFamilyProperties"), S.VkQueueFamilyProperties, handle)
+    families = enumerate_structs(_ffi.core("vkGetPhysicalDeviceQueueFamilyProperties"), S.VkQueueFamilyProperties, handle)
     compute = next((i for i, f in enumerate(families) if f.queueFlags & E.VK_QUEUE_COMPUTE_BIT), -1)
     memory = S.VkPhysicalDeviceMemoryProperties()
     _ffi.core("vkGetPhysicalDeviceMemoryProperties")(handle, ctypes.byref(memory))

@@ -27,6 +27,10 @@ from hydroplane.vk.features import (
     struct_name,
 )
 from hydroplane.vk.handles import Owned
+from hydroplane.vk.instance import chain_structs
+from hydroplane.vk.memory import Buffer
+from hydroplane.vk.pipeline import Pipeline
+from hydroplane.vk.recording import Recording, push_bytes
 from hydroplane.vk.results import check
 
 # Enabled whenever the device has them: cheap, and the runtime's optional paths use them.
@@ -122,8 +126,7 @@ class Device(Owned):
                 setattr(target, bit, 1)
             if key != CORE:
                 chain.append(target)
-        for first, second in zip(chain, chain[1:]):
-            first.pNext = ctypes.addressof(second)
+        chain_structs(*chain)
         priority = ctypes.c_float(1.0)
         queue_info = S.VkDeviceQueueCreateInfo(queueFamilyIndex=info.compute_queue_family, queueCount=1,
                                                pQueuePriorities=ctypes.addressof(priority))
@@ -218,24 +221,20 @@ class Device(Owned):
     # --- factories (the executor-facing surface lives in these modules) ------------------------
     def buffer(self, data_or_nbytes, **kwargs):
         """A Buffer from a NumPy array (copied in) or of a byte size; see `memory.Buffer`."""
-        from hydroplane.vk.memory import Buffer
         return Buffer.create(self, data_or_nbytes, **kwargs)
 
     def pipeline(self, words, bindings=(), **kwargs):
         """A compute Pipeline from SPIR-V words; see `pipeline.Pipeline`."""
-        from hydroplane.vk.pipeline import Pipeline
         return Pipeline(self, words, bindings, **kwargs)
 
     def record(self, pipeline, grid, buffers, push=None, *, timestamps: bool = False):
         """Record a dispatch once into a command buffer to submit many times; see `recording.Recording`."""
-        from hydroplane.vk.recording import Recording
         return Recording(pipeline, grid, buffers, push, timestamps=timestamps)
 
     def dispatch(self, pipeline, grid, buffers, push=None) -> None:
         """Run `pipeline` over `grid` workgroups and wait. Repeated calls with the same pipeline, grid,
         buffers and push bytes reuse one recorded command buffer (up to DISPATCH_CACHE_SIZE of them;
         a cached recording keeps its buffers alive until it is evicted or they are closed)."""
-        from hydroplane.vk.recording import push_bytes
         push_data = push if isinstance(push, bytes) else push_bytes(push)
         key = (id(pipeline), grid if isinstance(grid, int) else tuple(grid),
                tuple([(k, id(b)) for k, b in buffers.items()]), push_data)

@@ -7,12 +7,13 @@ destroyed while something that depends on it is alive; `__del__` only closes as 
 
 from __future__ import annotations
 
+import abc
 import weakref
 
 from hydroplane.vk.errors import ClosedError
 
 
-class Owned:
+class Owned(abc.ABC):
     """Base of runtime objects: `close()` once (idempotent), context manager, closes children first."""
 
     _closed = True  # until a subclass's __init__ finishes creating its handle
@@ -42,8 +43,9 @@ class Owned:
         self._closed = True
         self._destroy()
 
-    def _destroy(self) -> None:  # pragma: no cover - every subclass overrides it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _destroy(self) -> None:
+        """Destroy this object's Vulkan handles (children are already closed)."""
 
     def __enter__(self):
         return self

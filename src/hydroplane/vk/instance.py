@@ -66,7 +66,7 @@ def validation_requested() -> bool:
     return os.environ.get("HYDROPLANE_VALIDATION", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _enumerate(call, struct, *leading) -> list:
+def enumerate_structs(call, struct, *leading) -> list:
     """The two-call enumeration idiom: count, then fill (retrying on VK_INCOMPLETE)."""
     name = getattr(call, "__name__", "vkEnumerate*")
     while True:
@@ -80,8 +80,14 @@ def _enumerate(call, struct, *leading) -> list:
             return list(items[: count.value])
 
 
+def chain_structs(*structs) -> None:
+    """Link structs through pNext in the order given (the caller keeps them alive)."""
+    for first, second in zip(structs, structs[1:]):
+        first.pNext = ctypes.addressof(second)
+
+
 class STyped:
-    """Stands in for a struct type in `_enumerate`: `(STyped(T) * n)()` is a T array with sType set,
+    """Stands in for a struct type in `enumerate_structs`: `(STyped(T) * n)()` is a T array with sType set,
     as queries whose output structs are also inputs (they carry sType/pNext) require."""
 
     def __init__(self, struct):
@@ -98,13 +104,13 @@ class STyped:
 
 def instance_layers() -> list[str]:
     """Names of the layers the loader can enable."""
-    props = _enumerate(_ffi.core("vkEnumerateInstanceLayerProperties"), S.VkLayerProperties)
+    props = enumerate_structs(_ffi.core("vkEnumerateInstanceLayerProperties"), S.VkLayerProperties)
     return [p.layerName.decode() for p in props]
 
 
 def instance_extensions(layer: str | None = None) -> list[str]:
     """Names of the instance extensions (of the loader and drivers, or of one layer)."""
-    props = _enumerate(_ffi.core("vkEnumerateInstanceExtensionProperties"), S.VkExtensionProperties,
+    props = enumerate_structs(_ffi.core("vkEnumerateInstanceExtensionProperties"), S.VkExtensionProperties,
                        layer.encode() if layer else None)
     return [p.extensionName.decode() for p in props]
 
@@ -189,7 +195,7 @@ class Instance(Owned):
 
     def physical_device_handles(self) -> list[int]:
         self._require_open("Instance")
-        handles = _enumerate(_ffi.core("vkEnumeratePhysicalDevices"), ctypes.c_void_p, self.handle)
+        handles = enumerate_structs(_ffi.core("vkEnumeratePhysicalDevices"), ctypes.c_void_p, self.handle)
         return [h if isinstance(h, int) else h.value for h in handles]
 
     def _destroy(self) -> None:

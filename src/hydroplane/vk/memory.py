@@ -16,6 +16,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import OutOfDeviceMemory, UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
+from hydroplane.vk.transfer import download, upload
 
 HOST_COHERENT = E.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | E.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 STORAGE_USAGE = (E.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | E.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
@@ -143,7 +144,6 @@ class Buffer(Owned):
         if self.mapped:
             self._view()[offset: offset + data.nbytes] = data
         else:
-            from hydroplane.vk.transfer import upload
             upload(self, data, offset)
 
     def read(self, dtype=np.uint8, shape=None, offset: int = 0) -> np.ndarray:
@@ -160,7 +160,6 @@ class Buffer(Owned):
         elif self.mapped:
             raw = self._view()[offset: offset + nbytes].copy()
         else:
-            from hydroplane.vk.transfer import download
             raw = download(self, nbytes, offset)
         out = raw.view(dtype)
         return out.reshape(shape) if shape is not None else out

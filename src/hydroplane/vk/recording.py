@@ -18,6 +18,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
+from hydroplane.vk.pipeline import DESCRIPTOR_KINDS
 from hydroplane.vk.results import check
 from hydroplane.vk.sync import Fence, submit
 from hydroplane.vk.transfer import barrier
@@ -105,7 +106,7 @@ class Recording(Owned):
             return
         counts: dict[int, int] = {}
         for b in pipeline.bindings:
-            kind = 7 if b.kind == "storage" else 6
+            kind = DESCRIPTOR_KINDS[b.kind]
             counts[kind] = counts.get(kind, 0) + 1
         sizes = (S.VkDescriptorPoolSize * len(counts))(*counts.items())
         info = S.VkDescriptorPoolCreateInfo(maxSets=len(pipeline.set_layouts), poolSizeCount=len(counts),
@@ -124,7 +125,7 @@ class Recording(Owned):
             buf = self.buffers[(b.set, b.binding)]
             infos[i].buffer, infos[i].offset, infos[i].range = buf.handle, 0, buf.size
             writes[i] = S.VkWriteDescriptorSet(dstSet=self._sets[b.set], dstBinding=b.binding, descriptorCount=1,
-                                               descriptorType=7 if b.kind == "storage" else 6,
+                                               descriptorType=DESCRIPTOR_KINDS[b.kind],
                                                pBufferInfo=ctypes.addressof(infos[i]))
         device.call("vkUpdateDescriptorSets", len(writes), writes, 0, None)
 

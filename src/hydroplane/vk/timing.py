@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import UnsupportedFeature, UsageError
-from hydroplane.vk.instance import STyped, _enumerate
+from hydroplane.vk.instance import STyped, enumerate_structs
 
 PIPELINE_EXECUTABLE_EXTENSION = "VK_KHR_pipeline_executable_properties"
 
@@ -87,10 +87,10 @@ def pipeline_statistics(pipeline) -> list[PipelineExecutable]:
     get_stats = device.extension_proc("vkGetPipelineExecutableStatisticsKHR", PIPELINE_EXECUTABLE_EXTENSION)
     info = S.VkPipelineInfoKHR(pipeline=pipeline.handle)
     out = []
-    for index, props in enumerate(_enumerate(get_props, STyped(S.VkPipelineExecutablePropertiesKHR),
+    for index, props in enumerate(enumerate_structs(get_props, STyped(S.VkPipelineExecutablePropertiesKHR),
                                              device.handle, ctypes.byref(info))):
         exe = S.VkPipelineExecutableInfoKHR(pipeline=pipeline.handle, executableIndex=index)
-        stats = _enumerate(get_stats, STyped(S.VkPipelineExecutableStatisticKHR), device.handle, ctypes.byref(exe))
+        stats = enumerate_structs(get_stats, STyped(S.VkPipelineExecutableStatisticKHR), device.handle, ctypes.byref(exe))
         out.append(PipelineExecutable(props.name.decode(), props.description.decode(), props.subgroupSize,
                                       {s.name.decode(): _statistic_value(s) for s in stats}))
     return out

@@ -55,7 +55,7 @@ def copy_buffer(device, src, dst, src_offset: int, dst_offset: int, nbytes: int)
 
 def upload(buffer, data: np.ndarray, offset: int) -> None:
     """Copy bytes into a device-local buffer through a temporary host-visible staging buffer."""
-    from hydroplane.vk.memory import Buffer
+    from hydroplane.vk.memory import Buffer  # here, not at the top: memory imports this module
     with Buffer(buffer.device, data.nbytes, host_visible=True) as staging:
         staging.write(data)
         copy_buffer(buffer.device, staging, buffer, 0, offset, data.nbytes)
@@ -63,7 +63,7 @@ def upload(buffer, data: np.ndarray, offset: int) -> None:
 
 def download(buffer, nbytes: int, offset: int) -> np.ndarray:
     """Copy bytes out of a device-local buffer through a temporary staging buffer."""
-    from hydroplane.vk.memory import Buffer
+    from hydroplane.vk.memory import Buffer  # here, not at the top: memory imports this module
     with Buffer(buffer.device, nbytes, host_visible=True) as staging:
         copy_buffer(buffer.device, buffer, staging, offset, 0, nbytes)
         return staging.read(np.uint8, (nbytes,))
