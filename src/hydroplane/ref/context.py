@@ -30,6 +30,7 @@ class ExecContext:
         self.memory = memory if memory is not None else Memory(self._memory_diagnose)
         self.globals: dict[int, object] = globals if globals is not None else {}
         self.frame: dict[int, object] = {}
+        self.block_local = getattr(program, "block_local_values", frozenset())
         self.mask = lanes.valid.copy()
         self.entry_mask = self.mask
         self.mask_full = True
@@ -52,7 +53,7 @@ class ExecContext:
     def set(self, ident: int, value) -> None:
         """Give `ident` its value in the active lanes (the others keep theirs)."""
         frame = self.frame
-        if self.mask_full or ident not in frame:
+        if self.mask_full or ident not in frame or ident in self.block_local:
             frame[ident] = value
             return
         t = self.program.value_types.get(ident)

@@ -55,6 +55,7 @@ def run_function(ctx, fn, args: list):
         pc = np.full(ctx.lanes.count, DONE, np.int32)
         pc[entry_mask] = 0
         prev = np.full(ctx.lanes.count, -1, np.int64)
+        track_prev = any(b.phis for b in blocks)
         result = None
         while True:
             here = int(pc.min())
@@ -76,14 +77,14 @@ def run_function(ctx, fn, args: list):
                 ctx.diagnose("invalid", f"block %{block.label} has no terminator")
             op = term.opcode
             if op == Op.Branch:
-                pc[mask] = fn.blocks[term.args[0]].order
+                np.putmask(pc, mask, fn.blocks[term.args[0]].order)
             elif op == Op.BranchConditional:
                 cond = ctx.get(term.args[0])
                 t, f = fn.blocks[term.args[1]].order, fn.blocks[term.args[2]].order
                 if cond.shape[0] == 1:
-                    pc[mask] = t if cond[0] else f
+                    np.putmask(pc, mask, t if cond[0] else f)
                 else:
-                    pc[mask] = np.where(cond[mask], t, f)
+                    np.copyto(pc, np.where(cond, np.int32(t), np.int32(f)), where=mask)
             elif op == Op.Switch:
                 pc[mask] = _switch_targets(ctx, fn, term, mask)
             elif op in (Op.Return, Op.ReturnValue):
@@ -96,7 +97,8 @@ def run_function(ctx, fn, args: list):
                 pc[mask] = DONE
             else:
                 ctx.diagnose("unsupported", f"{term.name} in a compute shader")
-            prev[mask] = block.label
+            if track_prev:
+                np.putmask(prev, mask, block.label)
         return result
     finally:
         ctx.frame, ctx.mask, ctx.mask_full, ctx.inst = saved

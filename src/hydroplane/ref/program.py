@@ -189,6 +189,7 @@ class Program:
         for group in fn_raw:
             self._parse_function(group, ops)
         self._find_register_variables()
+        self._find_block_local_values()
         for ident, deco in self.decorations.items():
             if deco.get("BuiltIn") == [grammar.enumerant("BuiltIn", "WorkgroupSize").value]:
                 self.workgroup_size_constant = ident
@@ -285,6 +286,23 @@ class Program:
         for i, label in enumerate(order):
             blocks[label].order = i
         self.functions[head.result_id] = Function(head.result_id, fn_type, params, blocks, order, entry, variables)
+
+    def _find_block_local_values(self) -> None:
+        """Results used only later in their own block (never by a phi): no lane can need an older
+        value of them, so setting them needs no merge under the active-lane mask."""
+        local: set[int] = set()
+        for fn in self.functions.values():
+            for block in fn.blocks.values():
+                defined_here = {inst.result_id for inst in block.body if inst.result_id is not None}
+                used_elsewhere: set[int] = set()
+                for other in fn.blocks.values():
+                    insts = (*other.phis, *other.body, *([other.terminator] if other.terminator else []))
+                    for inst in insts:
+                        if other is block and inst.opcode != Op.Phi:
+                            continue
+                        used_elsewhere.update(i for i in inst.args if i in defined_here)
+                local |= defined_here - used_elsewhere
+        self.block_local_values = local
 
     def _find_register_variables(self) -> None:
         """Function/Private variables kept as values: used only as the pointer of whole loads and
