@@ -71,6 +71,8 @@ def test_an_instance_closes_its_devices(vk_info):
     inst.close()
     assert dev.closed
     inst.close()
+    with pytest.raises(ClosedError, match="list devices.. again"):
+        Device(info)  # its physical-device handle is gone: refused, not a crash
 
 
 @pytest.mark.parametrize("code,cls,name", [(-4, DeviceLost, "VK_ERROR_DEVICE_LOST"),

@@ -48,6 +48,9 @@ def test_pipeline_cache_data_grows_with_pipelines(vk_info, glslang, tmp_path):
         dev.pipeline(words).close()
         after = dev.pipeline_cache_data()
     assert len(after) >= len(before) > 0
+    with Device(vk_info, pipeline_cache=after) as seeded:  # accepted as the new cache's initial data
+        seeded.pipeline(words).close()
+        assert len(seeded.pipeline_cache_data()) >= len(before)
 
 
 def test_the_benchmark_c_loop_matches_the_header_and_runs(glslang, tmp_path):

@@ -16,7 +16,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk import structs_caps as C
 from hydroplane.vk.capabilities import DeviceInfo, devices
-from hydroplane.vk.errors import DeviceLost, UnsupportedFeature
+from hydroplane.vk.errors import ClosedError, DeviceLost, UnsupportedFeature
 from hydroplane.vk.features import (
     COMPANION_BITS,
     CORE,
@@ -68,10 +68,15 @@ def _every_supported_bit(info: DeviceInfo) -> Requirements:
 
 
 class Device(Owned):
-    """A VkDevice with one compute queue; `capabilities`/`extensions` are SPIR-V names to support."""
+    """A VkDevice with one compute queue; `capabilities`/`extensions` are SPIR-V names to support,
+    `enable_all` turns on every feature bit offered, `pipeline_cache` seeds the pipeline cache with
+    bytes from an earlier `pipeline_cache_data()`."""
 
-    def __init__(self, info: DeviceInfo | None = None, capabilities=(), extensions=(), *, enable_all: bool = False):
+    def __init__(self, info: DeviceInfo | None = None, capabilities=(), extensions=(), *, enable_all: bool = False,
+                 pipeline_cache: bytes | None = None):
         self.info = info = info or pick_device()
+        if info.instance is None or info.instance.closed:  # its physical-device handle died with it
+            raise ClosedError(f"the Instance that listed {info.name} is closed; list devices() again")
         api = info.api_version_number
         req = requirements(capabilities, extensions)
         if enable_all:
@@ -87,7 +92,7 @@ class Device(Owned):
                     req.add_bit(key, bit, "companion")
         self.enabled_bits = {k: frozenset(v) for k, v in req.bits.items()}
         self.enabled_extensions = self._device_extensions(req, api)
-        self._create(req)
+        self._create(req, pipeline_cache or b"")
 
     def _check_supported(self, req: Requirements) -> None:
         info, missing = self.info, []
@@ -116,7 +121,7 @@ class Device(Owned):
         names.update(e for e in OPTIONAL_EXTENSIONS if e in self.info.extensions)
         return tuple(sorted(names))
 
-    def _create(self, req: Requirements) -> None:
+    def _create(self, req: Requirements, cache_data: bytes) -> None:
         info = self.info
         top = C.VkPhysicalDeviceFeatures2()
         chain = [top]
@@ -150,7 +155,10 @@ class Device(Owned):
         pool = ctypes.c_void_p()
         self.call("vkCreateCommandPool", ctypes.byref(pool_info), None, ctypes.byref(pool))
         self.command_pool = pool.value
-        cache_info = S.VkPipelineCacheCreateInfo()
+        # Data from pipeline_cache_data() of an earlier run; the driver ignores data of another device.
+        self._cache_seed = ctypes.create_string_buffer(cache_data, max(1, len(cache_data)))
+        cache_info = S.VkPipelineCacheCreateInfo(initialDataSize=len(cache_data),
+                                                 pInitialData=ctypes.addressof(self._cache_seed) if cache_data else None)
         cache = ctypes.c_void_p()
         self.call("vkCreatePipelineCache", ctypes.byref(cache_info), None, ctypes.byref(cache))
         self.pipeline_cache = cache.value
@@ -167,11 +175,7 @@ class Device(Owned):
                              result="VK_ERROR_DEVICE_LOST", call=name)
         result = _ffi.core(name)(self.handle, *args)
         if result is not None and _ffi.SIGNATURES[name][0] is ctypes.c_int32:  # a VkResult
-            try:
-                check(result, name)
-            except DeviceLost:
-                self._lost = True
-                raise
+            self.fail(result, name)
         return result
 
     def fail(self, result: int, name: str) -> int:
