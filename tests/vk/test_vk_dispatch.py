@@ -141,3 +141,42 @@ def test_reflected_bindings_are_accepted(device, scale_add_words):
                          spec={0: 64}, capabilities=iface.capabilities, extensions=iface.extensions) as pipe:
         assert [(b.set, b.binding, b.kind) for b in pipe.bindings] == [(0, 0, "storage"), (0, 1, "storage"),
                                                                        (1, 0, "storage")]
+
+
+def test_uniform_buffer_binding_from_reflection(device, glslang, tmp_path):
+    from hydroplane.spirv import reflect
+
+    words = compile_glsl(glslang, "uniform_scale.comp", tmp_path)
+    iface = reflect(words)
+    n = 100
+    src = np.random.default_rng(5).standard_normal(n, dtype=np.float32)
+    params = np.zeros(4, np.float32)
+    params[:2] = (3.0, -1.0)
+    params.view(np.uint32)[2] = n
+    with device.pipeline(words, iface.bindings) as pipe, device.buffer(params) as P, device.buffer(src) as S, \
+            device.buffer(np.full(n, np.nan, np.float32)) as D:
+        assert [b.kind for b in pipe.bindings] == ["uniform", "storage", "storage"]
+        device.dispatch(pipe, (n + 31) // 32, {0: P, 1: S, 2: D})
+        np.testing.assert_allclose(D.read(np.float32), src * 3 - 1, rtol=1e-6)
+
+
+def test_the_dispatch_cache_stays_bounded(device, scale_add_words):
+    from hydroplane.vk.device import DISPATCH_CACHE_SIZE
+
+    n = 64
+    with _scale_add(device, scale_add_words) as pipe, device.buffer(np.ones(n, np.float32)) as A, \
+            device.buffer(np.zeros(n, np.float32)) as B, device.buffer(n * 4) as out:
+        for scale in range(DISPATCH_CACHE_SIZE + 10):
+            device.dispatch(pipe, 1, {0: A, 1: B, (1, 0): out}, push=np.array((scale, n), PUSH))
+            assert len(device._dispatch_cache) <= DISPATCH_CACHE_SIZE
+        np.testing.assert_array_equal(out.read(np.float32), np.full(n, DISPATCH_CACHE_SIZE + 9, np.float32))
+
+
+@pytest.mark.parametrize("value,expected", [
+    (b"\x01\x02", b"\x01\x02"), (np.float16(1.5), np.float16(1.5).tobytes()), (True, b"\x01\x00\x00\x00"),
+    (-2, (-2).to_bytes(4, "little", signed=True)), (7, b"\x07\x00\x00\x00"), (0.5, np.float32(0.5).tobytes()),
+    (np.uint64(2**40), (2**40).to_bytes(8, "little"))])
+def test_specialization_constant_bytes(value, expected):
+    from hydroplane.vk.pipeline import spec_bytes
+
+    assert spec_bytes(value) == expected
