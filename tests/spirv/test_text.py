@@ -371,3 +371,21 @@ def test_disassembling_a_bad_hand_built_module_raises_spirv_error():
             with pytest.raises(binary.SpirvError, match="cannot print instruction") as info:
                 text.disassemble(module, raw_id=raw)
             assert info.value.offset is None
+
+
+def test_builtin_names_match_spirv_dis(spirv_dis):
+    """Ids without OpName but with a BuiltIn decoration: every BuiltIn enumerant."""
+    values = sorted(grammar.enumerant_values("BuiltIn"))
+    lines = ["OpCapability Shader", "OpMemoryModel Logical GLSL450"]
+    lines += [f"OpDecorate %{n} BuiltIn {grammar.enumerant('BuiltIn', v).name}" for n, v in enumerate(values, 1)]
+    words = text.assemble("\n".join(lines), preserve_numeric_ids=True)
+    assert body(text.disassemble(words)) == body(disassemble_with(spirv_dis, binary.to_bytes(words)))
+
+
+@pytest.mark.parametrize("name", CORPUS_NAMES)
+def test_disassembly_without_debug_names_is_spirv_dis_text(name, corpus_binaries, spirv_dis):
+    """The fallback names (built-ins, types, constants, numbers) when OpName is stripped."""
+    module = binary.decode(corpus_binaries[name])
+    module.instructions = [i for i in module.instructions if i.opcode not in (grammar.Op.Name, grammar.Op.MemberName)]
+    data = binary.to_bytes(binary.encode(module))
+    assert body(text.disassemble(module)) == body(disassemble_with(spirv_dis, data))

@@ -218,6 +218,24 @@ def encode_float(token: str, exp_bits: int, mant_bits: int, no_infinity: bool = 
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 _BUILTIN_DECORATION = grammar.enumerant("Decoration", "BuiltIn").value
 
+# What spirv-dis calls a BuiltIn-decorated id that has no OpName: GLSL's gl_* spelling for
+# the GLSL built-ins, the bare name for OpenCL / subgroup ones; other built-ins stay numbered.
+# (Observed from spirv-dis 2026.4; tests/spirv/test_text.py compares every BuiltIn.)
+_BUILTIN_NAMES = {
+    **{name: "gl_" + name for name in (
+        "Position PointSize ClipDistance CullDistance FragCoord FragDepth FrontFacing HelperInvocation "
+        "InstanceIndex BaseInstance Layer LocalInvocationIndex PatchVertices PointCoord SampleMask "
+        "SamplePosition TessCoord TessLevelInner TessLevelOuter VertexIndex ViewportIndex").split()},
+    "VertexId": "gl_VertexID", "InstanceId": "gl_InstanceID", "PrimitiveId": "gl_PrimitiveID",
+    "InvocationId": "gl_InvocationID", "SampleId": "gl_SampleID", "NumWorkgroups": "gl_NumWorkGroups",
+    "WorkgroupSize": "gl_WorkGroupSize", "WorkgroupId": "gl_WorkGroupID",
+    "LocalInvocationId": "gl_LocalInvocationID", "GlobalInvocationId": "gl_GlobalInvocationID",
+    **{name: name for name in (
+        "WorkDim GlobalSize EnqueuedWorkgroupSize GlobalOffset GlobalLinearId SubgroupSize SubgroupMaxSize "
+        "NumSubgroups NumEnqueuedSubgroups SubgroupId SubgroupLocalInvocationId").split()},
+    **{f"Subgroup{m}Mask": f"Subgroup{m}MaskKHR" for m in ("Eq", "Ge", "Gt", "Le", "Lt")},
+}
+
 
 def _sanitize(name: str) -> str:
     return _UNSAFE_NAME_CHARS.sub("_", name) if name else "_"
@@ -261,8 +279,8 @@ class FriendlyNames:
                 self.save(ops[0].value, ops[1].value)
             elif op == Op.Decorate and ops[1].value == _BUILTIN_DECORATION:
                 builtin = grammar.enumerant_values("BuiltIn").get(ops[2].value)
-                if builtin is not None:
-                    self.save(ops[0].value, "gl_" + builtin.name)
+                if builtin is not None and builtin.name in _BUILTIN_NAMES:
+                    self.save(ops[0].value, _BUILTIN_NAMES[builtin.name])
             elif op in (Op.TypeInt, Op.TypeFloat):
                 t = scalar_type(inst)
                 self.scalars[rid] = t
