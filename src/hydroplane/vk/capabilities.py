@@ -165,28 +165,35 @@ def _khr_shape(p, granularity=False, invocations=0) -> CoopShape:
                      invocations, granularity)
 
 
+def _query(inst: Instance, name: str, struct, *leading) -> list:
+    """Enumerate through an instance-level extension entry point; [] if the loader cannot give it."""
+    fn = _ffi.instance_proc(inst.handle, name)
+    return [] if fn is None else enumerate_structs(fn, STyped(struct), *leading)
+
+
 def _coop_queries(inst: Instance, handle: int, extensions, subgroup_size: int) -> dict:
+    """Each cooperative-matrix query whose extension the device lists (never one it does not)."""
     out: dict = {}
     if "VK_KHR_cooperative_matrix" in extensions:
-        fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
-        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixPropertiesKHR), handle)
+        props = _query(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", C.VkCooperativeMatrixPropertiesKHR,
+                       handle)
         out["coop_khr"] = tuple(_khr_shape(p) for p in props)
     if "VK_NV_cooperative_matrix" in extensions:
-        fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV")
-        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixPropertiesNV), handle)
+        props = _query(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", C.VkCooperativeMatrixPropertiesNV,
+                       handle)
         out["coop_nv"] = tuple(CoopShape(p.MSize, p.NSize, p.KSize, E.component_type_name(p.AType),
                                          E.component_type_name(p.BType), E.component_type_name(p.CType),
                                          E.component_type_name(p.DType), False, E.scope_name(p.scope))
                                for p in props)
     if "VK_NV_cooperative_matrix2" in extensions:
-        fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV")
-        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixFlexibleDimensionsPropertiesNV), handle)
+        props = _query(inst, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV",
+                       C.VkCooperativeMatrixFlexibleDimensionsPropertiesNV, handle)
         out["coop_nv2_flexible"] = tuple(_khr_shape(p, True, p.workgroupInvocations) for p in props)
     if "VK_EXT_cooperative_matrix_maintenance1" in extensions:
-        fn = _ffi.instance_proc(inst.handle, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT")
         query = C.VkPhysicalDeviceCooperativeMatrixInfo2EXT(scope=E.VK_SCOPE_SUBGROUP_KHR, invocations=subgroup_size,
                                                             subgroupSize=subgroup_size, flags=0)
-        props = enumerate_structs(fn, STyped(C.VkCooperativeMatrixProperties2EXT), handle, ctypes.byref(query))
+        props = _query(inst, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT", C.VkCooperativeMatrixProperties2EXT,
+                       handle, ctypes.byref(query))
         out["coop_ext_shapes"] = tuple(_khr_shape(p, True, subgroup_size) for p in props)
     return out
 
