@@ -389,3 +389,24 @@ def test_disassembly_without_debug_names_is_spirv_dis_text(name, corpus_binaries
     module.instructions = [i for i in module.instructions if i.opcode not in (grammar.Op.Name, grammar.Op.MemberName)]
     data = binary.to_bytes(binary.encode(module))
     assert body(text.disassemble(module)) == body(disassemble_with(spirv_dis, data))
+
+
+@pytest.mark.parametrize("literal,expected", [
+    ("1e999999999", None), ("-1e999999999", None), ("1e-999999999", 0), ("-1e-999999999", 0x80000000),
+    ("0x1p+999999999", None), ("0x1p-999999999", 0), ("1" * 2000, None), ("0." + "0" * 900 + "1e+901", 0x3F800000),
+    ("0x" + "0" * 900 + "1p+0", 0x3F800000),
+])
+def test_extreme_float_literals_are_quick(literal, expected):
+    import time
+
+    start = time.process_time()
+    assert text.encode_float(literal, 8, 23) == expected
+    assert time.process_time() - start < 0.5
+
+
+def test_extreme_integer_literals_are_errors():
+    for literal in ("9" * 5000, "-" + "9" * 5000, "0x" + "f" * 5000):
+        with pytest.raises(AssemblyError, match="out of range|does not fit"):
+            text.assemble(f"%u = OpTypeInt 32 0\n%c = OpConstant %u {literal}")
+        with pytest.raises(AssemblyError, match="does not fit"):
+            text.assemble(f"OpSource GLSL {literal}")

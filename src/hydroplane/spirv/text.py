@@ -159,6 +159,10 @@ def format_literal(value: int, t: ScalarType | None, nwords: int) -> str:
 
 _DECIMAL_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 _HEX_FLOAT = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]*)\.?([0-9a-fA-F]*)(?:[pP]([+-]?\d+))?\Z")
+_LONGEST_FLOAT = 1000  # characters; longer literals are rejected rather than computed
+# Exponents beyond these over- or underflow every format whatever 1000 digits say: 1000 digits
+# span 10**±1000 (decimal) or 2**±4000 (hex); the formats span 10**±330, 2**±1100.
+_EXTREME_SCALE = {False: 1500, True: 6000}
 _INTEGER = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|\d+)\Z")
 
 
@@ -166,7 +170,11 @@ def parse_integer(token: str) -> int | None:
     m = _INTEGER.match(token)
     if not m:
         return None
-    value = int(m.group(2), 0) if m.group(2)[:2].lower() == "0x" else int(m.group(2))
+    digits = m.group(2)
+    if len(digits.lstrip("0")) > 40:  # far out of every range; int() of huge decimals is slow
+        value = 1 << 200
+    else:
+        value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits)
     return -value if m.group(1) == "-" else value
 
 
@@ -175,21 +183,27 @@ def encode_float(token: str, exp_bits: int, mant_bits: int, no_infinity: bool = 
 
     None when the token is not a float or does not fit. A hex float may name the all-ones
     exponent (spirv-dis prints infinities and NaNs that way); a decimal one may not."""
+    if len(token) > _LONGEST_FLOAT:
+        return None
     m = _HEX_FLOAT.match(token)
     if m and (m.group(2) or m.group(3)):
         negative = m.group(1) == "-"
         value = Fraction(int(m.group(2) + m.group(3) or "0", 16), 16 ** len(m.group(3)))
-        value *= Fraction(2) ** int(m.group(4) or 0)
+        scale = int(m.group(4) or 0)
         is_hex = True
-    elif _DECIMAL_FLOAT.match(token):
+    elif (d := _DECIMAL_FLOAT.match(token)):
         negative = token.startswith("-")
-        value = abs(Fraction(token))
+        value = abs(Fraction(token[:d.start(2)] if d.group(2) else token))
+        scale = int(d.group(2)[1:]) if d.group(2) else 0
         is_hex = False
     else:
         return None
     sign = int(negative) << (exp_bits + mant_bits)
-    if value == 0:
-        return sign
+    if value == 0 or scale < -_EXTREME_SCALE[is_hex]:
+        return sign  # zero, or far below every format's smallest subnormal
+    if scale > _EXTREME_SCALE[is_hex]:
+        return None  # far above every format's range
+    value *= Fraction(2 if is_hex else 10) ** scale
     bias = (1 << (exp_bits - 1)) - 1
     exponent = value.numerator.bit_length() - value.denominator.bit_length()
     if Fraction(2) ** exponent > value:
