@@ -108,3 +108,12 @@ def test_layout_operands():
         mem.layout_of(7)
     with pytest.raises(cm.CoopMatError, match="flat uint8"):
         mem.load(np.zeros(16, np.float32), [0], cm.CoopMatType(np.float32, 3, 2, 2), mem.Layout.RowMajor, 2, 4)
+
+
+def test_element_offsets_take_per_instance_strides():
+    strides = np.array([8, 0, 11])
+    many = mem.element_offsets(4, 8, mem.Layout.ColumnMajor, strides, 4, 2)
+    for n, s in enumerate(strides):
+        np.testing.assert_array_equal(many[n], mem.element_offsets(4, 8, mem.Layout.ColumnMajor, int(s), 4, 2))
+    one = mem.element_offsets(4, 8, mem.Layout.RowMajor, 9, 4, 2)
+    assert one[3, 5] == 3 * 9 * 4 + 5 * 2

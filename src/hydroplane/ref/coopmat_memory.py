@@ -58,15 +58,17 @@ def layout_from_column_major(column_major: bool) -> Layout:
     return Layout.ColumnMajor if column_major else Layout.RowMajor
 
 
-def element_offsets(rows: int, cols: int, layout: Layout, stride: int, pointee_size: int,
+def element_offsets(rows: int, cols: int, layout: Layout, stride, pointee_size: int,
                     component_size: int) -> np.ndarray:
-    """(rows, cols) int64 byte offsets of every element from the pointer."""
+    """Byte offsets of every element from the pointer: (rows, cols) for one stride, or
+    (instances, rows, cols) for an array of per-instance strides."""
     r = np.arange(rows, dtype=np.int64)[:, None]
     c = np.arange(cols, dtype=np.int64)[None, :]
-    step = int(stride) * int(pointee_size)
-    if layout == Layout.RowMajor:
-        return r * step + c * component_size
-    return c * step + r * component_size
+    major, minor = (r, c) if layout == Layout.RowMajor else (c, r)
+    step = np.asarray(stride, dtype=np.int64) * int(pointee_size)
+    if step.ndim:
+        return major[None] * step[:, None, None] + minor[None] * component_size
+    return major * int(step) + minor * component_size
 
 
 def _byte_addresses(memory: np.ndarray, base, mtype: CoopMatType, layout: Layout, stride: int,

@@ -116,11 +116,8 @@ def _owner_lanes(sc: _Scope, dist, rows: int, cols: int) -> np.ndarray:
 def _element_offsets(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> np.ndarray:
     base = per_instance(ctx, sc, ptr.offset, "the cooperative-matrix pointer")[inst_idx].astype(np.int64)
     stride = as_signed(np.asarray(stride)).astype(np.int64)[inst_idx]
-    pointee = T.size_of(ptr.type)
-    r = np.arange(t.rows, dtype=np.int64)[None, :, None]
-    c = np.arange(t.cols, dtype=np.int64)[None, None, :]
-    major, minor = (r, c) if layout == mm.Layout.RowMajor else (c, r)
-    return base[:, None, None] + major * (stride * pointee)[:, None, None] + minor * t.dtype.itemsize
+    offsets = mm.element_offsets(t.rows, t.cols, layout, stride, T.size_of(ptr.type), t.dtype.itemsize)
+    return base[:, None, None] + offsets
 
 
 def _region_rows(ptr, lanes: np.ndarray):
