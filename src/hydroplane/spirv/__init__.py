@@ -9,9 +9,11 @@ from hydroplane.spirv.build_error import BuildError
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.grammar import GrammarError, Op
 from hydroplane.spirv.reflection import Binding, EntryPoint, ModuleInterface, SpecConstant, reflect
+from hydroplane.spirv.text import AssemblyError, assemble, disassemble
 from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, validate
 
 __all__ = [
+    "AssemblyError", "assemble", "disassemble",
     "Binding", "BuildError", "EntryPoint", "GrammarError", "Instruction", "Module", "ModuleBuilder", "ModuleInterface", "Op", "Operand",
     "SpecConstant", "SpirvError", "ValidationError", "ValidatorNotFound", "decode", "encode", "reflect",
     "to_bytes", "validate",

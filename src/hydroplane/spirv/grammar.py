@@ -171,8 +171,14 @@ EXTINST_BY_NAME: dict[str, dict[str, ExtInstInfo]] = {
 }
 
 
+GENERATORS: dict[int, str] = {
+    tool_id: f"{vendor} {tool}" if tool else vendor for tool_id, (vendor, tool) in _g.GENERATORS.items()
+}
+"""Generator ids of the module header (the registry's vendor/tool ids) -> 'Vendor Tool'."""
+
+
 def extinst(set_name: str, key: int | str) -> ExtInstInfo:
-    """An instruction of an extended instruction set (only GLSL.std.450 is tabulated)."""
+    """An instruction of a tabulated extended instruction set (see tools/gen_grammar.py)."""
     table = EXTINST.get(set_name)
     if table is None:
         raise GrammarError(f"extended instruction set {set_name!r} is not tabulated")
