@@ -153,3 +153,25 @@ def test_collect_mode_reports_a_coop_out_of_bounds_load_and_goes_on(glslang):
     want[:64] = c
     expect = np.stack([want[r * 9:r * 9 + 8] for r in range(8)])  # out-of-bounds elements read as 0
     np.testing.assert_array_equal(got, expect)
+
+
+@pytest.mark.parametrize("clamp,pad_mode", [("gl_CooperativeMatrixClampModeConstantNV", "constant"),
+                                            ("gl_CooperativeMatrixClampModeClampToEdgeNV", "edge"),
+                                            ("gl_CooperativeMatrixClampModeRepeatNV", "wrap"),
+                                            ("gl_CooperativeMatrixClampModeMirrorRepeatNV", "reflect")])
+def test_tensor_load_clamp_modes_and_clipped_store(glslang, clamp, pad_mode):
+    rows, cols = 5, 6
+    words = compile_glsl(glslang, glsl_source("tensor_clamp.comp"), {"CLAMP": clamp, "ROWS": rows, "COLS": cols})
+    tensor = np.random.default_rng(11).integers(-50, 50, (rows, cols)).astype(np.float32)
+    out = _run(words, {0: tensor.reshape(-1), 1: np.full(64, np.nan, np.float32),
+                       2: np.full(64, np.nan, np.float32)}, sg=8)
+    if pad_mode == "constant":
+        padded = np.pad(tensor, ((3, 8), (2, 8)), mode="constant", constant_values=42.0)
+    else:
+        padded = np.pad(tensor, ((3, 8), (2, 8)), mode=pad_mode)
+    tile = padded[:8, :8]
+    np.testing.assert_array_equal(out[1].reshape(8, 8), tile)
+    stored = np.full((8, 8), np.nan, np.float32)
+    # the clipped view maps matrix (2..5, 1..6) onto the first 4x6 elements of the 8x8 tensor's span
+    stored.reshape(-1)[:24] = tile[2:6, 1:7].reshape(-1)
+    np.testing.assert_array_equal(out[2].reshape(8, 8), stored)
