@@ -36,7 +36,8 @@ class ExecContext:
         self.mask_full = True
         self.inst = None  # the instruction being executed
         self.report: list[Diagnostic] | None = report  # collect mode when not None
-        self.stats = {"instructions": 0}
+        self.stats = {"instructions": 0, "blocks": 0}
+        self.max_blocks = (options or {}).get("max_blocks", 1 << 22) if isinstance(options, dict) else 1 << 22
 
     # -- values --------------------------------------------------------------------------------
     def get(self, ident: int):
@@ -126,7 +127,7 @@ class ExecContext:
     def diagnose(self, kind: str, message: str, lanes=None) -> None:
         """Raise the diagnostic (default) or append it to the report (collect mode)."""
         d = self.diagnostic(kind, message, lanes)
-        if self.report is not None and kind not in ("unsupported", "invalid", "unreachable"):
+        if self.report is not None and kind not in ("unsupported", "invalid", "unreachable", "limit"):
             if len(self.report) < 1000:
                 self.report.append(d)
             return

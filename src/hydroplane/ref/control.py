@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
+from hydroplane.ref.describe import format_instruction
+from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.ref.access import store_value
 from hydroplane.ref.memory import Region
 from hydroplane.ref.ops import Op
@@ -65,40 +68,54 @@ def run_function(ctx, fn, args: list):
             block = blocks[here]
             ctx.mask = mask
             ctx.mask_full = entered == int(np.count_nonzero(mask))
-            if block.phis:
-                _phis(ctx, block, mask, prev)
-            ctx.stats["instructions"] += len(block.body)
-            for inst in block.body:
-                ctx.inst = inst
-                inst.handler(ctx, inst)
-            term = block.terminator
-            ctx.inst = term
-            if term is None:
-                ctx.diagnose("invalid", f"block %{block.label} has no terminator")
-            op = term.opcode
-            if op == Op.Branch:
-                np.putmask(pc, mask, fn.blocks[term.args[0]].order)
-            elif op == Op.BranchConditional:
-                cond = ctx.get(term.args[0])
-                t, f = fn.blocks[term.args[1]].order, fn.blocks[term.args[2]].order
-                if cond.shape[0] == 1:
-                    np.putmask(pc, mask, t if cond[0] else f)
+            try:
+                if block.phis:
+                    _phis(ctx, block, mask, prev)
+                stats = ctx.stats
+                stats["instructions"] += len(block.body)
+                stats["blocks"] += 1
+                if stats["blocks"] > ctx.max_blocks:
+                    ctx.inst = block.terminator
+                    ctx.diagnose("limit", f"more than {ctx.max_blocks} block executions (an endless loop?); "
+                                 "raise Executor(max_blocks=...) for longer kernels", np.flatnonzero(mask))
+                for inst in block.body:
+                    ctx.inst = inst
+                    inst.handler(ctx, inst)
+                term = block.terminator
+                ctx.inst = term
+                if term is None:
+                    ctx.diagnose("invalid", f"block %{block.label} has no terminator")
+                op = term.opcode
+                if op == Op.Branch:
+                    np.putmask(pc, mask, fn.blocks[term.args[0]].order)
+                elif op == Op.BranchConditional:
+                    cond = ctx.get(term.args[0])
+                    t, f = fn.blocks[term.args[1]].order, fn.blocks[term.args[2]].order
+                    if cond.shape[0] == 1:
+                        np.putmask(pc, mask, t if cond[0] else f)
+                    else:
+                        np.copyto(pc, np.where(cond, np.int32(t), np.int32(f)), where=mask)
+                elif op == Op.Switch:
+                    pc[mask] = _switch_targets(ctx, fn, term, mask)
+                elif op in (Op.Return, Op.ReturnValue):
+                    if op == Op.ReturnValue:
+                        value = ctx.get(term.args[0])
+                        result = value if result is None else merge(mask, value, result)
+                    pc[mask] = DONE
+                elif op == Op.Unreachable:
+                    ctx.diagnose("unreachable", "OpUnreachable was executed", np.flatnonzero(mask))
+                    pc[mask] = DONE
                 else:
-                    np.copyto(pc, np.where(cond, np.int32(t), np.int32(f)), where=mask)
-            elif op == Op.Switch:
-                pc[mask] = _switch_targets(ctx, fn, term, mask)
-            elif op in (Op.Return, Op.ReturnValue):
-                if op == Op.ReturnValue:
-                    value = ctx.get(term.args[0])
-                    result = value if result is None else merge(mask, value, result)
-                pc[mask] = DONE
-            elif op == Op.Unreachable:
-                ctx.diagnose("unreachable", "OpUnreachable was executed", np.flatnonzero(mask))
-                pc[mask] = DONE
-            else:
-                ctx.diagnose("unsupported", f"{term.name} in a compute shader")
-            if track_prev:
-                np.putmask(prev, mask, block.label)
+                    ctx.diagnose("unsupported", f"{term.name} in a compute shader")
+                if track_prev:
+                    np.putmask(prev, mask, block.label)
+            except HydroplaneError:
+                raise
+            except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:
+                where = (f" at word {ctx.inst.offset} `{format_instruction(ctx.inst, ctx.program.names)}`"
+                         if ctx.inst is not None else "")
+                raise InvalidModuleError(f"malformed module or executor bug{where}: "
+                                         f"{type(exc).__name__}: {exc}") from exc
         return result
     finally:
         ctx.frame, ctx.mask, ctx.mask_full, ctx.inst = saved

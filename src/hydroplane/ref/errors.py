@@ -68,6 +68,10 @@ class UnreachableError(RefError):
     """OpUnreachable was executed."""
 
 
+class ExecutionLimitError(RefError):
+    """A dispatch ran more blocks than the executor's `max_blocks` (an endless loop, usually)."""
+
+
 ERROR_OF_KIND: dict[str, type[RefError]] = {
     "out-of-bounds": OutOfBoundsError,
     "uninitialized-read": UninitializedReadError,
@@ -75,6 +79,7 @@ ERROR_OF_KIND: dict[str, type[RefError]] = {
     "non-uniform": NonUniformError,
     "unsupported": UnsupportedInstructionError,
     "unreachable": UnreachableError,
+    "limit": ExecutionLimitError,
     "invalid": InvalidModuleError,
 }
 DIAGNOSTIC_KINDS = tuple(ERROR_OF_KIND)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
@@ -27,7 +28,7 @@ from hydroplane.ref.values import Cell, Pointer
 from hydroplane.spirv import grammar
 
 SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
-BUILTIN_STORAGE = ("Input",)
+MAX_WORKGROUP_INVOCATIONS = 1 << 16
 
 
 class Buffer:
@@ -114,7 +115,13 @@ class Executor:
                                      f"(it has {sorted(program.used_spec_ids) or 'none'})")
         if subgroup_size is not None and subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
-        return Kernel(program, entry, ep.function, _local_size(program, ep), subgroup_size)
+        try:
+            local_size = _local_size(program, ep)
+        except HydroplaneError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:
+            raise InvalidModuleError(f"malformed module: {type(exc).__name__}: {exc} (workgroup size)") from exc
+        return Kernel(program, entry, ep.function, local_size, subgroup_size)
 
     # -- dispatch ------------------------------------------------------------------------------------
     def dispatch(self, kernel: Kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None):
@@ -140,8 +147,15 @@ class Executor:
             ctx.memory.checks = self.checks
             ctx.memory.psb_regions = [Region(f"buffer @{b.address:#x}", "PhysicalStorageBuffer", b.nbytes,
                                              data=b.data.reshape(1, -1)) for b in self.buffers]
-            _bind_globals(ctx, kernel, bound, push_bytes)
-            run_function(ctx, kernel.program.functions[kernel.function], [])
+            try:
+                _bind_globals(ctx, kernel, bound, push_bytes)
+                entry = kernel.program.functions[kernel.function]
+            except HydroplaneError:
+                raise
+            except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:
+                raise InvalidModuleError(f"malformed module: {type(exc).__name__}: {exc} "
+                                         "(while binding its variables)") from exc
+            run_function(ctx, entry, [])
             stats["instructions"] += ctx.stats["instructions"]
             stats["batches"] += 1
         self.last_report = report or []
@@ -172,8 +186,9 @@ def _local_size(program: Program, ep) -> tuple[int, int, int]:
             size = tuple(int(v) for v in np.asarray(wgs).reshape(-1)[:3])
     if size is None:
         raise InvalidModuleError(f"entry point {ep.name!r} has no LocalSize, LocalSizeId or WorkgroupSize")
-    if any(s < 1 for s in size):
-        raise InvalidModuleError(f"entry point {ep.name!r} has workgroup size {size}")
+    if any(s < 1 for s in size) or int(np.prod(size)) > MAX_WORKGROUP_INVOCATIONS:
+        raise InvalidModuleError(f"entry point {ep.name!r} has workgroup size {size} (1 to "
+                                 f"{MAX_WORKGROUP_INVOCATIONS} invocations)")
     return size
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 PSB_REGION_SHIFT = 40  # PhysicalStorageBuffer address = (region number + 1) << 40 | byte offset
+MAX_REGION_BYTES = 1 << 30  # Workgroup/Function/Private memory of one batch, all rows together
 
 
 class Region:
@@ -24,6 +25,11 @@ class Region:
         self.storage = storage
         self.nbytes = nbytes
         padded = max(8, -(-nbytes // 8) * 8)
+        if data is None and padded * rows > MAX_REGION_BYTES:
+            from hydroplane.ref.errors import InvalidModuleError
+
+            raise InvalidModuleError(f"{storage} variable {name} needs {nbytes} bytes x {rows} copies, "
+                                     f"more than the executor's {MAX_REGION_BYTES} bytes")
         if data is None:
             self.data = np.zeros((rows, padded), np.uint8)
         else:

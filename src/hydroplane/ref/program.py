@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
 from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.spirv import binary, grammar
@@ -106,7 +107,12 @@ class Program:
         self.capabilities: list[str] = []
         self.used_spec_ids: set[int] = set()
         self.workgroup_size_constant: int | None = None
-        self._parse()
+        try:
+            self._parse()
+        except HydroplaneError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:
+            raise InvalidModuleError(f"malformed module: {type(exc).__name__}: {exc}") from exc
 
     # -- helpers handlers use ---------------------------------------------------------------
     def decoration(self, target: int, name: str):

@@ -175,6 +175,7 @@ class OpaqueType(Type):
         return f"opaque({self.opcode})"
 
 
+MAX_TEMPLATE_ELEMENTS = 1 << 22
 SCOPE_WORKGROUP = 2
 SCOPE_SUBGROUP = 3
 
@@ -267,6 +268,11 @@ def element_template(t: Type, mstride: int | None = None, row_major: bool = Fals
         row = np.arange(t.column.count, dtype=np.int64)[None, :]
         return row * stride + col * item if row_major else col * stride + row * item
     if isinstance(t, ArrayType) and t.length is not None:
+        if t.length > MAX_TEMPLATE_ELEMENTS:
+            from hydroplane.ref.errors import InvalidModuleError
+
+            raise InvalidModuleError(f"a whole-array access of {t.length} elements ({t}) is more than the "
+                                     f"executor's {MAX_TEMPLATE_ELEMENTS}")
         inner = element_template(t.element, mstride, row_major)
         steps = np.arange(t.length, dtype=np.int64) * array_stride(t)
         return steps.reshape((t.length,) + (1,) * inner.ndim) + inner[None]
