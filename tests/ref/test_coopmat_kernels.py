@@ -175,3 +175,10 @@ def test_tensor_load_clamp_modes_and_clipped_store(glslang, clamp, pad_mode):
     # the clipped view maps matrix (2..5, 1..6) onto the first 4x6 elements of the 8x8 tensor's span
     stored.reshape(-1)[:24] = tile[2:6, 1:7].reshape(-1)
     np.testing.assert_array_equal(out[2].reshape(8, 8), stored)
+
+
+def test_structs_of_matrices_go_to_the_plain_composite_handlers(glslang):
+    words = compile_glsl(glslang, glsl_source("struct_of_matrices.comp"))
+    c = np.random.default_rng(13).integers(-8, 8, 64).astype(np.float32)
+    out = _run(words, {0: c, 1: np.full(64, np.nan, np.float32)}, sg=8)
+    np.testing.assert_array_equal(out[1], c + c - c * 0.5)

@@ -20,7 +20,7 @@ from hydroplane.ref import coopmat_memory as mm
 from hydroplane.ref import coopmat_reduce as rd
 from hydroplane.ref import coopmat_tensor as tt
 from hydroplane.ref import types as T
-from hydroplane.ref.ops import Op, register
+from hydroplane.ref.ops import HANDLERS, Op, register
 from hydroplane.ref.ops_memory import check_uniform
 from hydroplane.ref.values import as_signed
 
@@ -238,9 +238,16 @@ def _lane_index(ctx, sc: _Scope, value) -> np.ndarray:
     return np.where(sc.by_instance(ctx.mask), sc.by_instance(index), 0)  # inactive lanes read element 0
 
 
+def _plain(ctx, inst) -> None:
+    """The interpreter's own handler: composites *of* matrices (arrays, structs) are not ours."""
+    HANDLERS[inst.opcode](ctx, inst)
+
+
 @coop_handler(Op.CompositeExtract, type=CM)
 def _composite_extract(ctx, inst):
     t = ctx.type_of(inst.args[0])
+    if not isinstance(t, CM):
+        return _plain(ctx, inst)
     if len(inst.literals) != 1:
         raise cm.CoopMatError(f"OpCompositeExtract from a cooperative matrix takes one index, got {inst.literals}")
     sc = _Scope(ctx, t.scope)
@@ -251,6 +258,8 @@ def _composite_extract(ctx, inst):
 @coop_handler(Op.CompositeInsert, type=CM)
 def _composite_insert(ctx, inst):
     t = inst.type
+    if not isinstance(t, CM):
+        return _plain(ctx, inst)
     sc = _Scope(ctx, t.scope)
     mats = full(ctx.get(inst.args[1]), sc.count)
     values = sc.by_instance(np.asarray(ctx.get(inst.args[0])))
@@ -261,6 +270,8 @@ def _composite_insert(ctx, inst):
 @coop_handler(Op.CompositeConstruct, type=CM)
 def _composite_construct(ctx, inst):
     t = inst.type
+    if not isinstance(t, CM):
+        return _plain(ctx, inst)
     if len(inst.args) != 1:
         raise cm.CoopMatError(f"OpCompositeConstruct of a cooperative matrix takes one scalar, got {len(inst.args)}")
     value = np.asarray(ctx.get(inst.args[0]))
