@@ -63,3 +63,23 @@ def test_gemm_reference_and_lavapipe_agree(glslang):
         got = dbufs[2].read(np.float32, (size, size))
     np.testing.assert_array_equal(ref, want)
     np.testing.assert_array_equal(got, want)
+
+
+def test_optimised_gemm_keeps_matrices_in_phis(glslang, tmp_path):
+    """spirv-opt -O turns the accumulator variables into OpPhi of cooperative matrices."""
+    import subprocess
+
+    from conftest import require_tool
+    from hydroplane.spirv import Op, decode
+
+    words = compile_glsl(glslang, SOURCE, {"SG": 32, "SUBGROUPS": SUBGROUPS})
+    src, out = tmp_path / "gemm.spv", tmp_path / "gemm_opt.spv"
+    src.write_bytes(words)
+    subprocess.run([require_tool("spirv-opt"), "-O", str(src), "-o", str(out)], check=True, capture_output=True)
+    optimised = out.read_bytes()
+    assert sum(i.opcode == Op.Phi for i in decode(optimised).instructions) >= 4
+    a, b, want = _inputs(3)
+    ex = Executor(subgroup_size=32)
+    bufs = {0: ex.buffer(a), 1: ex.buffer(b), 2: ex.buffer(np.full((SIZE, SIZE), np.nan, np.float32))}
+    ex.dispatch(ex.kernel(optimised), _grid(), bufs)
+    np.testing.assert_array_equal(ex.read(bufs[2], np.float32, (SIZE, SIZE)), want)
