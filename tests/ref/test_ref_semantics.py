@@ -234,3 +234,60 @@ def test_uniform_buffer_std140_and_debug_info_variants(flags):
     r = sum(rot[c][None, :] * p[:, c:c + 1] for c in range(3)) + bias
     np.testing.assert_allclose(out[:, :3], r, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(out[:, 3], table[np.arange(16) % 4] + (3 * np.arange(16) - 7).astype(np.float32))
+
+
+def test_many_batches_give_the_same_answer_as_one():
+    words = glsl("""#version 450
+layout(local_size_x = 24) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) buffer B { uint count; float b[]; };
+shared float s[24];
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    uint g = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 24u + l;
+    s[l] = a[g];
+    barrier();
+    b[g] = s[23u - l] + float(gl_WorkGroupID.x + 100u * gl_WorkGroupID.y);
+    if (l == 0u) atomicAdd(count, 1u);
+}""")
+    rng = np.random.default_rng(19)
+    a = rng.standard_normal(24 * 15).astype(np.float32)
+    results = []
+    for max_lanes in (1 << 15, 32, 100):  # one batch; one workgroup (padded to 32 lanes) per batch; three
+        ex = Executor(max_lanes=max_lanes)
+        ba, bb = ex.buffer(a), ex.buffer(np.full(24 * 15 + 1, 0, np.float32))
+        ex.dispatch(ex.kernel(words), (5, 3, 1), {0: ba, 1: bb})
+        results.append(ex.read(bb, np.float32))
+        assert ex.last_stats["batches"] == {1 << 15: 1, 32: 15, 100: 5}[max_lanes]
+    wg = np.repeat(np.arange(15), 24)
+    want = a.reshape(15, 24)[:, ::-1].reshape(-1) + (wg % 5 + 100 * (wg // 5)).astype(np.float32)
+    for r in results:
+        np.testing.assert_array_equal(r[1:], want)
+        assert r[:1].view(np.uint32)[0] == 15
+
+
+def test_float_atomics_and_pointer_arithmetic_on_device_addresses():
+    words = glsl("""#version 450
+#extension GL_EXT_shader_atomic_float : require
+#extension GL_EXT_shader_atomic_float2 : require
+#extension GL_EXT_buffer_reference2 : require
+layout(local_size_x = 32) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer FloatRef { float v; };
+layout(set = 0, binding = 0) buffer P { FloatRef base; float total; float biggest; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    FloatRef p = base + i;  // glslang: OpConvertPtrToU, integer add, OpConvertUToPtr
+    float x = p.v;
+    atomicAdd(total, x);
+    atomicMax(biggest, x);
+    p.v = x * 2.0;
+}""")
+    rng = np.random.default_rng(20)
+    x = rng.integers(-100, 100, 32).astype(np.float32)  # integers: the atomic sum is exact in any order
+    ex = Executor()
+    data = ex.buffer(x)
+    params = ex.buffer(np.array([data.address, np.array([0.0, -1e30], np.float32).view(np.uint64)[0]], np.uint64))
+    ex.dispatch(ex.kernel(words), (1, 1, 1), {0: params})
+    np.testing.assert_array_equal(ex.read(data, np.float32), x * 2)
+    total, biggest = ex.read(params, np.float32)[2:4]
+    assert total == x.sum() and biggest == x.max()

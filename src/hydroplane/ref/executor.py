@@ -261,6 +261,9 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
         name = program.names.get(rid) or f"%{rid}"
         init = var.args[0] if var.args else None
         if storage in ("StorageBuffer", "Uniform", "ShaderRecordBufferKHR"):
+            if isinstance(t, T.ArrayType) and isinstance(t.element, T.StructType) and t.element.block:
+                raise InvalidModuleError(f"{name} is an array of descriptors; the reference executor binds "
+                                         "one buffer per binding")
             ds = program.decoration(rid, "DescriptorSet")
             bn = program.decoration(rid, "Binding")
             key = (ds[0] if ds else 0, bn[0] if bn else 0)
