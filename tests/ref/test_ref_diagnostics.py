@@ -216,3 +216,53 @@ def test_unbound_binding_is_reported():
     b = ex.buffer(256)
     with pytest.raises(OutOfBoundsError, match="no buffer bound at set 0 binding 0"):
         ex.dispatch(ex.kernel(words), (1, 1, 1), {1: b})
+
+
+ZERO_INIT_SHARED = """
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %lid %shared %out
+               OpExecutionMode %main LocalSize 8 1 1
+               OpDecorate %lid BuiltIn LocalInvocationId
+               OpDecorate %rt ArrayStride 4
+               OpDecorate %blk Block
+               OpMemberDecorate %blk 0 Offset 0
+               OpDecorate %out DescriptorSet 0
+               OpDecorate %out Binding 0
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+     %v3uint = OpTypeVector %uint 3
+         %c0 = OpConstant %uint 0
+         %c8 = OpConstant %uint 8
+        %arr = OpTypeArray %uint %c8
+       %null = OpConstantNull %arr
+      %p_arr = OpTypePointer Workgroup %arr
+     %p_wu32 = OpTypePointer Workgroup %uint
+     %shared = OpVariable %p_arr Workgroup %null
+         %rt = OpTypeRuntimeArray %uint
+        %blk = OpTypeStruct %rt
+      %p_blk = OpTypePointer StorageBuffer %blk
+      %p_u32 = OpTypePointer StorageBuffer %uint
+        %out = OpVariable %p_blk StorageBuffer
+      %p_lid = OpTypePointer Input %v3uint
+        %lid = OpVariable %p_lid Input
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+         %l3 = OpLoad %v3uint %lid
+          %l = OpCompositeExtract %uint %l3 0
+         %pz = OpAccessChain %p_wu32 %shared %c0
+          %z = OpLoad %uint %pz
+         %po = OpAccessChain %p_u32 %out %c0 %l
+               OpStore %po %z
+               OpReturn
+               OpFunctionEnd
+"""
+
+
+def test_zero_initialised_workgroup_memory_is_written_and_race_free():
+    words = spirv_text(ZERO_INIT_SHARED)
+    ex = Executor()
+    out = ex.buffer(np.full(8, 7, np.uint32))
+    ex.dispatch(ex.kernel(words), (2, 1, 1), {0: out})
+    np.testing.assert_array_equal(ex.read(out, np.uint32), np.zeros(8, np.uint32))

@@ -284,8 +284,11 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
                             track=True)
             ctx.memory.tracked_regions.append(region)
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
-            if init is not None:
+            if init is not None:  # initialised before any invocation runs: written, owned by none
+                checks, ctx.memory.checks = ctx.memory.checks, False
                 store_value(ctx, ctx.globals[rid], t, ctx.get(init))
+                ctx.memory.checks = checks
+                region.written[:] = True
         elif storage == "Private":
             if rid in program.register_variables:
                 cell = Cell(int(np.count_nonzero(lanes.valid)), name, ctx.get(init) if init is not None else None)
