@@ -87,6 +87,13 @@ class ExecContext:
             return self.lanes.by_subgroup(self.mask).any(axis=1)
         return self.lanes.by_workgroup(self.mask).any(axis=1)
 
+    def mask_for(self, t, mask: np.ndarray) -> np.ndarray:
+        """A lane mask as the mask a value of type `t` merges under (instances for coop matrices)."""
+        if isinstance(t, T.CooperativeMatrixType):
+            lanes = self.lanes.by_subgroup(mask) if t.scope == T.SCOPE_SUBGROUP else self.lanes.by_workgroup(mask)
+            return lanes.any(axis=1)
+        return mask
+
     def full(self, value):
         """A value with its lane axis materialised to the lane count."""
         from hydroplane.ref.values import broadcast_lanes

@@ -100,7 +100,7 @@ def run_function(ctx, fn, args: list):
                 elif op in (Op.Return, Op.ReturnValue):
                     if op == Op.ReturnValue:
                         value = ctx.get(term.args[0])
-                        result = value if result is None else merge(mask, value, result)
+                        result = value if result is None else merge(ctx.mask_for(fn.type.result, mask), value, result)
                     pc[mask] = DONE
                 elif op == Op.Unreachable:
                     ctx.diagnose("unreachable", "OpUnreachable was executed", np.flatnonzero(mask))
@@ -133,7 +133,7 @@ def _phis(ctx, block, mask, prev) -> None:
                 continue
             value = ctx.get(pairs[i])
             try:
-                result = value if result is None else merge(sel, value, result)
+                result = value if result is None else merge(ctx.mask_for(phi.type, sel), value, result)
             except TypeError:
                 ctx.unsupported("OpPhi of pointers to different objects in different lanes (variable pointers)")
         values.append((phi.result_id, result))
