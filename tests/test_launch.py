@@ -127,3 +127,27 @@ def test_unset_push_constants_are_reported(kernel_path, tmp_path, capsys):
     rc = main(["run", str(kernel_path), "--buf", f"0={tmp_path / 'a.npy'}", "--buf", f"1={tmp_path / 'b.npy'}"])
     assert rc == 1
     assert "push constants" in capsys.readouterr().err
+
+
+def test_cli_collect_lists_every_diagnostic(glslang, tmp_path, capsys):
+    src = tmp_path / "oob.comp"
+    src.write_text("""#version 450
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) writeonly buffer B { float b[]; };
+void main() { uint i = gl_GlobalInvocationID.x; b[i + 16u] = a[i + 8u]; }""")
+    spv = tmp_path / "oob.spv"
+    run_tool([glslang, "-V", "--target-env", "vulkan1.3", str(src), "-o", str(spv)])
+    a = np.arange(32, dtype=np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", np.full(32, -1, np.float32))
+    rc = main(["run", str(spv), "--buf", f"0={tmp_path / 'a.npy'}", "--buf", f"1={tmp_path / 'b.npy'}",
+               "--out", f"1={tmp_path / 'o.npy'}", "--collect"])
+    assert rc == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("hydroplane: out-of-bounds:") for line in err)
+    assert "read" in err[0] and "write" in err[1]
+    out = np.load(tmp_path / "o.npy")
+    want = np.full(32, -1, np.float32)
+    want[16:] = np.concatenate([a[8:], np.zeros(8, np.float32)])[:16]
+    np.testing.assert_array_equal(out, want)

@@ -2,12 +2,14 @@
 
 --buf gives a binding's initial contents (outputs too, so size and dtype are known; descriptor
 set 0), --out writes a binding back after the run, --spec ID=VALUE sets specialization constants,
---push FILE.npy the push-constant bytes, --device ref (default) or N picks the executor.
+--push FILE.npy the push-constant bytes, --device ref (default) or N picks the executor,
+--collect lists every diagnostic of the reference executor instead of stopping at the first.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -92,11 +94,26 @@ def _cmd_run(args) -> int:
             raise LaunchError(f"--out {binding}: binding {binding} has no --buf (its size and dtype are unknown)")
     push = _load_npy(args.push, "--push") if args.push else None
     spec = dict(args.spec)
+    options = {}
+    if args.collect:
+        if args.device != "ref":
+            raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
+        options["diagnostics"] = "collect"
+    executor = None
+    if options:
+        from hydroplane.launch import get_executor
+
+        executor = get_executor("ref", **options, **({"subgroup_size": args.subgroup_size}
+                                                     if args.subgroup_size else {}))
     out = run(words, args.grid, buffers, spec=spec, push=push, device=args.device,
-              subgroup_size=args.subgroup_size, entry=args.entry)
+              subgroup_size=args.subgroup_size, entry=args.entry, executor=executor)
+    if executor is not None:
+        for d in executor.last_report:
+            print(f"hydroplane: {d}", file=sys.stderr)
+        executor.close()
     for binding, path in args.out:
         np.save(path, out[binding])
-    return 0
+    return 1 if executor is not None and executor.last_report else 0
 
 
 def register(subparsers) -> None:
@@ -114,4 +131,7 @@ def register(subparsers) -> None:
     p.add_argument("--device", type=_device, default="ref", help="'ref' (default) or a Vulkan device number")
     p.add_argument("--subgroup-size", type=int, default=None, help="subgroup size (8, 16, 32, 64)")
     p.add_argument("--entry", default="main", help="entry point name (default main)")
+    p.add_argument("--collect", action="store_true",
+                   help="reference executor: report every diagnostic (out-of-bounds, races, ...) and finish "
+                        "the run instead of stopping at the first; exit status 1 when there were any")
     p.set_defaults(func=_cmd_run)

@@ -328,7 +328,8 @@ class _UnboundRegion:
 
     def __init__(self, key, name):
         self.key = key
-        self.name = f"{name}: no buffer bound at set {key[0]} binding {key[1]}" if key else f"{name}: not supported"
+        self.unsupported = key is None
+        self.name = f"{name}: no buffer bound at set {key[0]} binding {key[1]}" if key else name
 
     def rows(self, lanes):
         return 0

@@ -83,6 +83,9 @@ class Memory:
 
     # -- bounds -------------------------------------------------------------------------
     def _in_bounds(self, region: Region, offsets: np.ndarray, itemsize: int, lanes, what: str) -> np.ndarray | None:
+        if getattr(region, "unsupported", False):
+            self.diagnose("unsupported", f"{what} of {region.name}: variables of this storage class are not "
+                          "supported by the reference executor", lanes)
         bad = (offsets < 0) | (offsets + itemsize > region.nbytes)
         if not bad.any():
             return None
