@@ -60,3 +60,25 @@ def run_tool(argv: list[str], **kw) -> subprocess.CompletedProcess:
         err = proc.stderr.decode(errors="replace") if isinstance(proc.stderr, bytes) else proc.stderr
         pytest.fail(f"{' '.join(map(str, argv))} failed ({proc.returncode}):\n{err[-4000:]}")
     return proc
+
+
+@pytest.fixture(autouse=True)
+def no_vulkan_validation_messages():
+    """Fail any test during which the Vulkan validation layer (on in the test userland) spoke.
+
+    Applies to every test that used hydroplane.vk, directly or through the launch layer: the
+    suite must end with zero validation messages.
+    """
+    import sys
+
+    vk = sys.modules.get("hydroplane.vk")
+    if vk is not None:
+        vk.take_all_messages()
+    yield
+    vk = sys.modules.get("hydroplane.vk")
+    if vk is None:
+        return
+    messages = vk.take_all_messages()
+    if messages:
+        text = "\n".join(f"[{m.severity}] {m.message_id}: {m.text}" for m in messages)
+        pytest.fail(f"{len(messages)} Vulkan validation message(s) during the test:\n{text}")

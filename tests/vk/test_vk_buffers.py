@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from vk_support import device, no_validation_messages, vk_info, vk_instance  # noqa: F401 - fixtures
+from vk_support import device, validated_instance, vk_info, vk_instance  # noqa: F401 - fixtures
 
 from hydroplane.vk import OutOfDeviceMemory, UsageError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from vk_support import device, no_validation_messages, vk_info, vk_instance  # noqa: F401 - fixtures
+from vk_support import device, validated_instance, vk_info, vk_instance  # noqa: F401 - fixtures
 
 from hydroplane.cli import main
 

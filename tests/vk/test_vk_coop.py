@@ -9,7 +9,7 @@ import pytest
 from vk_support import (  # noqa: F401 - fixtures
     compile_glsl,
     device,
-    no_validation_messages,
+    validated_instance,
     spirv_validate,
     vk_info,
     vk_instance,

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from vk_support import device, no_validation_messages, vk_info, vk_instance  # noqa: F401 - fixtures
+from vk_support import device, validated_instance, vk_info, vk_instance  # noqa: F401 - fixtures
 
 from hydroplane.vk import devices
 from hydroplane.vk.commands import render_table

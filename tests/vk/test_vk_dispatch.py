@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vk_support import compile_glsl, device, no_validation_messages, vk_info, vk_instance  # noqa: F401
+from vk_support import compile_glsl, device, validated_instance, vk_info, vk_instance  # noqa: F401
 
 from hydroplane.vk import Binding, UnsupportedFeature, UsageError
 

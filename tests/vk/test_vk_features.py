@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from vk_support import device, no_validation_messages, vk_info, vk_instance  # noqa: F401 - fixtures
+from vk_support import device, validated_instance, vk_info, vk_instance  # noqa: F401 - fixtures
 
 from hydroplane.vk import Device, UnsupportedFeature, requirements
 from hydroplane.vk.features import CAPABILITY_FEATURES, FEATURE_STRUCTS

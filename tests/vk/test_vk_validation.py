@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from vk_support import compile_glsl, device, no_validation_messages, vk_info, vk_instance  # noqa: F401
+from vk_support import compile_glsl, device, validated_instance, vk_info, vk_instance  # noqa: F401
 
 from conftest import REPO, require_tool
 from hydroplane.vk import Device, Instance, ValidationMessage, devices
