@@ -182,3 +182,27 @@ def test_structs_of_matrices_go_to_the_plain_composite_handlers(glslang):
     c = np.random.default_rng(13).integers(-8, 8, 64).astype(np.float32)
     out = _run(words, {0: c, 1: np.full(64, np.nan, np.float32)}, sg=8)
     np.testing.assert_array_equal(out[1], c + c - c * 0.5)
+
+
+def test_physical_storage_buffer_pointers(glslang):
+    words = compile_glsl(glslang, glsl_source("psb_load_store.comp"))
+    rng = np.random.default_rng(14)
+    src = rng.standard_normal(4 + 11 * 8).astype(np.float32)
+    ex = Executor(subgroup_size=8)
+    a, d = ex.buffer(src), ex.buffer(np.full(64, np.nan, np.float32))
+    unused = ex.buffer(np.zeros(4, np.float32))
+    push = np.array([a.address, d.address], np.uint64)
+    ex.dispatch(ex.kernel(words), (1, 1, 1), {0: unused}, push=push)
+    got = ex.read(d, np.float32).reshape(8, 8)
+    columns = np.stack([src[4 + j * 11:4 + j * 11 + 8] for j in range(8)], axis=1)  # column-major, stride 11
+    np.testing.assert_array_equal(got, columns * 2)
+    from hydroplane.vk import Binding, Device, devices
+
+    found = [info for info in devices() if info.cooperative_matrix_khr]
+    if not found:
+        pytest.fail("no device with cooperative matrices (lavapipe); run through scripts/test")
+    with Device(found[0], enable_all=True) as dev:
+        va, vd, vu = dev.buffer(src), dev.buffer(np.full(64, np.nan, np.float32)), dev.buffer(np.zeros(4, np.float32))
+        pipeline = dev.pipeline(words, [Binding(0, 0)], push_constant_size=16)
+        dev.dispatch(pipeline, (1, 1, 1), {0: vu}, push=np.array([va.address, vd.address], np.uint64))
+        np.testing.assert_array_equal(vd.read(np.float32).reshape(8, 8), got)
