@@ -234,16 +234,7 @@ class _Decoder:
                 inst.result_id = words[pos]
                 pos += 1
                 continue
-            if o.quantifier == "":
-                if pos >= end:
-                    raise SpirvError(f"{info.name}: missing operand {o.name or o.kind}", offset)
-                pos = self.operand(o.kind, pos, end, out, inst, offset)
-            elif o.quantifier == "?":
-                if pos < end:
-                    pos = self.operand(o.kind, pos, end, out, inst, offset)
-            else:
-                while pos < end:
-                    pos = self.operand(o.kind, pos, end, out, inst, offset)
+            pos = self.quantified(o, pos, end, inst, offset, info.name)
         if opcode == grammar.Op.SpecConstantOp and out:
             pos = self.spec_constant_op_operands(out[0].value, pos, end, inst, offset)
         if pos != end:
@@ -251,24 +242,26 @@ class _Decoder:
         self.track(inst)
         return inst
 
+    def quantified(self, o, pos: int, end: int, inst: Instruction, offset: int, where: str) -> int:
+        """Decode operand `o` by its quantifier: exactly one, optional ('?'), or the rest ('*')."""
+        if o.quantifier == "":
+            if pos >= end:
+                raise SpirvError(f"{where}: missing operand {o.name or o.kind}", offset)
+            return self.operand(o.kind, pos, end, inst.operands, inst, offset)
+        if o.quantifier == "?":
+            return self.operand(o.kind, pos, end, inst.operands, inst, offset) if pos < end else pos
+        while pos < end:
+            pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
+        return pos
+
     def spec_constant_op_operands(self, inner: int, pos: int, end: int, inst: Instruction, offset: int) -> int:
         """OpSpecConstantOp's operands are those of the opcode it names, less result type and id."""
         info = grammar.INSTRUCTIONS.get(inner)
         if info is None:
             raise SpirvError(f"OpSpecConstantOp names unknown opcode {inner}", offset)
         for o in info.operands:
-            if o.kind in ("IdResultType", "IdResult"):
-                continue
-            if o.quantifier == "":
-                if pos >= end:
-                    raise SpirvError(f"OpSpecConstantOp {info.name}: missing operand {o.name or o.kind}", offset)
-                pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
-            elif o.quantifier == "?":
-                if pos < end:
-                    pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
-            else:
-                while pos < end:
-                    pos = self.operand(o.kind, pos, end, inst.operands, inst, offset)
+            if o.kind not in ("IdResultType", "IdResult"):
+                pos = self.quantified(o, pos, end, inst, offset, f"OpSpecConstantOp {info.name}")
         return pos
 
     def track(self, inst: Instruction) -> None:
