@@ -266,3 +266,31 @@ def test_zero_initialised_workgroup_memory_is_written_and_race_free():
     out = ex.buffer(np.full(8, 7, np.uint32))
     ex.dispatch(ex.kernel(words), (2, 1, 1), {0: out})
     np.testing.assert_array_equal(ex.read(out, np.uint32), np.zeros(8, np.uint32))
+
+
+SUBGROUP_BARRIER = """#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(set = 0, binding = 1) writeonly buffer B { float b[]; };
+shared float s[32];
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    s[l] = a[l];
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    b[l] = s[NEIGHBOUR];
+}"""
+
+
+def test_subgroup_barrier_orders_accesses_within_the_subgroup_only():
+    rng = np.random.default_rng(22)
+    a = rng.standard_normal(32).astype(np.float32)
+    ex = Executor(subgroup_size=8)
+    words = glsl(SUBGROUP_BARRIER.replace("NEIGHBOUR", "l ^ 1u"))  # same subgroup of 8: ordered
+    ba, bb = ex.buffer(a), ex.buffer(np.full(32, np.nan, np.float32))
+    ex.dispatch(ex.kernel(words), (1, 1, 1), {0: ba, 1: bb})
+    np.testing.assert_array_equal(ex.read(bb, np.float32), a[np.arange(32) ^ 1])
+    words = glsl(SUBGROUP_BARRIER.replace("NEIGHBOUR", "(l + 8u) % 32u"))  # the next subgroup: a race
+    with pytest.raises(RaceError):
+        ex.dispatch(ex.kernel(words), (1, 1, 1), {0: ba, 1: bb})

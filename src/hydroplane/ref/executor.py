@@ -144,6 +144,7 @@ class Executor:
             ctx = ExecContext(kernel.program, lanes, options=self.options, globals=dict(kernel.program.constants),
                               report=report)
             ctx.memory.local_index = lanes.local_index
+            ctx.memory.subgroup_size = lanes.subgroup_size
             ctx.memory.checks = self.checks
             ctx.memory.psb_regions = [Region(f"buffer @{b.address:#x}", "PhysicalStorageBuffer", b.nbytes,
                                              data=b.data.reshape(1, -1)) for b in self.buffers]

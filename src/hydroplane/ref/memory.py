@@ -13,7 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 PSB_REGION_SHIFT = 40  # PhysicalStorageBuffer address = (region number + 1) << 40 | byte offset
-MAX_REGION_BYTES = 1 << 30  # Workgroup/Function/Private memory of one batch, all rows together
+MAX_REGION_BYTES = 1 << 30
+# Workgroup tracking tables hold, per byte: -1 no access since the last barrier, >= 0 the local
+# invocation index of the one accessor, -2 several readers, SUBGROUP_ORDERED - s an access by
+# subgroup s that a subgroup barrier has since ordered for that subgroup's invocations.
+SUBGROUP_ORDERED = -16  # Workgroup/Function/Private memory of one batch, all rows together
 
 
 class Region:
@@ -80,6 +84,7 @@ class Memory:
         self.checks = checks
         self.psb_regions: list[Region] = []
         self.tracked_regions: list[Region] = []  # Workgroup regions (reset at barriers)
+        self.subgroup_size = 1 << 30
 
     # -- bounds -------------------------------------------------------------------------
     def _in_bounds(self, region: Region, offsets: np.ndarray, itemsize: int, lanes, what: str) -> np.ndarray | None:
@@ -206,9 +211,10 @@ class Memory:
                               np.unique(byte_lane[unwritten]))
         writer = writer_flat[key]
         reader = reader_flat[key]
-        conflict = (writer >= 0) & (writer != who)
+        group = who // self.subgroup_size
+        conflict = self._foreign(writer, who, group)
         if write:
-            conflict |= (reader == -2) | ((reader >= 0) & (reader != who))
+            conflict |= (reader == -2) | self._foreign(reader, who, group)
         multi = self._shared_bytes(key, who, written.size)
         if multi is not None and write:
             conflict |= multi
@@ -223,10 +229,16 @@ class Memory:
             writer_flat[key] = who
             written[key] = True
         else:
-            new_reader = np.where((reader == -1) | (reader == who), who, -2)
+            mine = (reader == -1) | (reader == who) | (reader == SUBGROUP_ORDERED - group)
+            new_reader = np.where(mine, who, -2)
             if multi is not None:
                 new_reader = np.where(multi, -2, new_reader)
             reader_flat[key] = new_reader
+
+    @staticmethod
+    def _foreign(table: np.ndarray, who: np.ndarray, group: np.ndarray) -> np.ndarray:
+        """Entries recording an access by another invocation that nothing has ordered with `who`."""
+        return ((table >= 0) & (table != who)) | ((table <= SUBGROUP_ORDERED) & (SUBGROUP_ORDERED - table != group))
 
     @staticmethod
     def _shared_bytes(key: np.ndarray, who: np.ndarray, size: int) -> np.ndarray | None:

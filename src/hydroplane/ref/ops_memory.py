@@ -6,7 +6,7 @@ import numpy as np
 
 from hydroplane.ref import types as T
 from hydroplane.ref.access import load_value, store_value
-from hydroplane.ref.memory import PSB, PSB_REGION_SHIFT
+from hydroplane.ref.memory import PSB, PSB_REGION_SHIFT, SUBGROUP_ORDERED
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
 
@@ -253,6 +253,17 @@ def _control_barrier(ctx, inst):
         rows = np.flatnonzero(ctx.lanes.by_workgroup(ctx.mask).any(axis=1))
         for region in ctx.memory.tracked_regions:
             region.reset_epoch(rows)
+    elif scope == T.SCOPE_SUBGROUP:
+        # an access by a subgroup that met here is now ordered for every invocation of that
+        # subgroup (recorded as SUBGROUP_ORDERED - subgroup), still racing with other subgroups;
+        # accesses recorded for several readers (-2) cannot be attributed and stay
+        lanes = ctx.lanes
+        met = lanes.by_subgroup(ctx.mask).any(axis=1).reshape(lanes.workgroups, lanes.subgroups_per_workgroup)
+        for region in ctx.memory.tracked_regions:
+            for table in (region.writer, region.reader):
+                owner = np.where(table >= 0, table // lanes.subgroup_size, 0)
+                ordered = (table >= 0) & np.take_along_axis(met, owner, axis=1)
+                table[ordered] = SUBGROUP_ORDERED - owner[ordered]
 
 
 @register(Op.MemoryBarrier)
