@@ -199,6 +199,10 @@ def test_bad_requests_are_specific_errors():
         Executor(subgroup_size=12)
     with pytest.raises(InvalidModuleError, match="not a buffer of this executor"):
         ex.dispatch(ex.kernel(words), (1, 1, 1), {0: np.zeros(4)})
+    with pytest.raises(InvalidModuleError, match="not a binding"):
+        ex.dispatch(ex.kernel(words), (1, 1, 1), {"x": ex.buffer(4)})
+    with pytest.raises(InvalidModuleError, match=r"reading \(3, 3\) of float32 \(36 bytes\) from a buffer of 32"):
+        ex.read(ex.buffer(32), np.float32, (3, 3))
 
 
 UBO_KERNEL = """#version 450

@@ -92,7 +92,13 @@ class Executor:
 
     def read(self, buf: Buffer, dtype=np.uint8, shape=None) -> np.ndarray:
         dtype = np.dtype(dtype)
-        count = buf.nbytes // dtype.itemsize
+        if shape is None:
+            count = buf.nbytes // dtype.itemsize
+        else:
+            count = int(np.prod(shape, dtype=np.int64))
+            if count * dtype.itemsize > buf.nbytes:
+                raise InvalidModuleError(f"reading {shape} of {dtype} ({count * dtype.itemsize} bytes) from a "
+                                         f"buffer of {buf.nbytes} bytes")
         out = buf.data[:count * dtype.itemsize].view(dtype).copy()
         return out.reshape(shape) if shape is not None else out
 
@@ -196,7 +202,12 @@ def _local_size(program: Program, ep) -> tuple[int, int, int]:
 def _bindings(buffers: dict) -> dict[tuple[int, int], Buffer]:
     out = {}
     for key, buf in buffers.items():
-        k = (0, int(key)) if isinstance(key, (int, np.integer)) else (int(key[0]), int(key[1]))
+        try:
+            k = (0, int(key)) if isinstance(key, (int, np.integer)) else (int(key[0]), int(key[1]))
+        except (TypeError, ValueError, IndexError):
+            raise InvalidModuleError(f"buffer key {key!r} is not a binding or a (set, binding) pair") from None
+        if k[0] < 0 or k[1] < 0:
+            raise InvalidModuleError(f"binding {k} is negative")
         if not isinstance(buf, Buffer):
             raise InvalidModuleError(f"binding {k}: {type(buf).__name__} is not a buffer of this executor")
         if buf.released:
