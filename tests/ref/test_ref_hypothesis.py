@@ -1,4 +1,5 @@
-"""Hypothesis-generated kernels from the module builder: straight-line integer/float code, subgroup
+"""Hypothesis-generated kernels from the module builder: straight-line integer/float code, 8/16/64-bit
+integer arithmetic between width conversions, subgroup
 arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
 and loops with per-lane trip counts. The reference executor and lavapipe must
 agree bit for bit (float results: the same bits, or both denormal-or-zero, since lavapipe may flush
@@ -32,8 +33,10 @@ INT_BINARY = [Op.IAdd, Op.ISub, Op.IMul, Op.BitwiseAnd, Op.BitwiseOr, Op.Bitwise
 FLOAT_BINARY = [Op.FAdd, Op.FSub, Op.FMul]
 GROUP_INT = [Op.GroupNonUniformIAdd, Op.GroupNonUniformUMax, Op.GroupNonUniformSMin, Op.GroupNonUniformBitwiseXor,
              Op.GroupNonUniformIMul]
+NARROW = [Op.IAdd, Op.ISub, Op.IMul, Op.UDiv, Op.SDiv, Op.ShiftRightArithmetic, Op.ShiftLeftLogical,
+          Op.BitwiseXor, Op.SRem, Op.UMod]
 STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "subgroup",
-         "branch", "loop"]
+         "width", "branch", "loop"]
 
 
 class KernelGen:
@@ -114,6 +117,21 @@ class KernelGen:
             op, group_op = GROUP_INT[d % len(GROUP_INT)], (d // 5) % 4
             extra = (b.u32(2),) if group_op == 3 else ()
             return "int", b.emit(op, u32, b.scope("Subgroup"), group_op, self.pick(self.ints, a), *extra)
+        if kind == "width":  # 8-, 16- or 64-bit arithmetic, wrapping, between width conversions
+            width = (8, 16, 64)[d % 3]
+            t = b.type_int(width, 0)
+            widen = Op.SConvert if (d // 3) % 2 else Op.UConvert
+            x = b.emit(widen, t, self.pick(self.ints, a))
+            y = b.emit(Op.UConvert, t, self.pick(self.ints, c))
+            op = NARROW[(d // 6 + a) % len(NARROW)]
+            if op in (Op.ShiftRightArithmetic, Op.ShiftLeftLogical):
+                y = b.emit(Op.BitwiseAnd, t, y, b.constant(t, width - 1))
+            if op in (Op.UDiv, Op.UMod):
+                y = b.emit(Op.BitwiseOr, t, y, b.constant(t, 1))
+            if op in (Op.SDiv, Op.SRem):  # divisor in [1, 127]: no division by zero nor MIN / -1
+                y = b.emit(Op.BitwiseOr, t, b.emit(Op.BitwiseAnd, t, y, b.constant(t, 126)), b.constant(t, 1))
+            r = b.emit(op, t, x, y)
+            return "int", b.emit(Op.SConvert if d % 2 else Op.UConvert, u32, r)
         if kind == "to_float":
             x = b.emit(Op.BitwiseAnd, u32, self.pick(self.ints, a), b.u32(0xFFFFF))
             return "float", b.emit(Op.ConvertUToF if d % 2 else Op.ConvertSToF, f32, x)
