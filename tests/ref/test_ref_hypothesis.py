@@ -1,5 +1,5 @@
 """Hypothesis-generated kernels from the module builder: straight-line integer/float code, 8/16/64-bit
-integer arithmetic between width conversions, subgroup
+integer arithmetic between width conversions, f16 arithmetic between FConverts, subgroup
 arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
 and loops with per-lane trip counts. The reference executor and lavapipe must
 agree bit for bit (float results: the same bits, or both denormal-or-zero, since lavapipe may flush
@@ -36,7 +36,7 @@ GROUP_INT = [Op.GroupNonUniformIAdd, Op.GroupNonUniformUMax, Op.GroupNonUniformS
 NARROW = [Op.IAdd, Op.ISub, Op.IMul, Op.UDiv, Op.SDiv, Op.ShiftRightArithmetic, Op.ShiftLeftLogical,
           Op.BitwiseXor, Op.SRem, Op.UMod]
 STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "subgroup",
-         "width", "branch", "loop"]
+         "width", "half", "branch", "loop"]
 
 
 class KernelGen:
@@ -132,6 +132,13 @@ class KernelGen:
                 y = b.emit(Op.BitwiseOr, t, b.emit(Op.BitwiseAnd, t, y, b.constant(t, 126)), b.constant(t, 1))
             r = b.emit(op, t, x, y)
             return "int", b.emit(Op.SConvert if d % 2 else Op.UConvert, u32, r)
+        if kind == "half":  # f16 arithmetic (rounded once per operation) between FConverts
+            f16 = b.scalar("f16")
+            x = b.emit(Op.FConvert, f16, self.pick(self.floats, a))
+            y = b.emit(Op.FConvert, f16, self.pick(self.floats, c))
+            r = b.emit(FLOAT_BINARY[d % 3], f16, x, y)
+            b.decorate(r, "NoContraction")
+            return "float", b.emit(Op.FConvert, f32, r)
         if kind == "to_float":
             x = b.emit(Op.BitwiseAnd, u32, self.pick(self.ints, a), b.u32(0xFFFFF))
             return "float", b.emit(Op.ConvertUToF if d % 2 else Op.ConvertSToF, f32, x)
@@ -219,7 +226,7 @@ step_strategy = st.tuples(st.sampled_from(STEPS), st.integers(0, 63), st.integer
 
 
 @pytest.mark.vulkan
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step_strategy, min_size=1, max_size=14), seed=st.integers(0, 2**31))
 def test_random_kernels_agree_with_lavapipe(lavapipe, spirv_val, steps, seed):
     words = KernelGen(steps).b.to_words()
