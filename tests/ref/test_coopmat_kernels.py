@@ -6,6 +6,7 @@ out-of-bounds load) that must be reported with the invocations and the instructi
 import numpy as np
 import pytest
 
+from cts import extras
 from cts.compile import compile_glsl, glsl_source
 from hydroplane.ref import (Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError,
                             UnsupportedInstructionError)
@@ -43,21 +44,14 @@ def test_nv_legacy_length_in_a_constant_is_refused_by_name(glslang):
         Executor(subgroup_size=8).kernel(words)
 
 
+def _run_extra(glslang, extra):
+    words = compile_glsl(glslang, glsl_source(extra.source), extra.defines)
+    out = _run(words, dict(enumerate(extra.buffers)), sg=extra.sg, grid=extra.grid, push=extra.push or None)
+    extra.check([out[i] for i in range(len(extra.buffers))])
+
+
 def test_nv2_workgroup_scope_with_tensor_layouts_and_views(glslang):
-    wg = 64
-    words = compile_glsl(glslang, glsl_source("nv2_workgroup.comp"), {"WG": wg})
-    rng = np.random.default_rng(7)
-    rows, cols = 40, 32
-    a = _small(rng, (rows, cols), np.float16)
-    b = _small(rng, (32, 32), np.float16)
-    out = _run(words, {0: a.reshape(-1), 1: b.T.reshape(-1).copy(), 2: np.full(64 * 32, np.nan, np.float32),
-                       3: np.full(2 * wg, 0xDEADBEEF, np.uint32)}, sg=32, grid=(2, 1, 1),
-               push=np.array([rows, cols], np.uint32))
-    padded = np.zeros((64, 32), np.float64)
-    padded[:rows] = a  # Constant clamp mode, clamp value 0: the overhanging rows read as zeros
-    want = (padded @ b.astype(np.float64)).astype(np.float32)
-    np.testing.assert_array_equal(out[2].reshape(64, 32), want)
-    assert (out[3] == 32 * 32 // wg).all()  # Length over the workgroup's invocations
+    _run_extra(glslang, extras.workgroup_tile(64, 32))
 
 
 @pytest.mark.parametrize("dist,rule", [(cm.STRIDED, lambda lane, i, s, n: lane + i * s),
@@ -155,26 +149,10 @@ def test_collect_mode_reports_a_coop_out_of_bounds_load_and_goes_on(glslang):
     np.testing.assert_array_equal(got, expect)
 
 
-@pytest.mark.parametrize("clamp,pad_mode", [("gl_CooperativeMatrixClampModeConstantNV", "constant"),
-                                            ("gl_CooperativeMatrixClampModeClampToEdgeNV", "edge"),
-                                            ("gl_CooperativeMatrixClampModeRepeatNV", "wrap"),
-                                            ("gl_CooperativeMatrixClampModeMirrorRepeatNV", "reflect")])
-def test_tensor_load_clamp_modes_and_clipped_store(glslang, clamp, pad_mode):
-    rows, cols = 5, 6
-    words = compile_glsl(glslang, glsl_source("tensor_clamp.comp"), {"CLAMP": clamp, "ROWS": rows, "COLS": cols})
-    tensor = np.random.default_rng(11).integers(-50, 50, (rows, cols)).astype(np.float32)
-    out = _run(words, {0: tensor.reshape(-1), 1: np.full(64, np.nan, np.float32),
-                       2: np.full(64, np.nan, np.float32)}, sg=8)
-    if pad_mode == "constant":
-        padded = np.pad(tensor, ((3, 8), (2, 8)), mode="constant", constant_values=42.0)
-    else:
-        padded = np.pad(tensor, ((3, 8), (2, 8)), mode=pad_mode)
-    tile = padded[:8, :8]
-    np.testing.assert_array_equal(out[1].reshape(8, 8), tile)
-    stored = np.full((8, 8), np.nan, np.float32)
-    # the clipped view maps matrix (2..5, 1..6) onto the first 4x6 elements of the 8x8 tensor's span
-    stored.reshape(-1)[:24] = tile[2:6, 1:7].reshape(-1)
-    np.testing.assert_array_equal(out[2].reshape(8, 8), stored)
+@pytest.mark.parametrize("clamp", sorted(extras.CLAMP_MODES))
+@pytest.mark.parametrize("tile,sg", [(8, 8), (16, 32)])
+def test_tensor_load_clamp_modes_and_clipped_store(glslang, clamp, tile, sg):
+    _run_extra(glslang, extras.tensor_clamp(clamp, tile, sg))
 
 
 def test_structs_of_matrices_go_to_the_plain_composite_handlers(glslang):

@@ -24,11 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
+from cts import extras
 from cts.cases import INT_PAIRS, Case, build_cases
 from cts.expect import expected, make_inputs
 from cts.runner import check, device_runs, run_device, run_ref, same_values, tolerance
 
 SCALES = {"lavapipe": None, "h200": {"mn": 16, "k": 16, "k8": 32, "sg": 32}}
+EXTRAS = {"lavapipe": dict(tile=8, sg=8, invocations=64), "h200": dict(tile=16, sg=32, invocations=256)}
 
 
 def scaled_cases(scale: str) -> list[Case]:
@@ -63,6 +65,8 @@ def compile_all(folder: Path, scale: str) -> None:
         (folder / f"{case.id}.spv").write_bytes(words)
         if case.ext:
             (folder / f"{case.id}.nv2.spv").write_bytes(lower_ext_to_nv2(words).words().tobytes())
+    for extra in extras.device_extras(**EXTRAS[scale]):
+        (folder / f"{extra.name}.spv").write_bytes(compile_glsl(glslang, glsl_source(extra.source), extra.defines))
     (folder / "scale.txt").write_text(scale)
     print(f"compiled {len(scaled_cases(scale))} cases into {folder}")
 
@@ -106,11 +110,61 @@ def run_all(folder: Path, out) -> int:
             except Exception as exc:
                 counts["device FAIL"] += 1
                 print(f"FAIL device  {case.id}: {_short(exc)}", file=out)
+        for extra in extras.device_extras(**EXTRAS[scale]):
+            run_extra(folder, extra, info, dev, counts, out)
     finally:
         if dev is not None:
             dev.close()
     print("# " + ", ".join(f"{k}: {v}" for k, v in counts.items()), file=out)
     return counts["ref FAIL"] + counts["device FAIL"]
+
+
+def extra_runs(extra, info) -> str | None:
+    """Why the device cannot run an extra kernel (None when it can)."""
+    if info is None:
+        return "no device"
+    if extra.sg != info.subgroup_size:
+        return f"subgroup size {extra.sg}"
+    nv2 = info.features.get("cooperative_matrix2_nv", {})
+    if extra.needs.get("tensor_addressing") and not nv2.get("cooperativeMatrixTensorAddressing"):
+        return "no NV2 tensor addressing"
+    invocations = extra.needs.get("workgroup_scope")
+    if invocations and not (nv2.get("cooperativeMatrixWorkgroupScope") and invocations <= info.coop_nv2_properties.get(
+            "cooperativeMatrixWorkgroupScopeMaxWorkgroupSize", 0)):
+        return "no NV2 workgroup scope for this size"
+    return None
+
+
+def run_extra(folder: Path, extra, info, dev, counts: dict, out) -> None:
+    from hydroplane.ref import Executor
+    from hydroplane.vk import Binding
+
+    words = (folder / f"{extra.name}.spv").read_bytes()
+    ex = Executor(subgroup_size=extra.sg)
+    bufs = {i: ex.buffer(b) for i, b in enumerate(extra.buffers)}
+    try:
+        ex.dispatch(ex.kernel(words), extra.grid, bufs, push=extra.push or None)
+        extra.check([ex.read(bufs[i], b.dtype) for i, b in enumerate(extra.buffers)])
+        counts["ref ok"] += 1
+    except Exception as exc:
+        counts["ref FAIL"] += 1
+        print(f"FAIL ref     {extra.name}: {_short(exc)}", file=out)
+    why_not = extra_runs(extra, info)
+    if why_not is not None:
+        counts["ref-only"] += 1
+        print(f"ref-only     {extra.name}: {why_not}", file=out)
+        return
+    try:
+        dbufs = {i: dev.buffer(b) for i, b in enumerate(extra.buffers)}
+        pipeline = dev.pipeline(words, [Binding(0, i) for i in range(len(extra.buffers))],
+                                push_constant_size=len(extra.push))
+        dev.dispatch(pipeline, extra.grid, dbufs, push=np.frombuffer(extra.push, np.uint8) if extra.push else None)
+        extra.check([dbufs[i].read(b.dtype) for i, b in enumerate(extra.buffers)])
+        counts["device ok"] += 1
+        print(f"ok   device  {extra.name}", file=out)
+    except Exception as exc:
+        counts["device FAIL"] += 1
+        print(f"FAIL device  {extra.name}: {_short(exc)}", file=out)
 
 
 def _short(exc: Exception) -> str:
