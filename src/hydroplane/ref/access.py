@@ -11,7 +11,7 @@ import numpy as np
 
 from hydroplane.ref import types as T
 from hydroplane.ref.memory import PSB
-from hydroplane.ref.values import Pointer, expand_mask, zeros_of
+from hydroplane.ref.values import Pointer, zeros_of
 
 
 def load_value(ctx, ptr: Pointer, t: T.Type):
@@ -125,7 +125,3 @@ def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes):
             _write(ctx, region, rows, offs + i * stride, t.element, mstride, row_major, value[i], lanes)
         return
     ctx.diagnose("unsupported", f"a store of type {t}")
-
-
-def mask_value(mask, value):
-    return expand_mask(mask, value.ndim)
