@@ -184,3 +184,20 @@ def test_physical_storage_buffer_pointers(glslang):
         pipeline = dev.pipeline(words, [Binding(0, 0)], push_constant_size=16)
         dev.dispatch(pipeline, (1, 1, 1), {0: vu}, push=np.array([va.address, vd.address], np.uint64))
         np.testing.assert_array_equal(vd.read(np.float32).reshape(8, 8), got)
+
+
+def test_load_through_a_vector_pointee_counts_stride_in_vectors(glslang):
+    words = compile_glsl(glslang, glsl_source("vector_pointee.comp"))
+    raw = np.random.default_rng(15).integers(-9, 9, 16 * 8 + 8).astype(np.float16)  # 17 uvec4s
+    out = _run(words, {0: raw, 1: np.full(64, np.nan, np.float16)}, sg=8)
+    want = np.stack([raw[8 + r * 16:8 + r * 16 + 8] for r in range(8)])  # byte 16 = f16 #8; row = 16 f16
+    np.testing.assert_array_equal(out[1].reshape(8, 8), want)
+    from hydroplane.vk import Binding, Device, devices
+
+    found = [info for info in devices() if info.cooperative_matrix_khr]
+    if not found:
+        pytest.fail("no device with cooperative matrices (lavapipe); run through scripts/test")
+    with Device(found[0], enable_all=True) as dev:
+        bufs = {0: dev.buffer(raw), 1: dev.buffer(np.full(64, np.nan, np.float16))}
+        dev.dispatch(dev.pipeline(words, [Binding(0, 0), Binding(0, 1)]), (1, 1, 1), bufs)
+        np.testing.assert_array_equal(bufs[1].read(np.float16).reshape(8, 8), want)
