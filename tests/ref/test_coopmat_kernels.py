@@ -201,3 +201,12 @@ def test_load_through_a_vector_pointee_counts_stride_in_vectors(glslang):
         bufs = {0: dev.buffer(raw), 1: dev.buffer(np.full(64, np.nan, np.float16))}
         dev.dispatch(dev.pipeline(words, [Binding(0, 0), Binding(0, 1)]), (1, 1, 1), bufs)
         np.testing.assert_array_equal(bufs[1].read(np.float16).reshape(8, 8), want)
+
+
+def test_a_stride_that_differs_within_the_subgroup_is_reported(glslang):
+    words = compile_glsl(glslang, glsl_source("nonuniform_stride.comp"))
+    with pytest.raises(NonUniformError) as info:
+        _run(words, {0: np.ones(128, np.float32), 1: np.zeros(64, np.float32)}, sg=8)
+    d = info.value.diagnostic
+    assert "stride must be the same in every invocation" in d.message and "OpCooperativeMatrixLoadKHR" in d.disassembly
+    assert d.count == 4 and d.invocations[0] == "wg (0,0,0) local (1,0,0)"
