@@ -208,5 +208,6 @@ def test_a_stride_that_differs_within_the_subgroup_is_reported(glslang):
     with pytest.raises(NonUniformError) as info:
         _run(words, {0: np.ones(128, np.float32), 1: np.zeros(64, np.float32)}, sg=8)
     d = info.value.diagnostic
-    assert "stride must be the same in every invocation" in d.message and "OpCooperativeMatrixLoadKHR" in d.disassembly
+    assert "stride must be the same in every invocation" in d.message and "has 8 and 9" in d.message
+    assert "OpCooperativeMatrixLoadKHR" in d.disassembly
     assert d.count == 4 and d.invocations[0] == "wg (0,0,0) local (1,0,0)"

@@ -99,10 +99,11 @@ def per_instance(ctx, sc: _Scope, value, what: str) -> np.ndarray:
     chosen = grouped[np.arange(sc.count), first]
     differs = mask & (grouped != chosen[:, None])
     if differs.any():
-        inst, lane = np.argwhere(differs)[0]
+        where = np.argwhere(differs)
+        inst, lane = where[0]
         ctx.diagnose("non-uniform", f"{what} must be the same in every invocation of a scope instance; "
-                     f"instance {inst} has {chosen[inst]!r} and {grouped[inst, lane]!r}",
-                     sc.first_lane[np.argwhere(differs)[:, 0]] + np.argwhere(differs)[:, 1])
+                     f"instance {inst} has {chosen[inst].item()!r} and {grouped[inst, lane].item()!r}",
+                     sc.first_lane[where[:, 0]] + where[:, 1])
     return chosen
 
 
