@@ -101,6 +101,11 @@ class Case:
         return d
 
 
+# Vulkan-CTS "composite" (m[i] through OpAccessChain into the matrix variable): ready, and added to
+# the matrix once the interpreter has element pointers (docs/ref_coopmat.md, need 2).
+COMPOSITE_CASES = [Case("composite", p) for p in C_TYPE_PAIRS]
+
+
 def build_cases() -> list[Case]:
     cases: list[Case] = []
     for op in ["length", "constant", "construct", "composite_extract", "add", "sub", "mul", "div", "negate",

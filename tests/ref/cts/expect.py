@@ -148,6 +148,7 @@ def expected(case: Case, x: Inputs) -> dict[str, np.ndarray]:
             "construct": lambda: np.full_like(c, 1) + s,
             "composite_extract": lambda: _held_in_lane_order(case, (c + d).astype(t.c)),
             "add": lambda: (c + d).astype(t.c),
+            "composite": lambda: (c + d).astype(t.c),
             "sub": lambda: (c - d).astype(t.c),
             "mul": lambda: (c * d).astype(t.c),
             "div": lambda: _int_div(c, d, t.c) if t.c.kind in "iu" else (c / d).astype(t.c),

@@ -97,6 +97,10 @@ void main() {
   uint lane = gl_SubgroupInvocationID;
 #define EXTRACT(i) if (i < L) o[offC + lane * L + i] = (mc + md)[i];
   EXTRACT(0) EXTRACT(1) EXTRACT(2) EXTRACT(3) EXTRACT(4) EXTRACT(5) EXTRACT(6) EXTRACT(7)
+#elif defined(OP_COMPOSITE)
+  // Vulkan-CTS "composite": element access through the variable (OpAccessChain into the matrix).
+  MatC res;
+  for (uint i = 0; i < mc.length(); ++i) res[i] = mc[i] + md[i];
 #elif defined(OP_ADD)
   MatC res = mc + md;
 #elif defined(OP_SUB)
