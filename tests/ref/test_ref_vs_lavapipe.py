@@ -1,6 +1,8 @@
 """GLSL kernels run on the reference executor and on lavapipe (through hydroplane.launch): same bits.
 
-Lavapipe's subgroup size is 8, so the reference executor runs with 8 too."""
+Lavapipe's subgroup size is 8, so the reference executor runs with 8 too. Matrix products take
+small integers: SPIR-V leaves the order of a matrix product's sums to the implementation (lavapipe
+sums from the last column, the reference executor from the first), exact only then."""
 
 from __future__ import annotations
 
@@ -102,6 +104,29 @@ void main() {
     back[i] = r;
     i8[i] = int8_t(int(x));
 }""", lambda r: {0: r.standard_normal(64).astype(np.float32)}, {1: ((128 + 256 + 128 + 256 + 64,), np.uint8)}, (1, 1, 1)),
+
+    "memory_layouts": (HEADER + """
+layout(local_size_x = 4, local_size_y = 2, local_size_z = 2) in;
+struct Item { vec3 pos; float w; mat2 m; };
+layout(std140, set = 0, binding = 0) uniform U { vec3 scale; float bias; mat3 rot; ivec2 range; float table[4]; };
+layout(std430, set = 0, binding = 1) readonly buffer A { Item items[]; };
+layout(std430, set = 0, binding = 2) buffer B { uvec4 ids[64]; vec4 vals[64]; };
+float history[8];
+void main() {
+    uint flat_wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
+    uint i = flat_wg * 16u + gl_LocalInvocationIndex;
+    ids[i] = uvec4(gl_GlobalInvocationID, gl_LocalInvocationIndex + 100u * flat_wg);
+    Item it = items[i];
+    float local_table[5];
+    for (uint k = 0u; k < 5u; k++) local_table[k] = it.pos[k % 3u] * float(k);
+    for (uint k = 0u; k < 8u; k++) history[(k * 3u) & 7u] = local_table[(i + k) % 5u];
+    precise vec3 r = rot * (it.pos * scale) + bias;
+    precise float extra = history[i & 7u] + table[i % 4u] + float(range.x * int(i) + range.y);
+    precise vec2 mr = it.m * r.xy;
+    precise float rz = r.z * it.w;
+    vals[i] = vec4(mr, rz, extra);
+}""", lambda r: {0: r.integers(-4, 5, 40).astype(np.float32), 1: r.integers(-4, 5, (64, 8)).astype(np.float32)},
+        {2: ((64 * 4 + 64 * 4,), np.uint32)}, (2, 2, 1)),
 }
 
 
