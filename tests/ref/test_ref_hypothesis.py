@@ -1,9 +1,10 @@
 """Hypothesis-generated kernels from the module builder: straight-line integer/float code, 8/16/64-bit
 integer arithmetic between width conversions, f16 arithmetic between FConverts, subgroup
 arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
-and loops with per-lane trip counts. The reference executor and lavapipe must
-agree bit for bit (float results: the same bits, or both denormal-or-zero, since lavapipe may flush
-denormals)."""
+calls of a function with divergent early returns, early exits of some lanes, and loops with per-lane
+trip counts. The reference executor and lavapipe must agree bit for bit (float results: the same
+bits, or both denormal-or-zero, since lavapipe may flush denormals; the kernels ask for
+SignedZeroInfNanPreserve so that lavapipe keeps inf and NaN)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_tool
@@ -36,7 +37,7 @@ GROUP_INT = [Op.GroupNonUniformIAdd, Op.GroupNonUniformUMax, Op.GroupNonUniformS
 NARROW = [Op.IAdd, Op.ISub, Op.IMul, Op.UDiv, Op.SDiv, Op.ShiftRightArithmetic, Op.ShiftLeftLogical,
           Op.BitwiseXor, Op.SRem, Op.UMod]
 STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "subgroup",
-         "width", "half", "branch", "loop"]
+         "width", "half", "call", "branch", "loop", "exit"]
 
 
 class KernelGen:
@@ -52,16 +53,46 @@ class KernelGen:
         self.main, _ = b.function(b.type_void(), name="main")
         self.block = b.label()
         self.gid = b.emit(Op.CompositeExtract, u32, b.emit(Op.Load, b.type_vector(u32, 3), gid_var), 0)
+        self.helper = None
         self.ints = [self.gid] + [self.load(self.in_u, self.ptr_u, u32, k) for k in range(INPUTS)]
         self.floats = [self.load(self.in_f, self.ptr_f, f32, k) for k in range(INPUTS)]
         for step in steps:
             self.step(*step)
+        self.store_outputs()
+        b.emit(Op.Return)
+        b.end_function()
+        if self.helper is not None:
+            self.define_helper()
+        b.entry_point("GLCompute", self.main, "main", local_size=(LOCAL,))
+        for width in (16, 32):  # lavapipe must keep inf/NaN/-0 semantics (no x - x -> 0)
+            b.execution_mode(self.main, "SignedZeroInfNanPreserve", width)
+
+    def store_outputs(self):
         for k in range(OUTPUTS):
             self.store(self.out_u, self.ptr_u, k, self.ints[-1 - k % len(self.ints)])
             self.store(self.out_f, self.ptr_f, k, self.floats[-1 - k % len(self.floats)])
-        b.emit(Op.Return)
+
+    def define_helper(self):
+        """uint helper(uint x, uint y): two early returns under divergent conditions."""
+        b, u32, boolean = self.b, self.u32, self.bool
+        _, (x, y) = b.function(u32, [u32, u32], result_id=self.helper)
+        b.label()
+        first = b.emit(Op.IEqual, boolean, b.emit(Op.BitwiseAnd, u32, x, b.u32(3)), b.u32(0))
+        r1, m1, r2, m2 = b.id(), b.id(), b.id(), b.id()
+        b.emit(Op.SelectionMerge, m1, "None")
+        b.emit(Op.BranchConditional, first, r1, m1)
+        b.label(r1)
+        b.emit(Op.ReturnValue, b.emit(Op.BitwiseXor, u32, x, y))
+        b.label(m1)
+        t = b.emit(Op.IAdd, u32, b.emit(Op.IMul, u32, x, y), b.u32(7))
+        bigger = b.emit(Op.UGreaterThan, boolean, t, y)
+        b.emit(Op.SelectionMerge, m2, "None")
+        b.emit(Op.BranchConditional, bigger, r2, m2)
+        b.label(r2)
+        b.emit(Op.ReturnValue, b.emit(Op.ISub, u32, t, y))
+        b.label(m2)
+        b.emit(Op.ReturnValue, b.emit(Op.IAdd, u32, t, x))
         b.end_function()
-        b.entry_point("GLCompute", self.main, "main", local_size=(LOCAL,))
 
     def index(self, k):
         b = self.b
@@ -139,6 +170,10 @@ class KernelGen:
             r = b.emit(FLOAT_BINARY[d % 3], f16, x, y)
             b.decorate(r, "NoContraction")
             return "float", b.emit(Op.FConvert, f32, r)
+        if kind == "call":
+            if self.helper is None:
+                self.helper = b.id()
+            return "int", b.emit(Op.FunctionCall, u32, self.helper, self.pick(self.ints, a), self.pick(self.ints, c))
         if kind == "to_float":
             x = b.emit(Op.BitwiseAnd, u32, self.pick(self.ints, a), b.u32(0xFFFFF))
             return "float", b.emit(Op.ConvertUToF if d % 2 else Op.ConvertSToF, f32, x)
@@ -148,12 +183,28 @@ class KernelGen:
         (self.ints if kind == "int" else self.floats).append(value)
 
     def step(self, kind, a, c, d):
-        if kind == "branch":
+        if kind == "exit":
+            self.exit(a, d)
+        elif kind == "branch":
             self.branch(a, c, d)
         elif kind == "loop":
             self.loop(a, c, d)
         else:
             self.add(*self.compute(kind, a, c, d))
+
+    def exit(self, a, d):
+        """Some lanes store their outputs and return early; the others go on."""
+        b = self.b
+        low = b.emit(Op.BitwiseAnd, self.u32, self.pick(self.ints, a), b.u32(7 << (d % 8)))
+        leave = b.emit(Op.IEqual, self.bool, low, b.u32(0))
+        out, merge = b.id(), b.id()
+        b.emit(Op.SelectionMerge, merge, "None")
+        b.emit(Op.BranchConditional, leave, out, merge)
+        b.label(out)
+        self.store_outputs()
+        b.emit(Op.Return)
+        b.label(merge)
+        self.block = merge
 
     def branch(self, a, c, d):
         b = self.b
@@ -228,6 +279,8 @@ step_strategy = st.tuples(st.sampled_from(STEPS), st.integers(0, 63), st.integer
 @pytest.mark.vulkan
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step_strategy, min_size=1, max_size=14), seed=st.integers(0, 2**31))
+@example(steps=[("float", 0, 0, 0), ("to_float", 1, 0, 0), ("half", 5, 5, 1)], seed=0)  # f16 inf - inf
+@example(steps=[("call", 0, 1, 0), ("exit", 2, 0, 1), ("loop", 3, 1, 2), ("branch", 1, 2, 5)], seed=1)
 def test_random_kernels_agree_with_lavapipe(lavapipe, spirv_val, steps, seed):
     words = KernelGen(steps).b.to_words()
     with tempfile.TemporaryDirectory() as tmp:
