@@ -41,10 +41,9 @@ def test_cts_case(case: Case, glslang, device):
     inputs = make_inputs(case, rng)
     want = expected(case, inputs)
     ref = check(case, run_ref(case, words, inputs), want, "reference executor")
-    why_not = device_runs(case, device.info)
-    if why_not is not None:
-        return  # the reference executor's answer was checked against NumPy above
     device_words = lower_ext_to_nv2(words).words() if case.ext else words
+    if device_runs(case, device.info, device_words) is not None:
+        return  # the reference executor's answer was checked against NumPy above
     dev = check(case, run_device(device, case, device_words, inputs), want, "lavapipe", device=True)
     if case.op not in ("length", "composite_extract"):
         same_values(ref["o"], dev["o"], tolerance(case), "reference executor vs lavapipe")

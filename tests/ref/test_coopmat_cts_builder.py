@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cts import builder_kernels as bk
+from cts.device_types import missing_matrix_types
 from hydroplane.ref import Executor
 from hydroplane.spirv import binary
 
@@ -83,16 +84,14 @@ def _device(dev, words, c, d, out_dtype):
     return bufs[2].read(out_dtype, (N, N))
 
 
-def _device_reports(dev, a_type, c_type) -> bool:
-    return dev.info.subgroup_size == 8 and any(
-        (s.m, s.n, s.k) == (N, N, N) and s.c == c_type and (a_type is None or s.a == a_type)
-        for s in dev.info.coop_shapes())
+def _device_offers(dev, words) -> bool:
+    return dev.info.subgroup_size == 8 and not missing_matrix_types(words, dev.info)
 
 
 def _check(words, c, d, want, out_type, dev, a_type, c_type):
     got = _ref(words, c, d, DTYPES[out_type])
     np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.astype(DTYPES[out_type]).view(f"u{got.itemsize}"))
-    if _device_reports(dev, a_type, c_type):
+    if _device_offers(dev, words):
         on_device = _device(dev, words, c, d, DTYPES[out_type])
         np.testing.assert_array_equal(on_device.view(f"u{got.itemsize}"), got.view(f"u{got.itemsize}"))
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from cts import extras
 from cts.cases import INT_PAIRS, Case, build_cases
+from cts.device_types import missing_matrix_types
 from cts.expect import expected, make_inputs
 from cts.runner import check, device_runs, run_device, run_ref, same_values, tolerance
 
@@ -96,11 +97,11 @@ def run_all(folder: Path, out) -> int:
                 counts["ref FAIL"] += 1
                 print(f"FAIL ref     {case.id}: {_short(exc)}", file=out)
                 ref = None
-            why_not = device_runs(case, info) if info else "no device"
+            device_words = (folder / f"{case.id}.nv2.spv").read_bytes() if case.ext else words
+            why_not = device_runs(case, info, device_words) if info else "no device"
             if why_not is not None:
                 counts["ref-only"] += 1
                 continue
-            device_words = (folder / f"{case.id}.nv2.spv").read_bytes() if case.ext else words
             try:
                 got = check(case, run_device(dev, case, device_words, inputs), want, "device", device=True)
                 if ref is not None and case.op not in ("length", "composite_extract"):
@@ -119,12 +120,15 @@ def run_all(folder: Path, out) -> int:
     return counts["ref FAIL"] + counts["device FAIL"]
 
 
-def extra_runs(extra, info) -> str | None:
+def extra_runs(extra, info, words) -> str | None:
     """Why the device cannot run an extra kernel (None when it can)."""
     if info is None:
         return "no device"
     if extra.sg != info.subgroup_size:
         return f"subgroup size {extra.sg}"
+    missing = missing_matrix_types(words, info)
+    if missing:
+        return "matrix types not offered: " + ", ".join(missing)
     nv2 = info.features.get("cooperative_matrix2_nv", {})
     if extra.needs.get("tensor_addressing") and not nv2.get("cooperativeMatrixTensorAddressing"):
         return "no NV2 tensor addressing"
@@ -149,7 +153,7 @@ def run_extra(folder: Path, extra, info, dev, counts: dict, out) -> None:
     except Exception as exc:
         counts["ref FAIL"] += 1
         print(f"FAIL ref     {extra.name}: {_short(exc)}", file=out)
-    why_not = extra_runs(extra, info)
+    why_not = extra_runs(extra, info, words)
     if why_not is not None:
         counts["ref-only"] += 1
         print(f"ref-only     {extra.name}: {why_not}", file=out)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import numpy as np
 
 from cts.cases import TILES, Case
+from cts.device_types import missing_matrix_types
 from cts.expect import POISON_U, outputs, padding_poison, poison_of
 from hydroplane.ref import Executor
 
 
-def device_runs(case: Case, info) -> str | None:
-    """Why the device cannot run the case (None when it can), from its reported properties."""
+def device_runs(case: Case, info, words=None) -> str | None:
+    """Why the device cannot run the case (None when it can), from its reported properties; with
+    the module's words, every matrix type it declares must be one the device offers."""
     t = case.types
     if case.sg != info.subgroup_size:
         return f"subgroup size {case.sg} (device {info.subgroup_size})"
@@ -26,6 +28,10 @@ def device_runs(case: Case, info) -> str | None:
         return f"{case.pair} {case.m}x{case.n}x{case.k} not reported"
     if case.op == "muladd_saturating" and not any(s.saturating for s in shapes):
         return "no saturating accumulation reported"
+    if words is not None:
+        missing = missing_matrix_types(words, info)
+        if missing:
+            return "matrix types not offered: " + ", ".join(missing)
     return None
 
 
