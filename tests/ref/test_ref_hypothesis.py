@@ -1,8 +1,8 @@
 """Hypothesis-generated kernels from the module builder: straight-line integer/float code, 8/16/64-bit
 integer arithmetic between width conversions, f16 arithmetic between FConverts, subgroup
 arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
-calls of a function with divergent early returns, early exits of some lanes, and loops with per-lane
-trip counts. The reference executor and lavapipe must agree bit for bit (float results: the same
+calls of a function with divergent early returns, early exits of some lanes, loops with per-lane
+trip counts, and exchanges through Workgroup memory between barriers. The reference executor and lavapipe must agree bit for bit (float results: the same
 bits, or both denormal-or-zero, since lavapipe may flush denormals; the kernels ask for
 SignedZeroInfNanPreserve so that lavapipe keeps inf and NaN)."""
 
@@ -37,7 +37,7 @@ GROUP_INT = [Op.GroupNonUniformIAdd, Op.GroupNonUniformUMax, Op.GroupNonUniformS
 NARROW = [Op.IAdd, Op.ISub, Op.IMul, Op.UDiv, Op.SDiv, Op.ShiftRightArithmetic, Op.ShiftLeftLogical,
           Op.BitwiseXor, Op.SRem, Op.UMod]
 STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "subgroup",
-         "width", "half", "call", "branch", "loop", "exit"]
+         "width", "half", "call", "branch", "loop", "exit", "shared"]
 
 
 class KernelGen:
@@ -54,6 +54,11 @@ class KernelGen:
         self.block = b.label()
         self.gid = b.emit(Op.CompositeExtract, u32, b.emit(Op.Load, b.type_vector(u32, 3), gid_var), 0)
         self.helper = None
+        self.exited = False  # after an early exit, barriers would be non-uniform: no "shared" steps
+        self.shared = b.variable(b.type_pointer("Workgroup", b.type_array(u32, LOCAL)), "Workgroup")
+        self.shared_ptr = b.type_pointer("Workgroup", u32)
+        self.lid = b.emit(Op.CompositeExtract, u32, b.emit(Op.Load, b.type_vector(u32, 3),
+                                                          b.builtin("LocalInvocationId", b.type_vector(u32, 3))), 0)
         self.ints = [self.gid] + [self.load(self.in_u, self.ptr_u, u32, k) for k in range(INPUTS)]
         self.floats = [self.load(self.in_f, self.ptr_f, f32, k) for k in range(INPUTS)]
         for step in steps:
@@ -183,7 +188,12 @@ class KernelGen:
         (self.ints if kind == "int" else self.floats).append(value)
 
     def step(self, kind, a, c, d):
-        if kind == "exit":
+        if kind == "shared" and not self.exited:
+            self.exchange(a, c, d)
+        elif kind == "shared":
+            self.add(*self.compute("int", a, c, d))
+        elif kind == "exit":
+            self.exited = True
             self.exit(a, d)
         elif kind == "branch":
             self.branch(a, c, d)
@@ -191,6 +201,21 @@ class KernelGen:
             self.loop(a, c, d)
         else:
             self.add(*self.compute(kind, a, c, d))
+
+    def barrier(self):
+        b = self.b
+        b.emit(Op.ControlBarrier, b.scope("Workgroup"), b.scope("Workgroup"), b.u32(0x108))  # AcqRel|Workgroup
+
+    def exchange(self, a, c, d):
+        """Every invocation writes its slot of a Workgroup array; after a barrier each reads another's."""
+        b, u32 = self.b, self.u32
+        b.emit(Op.Store, b.emit(Op.AccessChain, self.shared_ptr, self.shared, self.lid), self.pick(self.ints, a))
+        self.barrier()
+        step = 2 * (c % (LOCAL // 2)) + 1  # odd: a permutation of the slots
+        other = b.emit(Op.UMod, u32, b.emit(Op.IAdd, u32, b.emit(Op.IMul, u32, self.lid, b.u32(step)), b.u32(d)),
+                       b.u32(LOCAL))
+        self.add("int", b.emit(Op.Load, u32, b.emit(Op.AccessChain, self.shared_ptr, self.shared, other)))
+        self.barrier()
 
     def exit(self, a, d):
         """Some lanes store their outputs and return early; the others go on."""
