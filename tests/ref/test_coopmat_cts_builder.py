@@ -131,3 +131,11 @@ def test_builder_per_element_with_matrix_operand(spirv_val, tmp_path, lavapipe, 
     c, d = _inputs(c_type, "per_element", zlib.crc32(f"per_element{c_type}".encode()))
     place = (np.arange(N)[:, None] * N + np.arange(N)[None, :]).astype(DTYPES[c_type])
     _check(words, c, d, (c + d + place).astype(DTYPES[c_type]), c_type, lavapipe, None, c_type)
+
+
+@pytest.mark.parametrize("c_type", C_TYPES)
+def test_builder_composite_extract_insert(spirv_val, tmp_path, lavapipe, c_type):
+    words = bk.composite(c_type, N * N // 8)
+    _validate(spirv_val, tmp_path, words)
+    c, d = _inputs(c_type, "composite", zlib.crc32(f"composite{c_type}".encode()))
+    _check(words, c, d, (c + d).astype(DTYPES[c_type]), c_type, lavapipe, None, c_type)

@@ -134,3 +134,19 @@ def per_element(c_type: str) -> array:
     b.end_function()
     t.begin()
     return t.finish(b.emit(Op.CooperativeMatrixPerElementOpNV, t.acc, t.c, fn, t.d))
+
+
+def composite(c_type: str, length: int) -> array:
+    """Vulkan-CTS "composite" on SSA values: out = C + D element by element, each invocation
+    taking its elements apart (OpCompositeExtract) and putting the sums back (OpCompositeInsert)
+    at literal indices 0 .. length-1 (the Length of an 8x8 tile on 8 lanes)."""
+    t = _Tile(c_type)
+    t.begin()
+    b = t.b
+    add = Op.FAdd if _kind(c_type) == 0 else Op.IAdd
+    result = t.c
+    for i in range(length):
+        x = b.emit(Op.CompositeExtract, t.c_elem, t.c, i)
+        y = b.emit(Op.CompositeExtract, t.c_elem, t.d, i)
+        result = b.emit(Op.CompositeInsert, t.acc, b.emit(add, t.c_elem, x, y), result, i)
+    return t.finish(result)
