@@ -120,7 +120,7 @@ class ExecContext:
     def _where(self) -> str:
         if self.inst is None:
             return ""
-        return f" at word {self.inst.offset}: {format_instruction(self.inst, self.program.names)}"
+        return f" at word {self.inst.offset}: {format_instruction(self.inst, self.program.display_names)}"
 
     def diagnostic(self, kind: str, message: str, lanes=None) -> Diagnostic:
         lanes = np.unique(np.asarray(lanes, np.int64).reshape(-1)) if lanes is not None else np.zeros(0, np.int64)
@@ -128,7 +128,7 @@ class ExecContext:
         return Diagnostic(kind, message,
                           [self.lanes.describe(int(i)) for i in lanes[:MAX_NAMED_INVOCATIONS]],
                           inst.offset if inst is not None else None,
-                          format_instruction(inst, self.program.names) if inst is not None else "",
+                          format_instruction(inst, self.program.display_names) if inst is not None else "",
                           len(lanes))
 
     def diagnose(self, kind: str, message: str, lanes=None) -> None:

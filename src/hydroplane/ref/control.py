@@ -112,7 +112,7 @@ def run_function(ctx, fn, args: list):
             except HydroplaneError:
                 raise
             except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:
-                where = (f" at word {ctx.inst.offset} `{format_instruction(ctx.inst, ctx.program.names)}`"
+                where = (f" at word {ctx.inst.offset} `{format_instruction(ctx.inst, ctx.program.display_names)}`"
                          if ctx.inst is not None else "")
                 raise InvalidModuleError(f"malformed module or executor bug{where}: "
                                          f"{type(exc).__name__}: {exc}") from exc

@@ -270,7 +270,7 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
         rid = var.result_id
         t = var.type.pointee
         storage = var.type.storage
-        name = program.names.get(rid) or f"%{rid}"
+        name = program.names.get(rid) or program.names.get(var.type.pointee_id) or f"%{rid}"
         init = var.args[0] if var.args else None
         if storage in ("StorageBuffer", "Uniform", "ShaderRecordBufferKHR"):
             if isinstance(t, T.ArrayType) and isinstance(t.element, T.StructType) and t.element.block:
