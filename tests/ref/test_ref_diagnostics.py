@@ -35,8 +35,8 @@ void main() { uint i = gl_GlobalInvocationID.x; b[i] = a[i + 60u]; }""")
     assert d.kind == "out-of-bounds"
     assert d.count == 60  # invocations 4..63 read past the 64 floats
     assert d.invocations[0] == "wg (0,0,0) local (4,0,0)"
-    assert "OpLoad" in d.disassembly and d.offset > 0
-    assert "binding 0" in d.message and "256 bytes" in d.message
+    assert "= OpLoad %float %" in d.disassembly and d.offset > 0
+    assert "of A (set 0 binding 0) (StorageBuffer, 256 bytes)" in d.message
     assert isinstance(err.value, HydroplaneError)
 
 
