@@ -5,13 +5,14 @@ ready to run; `ops.register` extends the op table (docs/ref.md, "Extending the i
 Imports `hydroplane.spirv` and `hydroplane.errors` only.
 """
 
-from hydroplane.ref.errors import (Diagnostic, InvalidModuleError, NonUniformError, OutOfBoundsError, RaceError,
-                                   RefError, UninitializedReadError, UnreachableError, UnsupportedInstructionError)
+from hydroplane.ref.errors import (Diagnostic, ExecutionLimitError, InvalidModuleError, NonUniformError,
+                                   OutOfBoundsError, RaceError, RefError, UninitializedReadError, UnreachableError,
+                                   UnsupportedInstructionError)
 from hydroplane.ref.executor import Buffer, Executor, Kernel
 from hydroplane.ref.program import Program
 
 __all__ = [
-    "Buffer", "Diagnostic", "Executor", "InvalidModuleError", "Kernel", "NonUniformError", "OutOfBoundsError",
+    "Buffer", "Diagnostic", "ExecutionLimitError", "Executor", "InvalidModuleError", "Kernel", "NonUniformError", "OutOfBoundsError",
     "Program", "RaceError", "RefError", "UninitializedReadError", "UnreachableError",
     "UnsupportedInstructionError",
 ]
