@@ -12,7 +12,7 @@ from hydroplane.ref.executor import Buffer, Executor, Kernel
 from hydroplane.ref.program import Program
 
 __all__ = [
-    "Buffer", "Diagnostic", "ExecutionLimitError", "Executor", "InvalidModuleError", "Kernel", "NonUniformError", "OutOfBoundsError",
-    "Program", "RaceError", "RefError", "UninitializedReadError", "UnreachableError",
+    "Buffer", "Diagnostic", "ExecutionLimitError", "Executor", "InvalidModuleError", "Kernel", "NonUniformError",
+    "OutOfBoundsError", "Program", "RaceError", "RefError", "UninitializedReadError", "UnreachableError",
     "UnsupportedInstructionError",
 ]
