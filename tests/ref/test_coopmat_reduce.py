@@ -97,7 +97,7 @@ def test_per_element_op_passes_row_col_element_and_extras():
         seen.update(row=row, col=col)
         return element * 100 + row.astype(np.float32) * 10 + col.astype(np.float32) + m * s + lane_value
 
-    got = rd.per_element_op(mats, t, func, [rd.MatrixOperand(other), rd.LaneOperand(per_instance),
+    got = rd.per_element_op(mats, t, func, [rd.MatrixOperand(other), rd.LaneOperand(per_instance, per="instance"),
                                             rd.LaneOperand(per_lane)], lanes=lanes)
     r = np.arange(8, dtype=np.float32)[None, :, None]
     c = np.arange(16, dtype=np.float32)[None, None, :]
@@ -117,3 +117,23 @@ def test_per_element_op_errors():
         rd.per_element_op(mats, t, lambda r, c, e, m: e, [rd.MatrixOperand(np.ones((2, 4, 4), np.float16))])
     with pytest.raises(cm.CoopMatError, match="need \\(instances, lanes\\)"):
         rd.per_element_op(mats, t, lambda r, c, e, m: e, [rd.LaneOperand(np.ones((2, 8)))], lanes=16)
+    with pytest.raises(cm.CoopMatError, match="per must be"):
+        rd.per_element_op(mats, t, lambda r, c, e, m: e, [rd.LaneOperand(np.ones(2), per="group")], lanes=8)
+
+
+def test_per_element_op_vector_operands_per_lane_and_uniform():
+    t = _t(np.float32, 4, 4)
+    rng = np.random.default_rng(3)
+    mats = rng.standard_normal((2, 4, 4)).astype(np.float32)
+    per_lane = rng.standard_normal((2, 8, 3)).astype(np.float32)  # a vec3 per invocation
+    uniform = np.array([1.0, 2.0], np.float32)
+
+    def func(row, col, element, v3, v2):
+        assert v3.shape == (32, 3) and v2.shape == (32, 2)
+        return element + v3[:, 0] + v3[:, 2] * v2[:, 1]
+
+    got = rd.per_element_op(mats, t, func, [rd.LaneOperand(per_lane), rd.LaneOperand(uniform, per="uniform")],
+                            lanes=8)
+    owner = np.arange(16) % 8  # STRIDED over 8 lanes
+    want = mats.reshape(2, 16) + per_lane[:, owner, 0] + per_lane[:, owner, 2] * 2.0
+    np.testing.assert_array_equal(got.reshape(2, 16), want.astype(np.float32))

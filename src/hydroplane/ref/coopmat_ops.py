@@ -385,9 +385,9 @@ def _per_element(ctx, inst):
         if isinstance(ctx.type_of(ident), CM):
             extras.append(rd.MatrixOperand(full(value, sc.count)))
         elif value.shape[0] == 1:
-            extras.append(rd.LaneOperand(value[0]))
+            extras.append(rd.LaneOperand(value[0], per="uniform"))
         else:
-            extras.append(rd.LaneOperand(sc.by_instance(value)))
+            extras.append(rd.LaneOperand(sc.by_instance(value), per="lane"))
     call = _element_call(ctx, inst.args[1])
 
     def func_call(row, col, element, *rest):

@@ -112,9 +112,12 @@ class MatrixOperand:
 
 @dataclass(frozen=True)
 class LaneOperand:
-    """A PerElementOp optional operand of scalar type: (instances, lanes) or (instances,) values."""
+    """A PerElementOp optional operand that is not a matrix (a scalar or vector), given
+    per="lane": (instances, lanes, *shape); per="instance": (instances, *shape);
+    per="uniform": (*shape), the same everywhere."""
 
     values: np.ndarray
+    per: str = "lane"
 
 
 PerElementFunc = Callable[..., np.ndarray]
@@ -149,12 +152,18 @@ def _element_argument(operand, mtype: CoopMatType, n: int, lanes: int | None,
     if not isinstance(operand, LaneOperand):
         raise CoopMatError(f"PerElementOp operand {position} must be MatrixOperand or LaneOperand")
     values = np.asarray(operand.values)
-    if values.ndim == 2:
-        if lanes is None or values.shape != (n, lanes):
+    count = n * rows * cols
+    if operand.per == "lane":
+        if lanes is None or values.shape[:2] != (n, lanes):
             raise CoopMatError(f"PerElementOp operand {position}: per-lane values {values.shape} "
-                               f"need (instances, lanes) = ({n}, {lanes})")
+                               f"need (instances, lanes) = ({n}, {lanes}) first")
         owner_lane, _ = dist.owner(rows, cols, lanes)
-        return values[:, owner_lane].reshape(-1)
-    values = np.broadcast_to(values.reshape(-1, 1), (n, rows * cols)) if values.ndim == 1 else \
-        np.broadcast_to(values, (n, rows * cols))
-    return values.reshape(-1)
+        return values[:, owner_lane].reshape((count,) + values.shape[2:])
+    if operand.per == "instance":
+        if values.shape[:1] != (n,):
+            raise CoopMatError(f"PerElementOp operand {position}: per-instance values {values.shape} "
+                               f"need {n} instances first")
+        return np.repeat(values, rows * cols, axis=0)
+    if operand.per == "uniform":
+        return np.broadcast_to(values, (count,) + values.shape)
+    raise CoopMatError(f"PerElementOp operand {position}: per must be 'lane', 'instance' or 'uniform'")
