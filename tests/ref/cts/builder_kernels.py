@@ -1,9 +1,10 @@
 """CTS-style cooperative-matrix kernels written with our ModuleBuilder (no glslang): one 8x8 tile
 per subgroup, buffers c (binding 0), d (binding 1), out (binding 2), all row-major, stride = cols.
 
-`element_wise(op, c_type)` makes out = C op D (or op C, or C * 3), `convert_to_a(c_type, a_type)`
-makes out = A-matrix(C) (component type and Use change, NV2 conversions), `transpose(c_type)` makes out = TransposeNV(C), `per_element(c_type)` makes
-out = PerElementOp(C, f(row, col, e, d) = e + d + row * 8 + col) with D as a matrix operand.
+`element_wise(op, c_type)` makes out = C op D (or op C, or C * 3); `convert_to_a(c_type, a_type)`
+out = A-matrix(C) (component type and Use change, NV2 conversions); `transpose(c_type)`
+out = TransposeNV(C); `per_element(c_type)` out = PerElementOp(C, f(row, col, e, d) =
+e + d + row * 8 + col) with D as a matrix operand; `composite` out = C + D element by element.
 """
 
 from __future__ import annotations
@@ -52,10 +53,10 @@ class _Tile:
         zero = b.u32(0)
         self.row_major = b.u32(grammar.enumerant("CooperativeMatrixLayout", "RowMajorKHR").value)
         self.stride = b.u32(TILE)
-        self.c = b.emit(Op.CooperativeMatrixLoadKHR, self.acc, b.emit(Op.AccessChain, self.c_ptr, self.c_var, zero, zero),
-                        self.row_major, self.stride)
-        self.d = b.emit(Op.CooperativeMatrixLoadKHR, self.acc, b.emit(Op.AccessChain, self.c_ptr, self.d_var, zero, zero),
-                        self.row_major, self.stride)
+        c_at = b.emit(Op.AccessChain, self.c_ptr, self.c_var, zero, zero)
+        d_at = b.emit(Op.AccessChain, self.c_ptr, self.d_var, zero, zero)
+        self.c = b.emit(Op.CooperativeMatrixLoadKHR, self.acc, c_at, self.row_major, self.stride)
+        self.d = b.emit(Op.CooperativeMatrixLoadKHR, self.acc, d_at, self.row_major, self.stride)
 
     def finish(self, result: int) -> array:
         b = self.b
