@@ -78,8 +78,8 @@ def _inputs():
 
 def test_phi_and_loop_carried_matrices_on_the_reference_executor():
     a, bm, c = _inputs()
-    out = launch.run(coop_flow_kernel(), (1, 1, 1), {0: a, 1: bm, 2: c, 3: np.full((SUBGROUPS, T, T), np.nan, np.float32)},
-                     executor=Executor(subgroup_size=T))[3]
+    buffers = {0: a, 1: bm, 2: c, 3: np.full((SUBGROUPS, T, T), np.nan, np.float32)}
+    out = launch.run(coop_flow_kernel(), (1, 1, 1), buffers, executor=Executor(subgroup_size=T))[3]
     prod = [a[s].astype(np.float32) @ bm.astype(np.float32) for s in range(SUBGROUPS)]
     np.testing.assert_array_equal(out[0], c + 3 * prod[0])
     np.testing.assert_array_equal(out[1], c + 4 * prod[1])

@@ -324,7 +324,9 @@ DOT_AND_ROTATE = HEADER + """
 #extension GL_KHR_shader_subgroup_rotate : require
 layout(local_size_x = 32) in;
 layout(set = 0, binding = 0) readonly buffer A { i8vec4 x[32]; u8vec4 y[32]; uint px[32]; uint py[32]; int acc[32]; };
-layout(set = 0, binding = 1) writeonly buffer B { int sdot[32]; uint udot[32]; int sudot[32]; int sat[32]; uint rot[32]; uint crot[32]; };
+layout(set = 0, binding = 1) writeonly buffer B {
+    int sdot[32]; uint udot[32]; int sudot[32]; int sat[32]; uint rot[32]; uint crot[32];
+};
 void main() {
     uint i = gl_LocalInvocationIndex;
     sdot[i] = dotPacked4x8EXT(int(px[i]), int(py[i]));
@@ -369,7 +371,9 @@ SMALL_FLOATS = """#version 450
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 layout(local_size_x = 64) in;
 layout(set = 0, binding = 0) readonly buffer A { float a[64]; };
-layout(set = 0, binding = 1) writeonly buffer B { bfloat16_t bf[64]; floate4m3_t e4[64]; floate5m2_t e5[64]; float back[64]; };
+layout(set = 0, binding = 1) writeonly buffer B {
+    bfloat16_t bf[64]; floate4m3_t e4[64]; floate5m2_t e5[64]; float back[64];
+};
 void main() {
     uint i = gl_LocalInvocationIndex;
     bfloat16_t h = bfloat16_t(a[i]);

@@ -2,9 +2,10 @@
 integer arithmetic between width conversions, f16 arithmetic between FConverts, subgroup
 arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
 calls of a function with divergent early returns, early exits of some lanes, loops with per-lane
-trip counts, and exchanges through Workgroup memory between barriers. The reference executor and lavapipe must agree bit for bit (float results: the same
-bits, or both denormal-or-zero, since lavapipe may flush denormals; the kernels ask for
-SignedZeroInfNanPreserve so that lavapipe keeps inf and NaN)."""
+trip counts, and exchanges through Workgroup memory between barriers. The reference executor and
+lavapipe must agree bit for bit (float results: the same bits, or both denormal-or-zero, since
+lavapipe may flush denormals; the kernels ask for SignedZeroInfNanPreserve so that lavapipe keeps
+inf and NaN)."""
 
 from __future__ import annotations
 

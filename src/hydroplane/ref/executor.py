@@ -283,7 +283,8 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
             if buf is None:
                 ctx.globals[rid] = _Unbound(key, name, t)
                 continue
-            region = Region(f"{name} (set {key[0]} binding {key[1]})", storage, buf.nbytes, data=buf.data.reshape(1, -1))
+            region = Region(f"{name} (set {key[0]} binding {key[1]})", storage, buf.nbytes,
+                            data=buf.data.reshape(1, -1))
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
         elif storage == "PushConstant":
             need = T.size_of(t)
