@@ -1,11 +1,11 @@
-"""Hypothesis-generated kernels from the module builder: straight-line integer/float code, 8/16/64-bit
-integer arithmetic between width conversions, f16 arithmetic between FConverts, subgroup
-arithmetic (reduce, scans, clustered; also inside divergent branches), divergent if/else with OpPhi,
-calls of a function with divergent early returns, early exits of some lanes, loops with per-lane
-trip counts, and exchanges through Workgroup memory between barriers. The reference executor and
-lavapipe must agree bit for bit (float results: the same bits, or both denormal-or-zero, since
-lavapipe may flush denormals; the kernels ask for SignedZeroInfNanPreserve so that lavapipe keeps
-inf and NaN)."""
+"""Hypothesis-generated kernels from the module builder: straight-line integer/float code, vectors
+(construct, shuffle, insert, dynamic extract), 8/16/64-bit integer arithmetic between width
+conversions, f16 arithmetic between FConverts, subgroup arithmetic (reduce, scans, clustered;
+also inside divergent branches), divergent if/else with OpPhi, calls of a function with divergent
+early returns, early exits of some lanes, loops with per-lane trip counts, and exchanges through
+Workgroup memory between barriers. The reference executor and lavapipe must agree bit for bit
+(float results: the same bits, or both denormal-or-zero, since lavapipe may flush denormals; the
+kernels ask for SignedZeroInfNanPreserve so that lavapipe keeps inf and NaN)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ GROUP_INT = [Op.GroupNonUniformIAdd, Op.GroupNonUniformUMax, Op.GroupNonUniformS
 NARROW = [Op.IAdd, Op.ISub, Op.IMul, Op.UDiv, Op.SDiv, Op.ShiftRightArithmetic, Op.ShiftLeftLogical,
           Op.BitwiseXor, Op.SRem, Op.UMod]
 STEPS = ["int", "float", "int_unary", "float_unary", "select_int", "select_float", "to_float", "subgroup",
-         "width", "half", "call", "branch", "loop", "exit", "shared"]
+         "width", "half", "vector", "call", "branch", "loop", "exit", "shared"]
 
 
 class KernelGen:
@@ -180,6 +180,20 @@ class KernelGen:
             if self.helper is None:
                 self.helper = b.id()
             return "int", b.emit(Op.FunctionCall, u32, self.helper, self.pick(self.ints, a), self.pick(self.ints, c))
+        if kind == "vector":  # uvec4 / vec4: construct, shuffle, insert, element-wise op, dynamic extract
+            if d % 2:
+                t, pool, op = self.u32, self.ints, [Op.IAdd, Op.IMul, Op.BitwiseXor][d % 3]
+            else:
+                t, pool, op = f32, self.floats, [Op.FAdd, Op.FMul, Op.FSub][d % 3]
+            vt = b.type_vector(t, 4)
+            v1 = b.emit(Op.CompositeConstruct, vt, *(self.pick(pool, a + k) for k in range(4)))
+            v2 = b.emit(Op.VectorShuffle, vt, v1, v1, *((c >> (2 * k)) & 7 for k in range(4)))
+            v2 = b.emit(Op.CompositeInsert, vt, self.pick(pool, c), v2, d % 4)
+            v3 = b.emit(op, vt, v1, v2)
+            if t == f32:
+                b.decorate(v3, "NoContraction")
+            index = b.emit(Op.BitwiseAnd, u32, self.pick(self.ints, d), b.u32(3))
+            return ("int" if t == u32 else "float"), b.emit(Op.VectorExtractDynamic, t, v3, index)
         if kind == "to_float":
             x = b.emit(Op.BitwiseAnd, u32, self.pick(self.ints, a), b.u32(0xFFFFF))
             return "float", b.emit(Op.ConvertUToF if d % 2 else Op.ConvertSToF, f32, x)
