@@ -24,22 +24,15 @@ def _small(rng, shape, dtype):
     return rng.integers(-4, 5, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("sg", [8, 32])
-def test_nv_legacy_family(glslang, sg):
-    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {"SG": sg, "WITH_LENGTH": 0})
-    rng = np.random.default_rng(sg)
-    a, b, c = _small(rng, (8, 8), np.float16), _small(rng, (8, 8), np.float16), _small(rng, (8, 8), np.float32)
-    out = _run(words, {0: a.reshape(-1), 1: b.T.reshape(-1).copy(), 2: c.reshape(-1),
-                       3: np.full(64 + sg, np.nan, np.float32)}, sg=sg)
-    want = a.astype(np.float64) @ b.astype(np.float64) + c
-    np.testing.assert_array_equal(out[3][:64].reshape(8, 8).T, want.astype(np.float32))  # stored column-major
-    assert np.isnan(out[3][64:]).all()
+@pytest.mark.parametrize("tile,sg", [(8, 8), (8, 32), (16, 32)])
+def test_nv_legacy_family(glslang, tile, sg):
+    _run_extra(glslang, extras.nv_legacy(tile, sg))
 
 
 def test_nv_legacy_length_in_a_constant_is_refused_by_name(glslang):
     # glslang writes an NV matrix's length() as OpSpecConstantOp CooperativeMatrixLengthNV, evaluated
     # when the module is loaded, before a subgroup size exists: a clear error, never a wrong number.
-    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {"SG": 8, "WITH_LENGTH": 1})
+    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {"SG": 8, "T": 8, "WITH_LENGTH": 1})
     with pytest.raises(UnsupportedInstructionError, match="OpCooperativeMatrixLengthNV as a specialization-constant"):
         Executor(subgroup_size=8).kernel(words)
 

@@ -101,6 +101,19 @@ def _offers_muladd(shape, a: MatrixType, b: MatrixType, c: MatrixType, r: Matrix
     return dims == unit
 
 
+def _nv_types(module) -> list[tuple[str, int, int]]:
+    """(component, rows, cols) of every legacy OpTypeCooperativeMatrixNV (they have no Use)."""
+    constants = {i.result_id: i.operands[0].value for i in module.instructions if i.opcode == Op.Constant}
+    components = _component_names(module)
+    return [(components[i.operands[0].value], constants[i.operands[2].value], constants[i.operands[3].value])
+            for i in module.instructions if i.opcode == Op.TypeCooperativeMatrixNV]
+
+
+def _nv_offers(shape, comp: str, rows: int, cols: int) -> bool:
+    return ((comp, rows, cols) == (shape.a, shape.m, shape.k) or (comp, rows, cols) == (shape.b, shape.k, shape.n)
+            or (comp in (shape.c, shape.result) and (rows, cols) == (shape.m, shape.n)))
+
+
 def missing_matrix_types(words, info) -> list[str]:
     """The module's matrix types and MulAdd combinations the device does not report (empty: it
     can run the module)."""
@@ -110,4 +123,7 @@ def missing_matrix_types(words, info) -> list[str]:
         if not any(_offers_muladd(s, a, b, c, r) for s in shapes):
             missing.append(f"MulAdd {a.component}*{b.component}+{c.component}->{r.component} "
                            f"{a.rows}x{r.cols}x{a.cols}")
+    for comp, rows, cols in _nv_types(decode(words)):
+        if not any(_nv_offers(s, comp, rows, cols) for s in info.coop_nv):
+            missing.append(f"NV {comp} {rows}x{cols}")
     return missing

@@ -75,5 +75,23 @@ def workgroup_tile(invocations: int, sg: int) -> Extra:
                  needs={"tensor_addressing": True, "workgroup_scope": invocations})
 
 
+def nv_legacy(tile: int, sg: int) -> Extra:
+    rng = np.random.default_rng(sg + tile)
+    a = rng.integers(-4, 5, (tile, tile)).astype(np.float16)
+    b = rng.integers(-4, 5, (tile, tile)).astype(np.float16)
+    c = rng.integers(-4, 5, (tile, tile)).astype(np.float32)
+    want = (a.astype(np.float64) @ b.astype(np.float64) + c).astype(np.float32)
+
+    def check(out):
+        d = out[3]
+        np.testing.assert_array_equal(d[:tile * tile].reshape(tile, tile).T, want, err_msg="NV MulAdd (column-major)")
+        assert np.isnan(d[tile * tile:]).all()
+
+    return Extra(f"nv_legacy-{tile}x{tile}", "nv_legacy.comp", {"T": tile, "SG": sg, "WITH_LENGTH": 0},
+                 [a.reshape(-1), b.T.reshape(-1).copy(), c.reshape(-1), np.full(tile * tile + sg, np.nan, np.float32)],
+                 check, sg=sg)
+
+
 def device_extras(tile: int, sg: int, invocations: int) -> list[Extra]:
-    return [tensor_clamp(c, tile, sg) for c in CLAMP_MODES] + [workgroup_tile(invocations, sg)]
+    return ([tensor_clamp(c, tile, sg) for c in CLAMP_MODES] + [workgroup_tile(invocations, sg)]
+            + [nv_legacy(tile, sg)])
