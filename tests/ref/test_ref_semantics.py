@@ -295,3 +295,86 @@ void main() {
     np.testing.assert_array_equal(ex.read(data, np.float32), x * 2)
     total, biggest = ex.read(params, np.float32)[2:4]
     assert total == x.sum() and biggest == x.max()
+
+
+PTR_ACCESS_CHAIN = """
+               OpCapability Shader
+               OpCapability PhysicalStorageBufferAddresses
+               OpCapability Int64
+               OpExtension "SPV_KHR_physical_storage_buffer"
+               OpMemoryModel PhysicalStorageBuffer64 GLSL450
+               OpEntryPoint GLCompute %main "main" %gid %params
+               OpExecutionMode %main LocalSize 16 1 1
+               OpDecorate %gid BuiltIn GlobalInvocationId
+               OpDecorate %p_float ArrayStride 4
+               OpDecorate %p_vec2 ArrayStride 8
+               OpDecorate %blk Block
+               OpMemberDecorate %blk 0 Offset 0
+               OpMemberDecorate %blk 1 Offset 8
+               OpDecorate %params DescriptorSet 0
+               OpDecorate %params Binding 0
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+      %ulong = OpTypeInt 64 0
+      %float = OpTypeFloat 32
+       %vec2 = OpTypeVector %float 2
+     %v3uint = OpTypeVector %uint 3
+         %c0 = OpConstant %uint 0
+         %c1 = OpConstant %uint 1
+    %p_float = OpTypePointer PhysicalStorageBuffer %float
+     %p_vec2 = OpTypePointer PhysicalStorageBuffer %vec2
+        %blk = OpTypeStruct %ulong %ulong
+      %p_blk = OpTypePointer StorageBuffer %blk
+    %p_ulong = OpTypePointer StorageBuffer %ulong
+     %params = OpVariable %p_blk StorageBuffer
+      %p_gid = OpTypePointer Input %v3uint
+        %gid = OpVariable %p_gid Input
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+         %g3 = OpLoad %v3uint %gid
+          %i = OpCompositeExtract %uint %g3 0
+      %src_p = OpAccessChain %p_ulong %params %c0
+      %src_a = OpLoad %ulong %src_p
+      %dst_p = OpAccessChain %p_ulong %params %c1
+      %dst_a = OpLoad %ulong %dst_p
+        %src = OpConvertUToPtr %p_vec2 %src_a
+       %elem = OpPtrAccessChain %p_float %src %i %c1
+          %x = OpLoad %float %elem Aligned 4
+        %dst = OpConvertUToPtr %p_float %dst_a
+        %out = OpPtrAccessChain %p_float %dst %i
+               OpStore %out %x Aligned 4
+               OpReturn
+               OpFunctionEnd
+"""
+
+
+def test_ptr_access_chain_on_device_addresses():
+    # %src is a vec2 array: element i, component 1 (OpPtrAccessChain with the pointer's ArrayStride 8)
+    words = spirv_text(PTR_ACCESS_CHAIN)
+    rng = np.random.default_rng(23)
+    pairs = rng.standard_normal((16, 2)).astype(np.float32)
+    ex = Executor()
+    src, dst = ex.buffer(pairs), ex.buffer(np.full(16, np.nan, np.float32))
+    params = ex.buffer(np.array([src.address, dst.address], np.uint64))
+    ex.dispatch(ex.kernel(words), (1, 1, 1), {0: params})
+    np.testing.assert_array_equal(ex.read(dst, np.float32), pairs[:, 1])
+
+
+def test_row_major_matrices_in_a_buffer():
+    words = glsl("""#version 450
+layout(local_size_x = 8) in;
+layout(std430, set = 0, binding = 0) readonly buffer A { layout(row_major) mat2x3 m[8]; vec2 v[8]; };
+layout(std430, set = 0, binding = 1) writeonly buffer B { vec4 b[]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    vec3 r = m[i] * v[i];         // mat2x3: 2 columns of 3 rows, stored row by row
+    b[i] = vec4(r, m[i][1][2]);   // column 1, row 2
+}""")
+    rng = np.random.default_rng(24)
+    m = rng.integers(-4, 5, (8, 3, 2)).astype(np.float32)  # m[i][row][col]: std430 rows are vec2, MatrixStride 8
+    v = rng.integers(-4, 5, (8, 2)).astype(np.float32)
+    data = np.concatenate([m.reshape(-1), v.reshape(-1)])
+    out = run(words, {0: data}, {1: ((8, 4), np.float32)})[1]
+    np.testing.assert_array_equal(out[:, :3], np.einsum("irc,ic->ir", m, v))
+    np.testing.assert_array_equal(out[:, 3], m[:, 2, 1])

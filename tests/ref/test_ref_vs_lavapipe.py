@@ -127,6 +127,19 @@ void main() {
     vals[i] = vec4(mr, rz, extra);
 }""", lambda r: {0: r.integers(-4, 5, 40).astype(np.float32), 1: r.integers(-4, 5, (64, 8)).astype(np.float32)},
         {2: ((64 * 4 + 64 * 4,), np.uint32)}, (2, 2, 1)),
+
+    "row_major": (HEADER + """
+layout(local_size_x = 8) in;
+layout(std430, set = 0, binding = 0) readonly buffer A { layout(row_major) mat2x3 m[8]; vec2 v[8]; };
+layout(std140, set = 0, binding = 1) uniform U { layout(row_major) mat3 r; };
+layout(std430, set = 0, binding = 2) buffer B { vec4 b[]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    precise vec3 x = m[i] * v[i];
+    precise vec3 y = r * x;
+    b[i] = vec4(y.xy, m[i][i % 2u][i % 3u], r[i % 3u][(i + 1u) % 3u]);
+}""", lambda r: {0: r.integers(-4, 5, 64).astype(np.float32), 1: r.integers(-4, 5, 12).astype(np.float32)},
+        {2: ((8, 4), np.float32)}, (1, 1, 1)),
 }
 
 

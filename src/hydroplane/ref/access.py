@@ -27,9 +27,9 @@ def load_value(ctx, ptr: Pointer, t: T.Type):
         return zeros_of(t, 1) if t.shape is not None or isinstance(t, T.StructType) else None
     region = ptr.region
     if ptr.offset.shape[0] == 1 and region.row_of_lane is None:
-        return _read(ctx, region, 0, ptr.offset, t, ptr.mstride, ptr.row_major, lanes[:1])
+        return _read(ctx, region, 0, ptr.offset, t, ptr.mstride, ptr.row_major, lanes[:1], ptr.vstride)
     offs = ptr.offset[lanes] if ptr.offset.shape[0] > 1 else np.broadcast_to(ptr.offset, lanes.shape)
-    value = _read(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, lanes)
+    value = _read(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, lanes, ptr.vstride)
     return _spread(value, lanes, ctx.lanes.count)
 
 
@@ -52,7 +52,8 @@ def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
         return
     region = ptr.region
     offs = ptr.offset[lanes] if ptr.offset.shape[0] > 1 else np.broadcast_to(ptr.offset, lanes.shape)
-    _write(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, _take(value, lanes), lanes)
+    _write(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, _take(value, lanes), lanes,
+           ptr.vstride)
 
 
 def _take(value, lanes):
@@ -80,13 +81,13 @@ def element_offsets(t: T.Type, mstride=None, row_major=False) -> np.ndarray:
     return T.element_template(t, mstride, row_major)
 
 
-def _read(ctx, region, rows, offs, t, mstride, row_major, lanes):
+def _read(ctx, region, rows, offs, t, mstride, row_major, lanes, vstride=None):
     n = offs.shape[0]
     if isinstance(t, T.PointerType):
         addr = ctx.memory.read(region, rows, offs, np.dtype(np.uint64), lanes)
         return Pointer(PSB, addr.astype(np.int64), t.pointee, elem_stride=t.stride)
     if t.shape is not None:
-        tmpl = T.element_template(t, mstride, row_major)
+        tmpl = T.element_template(t, mstride, row_major, vstride)
         extra = (1,) * tmpl.ndim
         o = offs.reshape((n,) + extra) + tmpl
         r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)
@@ -102,13 +103,13 @@ def _read(ctx, region, rows, offs, t, mstride, row_major, lanes):
     ctx.diagnose("unsupported", f"a load of type {t}")
 
 
-def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes):
+def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes, vstride=None):
     n = offs.shape[0]
     if isinstance(t, T.PointerType):
         ctx.memory.write(region, rows, offs, np.asarray(value).astype(np.uint64), lanes)
         return
     if t.shape is not None:
-        tmpl = T.element_template(t, mstride, row_major)
+        tmpl = T.element_template(t, mstride, row_major, vstride)
         extra = (1,) * tmpl.ndim
         o = offs.reshape((n,) + extra) + tmpl
         r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)

@@ -37,7 +37,7 @@ def _index(v) -> np.ndarray:
 def chain(ctx, base: Pointer, index_ids, result_type: T.PointerType) -> Pointer:
     """Walk struct members, array elements, vector components and matrix columns from `base`."""
     t, off = base.type, base.offset
-    mstride, row_major = base.mstride, base.row_major
+    mstride, row_major, vstride = base.mstride, base.row_major, base.vstride
     for ident in index_ids:
         if isinstance(t, T.StructType):
             i = ctx.const_int(ident)
@@ -48,17 +48,19 @@ def chain(ctx, base: Pointer, index_ids, result_type: T.PointerType) -> Pointer:
             off = off + _index(ctx.get(ident)) * T.array_stride(t)
             t = t.element
         elif isinstance(t, T.VectorType):
-            off = off + _index(ctx.get(ident)) * t.component.dtype.itemsize
-            t = t.component
+            off = off + _index(ctx.get(ident)) * (vstride or t.component.dtype.itemsize)
+            t, vstride = t.component, None
         elif isinstance(t, T.MatrixType):
-            if row_major:
-                ctx.diagnose("unsupported", "an access chain to a column of a RowMajor matrix")
-            off = off + _index(ctx.get(ident)) * T.matrix_stride(t, mstride)
+            if row_major:  # column c starts at c * item; its components are MatrixStride apart
+                off = off + _index(ctx.get(ident)) * t.column.component.dtype.itemsize
+                vstride = T.matrix_stride(t, mstride)
+            else:
+                off = off + _index(ctx.get(ident)) * T.matrix_stride(t, mstride)
             t = t.column
         else:
             ctx.diagnose("invalid", f"access chain indexes into {t}")
     stride = result_type.stride if isinstance(result_type, T.PointerType) else None
-    return Pointer(base.region, off, t, None, mstride, row_major, stride)
+    return Pointer(base.region, off, t, None, mstride, row_major, stride, vstride)
 
 
 @register(Op.AccessChain, Op.InBoundsAccessChain)

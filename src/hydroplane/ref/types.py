@@ -255,12 +255,15 @@ def matrix_stride(t: MatrixType, decorated: int | None) -> int:
     return decorated if decorated is not None else size_of(t.column)
 
 
-def element_template(t: Type, mstride: int | None = None, row_major: bool = False) -> np.ndarray:
-    """Byte offsets, relative to the object, of every scalar of a numeric type, shaped like its value."""
+def element_template(t: Type, mstride: int | None = None, row_major: bool = False,
+                     vstride: int | None = None) -> np.ndarray:
+    """Byte offsets, relative to the object, of every scalar of a numeric type, shaped like its value.
+
+    `vstride` spaces a vector's components (a column of a RowMajor matrix: the MatrixStride)."""
     if isinstance(t, (BoolType, IntType, FloatType)):
         return np.zeros((), np.int64)
     if isinstance(t, VectorType):
-        return np.arange(t.count, dtype=np.int64) * t.component.dtype.itemsize
+        return np.arange(t.count, dtype=np.int64) * (vstride or t.component.dtype.itemsize)
     if isinstance(t, MatrixType):
         item = t.column.component.dtype.itemsize
         stride = matrix_stride(t, mstride)

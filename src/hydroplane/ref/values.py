@@ -43,6 +43,7 @@ class Pointer:
     mstride: int | None = None
     row_major: bool = False
     elem_stride: int | None = None  # ArrayStride of the pointer type, for OpPtrAccessChain
+    vstride: int | None = None  # component spacing of a vector that is a column of a RowMajor matrix
 
     def with_offset(self, offset: np.ndarray, type: Type, **kw) -> "Pointer":
         return replace(self, offset=offset, type=type, **kw)
