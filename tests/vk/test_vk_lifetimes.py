@@ -128,6 +128,8 @@ def test_no_leaks_across_create_dispatch_destroy_cycles(vk_info, empty_words):
         gc.collect()
         grown = _rss_bytes() - rss
         assert grown < 8 << 20, f"RSS grew by {grown} bytes over 300 cycles"
-        if driver is not None:
+        # A CPU device (lavapipe) reports the whole system's memory as its heap usage, which
+        # moves with every other process: only a GPU's heap usage says something about us.
+        if driver is not None and vk_info.device_type != "cpu":
             assert sum(dev.memory_usage()) - sum(driver) < 8 << 20
         assert [c for c in dev._children if not c.closed] == [], "every cycle's objects were destroyed"
