@@ -1,7 +1,7 @@
 """Opcode handlers for cooperative matrices (KHR, legacy NV, NV2 workgroup scope and tensors, EXT
 maintenance1), registered with the interpreter's op table; the semantics live in coopmat*.py.
 
-A matrix value is (instances, rows, cols); lane-level values are (lanes, ...). `_Scope` converts
+A matrix value is (instances, rows, cols); lane-level values are (lanes, ...). `ScopeLanes` converts
 between the two: instance k of a Subgroup-scope matrix is subgroup k of the batch, held by its S
 lanes; of a Workgroup-scope matrix, workgroup k, held by its invocations (padding lanes hold
 nothing). Operands the spec requires to be the same across a scope instance (pointers, strides,
@@ -18,7 +18,6 @@ from hydroplane.ref import coopmat as cm
 from hydroplane.ref import coopmat_arith as ar
 from hydroplane.ref import coopmat_memory as mm
 from hydroplane.ref import coopmat_reduce as rd
-from hydroplane.ref import coopmat_tensor as tt
 from hydroplane.ref import types as T
 from hydroplane.ref.ops import HANDLERS, Op, register
 from hydroplane.ref.ops_memory import check_uniform
@@ -50,7 +49,7 @@ def distribution(ctx) -> cm.ElementDistribution:
     return (ctx.options or {}).get("coopmat_distribution", cm.DEFAULT_DISTRIBUTION)
 
 
-class _Scope:
+class ScopeLanes:
     """The scope instances of a batch and the lanes that hold their elements."""
 
     def __init__(self, ctx, scope: int):
@@ -90,7 +89,7 @@ def full(value: np.ndarray, count: int) -> np.ndarray:
     return np.broadcast_to(value, (count,) + value.shape[1:])
 
 
-def per_instance(ctx, sc: _Scope, value, what: str) -> np.ndarray:
+def per_instance(ctx, sc: ScopeLanes, value, what: str) -> np.ndarray:
     """(instances,) from a lane value that must agree across each instance's active lanes."""
     lane_values = np.asarray(value)
     grouped = sc.by_instance(lane_values)
@@ -107,7 +106,7 @@ def per_instance(ctx, sc: _Scope, value, what: str) -> np.ndarray:
     return chosen
 
 
-def _owner_lanes(sc: _Scope, dist, rows: int, cols: int) -> np.ndarray:
+def owner_lanes(sc: ScopeLanes, dist, rows: int, cols: int) -> np.ndarray:
     lane_of, _ = dist.owner(rows, cols, sc.holders)
     return lane_of.reshape(rows, cols)
 
@@ -128,26 +127,26 @@ def _region_rows(ptr, lanes: np.ndarray):
 
 def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
     """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     out = np.zeros((sc.count, t.rows, t.cols), t.dtype)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
         return out
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
     out[inst_idx] = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.dtype, lanes)
     return out
 
 
 def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_value) -> None:
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
         return
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
     values = full(mats, sc.count)[inst_idx].astype(t.dtype, copy=False)
     ctx.memory.write(ptr.region, _region_rows(ptr, first), offs, values, lanes)
 
@@ -205,7 +204,7 @@ def _store_nv(ctx, inst):
 def _muladd_khr(ctx, inst):
     t = inst.type
     check_uniform(ctx, t.scope, inst.name)
-    n = _Scope(ctx, t.scope).count
+    n = ScopeLanes(ctx, t.scope).count
     a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
     operands = inst.literals[0] if inst.literals else 0
     ctx.set(inst.result_id, ar.muladd(a, b, c, t.dtype, operands))
@@ -215,7 +214,7 @@ def _muladd_khr(ctx, inst):
 def _muladd_nv(ctx, inst):
     t = inst.type
     check_uniform(ctx, t.scope, inst.name)
-    n = _Scope(ctx, t.scope).count
+    n = ScopeLanes(ctx, t.scope).count
     a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
     signed = [x.dtype.kind == "i" for x in (a, b, c)] + [t.dtype.kind == "i"]
     operands = sum(bit for bit, s in zip((1, 2, 4, 8), signed) if s)  # legacy NV: the types say it
@@ -228,13 +227,13 @@ def _length(ctx, inst):
     if ctx.lanes.virtual:  # an OpSpecConstantOp: evaluated before any dispatch fixes the lane count
         ctx.diagnose("unsupported", f"{inst.name} as a specialization-constant operation: the number of "
                      f"invocations holding the matrix is only known at dispatch (docs/ref_coopmat.md, needs)")
-    holders = _Scope(ctx, t.scope).holders
+    holders = ScopeLanes(ctx, t.scope).holders
     ctx.set(inst.result_id, np.array([distribution(ctx).length(t.rows, t.cols, holders)], inst.type.dtype))
 
 
 # -- composite access ------------------------------------------------------------------------------------
 
-def _lane_index(ctx, sc: _Scope, value) -> np.ndarray:
+def _lane_index(ctx, sc: ScopeLanes, value) -> np.ndarray:
     index = as_signed(np.asarray(value)).astype(np.int64)
     return np.where(sc.by_instance(ctx.mask), sc.by_instance(index), 0)  # inactive lanes read element 0
 
@@ -251,7 +250,7 @@ def _composite_extract(ctx, inst):
         return _plain(ctx, inst)
     if len(inst.literals) != 1:
         raise cm.CoopMatError(f"OpCompositeExtract from a cooperative matrix takes one index, got {inst.literals}")
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     mats = full(ctx.get(inst.args[0]), sc.count)
     ctx.set(inst.result_id, sc.to_lanes(cm.extract(mats, inst.literals[0], sc.holders, distribution(ctx))))
 
@@ -261,7 +260,7 @@ def _composite_insert(ctx, inst):
     t = inst.type
     if not isinstance(t, CM):
         return _plain(ctx, inst)
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     mats = full(ctx.get(inst.args[1]), sc.count)
     values = sc.by_instance(np.asarray(ctx.get(inst.args[0])))
     out = cm.insert(mats, values, inst.literals[0], sc.holders, distribution(ctx), sc.by_instance(ctx.mask))
@@ -279,21 +278,21 @@ def _composite_construct(ctx, inst):
     if value.shape[0] == 1:
         ctx.set(inst.result_id, cm.construct(value.reshape(1), mtype(t), 1))
         return
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     ctx.set(inst.result_id, cm.construct(sc.by_instance(value), mtype(t), sc.holders, distribution(ctx)))
 
 
 def load_element(ctx, ptr, matrix_value, t: CM) -> np.ndarray:
     """The element `ptr.offset` (a per-lane index) of each lane's matrix: OpLoad through
     OpAccessChain into a cooperative-matrix variable (for the interpreter to call)."""
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     index = _lane_index(ctx, sc, ptr.offset)
     return sc.to_lanes(cm.extract(full(matrix_value, sc.count), index, sc.holders, distribution(ctx)))
 
 
 def store_element(ctx, ptr, matrix_value, t: CM, value) -> np.ndarray:
     """The matrix with each active lane's element `ptr.offset` replaced by its value (OpStore)."""
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     index = _lane_index(ctx, sc, ptr.offset)
     values = sc.by_instance(np.asarray(value))
     return cm.insert(full(matrix_value, sc.count), values, index, sc.holders, distribution(ctx),
@@ -303,7 +302,7 @@ def store_element(ctx, ptr, matrix_value, t: CM, value) -> np.ndarray:
 @coop_handler(Op.MatrixTimesScalar, type=CM)
 def _matrix_times_scalar(ctx, inst):
     t = inst.type
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     mats = full(ctx.get(inst.args[0]), sc.count)
     scalar = np.asarray(ctx.get(inst.args[1]))
     scalars = scalar.reshape(1) if scalar.shape[0] == 1 else sc.by_instance(scalar)
@@ -335,7 +334,7 @@ def _convert_use(ctx, inst):
     t = inst.type
     src = ctx.type_of(inst.args[0])
     check_uniform(ctx, t.scope, inst.name)
-    mats = full(ctx.get(inst.args[0]), _Scope(ctx, t.scope).count)
+    mats = full(ctx.get(inst.args[0]), ScopeLanes(ctx, t.scope).count)
     transpose = ctx.program.decoration(inst.result_id, "CooperativeMatrixTransposeEXT") is not None
     nv2 = "CooperativeMatrixConversionsNV" in ctx.program.capabilities
     if nv2 and not transpose and src.dtype != t.dtype:
@@ -349,7 +348,7 @@ def _transpose_nv(ctx, inst):
     t = inst.type
     check_uniform(ctx, t.scope, inst.name)
     src = ctx.type_of(inst.args[0])
-    ctx.set(inst.result_id, ar.transpose_nv(full(ctx.get(inst.args[0]), _Scope(ctx, t.scope).count),
+    ctx.set(inst.result_id, ar.transpose_nv(full(ctx.get(inst.args[0]), ScopeLanes(ctx, t.scope).count),
                                             mtype(src), mtype(t)))
 
 
@@ -367,7 +366,7 @@ def _reduce(ctx, inst):
     t = inst.type
     check_uniform(ctx, t.scope, inst.name)
     src = ctx.type_of(inst.args[0])
-    mats = full(ctx.get(inst.args[0]), _Scope(ctx, t.scope).count)
+    mats = full(ctx.get(inst.args[0]), ScopeLanes(ctx, t.scope).count)
     out = rd.reduce(mats, mtype(src), mtype(t), inst.literals[0], _element_call(ctx, inst.args[1]))
     ctx.set(inst.result_id, out)
 
@@ -375,7 +374,7 @@ def _reduce(ctx, inst):
 @coop_handler(Op.CooperativeMatrixPerElementOpEXT)
 def _per_element(ctx, inst):
     t = inst.type
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     mats = full(ctx.get(inst.args[0]), sc.count)
     func = ctx.program.functions[inst.args[1]]
     row_type, col_type = (p.dtype for p in func.type.params[:2])
@@ -399,146 +398,12 @@ def _per_element(ctx, inst):
 @coop_handler(Op.CooperativeMatrixGetCoordinateEXT)
 def _get_coordinate(ctx, inst):
     t = ctx.type_of(inst.args[0])
-    sc = _Scope(ctx, t.scope)
+    sc = ScopeLanes(ctx, t.scope)
     index = _lane_index(ctx, sc, ctx.get(inst.args[1]))
     coords = cm.get_coordinate(index, t.rows, t.cols, sc.holders, sc.count, distribution(ctx))
     ctx.set(inst.result_id, sc.to_lanes(coords).astype(inst.type.dtype))
 
 
-# -- NV2 tensor layouts, views, LoadTensorNV / StoreTensorNV ---------------------------------------------------
-
-def _objects(value) -> np.ndarray:
-    return value if isinstance(value, np.ndarray) and value.dtype == object else np.array([value], dtype=object)
-
-
-def _lane_map(ctx, build, *values) -> np.ndarray:
-    """Apply `build(obj, *ints)` per lane (memoised per distinct input), as an object array."""
-    arrays = [np.asarray(v) if not isinstance(v, np.ndarray) or v.dtype != object else v for v in values]
-    width = max(a.shape[0] for a in arrays)
-    out = np.empty(width, dtype=object)
-    seen = {}
-    for lane in range(width):
-        key = tuple(a[lane if a.shape[0] > 1 else 0] for a in arrays)
-        key = tuple(k if isinstance(k, (tt.TensorLayout, tt.TensorView)) else int(k) for k in key)
-        if key not in seen:
-            seen[key] = build(*key)
-        out[lane] = seen[key]
-    return out
-
-
-def _opaque_constants(ctx, t) -> list[int]:
-    return [ctx.const_int(o.value) for o in t.operands]
-
-
-@coop_handler(Op.CreateTensorLayoutNV)
-def _create_layout(ctx, inst):
-    dim, clamp = _opaque_constants(ctx, inst.type)
-    ctx.set(inst.result_id, _objects(tt.TensorLayout.create(dim, clamp)))
-
-
-@coop_handler(Op.CreateTensorViewNV)
-def _create_view(ctx, inst):
-    dim, has_dims, *perm = _opaque_constants(ctx, inst.type)
-    ctx.set(inst.result_id, _objects(tt.TensorView.create(dim, bool(has_dims), tuple(perm))))
-
-
-LAYOUT_SETTERS = {
-    Op.TensorLayoutSetDimensionNV: lambda o, *v: o.with_dimension(*v),
-    Op.TensorLayoutSetStrideNV: lambda o, *v: o.with_stride(*v),
-    Op.TensorLayoutSliceNV: lambda o, *v: o.slice(*v),
-    Op.TensorLayoutSetClampValueNV: lambda o, *v: o.with_clamp_value(*v),
-    Op.TensorLayoutSetBlockSizeNV: lambda o, *v: o.with_block_size(*v),
-    Op.TensorViewSetDimensionNV: lambda o, *v: o.with_dimension(*v),
-    Op.TensorViewSetStrideNV: lambda o, *v: o.with_stride(*v),
-    Op.TensorViewSetClipNV: lambda o, *v: o.with_clip(*v),
-}
-
-
-@coop_handler(*LAYOUT_SETTERS)
-def _set_layout(ctx, inst):
-    build = LAYOUT_SETTERS[inst.opcode]
-    obj = _objects(ctx.get(inst.args[0]))
-    ctx.set(inst.result_id, _lane_map(ctx, build, obj, *(ctx.get(i) for i in inst.args[1:])))
-
-
-def _tensor_operands(ctx, inst, first_id_operand: int):
-    """(layout id, view id or None) of LoadTensorNV/StoreTensorNV, refusing decode functions."""
-    kinds = [o.kind for o in inst.operands]
-    at = kinds.index("TensorAddressingOperands")
-    mask = inst.operands[at].value
-    params = [o.value for o in inst.operands[at + 1:]]
-    if mask & ~1:
-        ctx.unsupported("LoadTensorNV with DecodeFunc/DecodeVectorFunc is not implemented by the reference executor")
-    return inst.operands[first_id_operand].value, (params[0] if mask & 1 else None)
-
-
-def _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t: CM, for_store: bool):
-    layouts = _objects(ctx.get(layout_id))
-    views = _objects(ctx.get(view_id)) if view_id is not None else None
-    plans = []
-    for k, lane in zip(inst_idx, first):
-        layout = per_instance_object(ctx, sc, layouts, k, "the tensor layout")
-        view = per_instance_object(ctx, sc, views, k, "the tensor view") if views is not None else None
-        plans.append(tt.tensor_addresses(layout, view, t.rows, t.cols, for_store))
-    return plans
-
-
-def per_instance_object(ctx, sc: _Scope, objects: np.ndarray, instance: int, what: str):
-    if objects.shape[0] == 1:
-        return objects[0]
-    lanes = sc.first_lane[instance] + np.flatnonzero(sc.by_instance(ctx.mask)[instance])
-    values = {objects[lane] for lane in lanes}
-    if len(values) > 1:
-        ctx.diagnose("non-uniform", f"{what} must be the same in every invocation of a scope instance", lanes)
-    return objects[lanes[0]]
-
-
-@coop_handler(Op.CooperativeMatrixLoadTensorNV)
-def _load_tensor(ctx, inst):
-    t = inst.type
-    check_uniform(ctx, t.scope, inst.name)
-    sc = _Scope(ctx, t.scope)
-    out = full(ctx.get(inst.args[1]), sc.count).astype(t.dtype, copy=True)
-    inst_idx, first = sc.first_active(ctx.mask)
-    if len(inst_idx):
-        ptr = ctx.get(inst.args[0])
-        layout_id, view_id = _tensor_operands(ctx, inst, 2)
-        base = per_instance(ctx, sc, ptr.offset, "the tensor pointer")
-        owners = _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
-        layouts = _objects(ctx.get(layout_id))
-        plans = _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, False)
-        for k, lane, plan in zip(inst_idx, first, plans):
-            if plan.access.any():
-                offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
-                rows = ptr.region.rows(np.array([lane]))
-                rows = rows[0] if isinstance(rows, np.ndarray) else rows
-                out[k][plan.access] = ctx.memory.read(ptr.region, rows, offs, t.dtype,
-                                                      sc.first_lane[k] + owners[plan.access])
-            if plan.clamped.any():
-                layout = per_instance_object(ctx, sc, layouts, k, "the tensor layout")
-                size = t.dtype.itemsize
-                bits = np.array(layout.clamp_value & ((1 << 8 * size) - 1), dtype=f"u{size}")
-                out[k][plan.clamped] = bits.view(t.dtype)
-    ctx.set(inst.result_id, out)
-
-
-@coop_handler(Op.CooperativeMatrixStoreTensorNV)
-def _store_tensor(ctx, inst):
-    t = ctx.type_of(inst.args[1])
-    check_uniform(ctx, t.scope, inst.name)
-    sc = _Scope(ctx, t.scope)
-    inst_idx, first = sc.first_active(ctx.mask)
-    if not len(inst_idx):
-        return
-    ptr = ctx.get(inst.args[0])
-    mats = full(ctx.get(inst.args[1]), sc.count)
-    layout_id, view_id = _tensor_operands(ctx, inst, 2)
-    base = per_instance(ctx, sc, ptr.offset, "the tensor pointer")
-    owners = _owner_lanes(sc, distribution(ctx), t.rows, t.cols)
-    for k, lane, plan in zip(inst_idx, first, _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, True)):
-        if plan.access.any():
-            offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
-            rows = ptr.region.rows(np.array([lane]))
-            rows = rows[0] if isinstance(rows, np.ndarray) else rows
-            ctx.memory.write(ptr.region, rows, offs, mats[k][plan.access].astype(t.dtype),
-                             sc.first_lane[k] + owners[plan.access])
+# NV2 tensor layouts and views live in coopmat_tensor_ops, which imports the helpers above and
+# registers its handlers when imported here, last.
+import hydroplane.ref.coopmat_tensor_ops
