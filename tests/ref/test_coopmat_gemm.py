@@ -83,3 +83,27 @@ def test_optimised_gemm_keeps_matrices_in_phis(glslang, tmp_path):
     bufs = {0: ex.buffer(a), 1: ex.buffer(b), 2: ex.buffer(np.full((SIZE, SIZE), np.nan, np.float32))}
     ex.dispatch(ex.kernel(optimised), _grid(), bufs)
     np.testing.assert_array_equal(ex.read(bufs[2], np.float32, (SIZE, SIZE)), want)
+
+
+@pytest.mark.parametrize("device", ["ref", "0"])
+def test_gemm_through_the_cli(glslang, tmp_path, device):
+    """`hydroplane run` with the GEMM kernel, on the reference executor and on Vulkan device 0."""
+    import subprocess
+    import sys
+
+    size = DEVICE_SIZE
+    sg = 32 if device == "ref" else 8  # lavapipe's subgroup size
+    words = compile_glsl(glslang, SOURCE, {"SG": sg, "SUBGROUPS": SUBGROUPS})
+    a, b, want = _inputs(4, size)
+    module = tmp_path / "gemm.spv"
+    module.write_bytes(words)
+    for name, arr in (("a", a), ("b", b), ("d", np.full((size, size), np.nan, np.float32))):
+        np.save(tmp_path / f"{name}.npy", arr)
+    grid = ",".join(str(g) for g in _grid(size))
+    argv = [sys.executable, "-m", "hydroplane", "run", str(module), "--grid", grid,
+            "--buf", f"0={tmp_path / 'a.npy'}", "--buf", f"1={tmp_path / 'b.npy'}", "--buf", f"2={tmp_path / 'd.npy'}",
+            "--out", f"2={tmp_path / 'out.npy'}", "--spec", f"0={size}", "--spec", f"1={size}", "--spec", f"2={size}",
+            "--device", device] + (["--subgroup-size", str(sg)] if device == "ref" else [])
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), want)
