@@ -77,3 +77,21 @@ def test_old_spirv_version_is_refused(glslang):
     module.version = (1, 5)
     with pytest.raises(LoweringError, match="needs SPIR-V 1.6"):
         lower_ext_to_nv2(module.words())
+
+
+def test_a_module_without_ext_is_unchanged(glslang):
+    from cts.compile import compile_glsl as compile_source
+
+    khr_only = """#version 450 core
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+layout(local_size_x = 8) in;
+layout(set = 0, binding = 0) buffer Buf { float data[]; };
+void main() {
+  coopmat<float, gl_ScopeSubgroup, 8, 8, gl_MatrixUseAccumulator> m;
+  coopMatLoad(m, data, 0, 8, gl_CooperativeMatrixLayoutRowMajor);
+  coopMatStore(m + m, data, 64, 8, gl_CooperativeMatrixLayoutRowMajor);
+}
+"""
+    words = compile_source(glslang, khr_only)
+    assert bytes(lower_ext_to_nv2(words).words().tobytes()) == words

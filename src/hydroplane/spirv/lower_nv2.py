@@ -294,7 +294,7 @@ def _rewrite_capabilities(module: Module, emulated: bool) -> None:
     if emulated and CAP_PER_ELEMENT not in seen_caps:
         last_cap = max(n for n, i in enumerate(out) if i.opcode == Op.Capability)
         out.insert(last_cap + 1, Instruction(Op.Capability, operands=[Operand("Capability", CAP_PER_ELEMENT)]))
-    if NV2_NAME not in extensions:
+    if NV2_NAME not in extensions and EXT_NAME in extensions:
         first_other = next(n for n, i in enumerate(out) if i.opcode not in (Op.Capability,))
         out.insert(first_other, Instruction(Op.Extension, operands=[Operand("LiteralString", NV2_NAME)]))
     module.instructions = out
