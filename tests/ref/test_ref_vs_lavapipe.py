@@ -140,6 +140,23 @@ void main() {
     b[i] = vec4(y.xy, m[i][i % 2u][i % 3u], r[i % 3u][(i + 1u) % 3u]);
 }""", lambda r: {0: r.integers(-4, 5, 64).astype(np.float32), 1: r.integers(-4, 5, 12).astype(np.float32)},
         {2: ((8, 4), np.float32)}, (1, 1, 1)),
+    "dot_and_rotate": (HEADER + """
+#extension GL_EXT_integer_dot_product : require
+#extension GL_KHR_shader_subgroup_rotate : require
+layout(local_size_x = 32) in;
+layout(set = 0, binding = 0) readonly buffer A { uint px[32]; uint py[32]; int acc[32]; u8vec4 y[32]; };
+layout(set = 0, binding = 1) writeonly buffer B { int sdot[32]; uint udot[32]; int sat[32]; uint rot[32]; uint crot[32]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    sdot[i] = dotPacked4x8EXT(int(px[i]), int(py[i]));
+    udot[i] = dotEXT(u8vec4(unpack8(px[i])), y[i]);
+    sat[i] = dotPacked4x8AccSatEXT(int(px[i]), py[i], acc[i]);
+    rot[i] = subgroupRotate(px[i], 5u);
+    crot[i] = subgroupClusteredRotate(py[i], 3u, 4u);
+}""", lambda r: {0: np.concatenate([r.integers(0, 2**32, 96, dtype=np.uint64).astype(np.uint32),
+                                     r.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)])},
+        {1: ((5, 32), np.uint32)}, (1, 1, 1)),
+
 }
 
 

@@ -56,7 +56,7 @@ class DeviceInfo:
     driver_info: str
     driver_version: str
     api_version: str
-    api_version_number: int
+    api_version_number: int  # the version it is used at: the device's, capped by the instance's
     subgroup_size: int
     min_subgroup_size: int
     max_subgroup_size: int
@@ -202,7 +202,9 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
     """Read everything about one physical device."""
     base = C.VkPhysicalDeviceProperties()
     _ffi.core("vkGetPhysicalDeviceProperties")(handle, ctypes.byref(base))
-    api = base.apiVersion
+    # The version the device is used at: its own, capped by what the instance asked for (a feature
+    # core only above that needs its extension).
+    api = min(base.apiVersion, getattr(inst, "api_version", base.apiVersion))
     extensions = _extensions(handle)
     top = C.VkPhysicalDeviceProperties2()
     driver, subgroup = C.VkPhysicalDeviceDriverProperties(), C.VkPhysicalDeviceSubgroupProperties()
@@ -229,7 +231,7 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         device_type=E.DEVICE_TYPE_NAMES.get(base.deviceType, str(base.deviceType)),
         driver_name=driver.driverName.decode(), driver_info=driver.driverInfo.decode(),
         driver_version=_driver_version_text(base.vendorID, base.driverVersion),
-        api_version=E.api_version_text(api), api_version_number=api,
+        api_version=E.api_version_text(base.apiVersion), api_version_number=api,
         subgroup_size=subgroup.subgroupSize,
         min_subgroup_size=size_control.minSubgroupSize if has_size_control else subgroup.subgroupSize,
         max_subgroup_size=size_control.maxSubgroupSize if has_size_control else subgroup.subgroupSize,

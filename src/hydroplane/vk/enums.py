@@ -20,6 +20,7 @@ VK_API_VERSION_1_0 = make_api_version(1, 0)
 VK_API_VERSION_1_1 = make_api_version(1, 1)
 VK_API_VERSION_1_2 = make_api_version(1, 2)
 VK_API_VERSION_1_3 = make_api_version(1, 3)
+VK_API_VERSION_1_4 = make_api_version(1, 4)
 VK_WHOLE_SIZE = (1 << 64) - 1
 VK_MAX_MEMORY_TYPES = 32
 VK_MAX_MEMORY_HEAPS = 16

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hydroplane.vk import structs_caps as C
-from hydroplane.vk.enums import VK_API_VERSION_1_1, VK_API_VERSION_1_2, VK_API_VERSION_1_3
+from hydroplane.vk.enums import VK_API_VERSION_1_1, VK_API_VERSION_1_2, VK_API_VERSION_1_3, VK_API_VERSION_1_4
 from hydroplane.vk.errors import UnsupportedFeature
 
 
@@ -55,6 +55,10 @@ FEATURE_STRUCTS: dict[str, FeatureStruct] = {
     "subgroup_size_control": FeatureStruct(C.VkPhysicalDeviceSubgroupSizeControlFeatures,
                                            "VK_EXT_subgroup_size_control", VK_API_VERSION_1_3),
     "maintenance4": FeatureStruct(C.VkPhysicalDeviceMaintenance4Features, "VK_KHR_maintenance4", VK_API_VERSION_1_3),
+    "integer_dot_product": FeatureStruct(C.VkPhysicalDeviceShaderIntegerDotProductFeatures,
+                                         "VK_KHR_shader_integer_dot_product", VK_API_VERSION_1_3),
+    "subgroup_rotate": FeatureStruct(C.VkPhysicalDeviceShaderSubgroupRotateFeatures, "VK_KHR_shader_subgroup_rotate",
+                                     VK_API_VERSION_1_4),
     "bfloat16": FeatureStruct(C.VkPhysicalDeviceShaderBfloat16FeaturesKHR, "VK_KHR_shader_bfloat16"),
     "float8": FeatureStruct(C.VkPhysicalDeviceShaderFloat8FeaturesEXT, "VK_EXT_shader_float8"),
     "pipeline_executable_properties": FeatureStruct(C.VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR,
@@ -95,6 +99,11 @@ CAPABILITY_FEATURES: dict[str, tuple[tuple[str, str], ...]] = {
     "BFloat16TypeKHR": (("bfloat16", "shaderBFloat16Type"),),
     "BFloat16DotProductKHR": (("bfloat16", "shaderBFloat16DotProduct"),),
     "BFloat16CooperativeMatrixKHR": (("bfloat16", "shaderBFloat16CooperativeMatrix"),),
+    "DotProduct": (("integer_dot_product", "shaderIntegerDotProduct"),),
+    "DotProductInputAll": (("integer_dot_product", "shaderIntegerDotProduct"),),
+    "DotProductInput4x8Bit": (("integer_dot_product", "shaderIntegerDotProduct"),),
+    "DotProductInput4x8BitPacked": (("integer_dot_product", "shaderIntegerDotProduct"),),
+    "GroupNonUniformRotateKHR": (("subgroup_rotate", "shaderSubgroupRotate"),),
     "Float8EXT": (("float8", "shaderFloat8"),),
     "Float8CooperativeMatrixEXT": (("float8", "shaderFloat8CooperativeMatrix"),),
 }
@@ -136,6 +145,7 @@ COMPANION_BITS = {
     "cooperative_matrix2_nv": ("cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDimensions"),
     "cooperative_matrix_maintenance1_ext": ("cooperativeMatrixProperties2",),
     "vulkan_memory_model": ("vulkanMemoryModelDeviceScope",),
+    "subgroup_rotate": ("shaderSubgroupRotateClustered",),  # the ClusterSize operand has no capability
 }
 
 # SPIR-V extension -> (device extension, API version where it became core or None).
@@ -154,6 +164,8 @@ SPIRV_EXTENSIONS: dict[str, tuple[str, int | None]] = {
     "SPV_KHR_non_semantic_info": ("VK_KHR_shader_non_semantic_info", VK_API_VERSION_1_3),
     "SPV_KHR_float_controls": ("VK_KHR_shader_float_controls", VK_API_VERSION_1_2),
     "SPV_KHR_bfloat16": ("VK_KHR_shader_bfloat16", None),
+    "SPV_KHR_integer_dot_product": ("VK_KHR_shader_integer_dot_product", VK_API_VERSION_1_3),
+    "SPV_KHR_subgroup_rotate": ("VK_KHR_shader_subgroup_rotate", VK_API_VERSION_1_4),
     "SPV_EXT_float8": ("VK_EXT_shader_float8", None),
 }
 

@@ -126,6 +126,7 @@ class Instance(Owned):
     def __init__(self, validation: bool | None = None, api_version: int = E.VK_API_VERSION_1_3,
                  application: str = "hydroplane"):
         self.validation = validation_requested() if validation is None else bool(validation)
+        self.api_version = api_version  # the highest version this instance lets devices be used at
         self.messages: list[Message] = []
         self._messenger = None
         self._callback = _MESSENGER_CALLBACK(self._on_message)

@@ -213,6 +213,17 @@ class VkPhysicalDeviceMaintenance4Features(_Struct):
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("maintenance4", c_uint32)]
 
 
+class VkPhysicalDeviceShaderIntegerDotProductFeatures(_Struct):
+    STYPE = 1000280000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("shaderIntegerDotProduct", c_uint32)]
+
+
+class VkPhysicalDeviceShaderSubgroupRotateFeatures(_Struct):
+    STYPE = 1000416000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_ROTATE_FEATURES
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("shaderSubgroupRotate", c_uint32),
+        ("shaderSubgroupRotateClustered", c_uint32)]
+
+
 class VkPhysicalDeviceShaderBfloat16FeaturesKHR(_Struct):
     STYPE = 1000141000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("shaderBFloat16Type", c_uint32),
