@@ -81,17 +81,23 @@ def element_offsets(t: T.Type, mstride=None, row_major=False) -> np.ndarray:
     return T.element_template(t, mstride, row_major)
 
 
+def _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride):
+    """Rows, byte offsets and lanes of every element of a scalar/vector/matrix `t`, per lane."""
+    tmpl = T.element_template(t, mstride, row_major, vstride)
+    n = offs.shape[0]
+    extra = (1,) * tmpl.ndim
+    o = offs.reshape((n,) + extra) + tmpl
+    r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)
+    return r, o, lanes.reshape((lanes.shape[0],) + extra)
+
+
 def _read(ctx, region, rows, offs, t, mstride, row_major, lanes, vstride=None):
     n = offs.shape[0]
     if isinstance(t, T.PointerType):
         addr = ctx.memory.read(region, rows, offs, np.dtype(np.uint64), lanes)
         return Pointer(PSB, addr.astype(np.int64), t.pointee, elem_stride=t.stride)
     if t.shape is not None:
-        tmpl = T.element_template(t, mstride, row_major, vstride)
-        extra = (1,) * tmpl.ndim
-        o = offs.reshape((n,) + extra) + tmpl
-        r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)
-        ln = lanes.reshape((lanes.shape[0],) + extra)
+        r, o, ln = _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride)
         return ctx.memory.read(region, r, o, t.dtype, ln)
     if isinstance(t, T.StructType):
         return tuple(_read(ctx, region, rows, offs + off, m, t.matrix_strides[i], t.row_major[i], lanes)
@@ -109,11 +115,7 @@ def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes, vstride
         ctx.memory.write(region, rows, offs, np.asarray(value).astype(np.uint64), lanes)
         return
     if t.shape is not None:
-        tmpl = T.element_template(t, mstride, row_major, vstride)
-        extra = (1,) * tmpl.ndim
-        o = offs.reshape((n,) + extra) + tmpl
-        r = rows if np.ndim(rows) == 0 else np.reshape(rows, (n,) + extra)
-        ln = lanes.reshape((lanes.shape[0],) + extra)
+        r, o, ln = _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride)
         ctx.memory.write(region, r, o, np.asarray(value).astype(t.dtype, copy=False), ln)
         return
     if isinstance(t, T.StructType):
