@@ -282,7 +282,3 @@ def uniform_per_instance(values, what: str) -> np.ndarray:
                            f"lane {lane} has {values[inst, lane].item()!r}")
     return values[:, 0]
 
-
-# The interpreter's op loader imports this module; the opcode handlers live in coopmat_ops
-# (docs/ref_coopmat.md asks the loader to import coopmat_ops itself).
-import hydroplane.ref.coopmat_ops  # registers the handlers

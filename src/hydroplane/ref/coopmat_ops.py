@@ -403,7 +403,3 @@ def _get_coordinate(ctx, inst):
     coords = cm.get_coordinate(index, t.rows, t.cols, sc.holders, sc.count, distribution(ctx))
     ctx.set(inst.result_id, sc.to_lanes(coords).astype(inst.type.dtype))
 
-
-# NV2 tensor layouts and views live in coopmat_tensor_ops, which imports the helpers above and
-# registers its handlers when imported here, last.
-import hydroplane.ref.coopmat_tensor_ops

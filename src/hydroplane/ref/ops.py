@@ -50,17 +50,17 @@ def handler_for(program, inst) -> Handler:
     return HANDLERS.get(op, unsupported)
 
 
+# Every handler module, in load order: coopmat_tensor_ops imports helpers from coopmat_ops.
+OP_MODULES = ("ops_arith", "ops_convert", "ops_composite", "ops_memory", "ops_control", "ops_glsl", "ops_group",
+              "coopmat_ops", "coopmat_tensor_ops")
+
+
 def _load_op_modules() -> None:
+    """Import each handler module once; importing one registers its handlers."""
     import importlib
 
-    for name in ("ops_arith", "ops_convert", "ops_composite", "ops_memory", "ops_control", "ops_glsl",
-                 "ops_group", "coopmat"):
-        full = f"hydroplane.ref.{name}"
-        try:
-            importlib.import_module(full)
-        except ModuleNotFoundError as exc:  # a module another engineer has not written yet
-            if exc.name != full:
-                raise
+    for name in OP_MODULES:
+        importlib.import_module(f"hydroplane.ref.{name}")
 
 
 _load_op_modules()
