@@ -16,6 +16,8 @@ from hydroplane.ref.values import Pointer, zeros_of
 
 def load_value(ctx, ptr: Pointer, t: T.Type):
     """The value of type `t` at `ptr` in the active lanes (zeros elsewhere; shared when uniform)."""
+    if ptr.elem_of is not None:
+        return _load_matrix_element(ctx, ptr)
     if ptr.region is None:
         if ptr.var.value is None:
             if isinstance(t, T.CooperativeMatrixType):
@@ -35,6 +37,8 @@ def load_value(ctx, ptr: Pointer, t: T.Type):
 
 def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
     """Store `value` (type `t`) at `ptr` in the active lanes."""
+    if ptr.elem_of is not None:
+        return _store_matrix_element(ctx, ptr, value)
     if ptr.region is None:
         cell = ptr.var
         if cell.value is None or int(np.count_nonzero(ctx.mask)) == cell.lanes:
@@ -54,6 +58,34 @@ def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
     offs = ptr.offset[lanes] if ptr.offset.shape[0] > 1 else np.broadcast_to(ptr.offset, lanes.shape)
     _write(ctx, region, region.rows(lanes), offs, t, ptr.mstride, ptr.row_major, _take(value, lanes), lanes,
            ptr.vstride)
+
+
+def _matrix_of(ptr: Pointer):
+    t = ptr.elem_of
+    return ptr.var.value if ptr.var.value is not None else np.zeros((1, t.rows, t.cols), t.dtype)
+
+
+def _load_matrix_element(ctx, ptr: Pointer):
+    """Each lane's element `ptr.offset` of a cooperative-matrix register variable (the lanes' view)."""
+    from hydroplane.ref import coopmat_ops
+    from hydroplane.ref.coopmat import CoopMatError
+
+    try:
+        return coopmat_ops.load_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of)
+    except CoopMatError as exc:
+        ctx.diagnose("out-of-bounds", f"a load through an element pointer into {ptr.var.name}: {exc}")
+        return np.zeros(ctx.lanes.count, ptr.elem_of.dtype)  # collect mode: the load reads zeros
+
+
+def _store_matrix_element(ctx, ptr: Pointer, value) -> None:
+    """Each active lane's element `ptr.offset` of a cooperative-matrix register variable set to its value."""
+    from hydroplane.ref import coopmat_ops
+    from hydroplane.ref.coopmat import CoopMatError
+
+    try:
+        ptr.var.value = coopmat_ops.store_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of, value)
+    except CoopMatError as exc:  # collect mode: the store is dropped
+        ctx.diagnose("out-of-bounds", f"a store through an element pointer into {ptr.var.name}: {exc}")
 
 
 def _take(value, lanes):

@@ -67,8 +67,19 @@ def chain(ctx, base: Pointer, index_ids, result_type: T.PointerType) -> Pointer:
 def _access_chain(ctx, inst):
     base = ctx.get(inst.args[0])
     if base.region is None:
-        ctx.unsupported("an access chain into a register variable")
+        return ctx.set(inst.result_id, _matrix_element_pointer(ctx, base, inst.args[1:]))
     ctx.set(inst.result_id, chain(ctx, base, inst.args[1:], inst.type))
+
+
+def _matrix_element_pointer(ctx, base: Pointer, index_ids) -> Pointer:
+    """`m[i]` on a cooperative-matrix register variable: a pointer whose offset is the element index."""
+    if not isinstance(base.type, T.CooperativeMatrixType) or base.elem_of is not None:
+        ctx.unsupported(f"an access chain into a register variable of type {base.type} "
+                        f"(only one index into a cooperative matrix is supported)")
+    if len(index_ids) != 1:
+        ctx.diagnose("invalid", f"an access chain into a cooperative matrix takes one index, not {len(index_ids)}")
+    index = _index(ctx.get(index_ids[0])).reshape(-1)
+    return Pointer(None, index, base.type.component, var=base.var, elem_of=base.type)
 
 
 @register(Op.PtrAccessChain, Op.InBoundsPtrAccessChain)

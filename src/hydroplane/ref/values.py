@@ -31,7 +31,8 @@ class Pointer:
     """A pointer: a memory region plus a byte offset per lane (width W or 1).
 
     `region` is None for a register variable (`var` is its `Cell`): a Function/Private variable
-    that is only loaded and stored whole, kept as a value instead of memory. `mstride` and
+    that is only loaded and stored whole, kept as a value instead of memory (or, with `elem_of`,
+    one element of a cooperative-matrix register variable: OpAccessChain %m %i). `mstride` and
     `row_major` carry the MatrixStride/RowMajor decorations of the struct member the chain
     went through, for matrices inside explicitly laid out blocks.
     """
@@ -44,6 +45,8 @@ class Pointer:
     row_major: bool = False
     elem_stride: int | None = None  # ArrayStride of the pointer type, for OpPtrAccessChain
     vstride: int | None = None  # component spacing of a vector that is a column of a RowMajor matrix
+    elem_of: Type | None = None  # the cooperative-matrix type when this points at one element of a matrix
+    #                              register variable; `offset` is then the element index per lane
 
     def with_offset(self, offset: np.ndarray, type: Type, **kw) -> "Pointer":
         return replace(self, offset=offset, type=type, **kw)

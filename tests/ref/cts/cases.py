@@ -101,8 +101,8 @@ class Case:
         return d
 
 
-# Vulkan-CTS "composite" (m[i] through OpAccessChain into the matrix variable): ready, and added to
-# the matrix once the interpreter has element pointers (docs/ref_coopmat.md, need 2).
+# Vulkan-CTS "composite": m[i] loaded and stored through OpAccessChain into the matrix variable (the
+# interpreter's element pointers, docs/ref_coopmat.md).
 COMPOSITE_CASES = [Case("composite", p) for p in C_TYPE_PAIRS]
 
 
@@ -111,6 +111,7 @@ def build_cases() -> list[Case]:
     for op in ["length", "constant", "construct", "composite_extract", "add", "sub", "mul", "div", "negate",
                "matrix_times_scalar", "func"]:
         cases += [Case(op, p) for p in C_TYPE_PAIRS]
+    cases += COMPOSITE_CASES
     cases += [Case("add", "bf16/f32", shared=True), Case("mul", "u8/s32", layout="col")]
     for pair in ALL_PAIRS:
         for layout in ("row", "col"):
