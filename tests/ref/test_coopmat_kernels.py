@@ -8,8 +8,7 @@ import pytest
 
 from cts import extras
 from cts.compile import compile_glsl, glsl_source
-from hydroplane.ref import (Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError,
-                            UnsupportedInstructionError)
+from hydroplane.ref import Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError
 from hydroplane.ref import coopmat as cm
 
 
@@ -29,12 +28,14 @@ def test_nv_legacy_family(glslang, tile, sg):
     _run_extra(glslang, extras.nv_legacy(tile, sg))
 
 
-def test_nv_legacy_length_in_a_constant_is_refused_by_name(glslang):
-    # glslang writes an NV matrix's length() as OpSpecConstantOp CooperativeMatrixLengthNV, evaluated
-    # when the module is loaded, before a subgroup size exists: a clear error, never a wrong number.
-    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {"SG": 8, "T": 8, "WITH_LENGTH": 1})
-    with pytest.raises(UnsupportedInstructionError, match="OpCooperativeMatrixLengthNV as a specialization-constant"):
-        Executor(subgroup_size=8).kernel(words)
+@pytest.mark.parametrize("tile,sg", [(8, 8), (8, 32), (16, 32)])
+def test_nv_legacy_length_as_a_spec_constant_is_evaluated_per_launch(glslang, tile, sg):
+    # glslang writes an NV matrix's length() as OpSpecConstantOp CooperativeMatrixLengthNV; the
+    # executor evaluates it at dispatch, when the subgroup size is known: ceil(T*T / sg).
+    extra = extras.nv_legacy(tile, sg)
+    words = compile_glsl(glslang, glsl_source("nv_legacy.comp"), {**extra.defines, "WITH_LENGTH": 1})
+    out = _run(words, dict(enumerate(extra.buffers)), sg=sg)
+    assert (out[3][tile * tile:] == -(-tile * tile // sg)).all(), out[3][tile * tile:]
 
 
 def _run_extra(glslang, extra):

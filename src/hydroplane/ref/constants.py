@@ -1,4 +1,11 @@
-"""Constants and specialization constants as lane-width-1 values (OpSpecConstantOp through the op table)."""
+"""Constants and specialization constants as lane-width-1 values (OpSpecConstantOp through the op table).
+
+Most are evaluated once, when the Program is built. A constant whose value depends on the dispatch
+(an OpSpecConstantOp of a cooperative matrix's length, which needs the subgroup size or workgroup
+invocation count and the executor's element distribution), and every constant computed from one,
+is deferred: `program.dispatch_constants` lists them in module order and `for_dispatch` evaluates
+them per kernel launch on top of the module-time values.
+"""
 
 from __future__ import annotations
 
@@ -37,13 +44,54 @@ def _spec_override(program, rid: int):
     return program.spec.get(sid[0])
 
 
-def evaluate(program, raw, ops) -> None:
-    """Give the constant-defining instruction `raw` its value in program.constants."""
+# Inner opcodes of OpSpecConstantOp whose value is only known at dispatch.
+DISPATCH_DEPENDENT_OPS = frozenset({int(Op.CooperativeMatrixLengthNV), int(Op.CooperativeMatrixLengthKHR)})
+
+SPEC_OPS = (Op.SpecConstantOp, Op.SpecConstantComposite, Op.SpecConstantCompositeReplicateEXT,
+            Op.ConstantComposite, Op.ConstantCompositeReplicateEXT)
+
+
+def _operand_ids(raw) -> list[int]:
+    """The ids a constant-defining instruction reads (an OpSpecConstantOp's by its inner op's grammar)."""
+    if raw.opcode != Op.SpecConstantOp:
+        return [o.value for o in raw.operands]
+    kinds = [o.kind for o in grammar.instruction(raw.operands[0].value).operands
+             if o.kind not in ("IdResultType", "IdResult")]
+    return [o.value for i, o in enumerate(raw.operands[1:])
+            if (kinds[i] if i < len(kinds) else kinds[-1] if kinds else "").startswith("Id")]
+
+
+def _depends_on_dispatch(program, raw) -> bool:
+    if raw.opcode not in SPEC_OPS:
+        return False
+    if raw.opcode == Op.SpecConstantOp and raw.operands[0].value in DISPATCH_DEPENDENT_OPS:
+        return True
+    deferred = program.dispatch_constant_ids
+    return bool(deferred) and any(i in deferred for i in _operand_ids(raw))
+
+
+def for_dispatch(program, ops, lanes, options) -> dict:
+    """The module's constants with the dispatch-dependent ones evaluated for `lanes` and `options`."""
+    values = dict(program.constants)
+    for raw in program.dispatch_constants:
+        evaluate(program, raw, ops, values, lanes, options)
+    return values
+
+
+def evaluate(program, raw, ops, into: dict | None = None, lanes=None, options=None) -> None:
+    """Give the constant-defining instruction `raw` its value in `into` (default program.constants);
+    with no `lanes` (module time), a dispatch-dependent constant is deferred instead."""
     op = raw.opcode
     rid = raw.result_id
     t = program.types.get(raw.result_type)
     if t is None:
         return
+    if into is None:
+        if _depends_on_dispatch(program, raw):
+            program.dispatch_constants.append(raw)
+            program.dispatch_constant_ids.add(rid)
+            return
+        into = program.constants
     if op in (Op.Constant, Op.SpecConstant):
         lit = raw.operands[0]
         value = scalar_from_bits(t, lit.value)
@@ -61,7 +109,7 @@ def evaluate(program, raw, ops) -> None:
                 Op.SpecConstantCompositeReplicateEXT):
         from hydroplane.ref.ops_composite import construct
 
-        parts = [program.constants[o.value] for o in raw.operands]
+        parts = [into[o.value] for o in raw.operands]
         if op in (Op.ConstantCompositeReplicateEXT, Op.SpecConstantCompositeReplicateEXT):
             parts = parts * _replicate_count(t)
         value = construct(t, parts)
@@ -76,10 +124,10 @@ def evaluate(program, raw, ops) -> None:
             except TypeError:
                 return
     elif op == Op.SpecConstantOp:
-        value = _spec_constant_op(program, raw, ops)
+        value = _spec_constant_op(program, raw, ops, into, lanes, options)
     else:
         return
-    program.constants[rid] = value
+    into[rid] = value
 
 
 def _replicate_count(t: T.Type) -> int:
@@ -94,7 +142,7 @@ def _replicate_count(t: T.Type) -> int:
     return len(t.members)
 
 
-def _spec_constant_op(program, raw, ops):
+def _spec_constant_op(program, raw, ops, constants: dict, lanes, options):
     from hydroplane.ref.context import ExecContext
     from hydroplane.ref.lanes import Lanes
     from hydroplane.ref.program import Instr
@@ -112,7 +160,7 @@ def _spec_constant_op(program, raw, ops):
     inst = Instr(Instruction(inner_op, raw.result_type, raw.result_id, operands, raw.offset))
     inst.type = program.types.get(raw.result_type)
     inst.handler = ops.handler_for(program, inst)
-    ctx = ExecContext(program, Lanes.flat(1), globals=program.constants)
+    ctx = ExecContext(program, lanes if lanes is not None else Lanes.flat(1), options=options, globals=constants)
     ctx.inst = inst
     inst.handler(ctx, inst)
     try:

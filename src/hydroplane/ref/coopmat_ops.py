@@ -224,9 +224,9 @@ def _muladd_nv(ctx, inst):
 @coop_handler(Op.CooperativeMatrixLengthKHR, Op.CooperativeMatrixLengthNV)
 def _length(ctx, inst):
     t = ctx.type(inst.args[0])
-    if ctx.lanes.virtual:  # an OpSpecConstantOp: evaluated before any dispatch fixes the lane count
-        ctx.diagnose("unsupported", f"{inst.name} as a specialization-constant operation: the number of "
-                     f"invocations holding the matrix is only known at dispatch (docs/ref_coopmat.md, needs)")
+    if ctx.lanes.virtual:  # flat lanes (a PerElementOp/Reduce function); spec constants get real ones
+        ctx.diagnose("unsupported", f"{inst.name} in a function applied element by element: its lanes are "
+                     f"not invocations, so the number holding the matrix is unknown")
     holders = ScopeLanes(ctx, t.scope).holders
     ctx.set(inst.result_id, np.array([distribution(ctx).length(t.rows, t.cols, holders)], inst.type.dtype))
 

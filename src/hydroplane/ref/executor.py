@@ -18,6 +18,8 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
+from hydroplane.ref import ops
+from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
 from hydroplane.ref.errors import Diagnostic, InvalidModuleError
@@ -145,9 +147,13 @@ class Executor:
         per_batch = max(1, self.max_lanes // wg_lanes)
         report: list[Diagnostic] | None = [] if self.diagnostics == "collect" else None
         stats = {"instructions": 0, "batches": 0}
+        constants = kernel.program.constants
+        if kernel.program.dispatch_constants:
+            one_workgroup = Lanes(sg, kernel.local_size, np.zeros((1, 3), np.uint32), grid)
+            constants = for_dispatch(kernel.program, ops, one_workgroup, self.options)
         for start in range(0, len(ids), per_batch):
             lanes = Lanes(sg, kernel.local_size, ids[start:start + per_batch], grid)
-            ctx = ExecContext(kernel.program, lanes, options=self.options, globals=dict(kernel.program.constants),
+            ctx = ExecContext(kernel.program, lanes, options=self.options, globals=dict(constants),
                               report=report)
             ctx.memory.local_index = lanes.local_index
             ctx.memory.subgroup_size = lanes.subgroup_size

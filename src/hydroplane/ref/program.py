@@ -100,6 +100,8 @@ class Program:
         self.types: dict[int, T.Type] = {}
         self.value_types: dict[int, T.Type] = {}  # result id -> type of the value
         self.constants: dict[int, object] = {}  # id -> value with lane width 1
+        self.dispatch_constants: list[binary.Instruction] = []  # evaluated per launch (constants.for_dispatch)
+        self.dispatch_constant_ids: set[int] = set()
         self.global_variables: list[Instr] = []
         self.functions: dict[int, Function] = {}
         self.entry_points: dict[str, EntryPoint] = {}
@@ -130,6 +132,9 @@ class Program:
     def const_int(self, ident: int) -> int:
         """The integer value of a scalar constant id (scopes, semantics, lengths)."""
         v = self.constants.get(ident)
+        if v is None and ident in self.dispatch_constant_ids:
+            raise InvalidModuleError(f"%{ident} is needed as a constant when the module is loaded, but its value "
+                                     f"depends on the dispatch (a cooperative matrix's length)")
         if v is None:
             raise InvalidModuleError(f"%{ident} must be a constant")
         return int(np.asarray(v).reshape(-1)[0])
