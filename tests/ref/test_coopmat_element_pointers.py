@@ -81,3 +81,42 @@ def test_index_past_length_is_reported_with_the_variable():
     d = info.value.diagnostic
     assert "element pointer" in d.message and f"index [{LENGTH + 3}]" in d.message
     assert "OpLoad" in d.disassembly
+
+
+TWO_INDICES = """
+OpCapability Shader
+OpCapability CooperativeMatrixKHR
+OpCapability VulkanMemoryModel
+OpExtension "SPV_KHR_cooperative_matrix"
+OpExtension "SPV_KHR_vulkan_memory_model"
+OpMemoryModel Logical Vulkan
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 8 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%float = OpTypeFloat 32
+%uint = OpTypeInt 32 0
+%uint_0 = OpConstant %uint 0
+%uint_1 = OpConstant %uint 1
+%uint_2 = OpConstant %uint 2
+%uint_3 = OpConstant %uint 3
+%uint_8 = OpConstant %uint 8
+%mat = OpTypeCooperativeMatrixKHR %float %uint_3 %uint_8 %uint_8 %uint_2
+%ptr_mat = OpTypePointer Function %mat
+%ptr_float = OpTypePointer Function %float
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%m = OpVariable %ptr_mat Function
+%p = OpAccessChain %ptr_float %m %uint_1 %uint_0
+OpReturn
+OpFunctionEnd
+"""
+
+
+def test_two_indices_into_a_matrix_are_refused_by_name():
+    from hydroplane.ref import InvalidModuleError
+    from ref_helpers import spirv_text
+
+    ex = Executor(subgroup_size=SG)
+    with pytest.raises(InvalidModuleError, match="takes one index, not 2"):
+        ex.dispatch(ex.kernel(spirv_text(TWO_INDICES)), (1, 1, 1), {})

@@ -85,3 +85,36 @@ def test_one_module_two_launches_two_subgroup_sizes():
         src = ex.buffer(np.arange(64, dtype=np.float32))
         ex.dispatch(ex.kernel(words, subgroup_size=sg), (1, 1, 1), {0: src, 1: buf})
         assert (ex.read(buf, np.uint32).reshape(8, 3)[:, 0] == 64 // sg).all()
+
+
+ARRAY_SIZED_BY_LENGTH = """
+OpCapability Shader
+OpCapability CooperativeMatrixNV
+OpExtension "SPV_NV_cooperative_matrix"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main"
+OpExecutionMode %main LocalSize 8 1 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%float = OpTypeFloat 32
+%uint = OpTypeInt 32 0
+%uint_3 = OpConstant %uint 3
+%uint_8 = OpConstant %uint 8
+%mat = OpTypeCooperativeMatrixNV %float %uint_3 %uint_8 %uint_8
+%len = OpSpecConstantOp %uint CooperativeMatrixLengthNV %mat
+%arr = OpTypeArray %float %len
+%ptr = OpTypePointer Function %arr
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%v = OpVariable %ptr Function
+OpReturn
+OpFunctionEnd
+"""
+
+
+def test_a_type_sized_by_a_per_launch_length_is_refused_by_name():
+    from hydroplane.ref import InvalidModuleError
+    from ref_helpers import spirv_text
+
+    with pytest.raises(InvalidModuleError, match="depends on the dispatch"):
+        Executor(subgroup_size=8).kernel(spirv_text(ARRAY_SIZED_BY_LENGTH))
