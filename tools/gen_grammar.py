@@ -27,6 +27,8 @@ EXTINST_SETS = {
     "DebugInfo": "extinst.debuginfo.grammar.json",
     "OpenCL.DebugInfo.100": "extinst.opencl.debuginfo.100.grammar.json",
     "NonSemantic.Shader.DebugInfo.100": "extinst.nonsemantic.shader.debuginfo.100.grammar.json",
+    # The unversioned file is the newest revision, imported as NonSemantic.Shader.DebugInfo.101+.
+    "NonSemantic.Shader.DebugInfo": "extinst.nonsemantic.shader.debuginfo.grammar.json",
     "NonSemantic.DebugPrintf": "extinst.nonsemantic.debugprintf.grammar.json",
     "NonSemantic.DebugBreak": "extinst.nonsemantic.debugbreak.grammar.json",
     "SPV_AMD_shader_ballot": "extinst.spv-amd-shader-ballot.grammar.json",

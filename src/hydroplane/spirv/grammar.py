@@ -177,12 +177,35 @@ GENERATORS: dict[int, str] = {
 """Generator ids of the module header (the registry's vendor/tool ids) -> 'Vendor Tool'."""
 
 
+def _versioned_family(set_name: str) -> str | None:
+    """'NonSemantic.Shader.DebugInfo.102' -> 'NonSemantic.Shader.DebugInfo' when only the family
+    (its newest revision) is tabulated."""
+    family, _, revision = set_name.rpartition(".")
+    return family if revision.isdigit() and family in EXTINST else None
+
+
+def extinst_set(set_name: str) -> dict[int, ExtInstInfo] | None:
+    """The instructions of an imported set by opcode, or None when it is not tabulated."""
+    table = EXTINST.get(set_name)
+    if table is None and (family := _versioned_family(set_name)):
+        table = EXTINST[family]
+    return table
+
+
+def extinst_set_by_name(set_name: str) -> dict[str, ExtInstInfo] | None:
+    """The instructions of an imported set by name, or None when it is not tabulated."""
+    table = EXTINST_BY_NAME.get(set_name)
+    if table is None and (family := _versioned_family(set_name)):
+        table = EXTINST_BY_NAME[family]
+    return table
+
+
 def extinst(set_name: str, key: int | str) -> ExtInstInfo:
     """An instruction of a tabulated extended instruction set (see tools/gen_grammar.py)."""
-    table = EXTINST.get(set_name)
+    table = extinst_set(set_name)
     if table is None:
         raise GrammarError(f"extended instruction set {set_name!r} is not tabulated")
-    found = table.get(key) if isinstance(key, int) else EXTINST_BY_NAME[set_name].get(key)
+    found = table.get(key) if isinstance(key, int) else extinst_set_by_name(set_name).get(key)
     if found is None:
         raise GrammarError(f"{set_name} has no instruction {key!r}")
     return found

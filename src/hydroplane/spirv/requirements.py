@@ -115,7 +115,7 @@ class _Collector:
         if inst.opcode == Op.ExtInstImport:
             self.extinst_sets[inst.result_id] = inst.operands[0].value
         elif inst.opcode == Op.ExtInst:
-            table = grammar.EXTINST.get(self.extinst_sets.get(inst.operands[0].value), {})
+            table = grammar.extinst_set(self.extinst_sets.get(inst.operands[0].value, "")) or {}
             ext = table.get(inst.operands[1].value)
             if ext is not None:
                 self.need(ext.capabilities, ext.extensions, "None")

@@ -437,7 +437,7 @@ class _Printer:
             elif kind == "LiteralContextDependentNumber":
                 parts.append(format_literal(value, literal_type, o.nwords))
             elif kind == "LiteralExtInstInteger":
-                table = grammar.EXTINST.get(self.extinst_sets.get(last_id, ""), {})
+                table = grammar.extinst_set(self.extinst_sets.get(last_id, "")) or {}
                 parts.append(table[value].name if value in table else str(value))
             elif kind == "LiteralSpecConstantOpInteger":
                 info = grammar.INSTRUCTIONS.get(value)
@@ -672,7 +672,7 @@ class _Assembler:
     def literal_word(self, kind: str, text: str, inst: Instruction, token: Token) -> int:
         if kind == "LiteralExtInstInteger":
             set_name = self.extinst_sets.get(inst.operands[-1].value if inst.operands else -1, "")
-            found = grammar.EXTINST_BY_NAME.get(set_name, {}).get(text)
+            found = (grammar.extinst_set_by_name(set_name) or {}).get(text)
             if found is not None:
                 return found.opcode
         if kind == "LiteralSpecConstantOpInteger":
