@@ -39,6 +39,57 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+def _offers_type(shape, t) -> bool:
+    """Whether a device shape (KHR properties, or NV2 flexible granularity) covers matrix type t."""
+    if shape.scope != t.scope:
+        return False
+    if t.use == "A":
+        comp, dims = shape.a, (shape.m, shape.k)
+    elif t.use == "B":
+        comp, dims = shape.b, (shape.k, shape.n)
+    else:
+        comp, dims = (t.component if t.component in (shape.c, shape.result) else None), (shape.m, shape.n)
+    if comp != t.component:
+        return False
+    if shape.granularity:
+        return t.rows % dims[0] == 0 and t.cols % dims[1] == 0
+    return (t.rows, t.cols) == dims
+
+
+def _offers_muladd(shape, m) -> bool:
+    comps = (m.a.component, m.b.component, m.c.component, m.result.component)
+    if (shape.a, shape.b, shape.c, shape.result) != comps or shape.scope != m.a.scope:
+        return False
+    dims, unit = (m.a.rows, m.result.cols, m.a.cols), (shape.m, shape.n, shape.k)
+    if shape.granularity:
+        return all(d % g == 0 for d, g in zip(dims, unit))
+    return dims == unit
+
+
+def _offers_nv(shape, t) -> bool:
+    """A legacy NV type has no Use: any operand position of a reported NV shape will do."""
+    return ((t.component, t.rows, t.cols) in ((shape.a, shape.m, shape.k), (shape.b, shape.k, shape.n))
+            or (t.component in (shape.c, shape.result) and (t.rows, t.cols) == (shape.m, shape.n)))
+
+
+def unsupported_matrix_types(iface, info) -> list[str]:
+    """The module's cooperative-matrix types and MulAdd combinations the device does not report.
+
+    Creating a pipeline with a matrix shape the driver does not list is undefined behaviour in
+    Vulkan (Mesa lavapipe crashes the process on a 16x16 subgroup matrix), so the launch layer
+    checks first. Empty: the device can run the module's matrices.
+    """
+    shapes = [*info.coop_khr, *info.coop_nv2_flexible, *getattr(info, "coop_ext_shapes", ())]
+    missing = []
+    for t in iface.coop_matrix_types:
+        offered = any(_offers_nv(s, t) for s in info.coop_nv) if t.family == "nv" else \
+            any(_offers_type(s, t) for s in shapes)
+        if not offered:
+            missing.append(t.text())
+    missing += [m.text() for m in iface.coop_muladds if not any(_offers_muladd(s, m) for s in shapes)]
+    return missing
+
+
 class VulkanExecutor:
     """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module."""
 
@@ -71,6 +122,11 @@ class VulkanExecutor:
         from hydroplane.spirv.reflection import reflect
 
         iface = reflect(words)
+        missing = unsupported_matrix_types(iface, self.info)
+        if missing:
+            raise vk.UnsupportedFeature(
+                f"{self.info.name} does not offer these cooperative-matrix types of the module: "
+                + "; ".join(missing) + " (see `hydroplane devices` for the shapes it reports)", missing=tuple(missing))
         bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
                     for b in iface.bindings]
         return self.device.pipeline(words, bindings, push_constant_size=iface.push_constant_size, spec=spec or {},

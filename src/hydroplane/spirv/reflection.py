@@ -60,6 +60,36 @@ class SpecConstant:
 
 
 @dataclass(frozen=True)
+class CoopMatrixType:
+    """One cooperative-matrix type the module declares (KHR, or legacy NV without a Use)."""
+
+    family: str  # 'khr' (OpTypeCooperativeMatrixKHR) or 'nv' (OpTypeCooperativeMatrixNV)
+    component: str  # f16 f32 f64 bf16 e4m3 e5m2 s8 u8 s16 u16 s32 u32 s64 u64
+    scope: str  # 'subgroup', 'workgroup', ... (the Scope enumerant, lower case)
+    rows: int
+    cols: int
+    use: str | None  # 'A', 'B', 'Accumulator'; None for the legacy NV family
+
+    def text(self) -> str:
+        use = f" {self.use}" if self.use else ""
+        return f"{self.family.upper()} {self.component} {self.rows}x{self.cols}{use} ({self.scope})"
+
+
+@dataclass(frozen=True)
+class CoopMulAdd:
+    """The types of one OpCooperativeMatrixMulAddKHR: A (M x K) * B (K x N) + C -> result (M x N)."""
+
+    a: CoopMatrixType
+    b: CoopMatrixType
+    c: CoopMatrixType
+    result: CoopMatrixType
+
+    def text(self) -> str:
+        return (f"MulAdd {self.a.component}*{self.b.component}+{self.c.component}->{self.result.component} "
+                f"{self.a.rows}x{self.result.cols}x{self.a.cols} ({self.a.scope})")
+
+
+@dataclass(frozen=True)
 class ModuleInterface:
     version: tuple[int, int]
     capabilities: tuple[str, ...]
@@ -70,6 +100,8 @@ class ModuleInterface:
     bindings: tuple[Binding, ...]
     push_constant_size: int
     spec_constants: tuple[SpecConstant, ...]
+    coop_matrix_types: tuple[CoopMatrixType, ...] = ()
+    coop_muladds: tuple[CoopMulAdd, ...] = ()
 
     def entry_point(self, name: str | None = None) -> EntryPoint:
         for ep in self.entry_points:
@@ -222,6 +254,54 @@ def _spec_default(inst: Instruction, scalar: ScalarType):
     return raw
 
 
+_FP_ENCODING_NAMES = {"BFloat16KHR": "bf16", "Float8E4M3EXT": "e4m3", "Float8E5M2EXT": "e5m2"}
+_USE_NAMES = {0: "A", 1: "B", 2: "Accumulator"}
+
+
+def _component_name(types: _Types, type_id: int) -> str:
+    scalar = types.scalar(type_id)
+    if scalar.kind == "float":
+        return _FP_ENCODING_NAMES.get(scalar.encoding, scalar.encoding) if scalar.encoding else f"f{scalar.width}"
+    return f"{'s' if scalar.signed else 'u'}{scalar.width}"
+
+
+def _coop_matrix_types(module: Module, types: _Types) -> dict[int, CoopMatrixType]:
+    """Matrix type id -> its description (dimensions from constants or spec-constant defaults)."""
+    out = {}
+    for inst in module.instructions:
+        if inst.opcode == Op.TypeCooperativeMatrixKHR:
+            comp, scope, rows, cols, use = (o.value for o in inst.operands)
+            family, use_name = "khr", use
+        elif inst.opcode == Op.TypeCooperativeMatrixNV:
+            comp, scope, rows, cols = (o.value for o in inst.operands)
+            family, use_name = "nv", None
+        else:
+            continue
+        try:
+            if family == "khr":
+                use_name = _USE_NAMES.get(types.constant_int(use_name), str(types.constant_int(use_name)))
+            out[inst.result_id] = CoopMatrixType(
+                family, _component_name(types, comp), _enum_name("Scope", types.constant_int(scope)).lower(),
+                types.constant_int(rows), types.constant_int(cols), use_name)
+        except SpirvError:
+            continue  # dimensions computed by OpSpecConstantOp: known only when specialised
+    return out
+
+
+def _coop_muladds(module: Module, matrices: dict[int, CoopMatrixType]) -> tuple[CoopMulAdd, ...]:
+    type_of = {i.result_id: i.result_type for i in module.instructions if i.result_type is not None}
+    found = []
+    for inst in module.instructions:
+        if inst.opcode == Op.CooperativeMatrixMulAddKHR:
+            ids = [type_of.get(o.value) for o in inst.operands[:3]] + [inst.result_type]
+            if not all(i in matrices for i in ids):
+                continue
+            entry = CoopMulAdd(*(matrices[i] for i in ids))
+            if entry not in found:
+                found.append(entry)
+    return tuple(found)
+
+
 def reflect(words_or_module) -> ModuleInterface:
     """Everything a runner must know about a module before it can dispatch it."""
     module = words_or_module if isinstance(words_or_module, Module) else decode(words_or_module)
@@ -283,6 +363,7 @@ def reflect(words_or_module) -> ModuleInterface:
             builtin = types.decoration(inst.result_id, "BuiltIn")
             if builtin and _enum_name("BuiltIn", builtin[0]) == "WorkgroupSize":
                 workgroup_size_const = inst
+    matrices = _coop_matrix_types(module, types)
     spec_by_result = {s.result_id: s for s in specs}
     entry_points = []
     for inst in entry_raw:
@@ -315,4 +396,6 @@ def reflect(words_or_module) -> ModuleInterface:
         bindings=tuple(sorted(bindings, key=lambda b: (b.set, b.binding))),
         push_constant_size=push_size,
         spec_constants=tuple(sorted(specs, key=lambda s: s.spec_id)),
+        coop_matrix_types=tuple(dict.fromkeys(matrices.values())),
+        coop_muladds=_coop_muladds(module, matrices),
     )
