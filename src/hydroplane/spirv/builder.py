@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
 
-from hydroplane.spirv import grammar, literals, requirements
-from hydroplane.spirv.binary import Instruction, Module, Operand, encode
+from hydroplane.spirv import enums, grammar, literals, requirements, types
+from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
 from hydroplane.spirv.build_error import BuildError
-from hydroplane.spirv.builder_layout import TypeLayout
 from hydroplane.spirv.builder_operands import OperandEncoder
 
 Op = grammar.Op
@@ -101,7 +100,6 @@ class ModuleBuilder:
         self._current: _Function | None = None
         self._defs: dict[int, Instruction] = {}  # result id -> defining instruction
         self._names: dict[int, str] = {}
-        self.layout = TypeLayout(self._defs)
 
     # ids, explicit requirements ------------------------------------------------------------
     def id(self) -> int:
@@ -323,12 +321,68 @@ class ModuleBuilder:
 
     def scalar(self, name: str) -> int:
         """The type of a short scalar name: 'f16', 'bf16', 'f32', 's8', 'u32', 'bool' ..."""
-        s = literals.scalar(name)
-        if s.kind == "bool":
-            return self.type_bool()
-        if s.kind == "int":
-            return self.type_int(s.width, s.signed)
-        return self.type_float(s.width, s.encoding)
+        try:
+            return self.declare(types.scalar(name))
+        except types.TypeModelError as err:
+            raise BuildError(str(err)) from None
+
+    def type_at(self, type_id: int) -> types.Type:
+        """The type-model value of a type this builder declared (with its layout decorations)."""
+        s = self._sections
+        try:
+            return types.TypeTable(s["annotations"] + s["names"] + s["globals"])[type_id]
+        except SpirvError as err:
+            raise BuildError(f"%{type_id}: {err}") from None
+
+    @staticmethod
+    def _layout(rule, t: types.Type):
+        """A std430 layout query on the type model, its errors as BuildErrors."""
+        try:
+            return rule(t, "std430")
+        except types.TypeModelError as err:
+            raise BuildError(f"{t}: {err}") from None
+
+    def declare(self, t: types.Type) -> int:
+        """The id of a type of the type model (spirv/types.py), declared once with its decorations.
+
+        Arrays, structs and pointers carry their layout (ArrayStride, Offset, MatrixStride,
+        RowMajor) as the type says; `types.laid_out(t, rule)` fills them in under a layout rule."""
+        declare = _DECLARERS.get(type(t))
+        if declare is None:
+            raise BuildError(f"cannot declare {t} ({type(t).__name__}) through the builder")
+        return declare(self, t)
+
+    def _declare_struct(self, t: types.Struct) -> int:
+        members = [self.declare(m.type) for m in t.members]
+        offsets = [m.offset for m in t.members]
+        if any(o is None for o in offsets) and any(o is not None for o in offsets):
+            raise BuildError(f"{t}: either every member has an Offset or none has")
+        inst = self._new(Op.TypeStruct, *members)
+        decorations = [("Block",)] if t.block else []
+        layout = tuple((m.offset, m.matrix_stride, m.row_major) for m in t.members)
+        struct, new = self._intern_new((*_key(inst), layout, t.name), inst, decorations)
+        if new:
+            for i, m in enumerate(t.members):
+                if m.offset is not None:
+                    self.member_decorate(struct, i, "Offset", m.offset)
+                if m.matrix_stride is not None:
+                    self.member_decorate(struct, i, "RowMajor" if m.row_major else "ColMajor")
+                    self.member_decorate(struct, i, "MatrixStride", m.matrix_stride)
+                if m.name:
+                    self.member_name(struct, i, m.name)
+            if t.name:
+                self.name(struct, t.name)
+        return struct
+
+    def _declare_pointer(self, t: types.Pointer) -> int:
+        inst = self._new(Op.TypePointer, int(t.storage), self.declare(t.pointee))
+        return self._intern(_key(inst), inst, _stride_decoration(t.stride))
+
+    def _declare_coop(self, t: types.CoopMatrix) -> int:
+        component = self.declare(t.component)
+        if t.family == "NV":
+            return self.type_coop_matrix_nv(component, t.rows, t.cols, int(t.scope))
+        return self.type_coop_matrix_khr(component, t.rows, t.cols, int(t.use), int(t.scope))
 
     def type_vector(self, component: int, count: int) -> int:
         return self.emit(Op.TypeVector, component, count)
@@ -346,7 +400,8 @@ class ModuleBuilder:
                     name: str | None = None, member_names: Sequence[str] = ()) -> int:
         """OpTypeStruct; offsets a list, 'std430', or None (no Offset); Block when `block`."""
         if offsets == "std430":
-            offsets = self.layout.std430_offsets(members)
+            offsets = self._layout(types.member_offsets, types.Struct(tuple(types.Member(self.type_at(m))
+                                                                             for m in members)))
         elif offsets is not None and len(offsets) != len(members):
             raise BuildError(f"OpTypeStruct: {len(offsets)} offsets for {len(members)} members")
         inst = self._new(Op.TypeStruct, *members)
@@ -426,23 +481,23 @@ class ModuleBuilder:
     def u32(self, value: int) -> int:
         return self.constant(self.scalar("u32"), value)
 
-    def _scalar_of(self, type_id: int, where: str) -> literals.Scalar:
+    def _scalar_of(self, type_id: int, where: str) -> types.Scalar:
         inst = self._defs.get(type_id)
         if inst is None:
             raise BuildError(f"{where}: %{type_id} is not a type defined before it")
         if inst.opcode == Op.TypeInt:
-            return literals.Scalar("int", inst.operands[0].value, inst.operands[1].value)
+            return types.Scalar("int", inst.operands[0].value, bool(inst.operands[1].value))
         if inst.opcode == Op.TypeFloat:
-            encoding = (grammar.enumerant("FPEncoding", inst.operands[1].value).name
-                        if len(inst.operands) > 1 else None)
-            return literals.Scalar("float", inst.operands[0].value, encoding=encoding)
+            encoding = enums.FPEncoding(inst.operands[1].value) if len(inst.operands) > 1 else None
+            return types.Scalar("float", inst.operands[0].value, encoding=encoding)
         raise BuildError(f"{where}: %{type_id} ({inst.name}) is not an integer or float type")
 
     # composite helpers -------------------------------------------------------------------------
     def storage_buffer(self, element: int, binding: int, set: int = 0, name: str | None = None,
                        readonly: bool = False) -> tuple[int, int]:
         """A std430 storage buffer `{ element data[]; }`: returns (variable, element pointer type)."""
-        array_type = self.type_runtime_array(element, stride=self.layout.array_stride(element))
+        stride = self._layout(types.array_stride, types.Array(self.type_at(element), None))
+        array_type = self.type_runtime_array(element, stride=stride)
         block = self.type_struct(array_type, offsets=[0], block=True)
         var = self.variable(self.type_pointer("StorageBuffer", block), "StorageBuffer", name=name)
         self.decorate(var, "DescriptorSet", set)
@@ -580,3 +635,19 @@ def _local_size(size: Sequence[int] | int) -> tuple[int, int, int]:
     if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d < 1 for d in dims):
         raise BuildError(f"local_size must be 1 to 3 positive ints, not {size!r}")
     return (*dims, *(1,) * (3 - len(dims)))
+
+
+_DECLARERS = {
+    types.Void: lambda b, t: b.type_void(),
+    types.Scalar: lambda b, t: b.type_bool() if t.kind == "bool" else
+    b.type_int(t.width, t.signed) if t.kind == "int" else
+    b.type_float(t.width, None if t.encoding is None else t.encoding.name),
+    types.Vector: lambda b, t: b.type_vector(b.declare(t.component), t.count),
+    types.Matrix: lambda b, t: b.emit(Op.TypeMatrix, b.declare(t.column), t.columns),
+    types.Array: lambda b, t: b.type_runtime_array(b.declare(t.element), t.stride) if t.length is None else
+    b.type_array(b.declare(t.element), t.length, t.stride),
+    types.Struct: ModuleBuilder._declare_struct,
+    types.Pointer: ModuleBuilder._declare_pointer,
+    types.Function: lambda b, t: b.type_function(b.declare(t.result), *(b.declare(p) for p in t.params)),
+    types.CoopMatrix: ModuleBuilder._declare_coop,
+}
