@@ -18,9 +18,10 @@ add more on purpose.
 from __future__ import annotations
 
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from hydroplane.spirv import enums, grammar, literals, requirements, types
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
@@ -152,6 +153,44 @@ class ModuleBuilder:
         if deduplicated and inst.result_id is not None and op != Op.TypeStruct:
             decorations = tuple(type_decorations.get(inst.result_id, ()))
             self._interned.setdefault((*_key(inst), decorations), inst.result_id)
+
+    @contextmanager
+    def replacing(self, inst: Instruction) -> Iterator[None]:
+        """Emit, inside the block that holds `inst`, what replaces it (a pass rewriting a module built
+        or adopted by this builder): `with b.replacing(inst): b.emit(...)`. The replacement may
+        define inst's result id again; Function variables go to the top of the function."""
+        for fn in self._functions:
+            index = next((n for n, candidate in enumerate(fn.body) if candidate is inst), None)
+            if index is not None:
+                break
+        else:
+            raise BuildError(f"{inst.name} is not in a function of this builder")
+        if self._current is not None:
+            raise BuildError(f"function %{self._current.id} is still open (end_function())")
+        self._defs.pop(inst.result_id, None)
+        self._current = _Function(fn.head, fn.variables, [], terminated=False)
+        try:
+            yield
+        finally:
+            replacement, self._current = self._current.body, None
+        fn.body[index:index + 1] = replacement
+
+    def functions(self) -> list[tuple[int, list[Instruction]]]:
+        """(function id, its instructions from the first label on) of every function: for passes."""
+        return [(fn.id, fn.body) for fn in self._functions]
+
+    def remove(self, inst: Instruction) -> None:
+        """Drop a module-level instruction (a decoration, a name ...) that a pass makes obsolete."""
+        for section in self._sections.values():
+            for n, candidate in enumerate(section):
+                if candidate is inst:
+                    del section[n]
+                    return
+        raise BuildError(f"{inst.name} is not a module-level instruction of this builder")
+
+    def instructions(self, section: str) -> list[Instruction]:
+        """The module-level instructions of a section ('annotations', 'globals', 'names', ...)."""
+        return list(self._sections[section])
 
     # source locations --------------------------------------------------------------------------
     def location(self, file: str | None, line: int = 0, column: int = 0) -> None:
