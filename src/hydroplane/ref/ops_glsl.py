@@ -285,7 +285,7 @@ def glsl_std_450_supported(name: str) -> bool:
     return name in GLSL_STD_450 or name in GLSL_STD_450_OUT or name in GLSL_STD_450_STRUCT
 
 
-@register(Op.ExtInst)
+@register(Op.ExtInst, Op.ExtInstWithForwardRefsKHR)  # the second only ever names a NonSemantic set
 def _ext_inst(ctx, inst):
     set_name = ctx.program.ext_sets.get(inst.args[0], "")
     if set_name.startswith("NonSemantic."):
