@@ -1,11 +1,12 @@
 """Generate the reference executor's coverage table in docs/ref.md from the grammar and the executor.
 
-`PYTHONPATH=src python3 tools/gen_ref_coverage.py` (in the test userland) rewrites the section of
-docs/ref.md between the two marker comments; `--check` exits 1 when the committed section differs
-(tests/ref/test_ref_coverage.py runs the same comparison). The rule that picks the instructions
-valid in a Vulkan compute shader is `RULE` below, printed at the top of the table; whether the
-executor supports one is read from its own tables (`ref.ops` handlers, `program.MODULE_OPS` / `FUNCTION_OPS`, `constants.CONSTANT_OPS`,
-the `ops_glsl` tables), never from a hand list here.
+`PYTHONPATH=src python3 tools/gen_ref_coverage.py` (in the test userland) rewrites the section
+of docs/ref.md between the two marker comments; `--check` exits 1 when the committed section
+differs (tests/ref/test_ref_coverage.py runs the same comparison). The rule that picks the
+instructions valid in a Vulkan compute shader is `RULE` below, printed at the top of the table.
+Whether the executor supports one is read from its own tables (the `ref.ops` handlers,
+`program.MODULE_OPS` and `FUNCTION_OPS`, `constants.CONSTANT_OPS`, the `ops_glsl` tables),
+never from a hand list here.
 """
 
 from __future__ import annotations
