@@ -47,6 +47,11 @@ def _spec_override(program, rid: int):
 # Inner opcodes of OpSpecConstantOp whose value is only known at dispatch.
 DISPATCH_DEPENDENT_OPS = frozenset({int(Op.CooperativeMatrixLengthNV), int(Op.CooperativeMatrixLengthKHR)})
 
+# Every constant-creating instruction `evaluate` knows (the loader refuses other module-level ones by name).
+CONSTANT_OPS = frozenset({Op.Constant, Op.SpecConstant, Op.ConstantTrue, Op.ConstantFalse, Op.SpecConstantTrue,
+                          Op.SpecConstantFalse, Op.ConstantComposite, Op.SpecConstantComposite,
+                          Op.ConstantCompositeReplicateEXT, Op.SpecConstantCompositeReplicateEXT, Op.ConstantNull,
+                          Op.Undef, Op.SpecConstantOp})
 SPEC_OPS = (Op.SpecConstantOp, Op.SpecConstantComposite, Op.SpecConstantCompositeReplicateEXT,
             Op.ConstantComposite, Op.ConstantCompositeReplicateEXT)
 

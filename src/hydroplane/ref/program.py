@@ -14,7 +14,7 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
-from hydroplane.ref.errors import InvalidModuleError
+from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionError
 from hydroplane.spirv import binary, grammar
 
 Op = grammar.Op
@@ -199,6 +199,9 @@ class Program:
                 inst.type = self.types.get(raw.result_type)
                 self.value_types[raw.result_id] = inst.type
                 self.global_variables.append(inst)
+            elif op not in MODULE_OPS and op not in constants.CONSTANT_OPS:
+                raise UnsupportedInstructionError(f"{grammar.instruction(op).name} at word {raw.offset} is not "
+                                                  f"implemented by the reference executor")
             elif raw.result_id is not None and raw.result_type is not None:
                 self.value_types[raw.result_id] = self.types.get(raw.result_type)
                 constants.evaluate(self, raw, ops)
@@ -368,6 +371,21 @@ def _has_layout(t) -> bool:
 _IGNORED = {Op.Line, Op.NoLine, Op.Nop}
 _TERMINATORS = {Op.Branch, Op.BranchConditional, Op.Switch, Op.Return, Op.ReturnValue, Op.Unreachable,
                 Op.Kill, Op.TerminateInvocation}
+
+# The instructions the loader and the scheduler consume themselves, outside the op table (the
+# coverage table of docs/ref.md reads these with the op table): module information and
+# annotations, global variables, the structure of functions, and the terminators control.py
+# runs (OpKill and OpTerminateInvocation are fragment-only: control.py refuses them by name).
+# Every type declaration is read too (the ones the executor does not model become OpaqueType,
+# and an instruction that needs their values is refused by name); constants are constants.py's.
+MODULE_OPS = frozenset({Op.Capability, Op.Extension, Op.ExtInstImport, Op.MemoryModel, Op.EntryPoint,
+                        Op.ExecutionMode, Op.ExecutionModeId, Op.String, Op.Source, Op.SourceContinued,
+                        Op.SourceExtension, Op.Name, Op.MemberName, Op.ModuleProcessed, Op.Decorate,
+                        Op.DecorateId, Op.DecorateString, Op.MemberDecorate, Op.MemberDecorateString,
+                        Op.TypeForwardPointer, Op.Variable, Op.ExtInst, Op.ExtInstWithForwardRefsKHR}) | _IGNORED
+FUNCTION_OPS = frozenset({Op.Function, Op.FunctionEnd, Op.FunctionParameter, Op.Label, Op.Phi, Op.Variable,
+                          Op.LoopMerge, Op.SelectionMerge}) | _IGNORED | (_TERMINATORS - {Op.Kill,
+                                                                                          Op.TerminateInvocation})
 
 
 def successors(block: Block) -> list[int]:
