@@ -8,7 +8,7 @@ import pytest
 
 from cts.compile import compile_glsl, glsl_source
 from hydroplane.ref import Executor
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.spirv.lower_nv2 import lower_ext_to_nv2
 
 

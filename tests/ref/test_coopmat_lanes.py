@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 
 SHAPES = [(8, 8, 8), (16, 16, 32), (16, 8, 32), (8, 8, 32), (5, 7, 8), (16, 16, 64)]
 
@@ -154,7 +154,7 @@ def test_element_pointer_helpers_read_and_write_the_lanes_elements():
     """coopmat_ops.load_element/store_element (for access chains into matrix variables)."""
     from types import SimpleNamespace
 
-    from hydroplane.ref import coopmat_ops
+    from hydroplane.ref.coopmat import ops as coopmat_ops
     from hydroplane.ref.lanes import Lanes
     from hydroplane.ref.types import CooperativeMatrixType, FloatType
     from hydroplane.ref.values import Pointer

@@ -67,8 +67,8 @@ def _matrix_of(ptr: Pointer):
 
 def _load_matrix_element(ctx, ptr: Pointer):
     """Each lane's element `ptr.offset` of a cooperative-matrix register variable (the lanes' view)."""
-    from hydroplane.ref import coopmat_ops
-    from hydroplane.ref.coopmat import CoopMatError
+    from hydroplane.ref.coopmat import ops as coopmat_ops
+    from hydroplane.ref.coopmat.matrix import CoopMatError
 
     try:
         return coopmat_ops.load_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of)
@@ -79,8 +79,8 @@ def _load_matrix_element(ctx, ptr: Pointer):
 
 def _store_matrix_element(ctx, ptr: Pointer, value) -> None:
     """Each active lane's element `ptr.offset` of a cooperative-matrix register variable set to its value."""
-    from hydroplane.ref import coopmat_ops
-    from hydroplane.ref.coopmat import CoopMatError
+    from hydroplane.ref.coopmat import ops as coopmat_ops
+    from hydroplane.ref.coopmat.matrix import CoopMatError
 
     try:
         ptr.var.value = coopmat_ops.store_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of, value)

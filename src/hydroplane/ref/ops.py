@@ -50,9 +50,9 @@ def handler_for(program, inst) -> Handler:
     return HANDLERS.get(op, unsupported)
 
 
-# Every handler module, in load order: coopmat_tensor_ops imports helpers from coopmat_ops.
+# Every handler module, in load order: coopmat.tensor_ops imports helpers from coopmat.ops.
 OP_MODULES = ("ops_arith", "ops_convert", "ops_composite", "ops_memory", "ops_control", "ops_glsl", "ops_group",
-              "coopmat_ops", "coopmat_tensor_ops")
+              "coopmat.ops", "coopmat.tensor_ops")
 
 
 def _load_op_modules() -> None:

@@ -1,5 +1,5 @@
 """Opcode handlers for cooperative matrices (KHR, legacy NV, NV2 workgroup scope and tensors, EXT
-maintenance1), registered with the interpreter's op table; the semantics live in coopmat*.py.
+maintenance1), registered with the interpreter's op table; the semantics live beside it in coopmat/.
 
 A matrix value is (instances, rows, cols); lane-level values are (lanes, ...). `ScopeLanes` converts
 between the two: instance k of a Subgroup-scope matrix is subgroup k of the batch, held by its S
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import coopmat as cm
-from hydroplane.ref import coopmat_arith as ar
-from hydroplane.ref import coopmat_memory as mm
-from hydroplane.ref import coopmat_reduce as rd
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.ref.coopmat import arith as ar
+from hydroplane.ref.coopmat import memory as mm
+from hydroplane.ref.coopmat import reduce as rd
 from hydroplane.ref import types as T
 from hydroplane.ref.ops import HANDLERS, Op, register
 from hydroplane.ref.ops_memory import check_uniform
