@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref.coopmat import tensor as tt
-from hydroplane.ref.coopmat.ops import CM, owner_lanes, ScopeLanes, coop_handler, distribution, full, per_instance
+from hydroplane.ref.coopmat.instances import CM, ScopeLanes, distribution, full, owner_lanes, per_instance
+from hydroplane.ref.coopmat.ops import coop_handler
 from hydroplane.ref.ops import Op
 from hydroplane.ref.ops_memory import check_uniform
 
