@@ -22,8 +22,8 @@ class Instr:
         self.result_id = raw.result_id
         self.operands = raw.operands
         self.offset = raw.offset
-        self.args = tuple(o.value for o in raw.operands if o.kind.startswith("Id"))
-        self.literals = tuple(o.value for o in raw.operands if not o.kind.startswith("Id"))
+        self.args = tuple(o.value for o in raw.operands if o.kind in grammar.ID_KINDS)
+        self.literals = tuple(o.value for o in raw.operands if o.kind not in grammar.ID_KINDS)
         try:
             self.name = grammar.instruction(raw.opcode).name
         except grammar.GrammarError:
