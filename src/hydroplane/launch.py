@@ -15,7 +15,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from hydroplane import vk
 from hydroplane.errors import HydroplaneError
+from hydroplane.ref import Executor as RefExecutor
+from hydroplane.spirv.reflection import reflect
 
 
 class LaunchError(HydroplaneError):
@@ -94,8 +97,6 @@ class VulkanExecutor:
     """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module."""
 
     def __init__(self, index: int = 0):
-        from hydroplane import vk
-
         infos = vk.devices()
         if not 0 <= index < len(infos):
             raise LaunchError(f"no Vulkan device {index}: {len(infos)} device(s) found")
@@ -118,9 +119,6 @@ class VulkanExecutor:
         buf.write(array)
 
     def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None):
-        from hydroplane import vk
-        from hydroplane.spirv.reflection import reflect
-
         iface = reflect(words)
         missing = unsupported_matrix_types(iface, self.info)
         if missing:
@@ -149,8 +147,6 @@ class VulkanExecutor:
 def get_executor(device: str | int = "ref", **options) -> Executor:
     """"ref" (or None) for the reference executor, an int N (or "N") for the N-th Vulkan device."""
     if device is None or device == "ref":
-        from hydroplane.ref import Executor as RefExecutor
-
         return RefExecutor(**options)
     try:
         index = int(device)

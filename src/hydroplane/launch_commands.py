@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hydroplane.launch import LaunchError, run
+from hydroplane.launch import LaunchError, get_executor, run
 
 
 def _grid(text: str) -> tuple[int, int, int]:
@@ -101,8 +101,6 @@ def _cmd_run(args) -> int:
         options["diagnostics"] = "collect"
     executor = None
     if options:
-        from hydroplane.launch import get_executor
-
         executor = get_executor("ref", **options, **({"subgroup_size": args.subgroup_size}
                                                      if args.subgroup_size else {}))
     out = run(words, args.grid, buffers, spec=spec, push=push, device=args.device,

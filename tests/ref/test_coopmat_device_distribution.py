@@ -8,7 +8,7 @@ import pytest
 
 from cts.compile import compile_glsl, glsl_source
 from hydroplane.ref import Executor
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.spirv.lower import lower
 from hydroplane.spirv.target import Target
 

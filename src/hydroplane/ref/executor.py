@@ -18,7 +18,7 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
-from hydroplane.ref import ops
+from hydroplane.ref.access import store_value
 from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
@@ -150,7 +150,7 @@ class Executor:
         constants = kernel.program.constants
         if kernel.program.dispatch_constants:
             one_workgroup = Lanes(sg, kernel.local_size, np.zeros((1, 3), np.uint32), grid)
-            constants = for_dispatch(kernel.program, ops, one_workgroup, self.options)
+            constants = for_dispatch(kernel.program, one_workgroup, self.options)
         for start in range(0, len(ids), per_batch):
             lanes = Lanes(sg, kernel.local_size, ids[start:start + per_batch], grid)
             ctx = ExecContext(kernel.program, lanes, options=self.options, globals=dict(constants),
@@ -270,8 +270,6 @@ def _builtin_value(lanes: Lanes, name: str, t: T.Type) -> np.ndarray:
 def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) -> None:
     program = kernel.program
     lanes = ctx.lanes
-    from hydroplane.ref.access import store_value
-
     for var in program.global_variables:
         rid = var.result_id
         t = var.type.pointee

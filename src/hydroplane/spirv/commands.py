@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import binary, text
+from hydroplane.spirv.validation import validate
 
 
 class CommandError(HydroplaneError):
@@ -93,8 +94,6 @@ def run_as(args) -> int:
 
 
 def run_val(args) -> int:
-    from hydroplane.spirv.validation import validate
-
     words = binary.as_words(_read(args.file))
     validate(words, env=args.target_env)
     print(f"{args.file}: valid ({args.target_env})", file=sys.stderr)
