@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hydroplane.launch import LaunchError, run
+from hydroplane.launch import LaunchError, RawBytes, get_executor, run
 
 
 def _grid(text: str) -> tuple[int, int, int]:
@@ -89,22 +89,20 @@ def _cmd_run(args) -> int:
         if binding in buffers:
             raise LaunchError(f"binding {binding} is given twice with --buf")
         buffers[binding] = _load_npy(path, f"--buf {binding}")
+    for binding in args.raw:
+        if binding not in buffers:
+            raise LaunchError(f"--raw {binding}: binding {binding} has no --buf")
+        buffers[binding] = RawBytes(buffers[binding])
     for binding, _ in args.out:
         if binding not in buffers:
             raise LaunchError(f"--out {binding}: binding {binding} has no --buf (its size and dtype are unknown)")
     push = _load_npy(args.push, "--push") if args.push else None
     spec = dict(args.spec)
-    options = {}
+    executor = None
     if args.collect:
         if args.device != "ref":
             raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
-        options["diagnostics"] = "collect"
-    executor = None
-    if options:
-        from hydroplane.launch import get_executor
-
-        executor = get_executor("ref", **options, **({"subgroup_size": args.subgroup_size}
-                                                     if args.subgroup_size else {}))
+        executor = get_executor("ref", diagnostics="collect", subgroup_size=args.subgroup_size)
     out = run(words, args.grid, buffers, spec=spec, push=push, device=args.device,
               subgroup_size=args.subgroup_size, entry=args.entry, executor=executor)
     if executor is not None:
@@ -125,6 +123,8 @@ def register(subparsers) -> None:
                    help="initial contents of a set-0 binding")
     p.add_argument("--out", type=_binding_file, action="append", default=[], metavar="BINDING=FILE.npy",
                    help="write a binding back after the run")
+    p.add_argument("--raw", type=int, action="append", default=[], metavar="BINDING",
+                   help="take that binding's --buf as raw bytes: no check of its dtype against the declared type")
     p.add_argument("--spec", type=_spec_value, action="append", default=[], metavar="ID=VALUE",
                    help="specialization constant")
     p.add_argument("--push", metavar="FILE.npy", help="push-constant bytes")
