@@ -16,8 +16,9 @@ ALLOWED = {
     "lang": {"spirv"},
     "kernels": {"lang", "spirv"},
     "isa": set(),
-    "launch": {"spirv", "ref", "vk"},
-    "launch_commands": {"launch", "spirv", "ref", "vk"},
+    "launch_checks": {"spirv"},
+    "launch": {"spirv", "ref", "vk", "launch_checks"},
+    "launch_commands": {"launch", "launch_checks", "spirv", "ref", "vk"},
     "cli": None,  # the command line sits on top of everything
     "__init__": set(),
     "__main__": {"cli"},

@@ -35,7 +35,10 @@ def scalar_from_bits(t: T.Type, bits: int) -> np.ndarray:
 
 
 def scalar_from_python(t: T.Type, value) -> np.ndarray:
-    """A (1,) array of scalar type `t` from a Python number given as a specialization value."""
+    """A (1,) array of scalar type `t` from a Python number, or its little-endian bytes, given as a
+    specialization value (the launch layer packs by declared type; bool as a 32-bit VkBool32)."""
+    if isinstance(value, (bytes, bytearray)):
+        return scalar_from_bits(t, int.from_bytes(value, "little"))
     if isinstance(t, T.BoolType):
         return np.array([bool(value)])
     if isinstance(t, T.FloatType):
@@ -116,7 +119,7 @@ def evaluate(program, raw, into: dict | None = None, lanes=None, options=None) -
         if op in (Op.SpecConstantTrue, Op.SpecConstantFalse):
             override = _spec_override(program, rid)
             if override is not None:
-                value = np.array([bool(override)])
+                value = scalar_from_python(t, override)
     elif op in (Op.ConstantComposite, Op.SpecConstantComposite, Op.ConstantCompositeReplicateEXT,
                 Op.SpecConstantCompositeReplicateEXT):
         parts = [into[o.value] for o in raw.operands]
