@@ -436,3 +436,47 @@ def test_fragment_only_interpolation_is_refused_by_name():
     with pytest.raises(UnsupportedInstructionError) as err:
         ex.dispatch(ex.kernel(spirv_text(INTERPOLATE)), (1, 1, 1), {})
     assert "GLSL.std.450 InterpolateAtCentroid interpolates a fragment-shader input" in str(err.value)
+
+
+def test_double_precision_forms(lavapipe, rng=np.random.default_rng(64)):
+    source = HEADER + """
+layout(set = 0, binding = 0) readonly buffer A { double x[64]; dmat3 m[64]; };
+layout(set = 0, binding = 1) writeonly buffer B { double frac[64]; double whole[64]; double mant[64]; double det[64];
+                                                   dmat3 inv[64]; };
+layout(set = 0, binding = 2) writeonly buffer E { int exps[64]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    double w; int e;
+    frac[i] = modf(x[i], w);
+    whole[i] = w;
+    mant[i] = frexp(x[i], e);
+    exps[i] = e;
+    det[i] = determinant(m[i]);
+    inv[i] = inverse(m[i]);
+}"""
+    x = rng.standard_normal(LANES) * 10.0 ** rng.integers(-300, 300, LANES)
+    x[:8] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, 1.7976931348623157e308, 4503599627370496.5, -0.5, 3.0]
+    m = rng.standard_normal((LANES, 3, 3)) * 0.3 + 2.0 * np.eye(3)
+    m_padded = np.zeros((LANES, 3, 4))  # std430 dmat3: columns of three doubles padded to 32 bytes
+    m_padded[:, :, :3] = m
+    inp = np.concatenate([x.view(np.uint8), m_padded.view(np.uint8).reshape(-1)])
+    ref, dev = run_both(lavapipe, source, {0: inp}, {1: ((LANES * 16,), np.float64), 2: ((LANES,), np.int32)})
+    frac, whole = np.modf(x)
+    mant, exp = np.frexp(x)
+    # the cofactor expansion in float64 (no wider type to round from); NumPy's LU agrees to a few ULP
+    want_det, want_inv = np.linalg.det(m), np.linalg.inv(m)
+    for name, out in (("reference executor", ref), ("lavapipe", dev)):
+        got = out[1]
+        exact = np.stack([frac, whole, mant])
+        if name == "reference executor":
+            assert_bits(got[:3 * LANES].reshape(3, LANES), exact, "double modf/frexp")
+            assert_bits(out[2], exp.astype(np.int32), "double frexp exponent")
+        else:
+            fx = flush(x)
+            flushed = np.stack([*np.modf(fx), np.frexp(fx)[0]])
+            for row in range(3):
+                assert_device(got[row * LANES:(row + 1) * LANES], exact[row], flushed[row], f"double row {row}")
+            assert_device(out[2], exp.astype(np.int32), np.frexp(fx)[1].astype(np.int32), "double frexp exponent")
+        assert_close(got[3 * LANES:4 * LANES], want_det, 2 ** -48, 0, f"{name}: double determinant")
+        inv = got[4 * LANES:].reshape(LANES, 3, 4)[:, :, :3]
+        assert_close(inv, want_inv, 0, 2 ** -46, f"{name}: double inverse")
