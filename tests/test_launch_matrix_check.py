@@ -72,7 +72,7 @@ def test_run_command_reports_unoffered_shape_without_crashing(tmp_path):
     for binding, (shape, dtype) in enumerate([((64,), np.uint16)] * 2 + [((64,), np.float32)] * 2):
         path = tmp_path / f"b{binding}.npy"
         np.save(path, np.ones(shape, dtype))
-        bufs += ["--buf", f"{binding}={path}"]
+        bufs += ["--buf", f"{binding}={path}"] + (["--raw", str(binding)] if dtype == np.uint16 else [])
     proc = subprocess.run([sys.executable, "-m", "hydroplane", "run", str(module), "--grid", "1,1,1", *bufs,
                            "--device", "0"], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 1, proc.stderr

@@ -6,37 +6,127 @@ device) offer the same small interface, so one call runs the same SPIR-V on eith
     out = run(words, grid=(4, 1, 1), buffers={0: a, 1: np.zeros(256, np.float32)}, device="ref")
     out[1]  # binding 1 after the dispatch, same dtype and shape as given
 
-This module sits above `ref` and `vk`; it imports spirv (reflection), ref and vk.
+Both run the same launch checks before any work (`hydroplane.launch_checks`: bindings, element
+types, push-constant size, spec constants packed by their declared types, grid limits): the
+reference executor as `ReferenceExecutor` (a checking `hydroplane.ref.Executor`), a Vulkan device
+as `VulkanExecutor`. Options are explicit keywords; a misspelled one is a TypeError.
+
+This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk and launch_checks.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TextIO, Union, runtime_checkable
 
 import numpy as np
 
-from hydroplane.errors import HydroplaneError
+from hydroplane import vk
+from hydroplane.launch_checks import (BindingError, GridError, LaunchError, OutputPathError, PushConstantError,
+                                      RawBytes, SpecConstantError, check_bound, check_buffers, check_entry,
+                                      check_grid,
+                                      check_push_constants, pack_spec_constants)
+from hydroplane.ref import Executor as _RefExecutor
+from hydroplane.spirv.reflection import ModuleInterface, reflect
 
+__all__ = [
+    "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "OutputPathError", "PushConstantError",
+    "RawBytes", "ReferenceExecutor", "SpecConstantError", "VulkanExecutor", "get_executor", "run",
+    "terminal_progress", "unsupported_matrix_types",
+]
 
-class LaunchError(HydroplaneError):
-    """A run request that cannot be carried out (unknown device, bad binding, ...)."""
+Words = Union[bytes, Sequence[int], np.ndarray]
+BindingKey = Union[int, tuple[int, int]]
+SpecValue = Union[bool, int, float, bytes, np.generic]
+PushData = Union[bytes, bytearray, np.ndarray, np.generic, None]
 
 
 @runtime_checkable
 class Executor(Protocol):
-    """The executor interface of docs/architecture.md."""
+    """The executor interface of docs/architecture.md (both implementations run the launch checks)."""
 
-    def buffer(self, array_or_nbytes): ...
+    name: str
+    max_workgroup_count: tuple[int, int, int]
 
-    def read(self, buf, dtype, shape=None) -> np.ndarray: ...
+    def buffer(self, array_or_nbytes: np.ndarray | int) -> Any: ...
 
-    def write(self, buf, array) -> None: ...
+    def read(self, buf: Any, dtype: np.typing.DTypeLike = np.uint8,
+             shape: tuple[int, ...] | None = None) -> np.ndarray: ...
 
-    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None): ...
+    def write(self, buf: Any, array: np.ndarray) -> None: ...
 
-    def dispatch(self, kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None): ...
+    def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
+               subgroup_size: int | None = None) -> Any: ...
+
+    def dispatch(self, kernel: Any, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, Any] | None = None,
+                 push: PushData = None) -> object: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CheckedKernel:
+    """An executor's own kernel object with the module's reflected interface, for the dispatch checks."""
+
+    native: Any
+    interface: ModuleInterface
+    entry: str
+
+
+def _push_bytes(push: PushData) -> bytes | None:
+    if push is None:
+        return None
+    if isinstance(push, (bytes, bytearray, memoryview)):
+        return bytes(push)
+    return np.ascontiguousarray(push).tobytes()
+
+
+def _checked_dispatch(kernel: CheckedKernel, grid, buffers: Mapping | None, push: PushData,
+                      limit: tuple[int, int, int]) -> tuple[tuple[int, int, int], bytes | None]:
+    """The checks every dispatch passes, the same on both executors: bindings, push constants, grid."""
+    check_bound(kernel.interface, buffers or {})
+    data = _push_bytes(push)
+    check_push_constants(kernel.interface, data)
+    return check_grid(grid, limit), data
+
+
+class ReferenceExecutor(_RefExecutor):
+    """`hydroplane.ref.Executor` with the launch checks (bindings, push constants, grid, typed spec constants)."""
+
+    def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
+               subgroup_size: int | None = None) -> CheckedKernel:
+        iface = reflect(words)
+        packed = pack_spec_constants(iface, spec)
+        return CheckedKernel(super().kernel(words, entry=entry, spec=packed, subgroup_size=subgroup_size), iface, entry)
+
+    def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
+                 buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> object:
+        dims, data = _checked_dispatch(kernel, grid, buffers, push, self.max_workgroup_count)
+        return super().dispatch(kernel.native, dims, buffers, data)
+
+
+def terminal_progress(stream: TextIO | None = None, every_s: float = 0.2) -> Callable[[int, int], None] | None:
+    """A progress(done, total) that draws 'workgroups done/total' on stream (stderr) when it is a terminal."""
+    out = sys.stderr if stream is None else stream
+    if not out.isatty():
+        return None
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done >= total:
+            out.write("\r\x1b[K")  # the run is over: clear the line
+        elif now - last[0] >= every_s:
+            last[0] = now
+            out.write(f"\rhydroplane: workgroups {done}/{total} ({100 * done // total}%)")
+        else:
+            return
+        out.flush()
+
+    return progress
 
 
 def _offers_type(shape, t) -> bool:
@@ -94,16 +184,15 @@ class VulkanExecutor:
     """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module."""
 
     def __init__(self, index: int = 0):
-        from hydroplane import vk
-
         infos = vk.devices()
         if not 0 <= index < len(infos):
             raise LaunchError(f"no Vulkan device {index}: {len(infos)} device(s) found")
         self.info = infos[index]
         self.device = vk.Device(self.info, enable_all=True)
-        self.name = f"vk:{index} ({self.info.name if hasattr(self.info, 'name') else 'device'})"
+        self.name = f"vk:{index} ({self.info.name})"
+        self.max_workgroup_count: tuple[int, int, int] = tuple(self.info.max_workgroup_count)
 
-    def buffer(self, array_or_nbytes):
+    def buffer(self, array_or_nbytes: np.ndarray | int) -> Any:
         if isinstance(array_or_nbytes, (int, np.integer)):
             return self.device.buffer(max(4, int(array_or_nbytes)))
         arr = np.ascontiguousarray(array_or_nbytes)
@@ -111,17 +200,17 @@ class VulkanExecutor:
             return self.device.buffer(4)
         return self.device.buffer(arr)
 
-    def read(self, buf, dtype=np.uint8, shape=None) -> np.ndarray:
+    def read(self, buf: Any, dtype: np.typing.DTypeLike = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:
         return buf.read(dtype, shape)
 
-    def write(self, buf, array) -> None:
+    def write(self, buf: Any, array: np.ndarray) -> None:
         buf.write(array)
 
-    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None):
-        from hydroplane import vk
-        from hydroplane.spirv.reflection import reflect
-
+    def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
+               subgroup_size: int | None = None) -> CheckedKernel:
         iface = reflect(words)
+        check_entry(iface, entry)
+        packed = pack_spec_constants(iface, spec)
         missing = unsupported_matrix_types(iface, self.info)
         if missing:
             raise vk.UnsupportedFeature(
@@ -129,54 +218,80 @@ class VulkanExecutor:
                 + "; ".join(missing) + " (see `hydroplane devices` for the shapes it reports)", missing=tuple(missing))
         bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
                     for b in iface.bindings]
-        return self.device.pipeline(words, bindings, push_constant_size=iface.push_constant_size, spec=spec or {},
-                                    entry=entry, capabilities=iface.capabilities, extensions=iface.extensions,
-                                    subgroup_size=subgroup_size)
+        pipeline = self.device.pipeline(words, bindings, push_constant_size=iface.push_constant_size, spec=packed,
+                                        entry=entry, capabilities=iface.capabilities, extensions=iface.extensions,
+                                        subgroup_size=subgroup_size)
+        return CheckedKernel(pipeline, iface, entry)
 
-    def dispatch(self, kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None):
-        self.device.dispatch(kernel, tuple(grid), buffers or {}, push)
+    def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
+                 buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> None:
+        dims, data = _checked_dispatch(kernel, grid, buffers, push, self.max_workgroup_count)
+        self.device.dispatch(kernel.native, dims, dict(buffers or {}), data)
 
     def close(self) -> None:
         self.device.close()
 
-    def __enter__(self):
+    def __enter__(self) -> VulkanExecutor:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def get_executor(device: str | int = "ref", **options) -> Executor:
-    """"ref" (or None) for the reference executor, an int N (or "N") for the N-th Vulkan device."""
-    if device is None or device == "ref":
-        from hydroplane.ref import Executor as RefExecutor
+def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None = None,
+                 diagnostics: str | None = None, max_lanes: int | None = None, max_blocks: int | None = None,
+                 coopmat_distribution: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> Executor:
+    """"ref" (or None) for the reference executor, an int N (or "N") for the N-th Vulkan device.
 
-        return RefExecutor(**options)
+    The keyword options are the reference executor's (a Vulkan device takes none): subgroup size, diagnostics
+    ('raise' or 'collect'), lanes per batch, the control-flow block limit, the cooperative-matrix element
+    distribution and a progress(done, total) callback.
+    """
+    ref_options = {"subgroup_size": subgroup_size, "diagnostics": diagnostics, "max_lanes": max_lanes,
+                   "max_blocks": max_blocks, "coopmat_distribution": coopmat_distribution, "progress": progress}
+    given = {k: v for k, v in ref_options.items() if v is not None}
+    if device is None or device == "ref":
+        return ReferenceExecutor(**given)
     try:
         index = int(device)
     except (TypeError, ValueError):
         raise LaunchError(f"device must be 'ref' or a Vulkan device number, not {device!r}") from None
-    if options:
-        raise LaunchError(f"options {sorted(options)} only apply to the reference executor")
+    if given:
+        raise LaunchError(f"options {sorted(given)} only apply to the reference executor")
     return VulkanExecutor(index)
 
 
-def run(words, grid=(1, 1, 1), buffers: dict | None = None, *, spec: dict | None = None, push=None,
-        device: str | int = "ref", subgroup_size: int | None = None, entry: str = "main",
-        executor: Executor | None = None, **options) -> dict:
-    """Run a kernel once: `buffers` {binding | (set, binding): ndarray} give every buffer's initial
-    contents; returns {same key: ndarray} read back after the dispatch (same dtype and shape)."""
+def run(words: Words, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None,
+        *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
+        subgroup_size: int | None = None, entry: str = "main", executor: Executor | None = None,
+        diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Run a kernel once: `buffers` {binding | (set, binding): ndarray | RawBytes(ndarray)} give every buffer's
+    initial contents; returns {same key: ndarray} read back after the dispatch (same dtype and shape).
+
+    Before any work the launch checks run (hydroplane.launch_checks): every binding given and none extra, each
+    array of its binding's declared element type (RawBytes skips that), push constants of the block's size,
+    spec constants that fit their declared types, a grid within the executor's limits.
+    """
+    iface = reflect(words)
+    check_entry(iface, entry)
+    check_buffers(iface, buffers or {})
+    check_push_constants(iface, _push_bytes(push))
+    packed = pack_spec_constants(iface, spec)
     own = executor is None
     if own:
-        ref_options = dict(options)
-        if subgroup_size is not None and (device is None or device == "ref"):
-            ref_options["subgroup_size"] = subgroup_size
-        executor = get_executor(device, **ref_options)
+        ref_only = {"diagnostics": diagnostics, "progress": progress}
+        if device is None or device == "ref":
+            ref_only["subgroup_size"] = subgroup_size
+        executor = get_executor(device, **{k: v for k, v in ref_only.items() if v is not None})
+    elif diagnostics is not None or progress is not None:
+        raise LaunchError("diagnostics and progress are options of a new executor; set them on the one given")
     try:
-        arrays = {k: np.asarray(v) for k, v in (buffers or {}).items()}
+        dims = check_grid(grid, executor.max_workgroup_count)
+        arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
         bound = {k: executor.buffer(a) for k, a in arrays.items()}
-        kernel = executor.kernel(words, entry=entry, spec=spec, subgroup_size=subgroup_size)
-        executor.dispatch(kernel, grid, bound, push)
+        kernel = executor.kernel(words, entry=entry, spec=packed, subgroup_size=subgroup_size)
+        executor.dispatch(kernel, dims, bound, push)
         return {k: executor.read(bound[k], a.dtype, a.shape) for k, a in arrays.items()}
     finally:
         if own:

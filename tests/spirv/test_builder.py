@@ -17,7 +17,7 @@ import pytest
 
 from conftest import run_tool
 from hydroplane.errors import HydroplaneError
-from hydroplane.spirv import Op, decode, encode, grammar, to_bytes, validate
+from hydroplane.spirv import Op, decode, encode, grammar, to_bytes, types, validate
 from hydroplane.spirv.builder import BuildError, ModuleBuilder
 from hydroplane.spirv.requirements import RequirementError, derive
 
@@ -233,11 +233,12 @@ def test_std430_offsets_and_strides(spirv_val):
     b = ModuleBuilder()
     f32, f16, u8 = b.scalar("f32"), b.scalar("f16"), b.scalar("u8")
     vec3, vec2h = b.type_vector(f32, 3), b.type_vector(f16, 2)
-    assert b.layout.array_stride(vec3) == 16 and b.layout.size(vec3) == 12
+    assert types.array_stride(types.Array(b.type_at(vec3), None)) == 16 and types.size(b.type_at(vec3)) == 12
     inner = b.type_struct(u8, vec2h, offsets="std430")
-    assert b.layout.std430_offsets([u8, vec2h]) == [0, 4] and b.layout.size(inner) == 8
+    assert types.member_offsets(b.type_at(inner)) == [0, 4] and types.size(b.type_at(inner)) == 8
     members = [u8, vec3, f32, b.type_array(f16, 3, stride=2), inner, b.type_runtime_array(vec3, stride=16)]
-    assert b.layout.std430_offsets(members) == [0, 16, 28, 32, 40, 48]
+    block = types.Struct(tuple(types.Member(b.type_at(m)) for m in members))
+    assert types.member_offsets(block) == [0, 16, 28, 32, 40, 48]
     block = b.type_struct(*members, offsets="std430", block=True)
     var = b.variable(b.type_pointer("StorageBuffer", block), "StorageBuffer")
     b.decorate(var, "DescriptorSet", 0)
@@ -581,7 +582,7 @@ def _open_block() -> ModuleBuilder:
     (lambda b: b.capability("Telepathy"), "Capability has no enumerant 'Telepathy'"),
     (lambda b: b.scalar("f12"), "unknown scalar type 'f12'"),
     (lambda b: b.type_struct(b.scalar("u32"), offsets=[0, 4]), "2 offsets for 1 members"),
-    (lambda b: b.layout.size(b.type_bool()), "has no fixed size"),
+    (lambda b: b.storage_buffer(b.type_bool(), 0), "a bool has no layout in memory"),
     (lambda b: b.entry_point("GLCompute", 1, local_size=(0, 1)), "local_size must be 1 to 3 positive ints"),
     (lambda b: b.ext_inst("GLSL.std.450", "Frobnicate", b.scalar("f32")), "GLSL.std.450 has no instruction"),
 ])

@@ -14,7 +14,7 @@ import pytest
 
 from hydroplane.spirv import Op, decode, grammar, validate
 from hydroplane.spirv.builder import ModuleBuilder
-from hydroplane.spirv.literals import scalar as scalar_info
+from hydroplane.spirv.types import scalar as scalar_info
 
 TYPES = ["s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64", "f16", "bf16", "f32", "f64"]
 STORAGE = ["StorageBuffer", "Uniform", "PushConstant", "Workgroup", "Private", "Function"]
@@ -49,7 +49,7 @@ def random_module(rng: random.Random, version: tuple[int, int]):
     for i, (name, storage) in enumerate(chosen):
         elem = b.scalar(name)
         info = scalar_info(name)
-        if info.encoding == "BFloat16KHR":
+        if info.encoding is not None and info.encoding.name == "BFloat16KHR":
             expected.add("BFloat16TypeKHR")
         elif info.kind == "float":
             expected.add(FLOAT_CAPABILITY.get(info.width, "Shader"))

@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref import types as T
+from hydroplane.ref.control import run_function
 from hydroplane.ref.describe import format_instruction
 from hydroplane.ref.errors import ERROR_OF_KIND, Diagnostic, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.memory import Memory
-from hydroplane.ref.values import merge
+from hydroplane.ref.values import broadcast_lanes, merge
 
 MAX_NAMED_INVOCATIONS = 4
 
@@ -96,8 +97,6 @@ class ExecContext:
 
     def full(self, value):
         """A value with its lane axis materialised to the lane count."""
-        from hydroplane.ref.values import broadcast_lanes
-
         return broadcast_lanes(value, self.lanes.count)
 
     # -- calls ----------------------------------------------------------------------------------
@@ -108,8 +107,6 @@ class ExecContext:
         fresh flat context that shares globals and memory but has no invocations behind it
         (what PerElementOp's Func and Reduce's CombineFunc need).
         """
-        from hydroplane.ref.control import run_function
-
         if lanes is None:
             return run_function(self, self.program.functions[function_id], args)
         sub = ExecContext(self.program, Lanes.flat(lanes), self.memory, self.options, self.globals, self.report)

@@ -13,39 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
+from hydroplane.ref import constants
 from hydroplane.ref import types as T
 from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionError
+from hydroplane.ref.handlers import handler_for
+from hydroplane.ref.instruction import Instr
 from hydroplane.spirv import binary, grammar
 
 Op = grammar.Op
-
-
-class Instr:
-    """An instruction as handlers see it.
-
-    opcode, name ('OpFAdd'), result_type (id), result_id, operands (binary.Operand list),
-    offset (word offset), args (ids of the Id* operands, in order), literals (the other operand
-    values, in order), type (the resolved result Type or None), handler.
-    """
-
-    __slots__ = ("opcode", "name", "result_type", "result_id", "operands", "offset", "args", "literals",
-                 "type", "handler", "extra")
-
-    def __init__(self, raw: binary.Instruction):
-        self.opcode = raw.opcode
-        self.result_type = raw.result_type
-        self.result_id = raw.result_id
-        self.operands = raw.operands
-        self.offset = raw.offset
-        self.args = tuple(o.value for o in raw.operands if o.kind.startswith("Id"))
-        self.literals = tuple(o.value for o in raw.operands if not o.kind.startswith("Id"))
-        try:
-            self.name = grammar.instruction(raw.opcode).name
-        except grammar.GrammarError:
-            self.name = f"Op<{raw.opcode}>"
-        self.type = None
-        self.handler = None
-        self.extra = None  # per-instruction data a handler may cache
 
 
 @dataclass(eq=False)
@@ -157,8 +132,6 @@ class Program:
                 self.ext_sets[raw.result_id] = raw.operands[0].value
             elif op == Op.Capability:
                 self.capabilities.append(_enum_name("Capability", raw.operands[0].value))
-        from hydroplane.ref import constants, ops  # the op table is complete once ops is imported
-
         current: list | None = None
         fn_raw: list[list[binary.Instruction]] = []
         for raw in insts:
@@ -204,12 +177,12 @@ class Program:
                                                   f"implemented by the reference executor")
             elif raw.result_id is not None and raw.result_type is not None:
                 self.value_types[raw.result_id] = self.types.get(raw.result_type)
-                constants.evaluate(self, raw, ops)
+                constants.evaluate(self, raw)
         for t in self.types.values():
             if isinstance(t, T.PointerType):
                 t.pointee = self.types.get(t.pointee_id)
         for group in fn_raw:
-            self._parse_function(group, ops)
+            self._parse_function(group)
         self._find_register_variables()
         self._find_block_local_values()
         for ident, deco in self.decorations.items():
@@ -263,7 +236,7 @@ class Program:
                                            self.const_int(o[3].value), None, "NV")
         return T.OpaqueType(op, list(o))
 
-    def _parse_function(self, group: list[binary.Instruction], ops) -> None:
+    def _parse_function(self, group: list[binary.Instruction]) -> None:
         head = group[0]
         fn_type = self.types.get(head.operands[1].value)
         params: list[int] = []
@@ -300,7 +273,7 @@ class Program:
             elif op in _IGNORED:
                 continue
             else:
-                inst.handler = ops.handler_for(self, inst)
+                inst.handler = handler_for(self, inst)
                 block.body.append(inst)
         if entry is None:
             raise InvalidModuleError(f"function %{head.result_id} has no blocks")

@@ -18,14 +18,14 @@ add more on purpose.
 from __future__ import annotations
 
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
+from typing import Iterator, Sequence
 
-from hydroplane.spirv import grammar, literals, requirements
-from hydroplane.spirv.binary import Instruction, Module, Operand, encode
+from hydroplane.spirv import enums, grammar, literals, requirements, types
+from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
 from hydroplane.spirv.build_error import BuildError
-from hydroplane.spirv.builder_layout import TypeLayout
 from hydroplane.spirv.builder_operands import OperandEncoder
 
 Op = grammar.Op
@@ -101,7 +101,121 @@ class ModuleBuilder:
         self._current: _Function | None = None
         self._defs: dict[int, Instruction] = {}  # result id -> defining instruction
         self._names: dict[int, str] = {}
-        self.layout = TypeLayout(self._defs)
+        self._location: tuple[str, int, int] | None = None  # (file, line, column) of what is emitted now
+        self._files: dict[str, int] = {}  # file name -> OpString id
+        self._block_location: tuple[int, int, int] | None = None  # the OpLine in force in the open block
+        self.prefer_extensions: tuple[str, ...] = ()  # extensions picked first where the grammar offers a choice
+
+    @classmethod
+    def from_module(cls, module: Module, *, keep_requirements: bool = False) -> ModuleBuilder:
+        """A builder that starts from an existing module (any producer): every instruction kept with
+        its id, its types and constants reused by later requests, functions open for rewriting.
+
+        Capabilities and extensions are re-derived when the module is made, unless
+        `keep_requirements` keeps the module's own as declared on purpose."""
+        b = cls(module.version)
+        b._bound = module.bound
+        type_decorations: dict[int, list[tuple]] = {}
+        for inst in module.instructions:
+            if inst.opcode == Op.Decorate and len(inst.operands) >= 2:
+                name = grammar.enumerant("Decoration", inst.operands[1].value).name
+                type_decorations.setdefault(inst.operands[0].value, []).append(
+                    (name, *(o.value for o in inst.operands[2:])))
+        for inst in module.instructions:
+            b._adopt(inst, type_decorations, keep_requirements)
+        if b._current is not None:
+            raise BuildError(f"function %{b._current.id} of the module has no OpFunctionEnd")
+        return b
+
+    def _adopt(self, inst: Instruction, type_decorations: dict[int, list[tuple]], keep_requirements: bool) -> None:
+        """File one instruction of an existing module as if it had been emitted (see from_module)."""
+        info, _, _, deduplicated = _facts(inst.opcode)
+        op = inst.opcode
+        if op in (Op.Capability, Op.Extension) and not keep_requirements:
+            return
+        if op == Op.EntryPoint:
+            ids = [o.value for o in inst.operands if o.kind == "IdRef"]
+            self._entry_points.append(_EntryPoint(inst.operands[0].value, ids[0], inst.operands[2].value, None))
+            return
+        if op == Op.ExtInstImport:
+            self._imports[inst.operands[0].value] = inst.result_id
+        if op == Op.Name:
+            self._names.setdefault(inst.operands[0].value, inst.operands[1].value)
+        in_function = self._current is not None
+        section = _SECTION_OF_OPCODE.get(op) or _SECTION_OF_CLASS.get(info.opclass)
+        if not in_function and section is None and op not in (Op.Function, Op.Capability, Op.Extension,
+                                                               Op.MemoryModel):
+            self._record(inst, self._sections["globals"])  # OpLine, OpExtInst of debug info, OpUndef ...
+            return
+        if op == Op.FunctionEnd:
+            self._current.terminated = True  # type: ignore[union-attr]
+        self._place(info, inst)
+        if deduplicated and inst.result_id is not None and op != Op.TypeStruct:
+            decorations = tuple(type_decorations.get(inst.result_id, ()))
+            self._interned.setdefault((*_key(inst), decorations), inst.result_id)
+
+    @contextmanager
+    def replacing(self, inst: Instruction) -> Iterator[None]:
+        """Emit, inside the block that holds `inst`, what replaces it (a pass rewriting a module built
+        or adopted by this builder): `with b.replacing(inst): b.emit(...)`. The replacement may
+        define inst's result id again; Function variables go to the top of the function."""
+        for fn in self._functions:
+            index = next((n for n, candidate in enumerate(fn.body) if candidate is inst), None)
+            if index is not None:
+                break
+        else:
+            raise BuildError(f"{inst.name} is not in a function of this builder")
+        if self._current is not None:
+            raise BuildError(f"function %{self._current.id} is still open (end_function())")
+        self._defs.pop(inst.result_id, None)
+        self._current = _Function(fn.head, fn.variables, [], terminated=False)
+        try:
+            yield
+        finally:
+            replacement, self._current = self._current.body, None
+        fn.body[index:index + 1] = replacement
+
+    def functions(self) -> list[tuple[int, list[Instruction]]]:
+        """(function id, its instructions from the first label on) of every function: for passes."""
+        return [(fn.id, fn.body) for fn in self._functions]
+
+    def remove(self, inst: Instruction) -> None:
+        """Drop a module-level instruction (a decoration, a name ...) that a pass makes obsolete."""
+        for section in self._sections.values():
+            for n, candidate in enumerate(section):
+                if candidate is inst:
+                    del section[n]
+                    return
+        raise BuildError(f"{inst.name} is not a module-level instruction of this builder")
+
+    def instructions(self, section: str) -> list[Instruction]:
+        """The module-level instructions of a section ('annotations', 'globals', 'names', ...)."""
+        return list(self._sections[section])
+
+    # source locations --------------------------------------------------------------------------
+    def location(self, file: str | None, line: int = 0, column: int = 0) -> None:
+        """The source location of what is emitted from now on (OpLine before the next instruction in
+        a block); None stops emitting locations (OpNoLine)."""
+        self._location = None if file is None else (file, int(line), int(column))
+
+    def _line_for(self, op: int) -> Instruction | None:
+        """The OpLine (or OpNoLine) to put before an instruction placed in the open block, if it changed."""
+        if op in (Op.Label, Op.Line, Op.NoLine, Op.Variable) or (self._location is None and
+                                                                   self._block_location is None):
+            return None
+        if self._location is None:
+            self._block_location = None
+            return Instruction(Op.NoLine)
+        file, line, column = self._location
+        file_id = self._files.get(file)
+        if file_id is None:
+            file_id = self._files[file] = self.emit(Op.String, file)
+        where = (file_id, line, column)
+        if where == self._block_location:
+            return None
+        self._block_location = where
+        return Instruction(Op.Line, operands=[Operand("IdRef", file_id), Operand("LiteralInteger", line),
+                                             Operand("LiteralInteger", column)])
 
     # ids, explicit requirements ------------------------------------------------------------
     def id(self) -> int:
@@ -197,6 +311,9 @@ class ModuleBuilder:
             raise BuildError(f"{info.name} belongs in a block: open a function and a block "
                              "(function(), label()) first" + (" -- the last block is already terminated"
                                                                if self._current is not None else ""))
+        line = self._line_for(op)
+        if line is not None:
+            self._current.body.append(line)
         self._record(inst, self._current.body)
         if op in _TERMINATORS:
             self._current.terminated = True
@@ -248,6 +365,7 @@ class ModuleBuilder:
             if not fn.terminated:
                 raise BuildError(f"OpLabel: the block before %{inst.result_id} has no terminator")
             fn.terminated = False
+            self._block_location = None  # an OpLine does not reach past its block
             return self._record(inst, fn.body)
         if not fn.terminated:
             raise BuildError(f"OpFunctionEnd: the last block of function %{fn.id} has no terminator")
@@ -323,12 +441,68 @@ class ModuleBuilder:
 
     def scalar(self, name: str) -> int:
         """The type of a short scalar name: 'f16', 'bf16', 'f32', 's8', 'u32', 'bool' ..."""
-        s = literals.scalar(name)
-        if s.kind == "bool":
-            return self.type_bool()
-        if s.kind == "int":
-            return self.type_int(s.width, s.signed)
-        return self.type_float(s.width, s.encoding)
+        try:
+            return self.declare(types.scalar(name))
+        except types.TypeModelError as err:
+            raise BuildError(str(err)) from None
+
+    def type_at(self, type_id: int) -> types.Type:
+        """The type-model value of a type this builder declared (with its layout decorations)."""
+        s = self._sections
+        try:
+            return types.TypeTable(s["annotations"] + s["names"] + s["globals"])[type_id]
+        except SpirvError as err:
+            raise BuildError(f"%{type_id}: {err}") from None
+
+    @staticmethod
+    def _layout(rule, t: types.Type):
+        """A std430 layout query on the type model, its errors as BuildErrors."""
+        try:
+            return rule(t, "std430")
+        except types.TypeModelError as err:
+            raise BuildError(f"{t}: {err}") from None
+
+    def declare(self, t: types.Type) -> int:
+        """The id of a type of the type model (spirv/types.py), declared once with its decorations.
+
+        Arrays, structs and pointers carry their layout (ArrayStride, Offset, MatrixStride,
+        RowMajor) as the type says; `types.laid_out(t, rule)` fills them in under a layout rule."""
+        declare = _DECLARERS.get(type(t))
+        if declare is None:
+            raise BuildError(f"cannot declare {t} ({type(t).__name__}) through the builder")
+        return declare(self, t)
+
+    def _declare_struct(self, t: types.Struct) -> int:
+        members = [self.declare(m.type) for m in t.members]
+        offsets = [m.offset for m in t.members]
+        if any(o is None for o in offsets) and any(o is not None for o in offsets):
+            raise BuildError(f"{t}: either every member has an Offset or none has")
+        inst = self._new(Op.TypeStruct, *members)
+        decorations = [("Block",)] if t.block else []
+        layout = tuple((m.offset, m.matrix_stride, m.row_major) for m in t.members)
+        struct, new = self._intern_new((*_key(inst), layout, t.name), inst, decorations)
+        if new:
+            for i, m in enumerate(t.members):
+                if m.offset is not None:
+                    self.member_decorate(struct, i, "Offset", m.offset)
+                if m.matrix_stride is not None:
+                    self.member_decorate(struct, i, "RowMajor" if m.row_major else "ColMajor")
+                    self.member_decorate(struct, i, "MatrixStride", m.matrix_stride)
+                if m.name:
+                    self.member_name(struct, i, m.name)
+            if t.name:
+                self.name(struct, t.name)
+        return struct
+
+    def _declare_pointer(self, t: types.Pointer) -> int:
+        inst = self._new(Op.TypePointer, int(t.storage), self.declare(t.pointee))
+        return self._intern(_key(inst), inst, _stride_decoration(t.stride))
+
+    def _declare_coop(self, t: types.CoopMatrix) -> int:
+        component = self.declare(t.component)
+        if t.family == "NV":
+            return self.type_coop_matrix_nv(component, t.rows, t.cols, int(t.scope))
+        return self.type_coop_matrix_khr(component, t.rows, t.cols, int(t.use), int(t.scope))
 
     def type_vector(self, component: int, count: int) -> int:
         return self.emit(Op.TypeVector, component, count)
@@ -346,7 +520,8 @@ class ModuleBuilder:
                     name: str | None = None, member_names: Sequence[str] = ()) -> int:
         """OpTypeStruct; offsets a list, 'std430', or None (no Offset); Block when `block`."""
         if offsets == "std430":
-            offsets = self.layout.std430_offsets(members)
+            offsets = self._layout(types.member_offsets, types.Struct(tuple(types.Member(self.type_at(m))
+                                                                             for m in members)))
         elif offsets is not None and len(offsets) != len(members):
             raise BuildError(f"OpTypeStruct: {len(offsets)} offsets for {len(members)} members")
         inst = self._new(Op.TypeStruct, *members)
@@ -426,23 +601,23 @@ class ModuleBuilder:
     def u32(self, value: int) -> int:
         return self.constant(self.scalar("u32"), value)
 
-    def _scalar_of(self, type_id: int, where: str) -> literals.Scalar:
+    def _scalar_of(self, type_id: int, where: str) -> types.Scalar:
         inst = self._defs.get(type_id)
         if inst is None:
             raise BuildError(f"{where}: %{type_id} is not a type defined before it")
         if inst.opcode == Op.TypeInt:
-            return literals.Scalar("int", inst.operands[0].value, inst.operands[1].value)
+            return types.Scalar("int", inst.operands[0].value, bool(inst.operands[1].value))
         if inst.opcode == Op.TypeFloat:
-            encoding = (grammar.enumerant("FPEncoding", inst.operands[1].value).name
-                        if len(inst.operands) > 1 else None)
-            return literals.Scalar("float", inst.operands[0].value, encoding=encoding)
+            encoding = enums.FPEncoding(inst.operands[1].value) if len(inst.operands) > 1 else None
+            return types.Scalar("float", inst.operands[0].value, encoding=encoding)
         raise BuildError(f"{where}: %{type_id} ({inst.name}) is not an integer or float type")
 
     # composite helpers -------------------------------------------------------------------------
     def storage_buffer(self, element: int, binding: int, set: int = 0, name: str | None = None,
                        readonly: bool = False) -> tuple[int, int]:
         """A std430 storage buffer `{ element data[]; }`: returns (variable, element pointer type)."""
-        array_type = self.type_runtime_array(element, stride=self.layout.array_stride(element))
+        stride = self._layout(types.array_stride, types.Array(self.type_at(element), None))
+        array_type = self.type_runtime_array(element, stride=stride)
         block = self.type_struct(array_type, offsets=[0], block=True)
         var = self.variable(self.type_pointer("StorageBuffer", block), "StorageBuffer", name=name)
         self.decorate(var, "DescriptorSet", set)
@@ -483,7 +658,8 @@ class ModuleBuilder:
         body = [*s["imports"], memory_model, *entry_points, *s["modes"], *s["sources"], *s["names"],
                 *s["processed"], *s["annotations"], *s["globals"], *functions]
         try:
-            needed = requirements.derive(body, self.version, self._capabilities, self._extensions)
+            needed = requirements.derive(body, self.version, self._capabilities, self._extensions,
+                                         prefer_extensions=self.prefer_extensions)
         except grammar.GrammarError as err:
             raise BuildError(str(err)) from None
         head = [Instruction(Op.Capability, operands=[Operand("Capability", grammar.enumerant("Capability", c).value)])
@@ -580,3 +756,19 @@ def _local_size(size: Sequence[int] | int) -> tuple[int, int, int]:
     if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d < 1 for d in dims):
         raise BuildError(f"local_size must be 1 to 3 positive ints, not {size!r}")
     return (*dims, *(1,) * (3 - len(dims)))
+
+
+_DECLARERS = {
+    types.Void: lambda b, t: b.type_void(),
+    types.Scalar: lambda b, t: b.type_bool() if t.kind == "bool" else
+    b.type_int(t.width, t.signed) if t.kind == "int" else
+    b.type_float(t.width, None if t.encoding is None else t.encoding.name),
+    types.Vector: lambda b, t: b.type_vector(b.declare(t.component), t.count),
+    types.Matrix: lambda b, t: b.emit(Op.TypeMatrix, b.declare(t.column), t.columns),
+    types.Array: lambda b, t: b.type_runtime_array(b.declare(t.element), t.stride) if t.length is None else
+    b.type_array(b.declare(t.element), t.length, t.stride),
+    types.Struct: ModuleBuilder._declare_struct,
+    types.Pointer: ModuleBuilder._declare_pointer,
+    types.Function: lambda b, t: b.type_function(b.declare(t.result), *(b.declare(p) for p in t.params)),
+    types.CoopMatrix: ModuleBuilder._declare_coop,
+}

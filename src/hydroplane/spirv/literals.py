@@ -1,6 +1,6 @@
-"""Scalar types by short name (f16, bf16, s8, u32 ...) and numbers encoded as SPIR-V literal words.
+"""Numbers encoded as SPIR-V literal words, for scalar types of the type model (spirv/types.py).
 
-`SCALARS` is the one table of the scalar types kernels use; `number_literal` turns a
+`number_literal` turns a
 Python number into the (value, nwords) an OpConstant/OpSpecConstant literal carries,
 with the SPIR-V rules: narrow signed integers sign-extended to 32 bits, narrow floats
 and unsigned integers zero-extended, 64-bit values in two words (low word first).
@@ -10,54 +10,13 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
-
 from hydroplane.spirv.build_error import BuildError
+from hydroplane.spirv.enums import FPEncoding
+from hydroplane.spirv.types import Scalar
 
 
 class LiteralError(BuildError):
     """A number that does not fit the type of the literal it is meant for."""
-
-
-@dataclass(frozen=True, slots=True)
-class Scalar:
-    """A scalar SPIR-V type: 'int' (signed 0/1), 'float' (encoding name or None) or 'bool'."""
-
-    kind: str
-    width: int = 0
-    signed: int = 0
-    encoding: str | None = None
-
-    @property
-    def nbytes(self) -> int:
-        return self.width // 8
-
-
-SCALARS: dict[str, Scalar] = {
-    "bool": Scalar("bool"),
-    "s8": Scalar("int", 8, 1),
-    "u8": Scalar("int", 8, 0),
-    "s16": Scalar("int", 16, 1),
-    "u16": Scalar("int", 16, 0),
-    "s32": Scalar("int", 32, 1),
-    "u32": Scalar("int", 32, 0),
-    "s64": Scalar("int", 64, 1),
-    "u64": Scalar("int", 64, 0),
-    "f16": Scalar("float", 16),
-    "bf16": Scalar("float", 16, encoding="BFloat16KHR"),
-    "f32": Scalar("float", 32),
-    "f64": Scalar("float", 64),
-    "e4m3": Scalar("float", 8, encoding="Float8E4M3EXT"),
-    "e5m2": Scalar("float", 8, encoding="Float8E5M2EXT"),
-}
-
-
-def scalar(name: str) -> Scalar:
-    """The scalar type of a short name ('f16', 's8', ...); LiteralError names the known ones."""
-    try:
-        return SCALARS[name]
-    except KeyError:
-        raise LiteralError(f"unknown scalar type {name!r}; known: {', '.join(SCALARS)}") from None
 
 
 def _bfloat16_bits(value: float) -> int:
@@ -70,11 +29,11 @@ def _bfloat16_bits(value: float) -> int:
 
 def _float_bits(ty: Scalar, value: float) -> int:
     try:
-        if ty.encoding == "BFloat16KHR":
+        if ty.encoding == FPEncoding.BFloat16KHR:
             struct.pack("<f", value)  # raises OverflowError beyond the f32 range
             return _bfloat16_bits(value)
         if ty.encoding is not None:
-            raise LiteralError(f"{ty.encoding} constants need a bit pattern (constant_bits), not {value!r}")
+            raise LiteralError(f"{ty.encoding.name} constants need a bit pattern (constant_bits), not {value!r}")
         fmt = {16: "<e", 32: "<f", 64: "<d"}.get(ty.width)
         if fmt is None:
             raise LiteralError(f"no numeric encoding for a {ty.width}-bit float; give a bit pattern")

@@ -25,6 +25,15 @@ class ScalarType:
     signed: bool = False
     encoding: str | None = None  # FPEncoding name for non-IEEE floats (BFloat16KHR, Float8E4M3EXT, ...)
 
+    @property
+    def name(self) -> str:
+        """Short name: bool, i8 .. i64, u8 .. u64, f16, f32, f64, bf16, e4m3, e5m2."""
+        if self.kind == "bool":
+            return "bool"
+        if self.kind == "float":
+            return _FP_ENCODING_NAMES.get(self.encoding, self.encoding) if self.encoding else f"f{self.width}"
+        return f"{'i' if self.signed else 'u'}{self.width}"
+
 
 @dataclass(frozen=True)
 class EntryPoint:
@@ -48,6 +57,9 @@ class Binding:
     size: int  # bytes of the fixed part of the block
     runtime_array_stride: int | None  # element stride of a trailing runtime array, if any
     array_count: int = 1  # descriptor array length (1 when not an array of blocks)
+    element_types: tuple[ScalarType, ...] = ()  # the distinct scalar types of the block's members, in order
+    element: str = ""  # the block's contents in short: 'f32[]', 'vec4<f32>[]', '{u32, f32[]}'
+    access: str = "read-write"  # 'read-only' (NonWritable, uniform buffers), 'write-only' (NonReadable)
 
 
 @dataclass(frozen=True)
@@ -195,6 +207,59 @@ class _Types:
             return 8
         raise SpirvError(f"cannot size {inst.name} %{type_id}", inst.offset)
 
+    def scalar_leaves(self, type_id: int) -> list[ScalarType]:
+        """The scalar types a block holds (vector, matrix and array elements, struct members), in order."""
+        inst = self.defs[type_id]
+        op = inst.opcode
+        if op in (Op.TypeInt, Op.TypeFloat, Op.TypeBool):
+            return [self.scalar(type_id)]
+        if op in (Op.TypeVector, Op.TypeMatrix, Op.TypeArray, Op.TypeRuntimeArray):
+            return self.scalar_leaves(inst.operands[0].value)
+        if op == Op.TypeStruct:
+            return [t for member in inst.operands for t in self.scalar_leaves(member.value)]
+        return []  # pointers (PhysicalStorageBuffer addresses), opaque types
+
+    def describe(self, type_id: int) -> str:
+        """A short display of a block type: 'f32', 'vec4<f32>', 'f32[16]', 'f32[]', '{u32, f32[]}'."""
+        inst = self.defs[type_id]
+        op = inst.opcode
+        if op in (Op.TypeInt, Op.TypeFloat, Op.TypeBool):
+            return self.scalar(type_id).name
+        if op == Op.TypeVector:
+            return f"vec{inst.operands[1].value}<{self.describe(inst.operands[0].value)}>"
+        if op == Op.TypeMatrix:
+            column = self.defs[inst.operands[0].value]
+            return f"mat{inst.operands[1].value}x{column.operands[1].value}<{self.describe(column.operands[0].value)}>"
+        if op == Op.TypeArray:
+            try:
+                return f"{self.describe(inst.operands[0].value)}[{self.constant_int(inst.operands[1].value)}]"
+            except SpirvError:
+                return f"{self.describe(inst.operands[0].value)}[spec]"
+        if op == Op.TypeRuntimeArray:
+            return f"{self.describe(inst.operands[0].value)}[]"
+        if op == Op.TypeStruct:
+            inner = ", ".join(self.describe(m.value) for m in inst.operands)
+            return inner if len(inst.operands) == 1 else "{" + inner + "}"
+        if op == Op.TypePointer:
+            return f"ptr<{self.describe(inst.operands[1].value)}>"
+        return inst.name.removeprefix("OpType").lower()
+
+    def access(self, variable_id: int, block: int, descriptor_type: str) -> str:
+        """'read-only', 'write-only' or 'read-write', from NonWritable / NonReadable on the variable or every member."""
+        if descriptor_type == "uniform_buffer":
+            return "read-only"
+        members = range(len(self.defs[block].operands)) if self.defs[block].opcode == Op.TypeStruct else ()
+
+        def marked(name: str) -> bool:
+            return self.decoration(variable_id, name) is not None or (
+                bool(members) and all(self.decoration(block, name, m) is not None for m in members))
+
+        if marked("NonWritable"):
+            return "read-only"
+        if marked("NonReadable"):
+            return "write-only"
+        return "read-write"
+
     def runtime_array_stride(self, type_id: int) -> int | None:
         inst = self.defs[type_id]
         if inst.opcode == Op.TypeStruct and inst.operands:
@@ -242,7 +307,7 @@ def _spec_default(inst: Instruction, scalar: ScalarType):
         return True
     if inst.opcode == Op.SpecConstantFalse:
         return False
-    raw = inst.operands[0].value
+    raw = inst.operands[0].value & ((1 << scalar.width) - 1)  # narrow signed literals are sign-extended to 32 bits
     if scalar.kind == "float":
         if scalar.encoding is None and scalar.width in (16, 32, 64):
             fmt = {16: "<e", 32: "<f", 64: "<d"}[scalar.width]
@@ -352,6 +417,9 @@ def reflect(words_or_module) -> ModuleInterface:
                     size=types.size(block) if buffer_like else 0,
                     runtime_array_stride=types.runtime_array_stride(block) if buffer_like else None,
                     array_count=count,
+                    element_types=tuple(dict.fromkeys(types.scalar_leaves(block))) if buffer_like else (),
+                    element=types.describe(block) if buffer_like else kind,
+                    access=types.access(inst.result_id, block, kind) if buffer_like else "read-write",
                 ))
         elif op in (Op.SpecConstant, Op.SpecConstantTrue, Op.SpecConstantFalse):
             spec_id = types.decoration(inst.result_id, "SpecId")

@@ -38,12 +38,6 @@ Op = grammar.Op
 SPIRV_AS_GENERATOR = 7 << 16  # "Khronos SPIR-V Tools Assembler", version 0: what spirv-as writes
 INDENT = 15  # spirv-dis: instruction names start in this column; result names end 3 before it
 
-_ID_KINDS = frozenset({"IdRef", "IdScope", "IdMemorySemantics", "IdResultType", "IdResult"})
-_PAIRS = {
-    "PairLiteralIntegerIdRef": ("LiteralContextDependentNumber", "IdRef"),
-    "PairIdRefLiteralInteger": ("IdRef", "LiteralInteger"),
-    "PairIdRefIdRef": ("IdRef", "IdRef"),
-}
 
 
 class AssemblyError(SpirvError):
@@ -429,7 +423,7 @@ class _Printer:
         last_id = None
         for o in inst.operands:
             kind, value = o.kind, o.value
-            if kind in _ID_KINDS:
+            if kind in grammar.ID_KINDS:
                 parts.append(self.id_text(value))
                 last_id = value
             elif kind == "LiteralString":
@@ -640,11 +634,11 @@ class _Assembler:
 
     def operand(self, inst: Instruction, kind: str, what: str, op_token: Token) -> None:
         out = inst.operands
-        if kind in _ID_KINDS:
+        if kind in grammar.ID_KINDS:
             out.append(Operand(kind, self.id_for(self.expect_id(f"{op_token.text} {what}"))))
             return
-        if kind in _PAIRS:
-            for part in _PAIRS[kind]:
+        if kind in grammar.COMPOSITE_KINDS:
+            for part in grammar.COMPOSITE_KINDS[kind]:
                 self.operand(inst, part, what, op_token)
             return
         token = self.take(f"{op_token.text} operand {what}")
