@@ -107,6 +107,7 @@ def ulp(x: np.ndarray) -> np.ndarray:
     return np.spacing(np.abs(x).astype(np.float32))
 
 
+@pytest.mark.vulkan
 def test_modf_and_frexp_with_pointer_and_struct_results(lavapipe, rng=np.random.default_rng(450)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -188,6 +189,7 @@ UNPACKS = {  # name: (GLSL function, signed, scale, bits)
 }
 
 
+@pytest.mark.vulkan
 def test_snorm_unorm_pack_and_unpack(lavapipe, rng=np.random.default_rng(54)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer V { vec4 v[]; };
@@ -244,6 +246,7 @@ void main() {
         assert (err <= 2.5 * ulp(want)).all(), f"lavapipe {name}: {np.max(err / ulp(want)):.2f} ULP"
 
 
+@pytest.mark.vulkan
 def test_half_and_double_pack_and_unpack(lavapipe, rng=np.random.default_rng(58)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer V { vec2 v[64]; uvec2 bits[64]; double d[64]; uint p[64]; };
@@ -284,6 +287,7 @@ def _well_conditioned(rng, size: int, count: int) -> np.ndarray:
     return (rng.standard_normal((count, size, size)) * 0.3 + 2.0 * np.eye(size)).astype(np.float32)
 
 
+@pytest.mark.vulkan
 def test_determinant_and_matrix_inverse(lavapipe, rng=np.random.default_rng(33)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer M { mat2 m2[64]; mat3 m3[64]; mat4 m4[64]; };
@@ -335,6 +339,7 @@ void main() {
                                    err_msg=f"lavapipe: inverse of mat{size}")
 
 
+@pytest.mark.vulkan
 def test_refract_and_scalar_geometric_forms(lavapipe, rng=np.random.default_rng(72)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer A { vec4 incident[64]; vec4 normal[64]; float eta[64]; };
@@ -440,6 +445,7 @@ def test_fragment_only_interpolation_is_refused_by_name():
     assert "GLSL.std.450 InterpolateAtCentroid interpolates a fragment-shader input" in str(err.value)
 
 
+@pytest.mark.vulkan
 def test_double_precision_forms(lavapipe, rng=np.random.default_rng(64)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer A { double x[64]; dmat3 m[64]; };
