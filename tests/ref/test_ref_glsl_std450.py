@@ -56,7 +56,7 @@ def run_both(lavapipe, source: str, inputs: dict, outputs: dict) -> tuple[dict, 
     buffers = dict(inputs)
     for b, (shape, dtype) in outputs.items():
         buffers[b] = poisoned(shape, dtype)
-    # Byte arrays carry blocks of mixed members: bound as raw bytes, past the element-type check.
+    # bytes of a block of mixed members go in raw (the launch checks compare dtypes otherwise)
     buffers = {b: launch.RawBytes(a) if a.dtype == np.uint8 else a for b, a in buffers.items()}
     ref = launch.run(words, (1, 1, 1), buffers, executor=Executor(subgroup_size=8))
     dev = launch.run(words, (1, 1, 1), buffers, executor=lavapipe)
@@ -107,6 +107,7 @@ def ulp(x: np.ndarray) -> np.ndarray:
     return np.spacing(np.abs(x).astype(np.float32))
 
 
+@pytest.mark.vulkan
 def test_modf_and_frexp_with_pointer_and_struct_results(lavapipe, rng=np.random.default_rng(450)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer X { float x[]; };
@@ -188,6 +189,7 @@ UNPACKS = {  # name: (GLSL function, signed, scale, bits)
 }
 
 
+@pytest.mark.vulkan
 def test_snorm_unorm_pack_and_unpack(lavapipe, rng=np.random.default_rng(54)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer V { vec4 v[]; };
@@ -244,6 +246,7 @@ void main() {
         assert (err <= 2.5 * ulp(want)).all(), f"lavapipe {name}: {np.max(err / ulp(want)):.2f} ULP"
 
 
+@pytest.mark.vulkan
 def test_half_and_double_pack_and_unpack(lavapipe, rng=np.random.default_rng(58)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer V { vec2 v[64]; uvec2 bits[64]; double d[64]; uint p[64]; };
@@ -284,6 +287,7 @@ def _well_conditioned(rng, size: int, count: int) -> np.ndarray:
     return (rng.standard_normal((count, size, size)) * 0.3 + 2.0 * np.eye(size)).astype(np.float32)
 
 
+@pytest.mark.vulkan
 def test_determinant_and_matrix_inverse(lavapipe, rng=np.random.default_rng(33)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer M { mat2 m2[64]; mat3 m3[64]; mat4 m4[64]; };
@@ -335,6 +339,7 @@ void main() {
                                    err_msg=f"lavapipe: inverse of mat{size}")
 
 
+@pytest.mark.vulkan
 def test_refract_and_scalar_geometric_forms(lavapipe, rng=np.random.default_rng(72)):
     source = HEADER + """
 layout(set = 0, binding = 0) readonly buffer A { vec4 incident[64]; vec4 normal[64]; float eta[64]; };
@@ -438,3 +443,48 @@ def test_fragment_only_interpolation_is_refused_by_name():
     with pytest.raises(UnsupportedInstructionError) as err:
         ex.dispatch(ex.kernel(spirv_text(INTERPOLATE)), (1, 1, 1), {})
     assert "GLSL.std.450 InterpolateAtCentroid interpolates a fragment-shader input" in str(err.value)
+
+
+@pytest.mark.vulkan
+def test_double_precision_forms(lavapipe, rng=np.random.default_rng(64)):
+    source = HEADER + """
+layout(set = 0, binding = 0) readonly buffer A { double x[64]; dmat3 m[64]; };
+layout(set = 0, binding = 1) writeonly buffer B { double frac[64]; double whole[64]; double mant[64]; double det[64];
+                                                   dmat3 inv[64]; };
+layout(set = 0, binding = 2) writeonly buffer E { int exps[64]; };
+void main() {
+    uint i = gl_LocalInvocationIndex;
+    double w; int e;
+    frac[i] = modf(x[i], w);
+    whole[i] = w;
+    mant[i] = frexp(x[i], e);
+    exps[i] = e;
+    det[i] = determinant(m[i]);
+    inv[i] = inverse(m[i]);
+}"""
+    x = rng.standard_normal(LANES) * 10.0 ** rng.integers(-300, 300, LANES)
+    x[:8] = [0.0, -0.0, 5e-324, -2.2250738585072014e-308, 1.7976931348623157e308, 4503599627370496.5, -0.5, 3.0]
+    m = rng.standard_normal((LANES, 3, 3)) * 0.3 + 2.0 * np.eye(3)
+    m_padded = np.zeros((LANES, 3, 4))  # std430 dmat3: columns of three doubles padded to 32 bytes
+    m_padded[:, :, :3] = m
+    inp = np.concatenate([x.view(np.uint8), m_padded.view(np.uint8).reshape(-1)])
+    ref, dev = run_both(lavapipe, source, {0: inp}, {1: ((LANES * 16,), np.float64), 2: ((LANES,), np.int32)})
+    frac, whole = np.modf(x)
+    mant, exp = np.frexp(x)
+    # the cofactor expansion in float64 (no wider type to round from); NumPy's LU agrees to a few ULP
+    want_det, want_inv = np.linalg.det(m), np.linalg.inv(m)
+    for name, out in (("reference executor", ref), ("lavapipe", dev)):
+        got = out[1]
+        exact = np.stack([frac, whole, mant])
+        if name == "reference executor":
+            assert_bits(got[:3 * LANES].reshape(3, LANES), exact, "double modf/frexp")
+            assert_bits(out[2], exp.astype(np.int32), "double frexp exponent")
+        else:
+            fx = flush(x)
+            flushed = np.stack([*np.modf(fx), np.frexp(fx)[0]])
+            for row in range(3):
+                assert_device(got[row * LANES:(row + 1) * LANES], exact[row], flushed[row], f"double row {row}")
+            assert_device(out[2], exp.astype(np.int32), np.frexp(fx)[1].astype(np.int32), "double frexp exponent")
+        assert_close(got[3 * LANES:4 * LANES], want_det, 2 ** -48, 0, f"{name}: double determinant")
+        inv = got[4 * LANES:].reshape(LANES, 3, 4)[:, :, :3]
+        assert_close(inv, want_inv, 0, 2 ** -46, f"{name}: double inverse")
