@@ -265,8 +265,8 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
     return VulkanExecutor(index)
 
 
-def run(words: Words, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None,
-        *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
+def run(words: Words, grid: Sequence[int] = (1, 1, 1),
+        buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
         subgroup_size: int | None = None, entry: str = "main", executor: Executor | None = None,
         diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict:
     """Run a kernel once: `buffers` {binding | (set, binding): ndarray | RawBytes(ndarray)} give every buffer's
