@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, Union, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from hydroplane.launch_checks import (BindingError, GridError, LaunchError, OutputPathError, PushConstantError,
                                       RawBytes, SpecConstantError, check_bound, check_buffers, check_entry,
@@ -52,7 +53,7 @@ class Executor(Protocol):
 
     def buffer(self, array_or_nbytes: np.ndarray | int) -> Any: ...
 
-    def read(self, buf: Any, dtype: np.typing.DTypeLike = np.uint8,
+    def read(self, buf: Any, dtype: npt.DTypeLike = np.uint8,
              shape: tuple[int, ...] | None = None) -> np.ndarray: ...
 
     def write(self, buf: Any, array: np.ndarray) -> None: ...
@@ -201,7 +202,7 @@ class VulkanExecutor:
             return self.device.buffer(4)
         return self.device.buffer(arr)
 
-    def read(self, buf: Any, dtype: np.typing.DTypeLike = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    def read(self, buf: Any, dtype: npt.DTypeLike = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:
         return buf.read(dtype, shape)
 
     def write(self, buf: Any, array: np.ndarray) -> None:
