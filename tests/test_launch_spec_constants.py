@@ -142,6 +142,7 @@ BAD_VALUES = [
     (3, 1.5, r"specialization constant 3 \(i32\): 1\.5 is not an integer"),
     (0, 2, r"specialization constant 0 \(bool\): 2 is not true/false"),
     (9, 1e6, r"specialization constant 9 \(f16\): 1000000\.0 is beyond the range of f16"),
+    (11, 1 << 1100, r"specialization constant 11 \(f64\): \d+ is beyond the range of f64"),
     (10, "x", r"specialization constant 10 \(f32\): 'x' is not a number"),
     (12, 1, r"specialization constant 12: the module has no such SpecId \(it has: 0, 1, 2"),
 ]

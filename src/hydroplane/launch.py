@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, Union, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from hydroplane import vk
 from hydroplane.launch_checks import (BindingError, GridError, LaunchError, OutputPathError, PushConstantError,
@@ -53,7 +54,7 @@ class Executor(Protocol):
 
     def buffer(self, array_or_nbytes: np.ndarray | int) -> Any: ...
 
-    def read(self, buf: Any, dtype: np.typing.DTypeLike = np.uint8,
+    def read(self, buf: Any, dtype: npt.DTypeLike = np.uint8,
              shape: tuple[int, ...] | None = None) -> np.ndarray: ...
 
     def write(self, buf: Any, array: np.ndarray) -> None: ...
@@ -200,7 +201,7 @@ class VulkanExecutor:
             return self.device.buffer(4)
         return self.device.buffer(arr)
 
-    def read(self, buf: Any, dtype: np.typing.DTypeLike = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    def read(self, buf: Any, dtype: npt.DTypeLike = np.uint8, shape: tuple[int, ...] | None = None) -> np.ndarray:
         return buf.read(dtype, shape)
 
     def write(self, buf: Any, array: np.ndarray) -> None:
@@ -262,8 +263,8 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
     return VulkanExecutor(index)
 
 
-def run(words: Words, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None,
-        *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
+def run(words: Words, grid: Sequence[int] = (1, 1, 1),
+        buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
         subgroup_size: int | None = None, entry: str = "main", executor: Executor | None = None,
         diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict:
     """Run a kernel once: `buffers` {binding | (set, binding): ndarray | RawBytes(ndarray)} give every buffer's

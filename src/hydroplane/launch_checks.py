@@ -214,9 +214,13 @@ def pack_spec_value(spec_id: int, t: ScalarType, value) -> bytes:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _spec_error(spec_id, t, value, "is not a number")
     dtype = scalar_dtype(t)
+    try:
+        as_float = float(value)
+    except OverflowError:
+        raise _spec_error(spec_id, t, value, f"is beyond the range of {t.name}") from None
     with np.errstate(over="ignore"):
-        packed = np.array([float(value)], np.float64).astype(dtype)
-    if math.isfinite(value) and not np.isfinite(packed[0].astype(np.float64)):
+        packed = np.array([as_float], np.float64).astype(dtype)
+    if math.isfinite(as_float) and not np.isfinite(packed[0].astype(np.float64)):
         raise _spec_error(spec_id, t, value, f"is beyond the range of {t.name}")
     return packed.tobytes()
 
