@@ -4,7 +4,8 @@
 enumerant names, `|` masks, quoted strings, literals in the format of their type (hex
 floats where spirv-dis prints them) and ids named as spirv-dis names them by default
 (OpName, type shapes, constant values) or, with raw_id, as `%N`. A module it cannot print
-raises `SpirvError` naming the word offset.
+raises `SpirvError` naming the word offset. `InstructionPrinter` prints one instruction; the
+reference executor's diagnostics use it too.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _mask_text(kind: str, value: int) -> str:
 def disassemble(words_or_module, raw_id: bool = False, header: bool = True, indent: bool = True) -> str:
     """The module in spirv-dis syntax (friendly names, or `%N` ids with raw_id=True)."""
     module = words_or_module if isinstance(words_or_module, Module) else decode(words_or_module)
-    printer = _Printer(None if raw_id else FriendlyNames(module), indent)
+    printer = InstructionPrinter(None if raw_id else FriendlyNames(module), indent)
     lines: list[str] = []
     if header:
         vendor, tool_version = module.generator >> 16, module.generator & 0xFFFF
@@ -61,27 +62,50 @@ def disassemble(words_or_module, raw_id: bool = False, header: bool = True, inde
     return "\n".join(lines) + "\n"
 
 
-class _Printer:
-    """Prints instructions one by one, tracking the types that literals and ExtInst names need."""
+class InstructionPrinter:
+    """Prints one instruction in spirv-dis syntax: the one printer of the disassembler, the reference
+    executor's diagnostics and anything else that shows an instruction.
 
-    def __init__(self, names: FriendlyNames | None, indent: bool):
+    Ids print as spirv-dis's friendly names (`names`) or, without names, as `%N`. Literals print in
+    their type's format and OpExtInst numbers as names, which needs the types and imports declared
+    earlier: `line` learns them from each instruction it prints (the disassembler's single pass);
+    `for_module` learns a whole module first, so that `format` prints any one of its instructions.
+    An instruction built by hand with operands the grammar does not allow raises KeyError,
+    TypeError, ValueError, AttributeError or IndexError (`disassemble` turns them into SpirvError).
+    """
+
+    def __init__(self, names: FriendlyNames | None = None, indent: bool = True):
         self.names = names
         self.indent = indent
         self.scalars: dict[int, ScalarType] = {}
         self.type_of: dict[int, int] = {}
         self.extinst_sets: dict[int, str] = {}
 
+    @classmethod
+    def for_module(cls, module: Module, raw_id: bool = False, indent: bool = False) -> InstructionPrinter:
+        """A printer that knows every declaration of `module` (friendly names unless raw_id)."""
+        printer = cls(None if raw_id else FriendlyNames(module), indent)
+        for inst in module.instructions:
+            printer.track(inst)
+        return printer
+
     def id_text(self, id_: int) -> str:
         return f"%{id_}" if self.names is None else f"%{self.names[id_]}"
 
     def line(self, inst: Instruction) -> str:
+        """The instruction as a line of a listing; what it declares is learnt for the lines after it."""
+        text = self.format(inst)
+        self.track(inst)
+        return text
+
+    def format(self, inst: Instruction) -> str:
+        """`%name = OpX %type operands...` (aligned as spirv-dis does when the printer indents)."""
         info = grammar.INSTRUCTIONS[inst.opcode]
         parts = [info.name]
         if inst.result_type is not None:
             parts.append(self.id_text(inst.result_type))
         parts += self.operand_texts(inst)
         body = " ".join(parts)
-        self.track(inst)
         if inst.result_id is None:
             return f"{' ' * INDENT if self.indent else ''}{body}"
         rid = self.id_text(inst.result_id)
@@ -121,6 +145,7 @@ class _Printer:
         return parts
 
     def track(self, inst: Instruction) -> None:
+        """Learn what `inst` declares: a scalar type, an extended-instruction import, a result's type."""
         t = scalar_type(inst)
         if t is not None and inst.result_id is not None:
             self.scalars[inst.result_id] = t
