@@ -11,7 +11,6 @@ import numpy as np
 
 from hydroplane.ref import types as T
 from hydroplane.ref.control import run_function
-from hydroplane.ref.describe import format_instruction
 from hydroplane.ref.errors import ERROR_OF_KIND, Diagnostic, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.memory import Memory
@@ -117,7 +116,7 @@ class ExecContext:
     def _where(self) -> str:
         if self.inst is None:
             return ""
-        return f" at word {self.inst.offset}: {format_instruction(self.inst, self.program.display_names)}"
+        return f" at word {self.inst.offset}: {self.program.describe(self.inst)}"
 
     def diagnostic(self, kind: str, message: str, lanes=None) -> Diagnostic:
         lanes = np.unique(np.asarray(lanes, np.int64).reshape(-1)) if lanes is not None else np.zeros(0, np.int64)
@@ -125,7 +124,7 @@ class ExecContext:
         return Diagnostic(kind, message,
                           [self.lanes.describe(int(i)) for i in lanes[:MAX_NAMED_INVOCATIONS]],
                           inst.offset if inst is not None else None,
-                          format_instruction(inst, self.program.display_names) if inst is not None else "",
+                          self.program.describe(inst) if inst is not None else "",
                           len(lanes))
 
     def diagnose(self, kind: str, message: str, lanes=None) -> None:

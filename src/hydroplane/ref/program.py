@@ -19,6 +19,7 @@ from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionErro
 from hydroplane.ref.handlers import handler_for
 from hydroplane.ref.instruction import Instr
 from hydroplane.spirv import binary, grammar
+from hydroplane.spirv.disassembler import InstructionPrinter
 
 Op = grammar.Op
 
@@ -68,6 +69,7 @@ class Program:
     def __init__(self, words_or_module, spec: dict[int, object] | None = None):
         module = words_or_module if isinstance(words_or_module, binary.Module) else binary.decode(words_or_module)
         self.module = module
+        self._printer: InstructionPrinter | None = None
         self.spec = dict(spec or {})
         self.names: dict[int, str] = {}
         self.decorations: dict[int, dict[str, list]] = {}
@@ -92,13 +94,11 @@ class Program:
             raise InvalidModuleError(f"malformed module: {type(exc).__name__}: {exc}") from exc
 
     # -- helpers handlers use ---------------------------------------------------------------
-    @property
-    def display_names(self) -> dict[int, str]:
-        """Names for diagnostics: OpName where given, else spirv-dis-like names of types and constants."""
-        cached = getattr(self, "_display_names", None)
-        if cached is None:
-            cached = self._display_names = _display_names(self)
-        return cached
+    def describe(self, inst) -> str:
+        """One instruction of the module in spirv-dis syntax with spirv-dis's names, for diagnostics."""
+        if self._printer is None:  # made on the first diagnostic: most runs never print
+            self._printer = InstructionPrinter.for_module(self.module)
+        return self._printer.format(inst)
 
     def decoration(self, target: int, name: str):
         """The parameters of decoration `name` on `target` (a list, [] when it has none), or None."""
@@ -403,61 +403,3 @@ def _structured_order(blocks: dict[int, Block], entry: int) -> list[int]:
     finally:
         sys.setrecursionlimit(limit)
     return order
-
-
-_INT_NAMES = {(8, True): "char", (8, False): "uchar", (16, True): "short", (16, False): "ushort",
-              (32, True): "int", (32, False): "uint", (64, True): "long", (64, False): "ulong"}
-_FLOAT_NAMES = {16: "half", 32: "float", 64: "double"}
-
-
-def _type_name(t, names: dict) -> str | None:
-    if isinstance(t, T.VoidType):
-        return "void"
-    if isinstance(t, T.BoolType):
-        return "bool"
-    if isinstance(t, T.IntType):
-        return _INT_NAMES.get((t.width, t.signed))
-    if isinstance(t, T.FloatType):
-        return t.encoding or _FLOAT_NAMES.get(t.width)
-    if isinstance(t, T.VectorType):
-        inner = _type_name(t.component, names)
-        return f"v{t.count}{inner}" if inner else None
-    if isinstance(t, T.PointerType):
-        inner = _type_name(t.pointee, names) if t.pointee is not None else None
-        return f"_ptr_{t.storage}_{inner}" if inner else None
-    if isinstance(t, T.ArrayType):
-        inner = _type_name(t.element, names)
-        if not inner:
-            return None
-        return f"_runtimearr_{inner}" if t.length is None else f"_arr_{inner}_{t.length}"
-    return names.get(id(t))
-
-
-def _display_names(program: "Program") -> dict[int, str]:
-    out = {i: n for i, n in program.names.items() if n}
-    by_object = {id(program.types[i]): n for i, n in out.items() if i in program.types}
-    taken = set(out.values())
-
-    def give(ident: int, name: str | None) -> None:
-        if not name or ident in out:
-            return
-        if name in taken:
-            name = f"{name}_{ident}"
-        taken.add(name)
-        out[ident] = name
-
-    for ident, t in program.types.items():
-        name = _type_name(t, by_object)
-        give(ident, name)
-        if name:
-            by_object.setdefault(id(t), name)
-    for ident, value in program.constants.items():
-        t = program.value_types.get(ident)
-        if isinstance(value, np.ndarray) and value.shape == (1,) and t is not None and t.shape == ():
-            v = value[0]
-            if isinstance(t, T.BoolType):
-                give(ident, "true" if v else "false")
-            elif isinstance(t, T.IntType):
-                base = _type_name(t, by_object)
-                give(ident, f"{base}_{int(v)}".replace("-", "n") if base else None)
-    return out

@@ -18,7 +18,9 @@ from array import array
 from pathlib import Path
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.spirv import binary, text
+from hydroplane.spirv import binary
+from hydroplane.spirv.assembler import assemble
+from hydroplane.spirv.disassembler import disassemble
 from hydroplane.spirv.reflection import ModuleInterface, reflect
 from hydroplane.spirv.validation import validate
 
@@ -126,7 +128,7 @@ def read_module(path: str) -> array:
 
 def run_dis(args) -> int:
     words = read_module(args.file)
-    _write(args.output, text.disassemble(words, raw_id=args.raw_id).encode("utf-8"))
+    _write(args.output, disassemble(words, raw_id=args.raw_id).encode("utf-8"))
     return 0
 
 
@@ -142,7 +144,7 @@ def run_as(args) -> int:
         source_text = source.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CommandError(f"{args.file} is not UTF-8 text (byte {exc.start})") from None
-    words = text.assemble(source_text, preserve_numeric_ids=args.preserve_numeric_ids, version=version)
+    words = assemble(source_text, preserve_numeric_ids=args.preserve_numeric_ids, version=version)
     _write(args.output, binary.to_bytes(words))
     return 0
 
