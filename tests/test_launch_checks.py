@@ -53,8 +53,8 @@ def test_reflect_gives_element_types_and_access(words):
     b = {x.binding: x for x in reflect(words).bindings}
     assert (b[0].element, b[0].access, [t.name for t in b[0].element_types]) == ("f32[]", "read-only", ["f32"])
     assert (b[1].element, b[1].access) == ("f32[]", "write-only")
-    assert (b[2].element, b[2].access, [t.name for t in b[2].element_types]) == ("{u32, i32[]}", "read-write",
-                                                                                ["u32", "i32"])
+    assert (b[2].element, b[2].access, [t.name for t in b[2].element_types]) == ("{u32, s32[]}", "read-write",
+                                                                                ["u32", "s32"])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -69,8 +69,8 @@ def test_a_good_request_runs(words, device):
 BAD_RUNS = [
     ("float64 for f32", dict(buffers={0: np.zeros(32, np.float64)}), launch.BindingError,
      r"^binding 0 \(A\): a float64 array for a buffer of f32\[\]; give float32 \(or RawBytes"),
-    ("float32 for a {u32, i32[]} block", dict(buffers={2: np.zeros(33, np.float32)}), launch.BindingError,
-     r"^binding 2 \(C\): a float32 array for a buffer of \{u32, i32\[\]\}; give uint32 or int32"),
+    ("float32 for a {u32, s32[]} block", dict(buffers={2: np.zeros(33, np.float32)}), launch.BindingError,
+     r"^binding 2 \(C\): a float32 array for a buffer of \{u32, s32\[\]\}; give uint32 or int32"),
     ("missing buffer", dict(drop=1), launch.BindingError,
      r"^binding 1 \(B\): no buffer given; the module declares it as f32\[\] \(write-only\)$"),
     ("extra binding", dict(buffers={5: np.zeros(4, np.float32)}), launch.BindingError,

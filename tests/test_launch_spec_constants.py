@@ -90,7 +90,7 @@ def run_spec(words: bytes, spec: dict | None, device) -> tuple[np.ndarray, np.nd
 def test_reflect_gives_every_declared_type(spec_kernel):
     iface = reflect(spec_kernel)
     names = {s.spec_id: s.type.name for s in iface.spec_constants}
-    assert names == {0: "bool", 1: "i8", 2: "i16", 3: "i32", 4: "i64", 5: "u8", 6: "u16", 7: "u32", 8: "u64",
+    assert names == {0: "bool", 1: "s8", 2: "s16", 3: "s32", 4: "s64", 5: "u8", 6: "u16", 7: "u32", 8: "u64",
                      9: "f16", 10: "f32", 11: "f64"}
     assert {s.spec_id: s.default for s in iface.spec_constants} == DEFAULTS
 
@@ -137,9 +137,9 @@ def test_defaults_on_lavapipe(spec_kernel):
 BAD_VALUES = [
     (5, 256, r"specialization constant 5 \(u8\): 256 does not fit u8 \(0 \.\. 255\)"),
     (7, -1, r"specialization constant 7 \(u32\): -1 does not fit u32"),
-    (1, 128, r"specialization constant 1 \(i8\): 128 does not fit i8 \(-128 \.\. 127\)"),
+    (1, 128, r"specialization constant 1 \(s8\): 128 does not fit s8 \(-128 \.\. 127\)"),
     (8, 1 << 64, r"specialization constant 8 \(u64\): 18446744073709551616 does not fit u64"),
-    (3, 1.5, r"specialization constant 3 \(i32\): 1\.5 is not an integer"),
+    (3, 1.5, r"specialization constant 3 \(s32\): 1\.5 is not an integer"),
     (0, 2, r"specialization constant 0 \(bool\): 2 is not true/false"),
     (9, 1e6, r"specialization constant 9 \(f16\): 1000000\.0 is beyond the range of f16"),
     (11, 1 << 1100, r"specialization constant 11 \(f64\): \d+ is beyond the range of f64"),

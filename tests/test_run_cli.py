@@ -242,7 +242,7 @@ def test_reflect_lists_matrix_types(tmp_path):
 
     (tmp_path / "tile.spv").write_bytes(coop_matmul_tile(8, 8, 8, a_type="f16", c_type="f32").tobytes())
     data = json.loads(hydroplane("spirv", "reflect", "--json", tmp_path / "tile.spv").stdout)
-    assert "KHR f16 8x8 A (subgroup)" in data["matrix_types"]
+    assert "coopmat<f16, Subgroup, 8x8, A>" in data["matrix_types"]
     assert "CooperativeMatrixKHR" in data["capabilities"]
     assert [b["element"] for b in data["bindings"]] == ["f16[]", "f16[]", "f32[]", "f32[]"]
 

@@ -31,15 +31,17 @@ from hydroplane.launch_checks import (BindingError, GridError, LaunchError, Outp
                                       check_grid,
                                       check_push_constants, pack_spec_constants)
 from hydroplane.ref import Executor as _RefExecutor
-from hydroplane.spirv.reflection import ModuleInterface, reflect
+from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
+from hydroplane.spirv.reflection import ModuleInterface
+from hydroplane.spirv.target import Target, UnsupportedOnTarget
 
 __all__ = [
     "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "OutputPathError", "PushConstantError",
-    "RawBytes", "ReferenceExecutor", "SpecConstantError", "VulkanExecutor", "get_executor", "run",
-    "terminal_progress", "unsupported_matrix_types",
+    "RawBytes", "ReferenceExecutor", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
+    "run", "terminal_progress",
 ]
 
-Words = Union[bytes, Sequence[int], np.ndarray]
+Words = Union[bytes, Sequence[int], np.ndarray, CompiledKernel]
 BindingKey = Union[int, tuple[int, int]]
 SpecValue = Union[bool, int, float, bytes, np.generic]
 PushData = Union[bytes, bytearray, np.ndarray, np.generic, None]
@@ -50,6 +52,7 @@ class Executor(Protocol):
     """The executor interface of docs/architecture.md (both implementations run the launch checks)."""
 
     name: str
+    target: Target
     max_workgroup_count: tuple[int, int, int]
 
     def buffer(self, array_or_nbytes: np.ndarray | int) -> Any: ...
@@ -70,11 +73,18 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class CheckedKernel:
-    """An executor's own kernel object with the module's reflected interface, for the dispatch checks."""
+    """An executor's own kernel object with the CompiledKernel it runs, for the dispatch checks."""
 
     native: Any
-    interface: ModuleInterface
-    entry: str
+    compiled: CompiledKernel
+
+    @property
+    def interface(self) -> ModuleInterface:
+        return self.compiled.interface
+
+    @property
+    def entry(self) -> str:
+        return self.compiled.entry
 
 
 def _push_bytes(push: PushData) -> bytes | None:
@@ -95,13 +105,17 @@ def _checked_dispatch(kernel: CheckedKernel, grid, buffers: Mapping | None, push
 
 
 class ReferenceExecutor(_RefExecutor):
-    """`hydroplane.ref.Executor` with the launch checks (bindings, push constants, grid, typed spec constants)."""
+    """`hydroplane.ref.Executor` with the launch checks (bindings, push constants, grid, typed spec constants),
+    taking CompiledKernels (or words, compiled for `Target.reference()`)."""
+
+    target = Target.reference()
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
                subgroup_size: int | None = None) -> CheckedKernel:
-        iface = reflect(words)
-        packed = pack_spec_constants(iface, spec)
-        return CheckedKernel(super().kernel(words, entry=entry, spec=packed, subgroup_size=subgroup_size), iface, entry)
+        compiled = compile_kernel(words, self.target, entry)
+        packed = pack_spec_constants(compiled.interface, spec)
+        native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size)
+        return CheckedKernel(native, compiled)
 
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> object:
@@ -130,57 +144,6 @@ def terminal_progress(stream: TextIO | None = None, every_s: float = 0.2) -> Cal
     return progress
 
 
-def _offers_type(shape, t) -> bool:
-    """Whether a device shape (KHR properties, or NV2 flexible granularity) covers matrix type t."""
-    if shape.scope != t.scope:
-        return False
-    if t.use == "A":
-        comp, dims = shape.a, (shape.m, shape.k)
-    elif t.use == "B":
-        comp, dims = shape.b, (shape.k, shape.n)
-    else:
-        comp, dims = (t.component if t.component in (shape.c, shape.result) else None), (shape.m, shape.n)
-    if comp != t.component:
-        return False
-    if shape.granularity:
-        return t.rows % dims[0] == 0 and t.cols % dims[1] == 0
-    return (t.rows, t.cols) == dims
-
-
-def _offers_muladd(shape, m) -> bool:
-    comps = (m.a.component, m.b.component, m.c.component, m.result.component)
-    if (shape.a, shape.b, shape.c, shape.result) != comps or shape.scope != m.a.scope:
-        return False
-    dims, unit = (m.a.rows, m.result.cols, m.a.cols), (shape.m, shape.n, shape.k)
-    if shape.granularity:
-        return all(d % g == 0 for d, g in zip(dims, unit))
-    return dims == unit
-
-
-def _offers_nv(shape, t) -> bool:
-    """A legacy NV type has no Use: any operand position of a reported NV shape will do."""
-    return ((t.component, t.rows, t.cols) in ((shape.a, shape.m, shape.k), (shape.b, shape.k, shape.n))
-            or (t.component in (shape.c, shape.result) and (t.rows, t.cols) == (shape.m, shape.n)))
-
-
-def unsupported_matrix_types(iface, info) -> list[str]:
-    """The module's cooperative-matrix types and MulAdd combinations the device does not report.
-
-    Creating a pipeline with a matrix shape the driver does not list is undefined behaviour in
-    Vulkan (Mesa lavapipe crashes the process on a 16x16 subgroup matrix), so the launch layer
-    checks first. Empty: the device can run the module's matrices.
-    """
-    shapes = [*info.coop_khr, *info.coop_nv2_flexible, *getattr(info, "coop_ext_shapes", ())]
-    missing = []
-    for t in iface.coop_matrix_types:
-        offered = any(_offers_nv(s, t) for s in info.coop_nv) if t.family == "nv" else \
-            any(_offers_type(s, t) for s in shapes)
-        if not offered:
-            missing.append(t.text())
-    missing += [m.text() for m in iface.coop_muladds if not any(_offers_muladd(s, m) for s in shapes)]
-    return missing
-
-
 class VulkanExecutor:
     """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module."""
 
@@ -191,6 +154,7 @@ class VulkanExecutor:
         self.info = infos[index]
         self.device = vk.Device(self.info, enable_all=True)
         self.name = f"vk:{index} ({self.info.name})"
+        self.target = Target.from_device_record(self.info.to_dict())
         self.max_workgroup_count: tuple[int, int, int] = tuple(self.info.max_workgroup_count)
 
     def buffer(self, array_or_nbytes: np.ndarray | int) -> Any:
@@ -209,20 +173,16 @@ class VulkanExecutor:
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
                subgroup_size: int | None = None) -> CheckedKernel:
-        iface = reflect(words)
+        compiled = compile_kernel(words, self.target, entry)  # lowered for the device; unreported shapes refused
+        iface = compiled.interface
         check_entry(iface, entry)
         packed = pack_spec_constants(iface, spec)
-        missing = unsupported_matrix_types(iface, self.info)
-        if missing:
-            raise vk.UnsupportedFeature(
-                f"{self.info.name} does not offer these cooperative-matrix types of the module: "
-                + "; ".join(missing) + " (see `hydroplane devices` for the shapes it reports)", missing=tuple(missing))
         bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
                     for b in iface.bindings]
-        pipeline = self.device.pipeline(words, bindings, push_constant_size=iface.push_constant_size, spec=packed,
-                                        entry=entry, capabilities=iface.capabilities, extensions=iface.extensions,
-                                        subgroup_size=subgroup_size)
-        return CheckedKernel(pipeline, iface, entry)
+        pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=iface.push_constant_size,
+                                        spec=packed, entry=entry, capabilities=iface.capabilities,
+                                        extensions=iface.extensions, subgroup_size=subgroup_size)
+        return CheckedKernel(pipeline, compiled)
 
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> None:
@@ -270,15 +230,13 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
     """Run a kernel once: `buffers` {binding | (set, binding): ndarray | RawBytes(ndarray)} give every buffer's
     initial contents; returns {same key: ndarray} read back after the dispatch (same dtype and shape).
 
-    Before any work the launch checks run (hydroplane.launch_checks): every binding given and none extra, each
-    array of its binding's declared element type (RawBytes skips that), push constants of the block's size,
-    spec constants that fit their declared types, a grid within the executor's limits.
+    `words` may be a CompiledKernel; either way the module is lowered for the executor's target first
+    (`compile_kernel`: EXT maintenance1 becomes NV2 on a device that has only NV2, shapes it lacks are
+    refused by name). Before any work the launch checks run (hydroplane.launch_checks): every binding
+    given and none extra, each array of its binding's declared element type (RawBytes skips that),
+    push constants of the block's size, spec constants that fit their declared types, a grid within
+    the executor's limits.
     """
-    iface = reflect(words)
-    check_entry(iface, entry)
-    check_buffers(iface, buffers or {})
-    check_push_constants(iface, _push_bytes(push))
-    packed = pack_spec_constants(iface, spec)
     own = executor is None
     if own:
         ref_only = {"diagnostics": diagnostics, "progress": progress}
@@ -288,10 +246,17 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
     elif diagnostics is not None or progress is not None:
         raise LaunchError("diagnostics and progress are options of a new executor; set them on the one given")
     try:
+        compiled = compile_kernel(words, getattr(executor, "target", None) or Target.reference(), entry)
+        iface = compiled.interface
+        check_entry(iface, entry)
+        check_buffers(iface, buffers or {})
+        check_push_constants(iface, _push_bytes(push))
+        packed = pack_spec_constants(iface, spec)
         dims = check_grid(grid, executor.max_workgroup_count)
         arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
         bound = {k: executor.buffer(a) for k, a in arrays.items()}
-        kernel = executor.kernel(words, entry=entry, spec=packed, subgroup_size=subgroup_size)
+        kernel = executor.kernel(compiled if hasattr(executor, "target") else compiled.words, entry=entry,
+                                 spec=packed, subgroup_size=subgroup_size)
         executor.dispatch(kernel, dims, bound, push)
         return {k: executor.read(bound[k], a.dtype, a.shape) for k, a in arrays.items()}
     finally:

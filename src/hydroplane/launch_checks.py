@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.spirv.reflection import ModuleInterface, ScalarType
+from hydroplane.spirv.reflection import ModuleInterface
+from hydroplane.spirv.types import Scalar
 
 # The smallest maxComputeWorkGroupCount Vulkan allows a device; the reference executor's limit, so that
 # a grid it accepts fits every Vulkan device too.
@@ -70,20 +70,9 @@ class RawBytes:
         object.__setattr__(self, "array", np.asarray(array))
 
 
-_NON_IEEE = {"bf16": ml_dtypes.bfloat16, "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
-
-
-def scalar_dtype(t: ScalarType) -> np.dtype:
-    """The NumPy dtype of a declared scalar type (bool: uint32, the 32-bit VkBool32 of constants)."""
-    if t.kind == "bool":
-        return np.dtype(np.uint32)
-    if t.kind == "float":
-        if t.encoding:
-            if t.name not in _NON_IEEE:
-                raise LaunchError(f"float encoding {t.encoding} has no NumPy dtype")
-            return np.dtype(_NON_IEEE[t.name])
-        return np.dtype(f"f{t.width // 8}")
-    return np.dtype(f"{'i' if t.signed else 'u'}{t.width // 8}")
+def scalar_dtype(t: Scalar) -> np.dtype:
+    """The NumPy dtype of a declared scalar type in memory (bool: uint32, the 32-bit VkBool32 of constants)."""
+    return np.dtype(np.uint32) if t.kind == "bool" else t.dtype
 
 
 def binding_key(key) -> tuple[int, int]:
@@ -128,7 +117,7 @@ def check_bound(iface: ModuleInterface, keys: Iterable) -> None:
                            f"as {b.element} ({b.access})")
 
 
-def _dtype_matches(dtype: np.dtype, t: ScalarType) -> bool:
+def _dtype_matches(dtype: np.dtype, t: Scalar) -> bool:
     want = scalar_dtype(t)
     if t.kind == "int" and dtype.kind in "iu":  # signedness is an interpretation; the bits are the same
         return dtype.itemsize == want.itemsize
@@ -183,11 +172,11 @@ def check_grid(grid, limit: tuple[int, int, int]) -> tuple[int, int, int]:
     return dims
 
 
-def _spec_error(spec_id: int, t: ScalarType, value, why: str) -> SpecConstantError:
+def _spec_error(spec_id: int, t: Scalar, value, why: str) -> SpecConstantError:
     return SpecConstantError(f"specialization constant {spec_id} ({t.name}): {value!r} {why}")
 
 
-def pack_spec_value(spec_id: int, t: ScalarType, value) -> bytes:
+def pack_spec_value(spec_id: int, t: Scalar, value) -> bytes:
     """The bytes of one specialization constant of declared type t (bool: a 32-bit VkBool32)."""
     if isinstance(value, (bytes, bytearray)):
         want = 4 if t.kind == "bool" else t.width // 8

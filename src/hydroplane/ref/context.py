@@ -116,7 +116,9 @@ class ExecContext:
     def _where(self) -> str:
         if self.inst is None:
             return ""
-        return f" at word {self.inst.offset}: {self.program.describe(self.inst)}"
+        location = self.program.locations.get(self.inst.offset)
+        where = f"{location} (word {self.inst.offset})" if location else f"word {self.inst.offset}"
+        return f" at {where}: {self.program.describe(self.inst)}"
 
     def diagnostic(self, kind: str, message: str, lanes=None) -> Diagnostic:
         lanes = np.unique(np.asarray(lanes, np.int64).reshape(-1)) if lanes is not None else np.zeros(0, np.int64)
@@ -125,7 +127,8 @@ class ExecContext:
                           [self.lanes.describe(int(i)) for i in lanes[:MAX_NAMED_INVOCATIONS]],
                           inst.offset if inst is not None else None,
                           self.program.describe(inst) if inst is not None else "",
-                          len(lanes))
+                          len(lanes),
+                          str(self.program.locations.get(inst.offset, "")) if inst is not None else "")
 
     def diagnose(self, kind: str, message: str, lanes=None) -> None:
         """Raise the diagnostic (default) or append it to the report (collect mode)."""

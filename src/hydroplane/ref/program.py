@@ -20,6 +20,7 @@ from hydroplane.ref.handlers import handler_for
 from hydroplane.ref.instruction import Instr
 from hydroplane.spirv import binary, grammar
 from hydroplane.spirv.disassembler import InstructionPrinter
+from hydroplane.spirv.locations import source_locations
 
 Op = grammar.Op
 
@@ -69,6 +70,7 @@ class Program:
     def __init__(self, words_or_module, spec: dict[int, object] | None = None):
         module = words_or_module if isinstance(words_or_module, binary.Module) else binary.decode(words_or_module)
         self.module = module
+        self.locations = source_locations(module)  # word offset -> the kernel source's file:line (OpLine)
         self._printer: InstructionPrinter | None = None
         self.spec = dict(spec or {})
         self.names: dict[int, str] = {}

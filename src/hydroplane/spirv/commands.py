@@ -172,8 +172,8 @@ def interface_json(iface: ModuleInterface) -> dict:
         "push_constant_size": iface.push_constant_size,
         "spec_constants": [{"spec_id": s.spec_id, "name": s.name, "type": s.type.name, "default": s.default}
                            for s in iface.spec_constants],
-        "matrix_types": [t.text() for t in iface.coop_matrix_types],
-        "matrix_muladds": [m.text() for m in iface.coop_muladds],
+        "matrix_types": [str(t) for t in iface.coop_matrix_types],
+        "matrix_muladds": [str(m) for m in iface.coop_muladds],
         "capabilities": list(iface.capabilities),
         "extensions": list(iface.extensions),
     }
@@ -203,9 +203,9 @@ def interface_text(path: str, iface: ModuleInterface) -> str:
     for s in iface.spec_constants:
         lines.append(f"  SpecId {s.spec_id}  {s.name or '-'}  {s.type.name}  default {json.dumps(s.default)}")
     if iface.coop_matrix_types:
-        lines.append("matrix types: " + "; ".join(t.text() for t in iface.coop_matrix_types))
+        lines.append("matrix types: " + "; ".join(map(str, iface.coop_matrix_types)))
     if iface.coop_muladds:
-        lines.append("matrix mul-adds: " + "; ".join(m.text() for m in iface.coop_muladds))
+        lines.append("matrix mul-adds: " + "; ".join(map(str, iface.coop_muladds)))
     lines.append("capabilities: " + (", ".join(iface.capabilities) or "none"))
     lines.append("extensions: " + (", ".join(iface.extensions) or "none"))
     return "\n".join(lines) + "\n"
