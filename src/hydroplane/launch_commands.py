@@ -23,6 +23,7 @@ import numpy as np
 
 from hydroplane.launch import LaunchError, RawBytes, get_executor, run, terminal_progress
 from hydroplane.launch_checks import check_output_path
+from hydroplane.spirv.compiled import compile_kernel
 from hydroplane.spirv.commands import file_kind, read_module
 
 
@@ -167,19 +168,27 @@ def _cmd_run(args) -> int:
         buffers[binding] = RawBytes(buffers[binding])
     push = _load_npy(args.push, "--push") if args.push else None
     spec = dict(args.spec)
-    executor = None
-    progress = terminal_progress() if args.device == "ref" else None
-    if args.collect:
-        if args.device != "ref":
-            raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
-        executor = get_executor("ref", diagnostics="collect", subgroup_size=args.subgroup_size, progress=progress)
-        progress = None
-    out = run(words, args.grid, buffers, spec=spec, push=push, device=args.device,
-              subgroup_size=args.subgroup_size, entry=args.entry, executor=executor, progress=progress)
-    if executor is not None:
-        for d in executor.last_report:
-            print(f"hydroplane: {d}", file=sys.stderr)
+    if args.collect and args.device != "ref":
+        raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
+    if args.device == "ref":
+        executor = get_executor("ref", diagnostics="collect" if args.collect else None,
+                                subgroup_size=args.subgroup_size, progress=terminal_progress())
+    else:
+        executor = get_executor(args.device)
+    try:
+        compiled = compile_kernel(words, executor.target, args.entry)  # lowered for the device
+        if args.explain:
+            changes = compiled.changes or ("nothing: the module runs as it is",)
+            print(f"hydroplane: lowered for {executor.target.description or executor.target.name}:", file=sys.stderr)
+            for change in changes:
+                print(f"  {change}", file=sys.stderr)
+        out = run(compiled, args.grid, buffers, spec=spec, push=push, subgroup_size=args.subgroup_size,
+                  entry=args.entry, executor=executor)
+        report = list(getattr(executor, "last_report", ()) if args.collect else ())
+    finally:
         executor.close()
+    for d in report:
+        print(f"hydroplane: {d}", file=sys.stderr)
     for request in args.out:
         result = out[request.binding]
         if request.path is None:
@@ -190,7 +199,7 @@ def _cmd_run(args) -> int:
                 np.save(request.path, result)
             except OSError as exc:
                 raise LaunchError(f"--out {request.binding}: cannot write {request.path}: {exc.strerror}") from None
-    return 1 if executor is not None and executor.last_report else 0
+    return 1 if report else 0
 
 
 def register(subparsers) -> None:
@@ -213,6 +222,8 @@ def register(subparsers) -> None:
     p.add_argument("--device", type=_device, default="ref", help="'ref' (default) or a Vulkan device number")
     p.add_argument("--subgroup-size", type=int, default=None, help="subgroup size (8, 16, 32, 64)")
     p.add_argument("--entry", default="main", help="entry point name (default main)")
+    p.add_argument("--explain", action="store_true",
+                   help="print what lowering for the device changed (e.g. EXT maintenance1 -> NV2) on stderr")
     p.add_argument("--collect", action="store_true",
                    help="reference executor: report every diagnostic (out-of-bounds, races, ...) and finish "
                         "the run instead of stopping at the first; exit status 1 when there were any")
