@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import HEADER_WORDS, MAGIC, Instruction, Operand, SpirvError, encode_instruction
-from hydroplane.spirv.text_literals import NO_INFINITY, ScalarType, encode_float, parse_integer, scalar_type
+from hydroplane.spirv.text_literals import NO_INFINITY, encode_float, float_format, parse_integer, scalar_type
+from hydroplane.spirv.types import U32, Scalar
 
 Op = grammar.Op
 SPIRV_AS_GENERATOR = 7 << 16  # "Khronos SPIR-V Tools Assembler", version 0: what spirv-as writes
@@ -106,7 +107,7 @@ class _Assembler:
                               and 0 < int(t.text[1:]) < 1 << 32}
         self.next_id = 1
         self.bound = 1
-        self.scalars: dict[int, ScalarType] = {}
+        self.scalars: dict[int, Scalar] = {}
         self.type_of: dict[int, int] = {}
         self.extinst_sets: dict[int, str] = {}
 
@@ -264,14 +265,14 @@ class _Assembler:
         else:
             t = self.scalars.get(inst.result_type)
         if t is None:  # unknown or non-scalar type: one word, as the decoder assumes
-            t = ScalarType(False, 32, False)
+            t = U32
         nwords = 2 if t.width > 32 else 1
         if not 0 < t.width <= 64:
-            self.error(f"no literal syntax for {t.width}-bit {'floats' if t.is_float else 'integers'}", token)
-        if t.is_float:
-            fmt = t.float_format
+            self.error(f"no literal syntax for {t.width}-bit {'floats' if t.kind == 'float' else 'integers'}", token)
+        if t.kind == "float":
+            fmt = float_format(t)
             if fmt is None:
-                self.error(f"no literal syntax for {t.width}-bit floats with encoding {t.encoding}", token)
+                self.error(f"no literal syntax for {t.width}-bit floats with encoding {t.encoding.name if t.encoding else None}", token)
             bits = encode_float(text, *fmt, no_infinity=t.encoding in NO_INFINITY)
             if bits is None:
                 self.error(f"{text!r} is not a {t.width}-bit float literal (or is out of range)", token)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import Instruction, Module, SpirvError, decode
 from hydroplane.spirv.names import FriendlyNames
-from hydroplane.spirv.text_literals import ScalarType, format_float, format_literal, scalar_type
+from hydroplane.spirv.text_literals import format_float, format_literal, scalar_type
+from hydroplane.spirv.types import F32, Scalar
 
 Op = grammar.Op
 INDENT = 15  # spirv-dis: instruction names start in this column; result names end 3 before it
@@ -77,7 +78,7 @@ class InstructionPrinter:
     def __init__(self, names: FriendlyNames | None = None, indent: bool = True):
         self.names = names
         self.indent = indent
-        self.scalars: dict[int, ScalarType] = {}
+        self.scalars: dict[int, Scalar] = {}
         self.type_of: dict[int, int] = {}
         self.extinst_sets: dict[int, str] = {}
 
@@ -134,7 +135,7 @@ class InstructionPrinter:
                 info = grammar.INSTRUCTIONS.get(value)
                 parts.append(info.name[2:] if info else str(value))
             elif kind == "LiteralFloat":
-                parts.append(format_float(value, ScalarType(True, 32)))
+                parts.append(format_float(value, F32))
             elif kind == "LiteralInteger":
                 parts.append(str(int(value)))
             elif grammar.KINDS[kind].category == "BitEnum":

@@ -6,13 +6,15 @@ import re
 
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import Instruction, Module
-from hydroplane.spirv.text_literals import ScalarType, format_literal, scalar_type
+from hydroplane.spirv.text_literals import format_literal, scalar_type
+from hydroplane.spirv.enums import FPEncoding
+from hydroplane.spirv.types import Scalar
 
 Op = grammar.Op
 
 _FRIENDLY_FLOAT = {(16, None): "half", (32, None): "float", (64, None): "double",
-                   (16, "BFloat16KHR"): "bfloat16", (8, "Float8E4M3EXT"): "fp8e4m3",
-                   (8, "Float8E5M2EXT"): "fp8e5m2"}
+                   (16, FPEncoding.BFloat16KHR): "bfloat16", (8, FPEncoding.Float8E4M3EXT): "fp8e4m3",
+                   (8, FPEncoding.Float8E5M2EXT): "fp8e5m2"}
 _FRIENDLY_INT = {8: "char", 16: "short", 32: "int", 64: "long"}
 
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
@@ -51,7 +53,7 @@ class FriendlyNames:
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.next_suffix: dict[str, int] = {}
-        self.scalars: dict[int, ScalarType] = {}
+        self.scalars: dict[int, Scalar] = {}
         for inst in module.instructions:
             self.visit(inst)
 
@@ -84,7 +86,7 @@ class FriendlyNames:
             elif op in (Op.TypeInt, Op.TypeFloat):
                 t = scalar_type(inst)
                 self.scalars[rid] = t
-                if t.is_float:
+                if t.kind == "float":
                     self.save(rid, _FRIENDLY_FLOAT.get((t.width, t.encoding), f"fp{t.width}"))
                 else:
                     root = _FRIENDLY_INT.get(t.width)

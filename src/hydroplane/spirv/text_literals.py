@@ -7,51 +7,45 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
 from fractions import Fraction
 
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import Instruction
+from hydroplane.spirv.enums import FPEncoding
+from hydroplane.spirv.types import Scalar
 
 Op = grammar.Op
 
-# (exponent bits, mantissa bits) of each float format, by (width, FPEncoding name or None).
+# (exponent bits, mantissa bits) of each float format, by (width, FPEncoding or None).
 FLOAT_FORMATS = {
     (16, None): (5, 10),
     (32, None): (8, 23),
     (64, None): (11, 52),
-    (16, "BFloat16KHR"): (8, 7),
-    (8, "Float8E4M3EXT"): (4, 3),
-    (8, "Float8E5M2EXT"): (5, 2),
+    (16, FPEncoding.BFloat16KHR): (8, 7),
+    (8, FPEncoding.Float8E4M3EXT): (4, 3),
+    (8, FPEncoding.Float8E5M2EXT): (5, 2),
 }
-NO_INFINITY = {"Float8E4M3EXT"}  # formats whose all-ones exponent still holds finite values
+NO_INFINITY = {FPEncoding.Float8E4M3EXT}  # formats whose all-ones exponent still holds finite values
 
 
-@dataclass(frozen=True, slots=True)
-class ScalarType:
-    """An OpTypeInt or OpTypeFloat: what a context-dependent literal of it looks like."""
-
-    is_float: bool
-    width: int
-    signed: bool = False  # integers
-    encoding: str | None = None  # floats: FPEncoding enumerant name, None for IEEE binary
-
-    @property
-    def float_format(self) -> tuple[int, int] | None:
-        return FLOAT_FORMATS.get((self.width, self.encoding))
+def float_format(t: Scalar) -> tuple[int, int] | None:
+    """(exponent bits, mantissa bits) of a float type; None when its literals have no number syntax."""
+    return FLOAT_FORMATS.get((t.width, t.encoding))
 
 
-def scalar_type(inst: Instruction) -> ScalarType | None:
-    """The scalar type an OpTypeInt / OpTypeFloat declares (None for other instructions)."""
+def scalar_type(inst: Instruction) -> Scalar | None:
+    """The scalar type an OpTypeInt / OpTypeFloat declares, any width (None for other instructions, and
+    for an FPEncoding the grammar does not know: its literals print as plain numbers)."""
     ops = inst.operands
     if inst.opcode == Op.TypeInt and len(ops) >= 2:
-        return ScalarType(False, ops[0].value, bool(ops[1].value))
+        return Scalar("int", ops[0].value, bool(ops[1].value))
     if inst.opcode == Op.TypeFloat and ops:
         encoding = None
         if len(ops) > 1:
-            e = grammar.enumerant_values("FPEncoding").get(ops[1].value)
-            encoding = e.name if e else str(ops[1].value)
-        return ScalarType(True, ops[0].value, encoding=encoding)
+            if ops[1].value not in FPEncoding.__members__.values():
+                return None
+            encoding = FPEncoding(ops[1].value)
+        return Scalar("float", ops[0].value, encoding=encoding)
     return None
 
 
@@ -78,10 +72,10 @@ def hex_float(bits: int, exp_bits: int, mant_bits: int) -> str:
     return f"{sign}0x1{digits}p{'+' if exponent >= 0 else ''}{exponent}"
 
 
-def format_float(bits: int, t: ScalarType) -> str:
+def format_float(bits: int, t: Scalar) -> str:
     """A float literal as spirv-dis prints it: shortest exact decimal for 32/64-bit zero and
     normal numbers (9 / 17 significant digits), a hex float for everything else."""
-    fmt = t.float_format
+    fmt = float_format(t)
     if fmt is None:
         return str(bits)
     exp_bits, mant_bits = fmt
@@ -95,11 +89,11 @@ def format_float(bits: int, t: ScalarType) -> str:
     return hex_float(bits, exp_bits, mant_bits)
 
 
-def format_literal(value: int, t: ScalarType | None, nwords: int) -> str:
+def format_literal(value: int, t: Scalar | None, nwords: int) -> str:
     """A context-dependent literal (OpConstant value, OpSwitch case) in its type's form."""
     if t is None:
         return str(value)
-    if t.is_float:
+    if t.kind == "float":
         return format_float(value, t)
     width = min(t.width, 32 * nwords)
     if width <= 0:  # OpTypeInt 0: invalid, print the raw value
