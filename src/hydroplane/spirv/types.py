@@ -454,14 +454,14 @@ class TypeTable:
             ops = inst.operands
             try:
                 if inst.opcode == Op.Decorate:
-                    self.decorations.setdefault(ops[0].value, {})[ops[1].value] = tuple(o.value for o in ops[2:])
+                    self.decorations.setdefault(ops[0].number, {})[ops[1].number] = tuple(o.value for o in ops[2:])
                 elif inst.opcode == Op.MemberDecorate:
-                    key = (ops[0].value, ops[1].value)
-                    self.member_decorations.setdefault(key, {})[ops[2].value] = tuple(o.value for o in ops[3:])
+                    key = (ops[0].number, ops[1].number)
+                    self.member_decorations.setdefault(key, {})[ops[2].number] = tuple(o.value for o in ops[3:])
                 elif inst.opcode == Op.Name:
-                    self.names[ops[0].value] = ops[1].value
+                    self.names[ops[0].number] = ops[1].text
                 elif inst.opcode == Op.MemberName:
-                    self.member_names[(ops[0].value, ops[1].value)] = ops[2].value
+                    self.member_names[(ops[0].number, ops[1].number)] = ops[2].text
             except IndexError:
                 raise SpirvError(f"{inst.name} has too few operands", inst.offset) from None
 
