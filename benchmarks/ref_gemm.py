@@ -69,7 +69,7 @@ def main() -> None:
           f"best {min(times):.3f} s, median {statistics.median(times):.3f} s over {args.repeat} dispatches "
           f"(glslang {t_compile:.2f} s, kernel {t_kernel:.3f} s, max error {err:.2e})")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"NumPy {np.__version__}, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+          f"NumPy {np.__version__}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC")
 
 
 if __name__ == "__main__":

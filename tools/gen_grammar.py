@@ -15,8 +15,8 @@ import argparse
 import json
 import keyword
 import pprint
-import xml.etree.ElementTree as ET
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 DEFAULT_DIR = Path("/usr/include/spirv/unified1")

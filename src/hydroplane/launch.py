@@ -26,10 +26,21 @@ import numpy as np
 import numpy.typing as npt
 
 from hydroplane import vk
-from hydroplane.launch_checks import (BindingError, GridError, LaunchError, OutputPathError, PushConstantError,
-                                      RawBytes, SpecConstantError, check_bound, check_buffers, check_entry,
-                                      check_grid,
-                                      check_push_constants, pack_spec_constants)
+from hydroplane.launch_checks import (
+    BindingError,
+    GridError,
+    LaunchError,
+    OutputPathError,
+    PushConstantError,
+    RawBytes,
+    SpecConstantError,
+    check_bound,
+    check_buffers,
+    check_entry,
+    check_grid,
+    check_push_constants,
+    pack_spec_constants,
+)
 from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.reflection import ModuleInterface

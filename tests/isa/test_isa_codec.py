@@ -12,16 +12,15 @@ from __future__ import annotations
 import random
 
 import pytest
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import DecodeError, EncodeError, decode, disassemble, encode
-from hydroplane.isa.layouts import LITERAL_FIELD, layout_for
 from hydroplane.isa.errors import AssemblyError
+from hydroplane.isa.layouts import LITERAL_FIELD, layout_for
 from hydroplane.isa.llvm import assemble_lines
 from hydroplane.isa.model import BitRange, Field
 from hydroplane.isa.syntax import assemble
 from hydroplane.isa.targets import targets_of
-
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 SAMPLES_PER_FORM = 6
 # The gfx target llvm-mc checks each architecture with (the first of the table).

@@ -6,15 +6,24 @@ import re
 import zipfile
 
 import pytest
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS,
+    amd_dir,
+    library,
+    llvm_mc,
+    private_cache,
+    seed_page,
+)
 
 from hydroplane.isa import (
-    IsaLibrary, SpecCache, SpecFormatError, SpecNotFoundError, import_xml, xml_sources,
+    IsaLibrary,
+    SpecCache,
+    SpecFormatError,
+    SpecNotFoundError,
+    import_xml,
+    xml_sources,
 )
 from hydroplane.isa.conditions import describe, evaluate
-
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
-)
 
 # What README.md of the excerpts states about each file.
 EXPECTED = {

@@ -7,10 +7,10 @@ from array import array
 
 import numpy as np
 import pytest
+from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 from hydroplane.spirv import binary, grammar, text
 from hydroplane.spirv.binary import SpirvError
-from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 Op = grammar.Op
 

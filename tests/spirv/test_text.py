@@ -10,12 +10,12 @@ import struct
 from array import array
 
 import pytest
-
 from conftest import run_tool
+from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
+
 from hydroplane.spirv import binary, grammar, text, text_literals
 from hydroplane.spirv.assembler import AssemblyError
 from hydroplane.spirv.types import BF16, E4M3, E5M2, F16, F32, F64
-from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 
 def words_of(data: bytes) -> array:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import grammar

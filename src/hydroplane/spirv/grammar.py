@@ -9,7 +9,7 @@ generated into hydroplane.spirv.enums and re-exported here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import _grammar_generated as _g
@@ -144,7 +144,7 @@ def operand_kind(kind: str) -> KindInfo:
         raise GrammarError(f"unknown operand kind {kind!r}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _enumerant_maps(kind: str) -> tuple[dict[str, EnumerantInfo], dict[int, EnumerantInfo]]:
     info = operand_kind(kind)
     by_name: dict[str, EnumerantInfo] = {}

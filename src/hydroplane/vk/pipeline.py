@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydroplane.vk import _ffi
 from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import UnsupportedFeature, UsageError

@@ -20,7 +20,7 @@ from hydroplane.vk.errors import UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
 from hydroplane.vk.pipeline import DESCRIPTOR_KINDS
 from hydroplane.vk.results import check
-from hydroplane.vk.sync import Fence, submit
+from hydroplane.vk.sync import Fence
 from hydroplane.vk.transfer import barrier
 
 
