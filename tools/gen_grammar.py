@@ -190,9 +190,8 @@ def render_enums(tables: dict) -> str:
                 if member not in seen:
                     seen.add(member)
                     out.append(f"    {member} = {value:#x}\n" if category == "BitEnum" else f"    {member} = {value}\n")
-    kinds_all = ", ".join(["'Op'"] + [repr(k) for k, (c, *_r) in tables["OPERAND_KINDS"].items()
-                                      if c in ("ValueEnum", "BitEnum")])
-    out.append(f"\n\n__all__ = [{kinds_all}]\n")
+    names = ["Op"] + [k for k, (c, *_r) in tables["OPERAND_KINDS"].items() if c in ("ValueEnum", "BitEnum")]
+    out.append(f"\n\n__all__ = {pprint.pformat(names, width=110, compact=True)}\n")
     return "".join(out)
 
 

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO, Union, runtime_checkable
+from typing import Any, Protocol, TextIO, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -52,10 +52,10 @@ __all__ = [
     "run", "terminal_progress",
 ]
 
-Words = Union[bytes, Sequence[int], np.ndarray, CompiledKernel]
-BindingKey = Union[int, tuple[int, int]]
-SpecValue = Union[bool, int, float, bytes, np.generic]
-PushData = Union[bytes, bytearray, np.ndarray, np.generic, None]
+Words = bytes | Sequence[int] | np.ndarray | CompiledKernel
+BindingKey = int | tuple[int, int]
+SpecValue = bool | int | float | bytes | np.generic
+PushData = bytes | bytearray | np.ndarray | np.generic | None
 
 
 @runtime_checkable
@@ -238,7 +238,8 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
 
 
 def run(words: Words, grid: Sequence[int] = (1, 1, 1),
-        buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
+        buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *,
+        spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
         subgroup_size: int | None = None, entry: str = "main", executor: Executor | None = None,
         diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict:
     """Run a kernel once: `buffers` {binding | (set, binding): ndarray | RawBytes(ndarray)} give every buffer's

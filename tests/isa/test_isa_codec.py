@@ -190,7 +190,8 @@ def test_decode_errors(library):
     dpp = (0x7E0A1C00 | 250).to_bytes(4, "little")  # SRC0 = 250 selects the DPP16 form
     with pytest.raises(DecodeError, match=r"breaks its condition \(SRC0 not in .*VOP1_VOP_DPP16"):
         decode(rdna3, dpp)
-    with pytest.raises(DecodeError, match="is V_CVT_OFF_F32_I4 ENC_VOP1, but 209 is not a value of operand type OPR_SRC"):
+    with pytest.raises(DecodeError,
+                       match="is V_CVT_OFF_F32_I4 ENC_VOP1, but 209 is not a value of operand type OPR_SRC"):
         decode(rdna3, (0x7E0A1C00 | 209).to_bytes(4, "little"))  # a reserved source value
     literal = (0x7E0A1C00 | 255).to_bytes(4, "little")  # SRC0 = 255: a literal dword must follow
     with pytest.raises(DecodeError, match="VOP1_INST_LITERAL needs 8 bytes, got 4"):

@@ -15,7 +15,8 @@ from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, vali
 
 __all__ = [
     "AssemblyError", "assemble", "disassemble",
-    "Binding", "BuildError", "EntryPoint", "GrammarError", "Instruction", "Module", "ModuleBuilder", "ModuleInterface", "Op", "Operand",
+    "Binding", "BuildError", "EntryPoint", "GrammarError", "Instruction", "Module", "ModuleBuilder", "ModuleInterface",
+    "Op", "Operand",
     "SpecConstant", "SpirvError", "ValidationError", "ValidatorNotFound", "decode", "encode", "reflect",
     "to_bytes", "validate",
 ]

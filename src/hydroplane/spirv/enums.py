@@ -2421,4 +2421,16 @@ class TensorOperands(enum.IntFlag):
     NonPrivateElementARM = 0x10
 
 
-__all__ = ['Op', 'ImageOperands', 'FPFastMathMode', 'SelectionControl', 'LoopControl', 'FunctionControl', 'MemorySemantics', 'MemoryAccess', 'KernelProfilingInfo', 'RayFlags', 'FragmentShadingRate', 'RawAccessChainOperands', 'SourceLanguage', 'ExecutionModel', 'AddressingModel', 'MemoryModel', 'ExecutionMode', 'StorageClass', 'Dim', 'SamplerAddressingMode', 'SamplerFilterMode', 'ImageFormat', 'ImageChannelOrder', 'ImageChannelDataType', 'FPRoundingMode', 'FPDenormMode', 'QuantizationModes', 'FPOperationMode', 'OverflowModes', 'LinkageType', 'AccessQualifier', 'HostAccessQualifier', 'FunctionParameterAttribute', 'Decoration', 'BuiltIn', 'Scope', 'GroupOperation', 'KernelEnqueueFlags', 'Capability', 'RayQueryIntersection', 'RayQueryCommittedIntersectionType', 'RayQueryCandidateIntersectionType', 'PackedVectorFormat', 'CooperativeMatrixOperands', 'CooperativeMatrixLayout', 'CooperativeMatrixUse', 'CooperativeMatrixReduce', 'TensorClampMode', 'TensorAddressingOperands', 'InitializationModeQualifier', 'LoadCacheControl', 'StoreCacheControl', 'NamedMaximumNumberOfRegisters', 'MatrixMultiplyAccumulateOperands', 'FPEncoding', 'CooperativeVectorMatrixLayout', 'ComponentType', 'GatherModes', 'TensorOperands']
+__all__ = ['Op', 'ImageOperands', 'FPFastMathMode', 'SelectionControl', 'LoopControl', 'FunctionControl',
+ 'MemorySemantics', 'MemoryAccess', 'KernelProfilingInfo', 'RayFlags', 'FragmentShadingRate',
+ 'RawAccessChainOperands', 'SourceLanguage', 'ExecutionModel', 'AddressingModel', 'MemoryModel',
+ 'ExecutionMode', 'StorageClass', 'Dim', 'SamplerAddressingMode', 'SamplerFilterMode', 'ImageFormat',
+ 'ImageChannelOrder', 'ImageChannelDataType', 'FPRoundingMode', 'FPDenormMode', 'QuantizationModes',
+ 'FPOperationMode', 'OverflowModes', 'LinkageType', 'AccessQualifier', 'HostAccessQualifier',
+ 'FunctionParameterAttribute', 'Decoration', 'BuiltIn', 'Scope', 'GroupOperation', 'KernelEnqueueFlags',
+ 'Capability', 'RayQueryIntersection', 'RayQueryCommittedIntersectionType',
+ 'RayQueryCandidateIntersectionType', 'PackedVectorFormat', 'CooperativeMatrixOperands',
+ 'CooperativeMatrixLayout', 'CooperativeMatrixUse', 'CooperativeMatrixReduce', 'TensorClampMode',
+ 'TensorAddressingOperands', 'InitializationModeQualifier', 'LoadCacheControl', 'StoreCacheControl',
+ 'NamedMaximumNumberOfRegisters', 'MatrixMultiplyAccumulateOperands', 'FPEncoding',
+ 'CooperativeVectorMatrixLayout', 'ComponentType', 'GatherModes', 'TensorOperands']

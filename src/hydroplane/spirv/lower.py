@@ -115,7 +115,8 @@ def check_matrices(module: Module, target: Target) -> None:
     if missing:
         unique = tuple(dict.fromkeys(missing))
         raise UnsupportedOnTarget(f"{target.name} does not offer these cooperative-matrix types of the module: "
-                                  + "; ".join(unique) + " (`hydroplane devices` lists what a device reports)", missing=unique)
+                                  + "; ".join(unique) + " (`hydroplane devices` lists what a device reports)",
+                                  missing=unique)
 
 
 def _type_of(module: Module, value_id: int) -> int:
@@ -173,14 +174,14 @@ def _lower_convert_use(b: ModuleBuilder, table: types.TypeTable, inst: Instructi
         if src.use != accumulator or dst.use != CooperativeMatrixUse.MatrixBKHR:
             raise LoweringError(
                 f"OpCooperativeMatrixConvertUseEXT %{inst.result_id} with CooperativeMatrixTransposeEXT from "
-                f"Matrix{src.use_name} to Matrix{dst.use_name} has no NV2 twin: OpCooperativeMatrixTransposeNV only takes "
-                "MatrixAccumulator to MatrixB", inst.offset)
+                f"Matrix{src.use_name} to Matrix{dst.use_name} has no NV2 twin: OpCooperativeMatrixTransposeNV "
+                "only takes MatrixAccumulator to MatrixB", inst.offset)
         inst.opcode = Op.CooperativeMatrixTransposeNV
         return f"%{inst.result_id}: ConvertUse with Transpose -> OpCooperativeMatrixTransposeNV"
     if src.use != accumulator:
         raise LoweringError(
-            f"OpCooperativeMatrixConvertUseEXT %{inst.result_id} from Matrix{src.use_name} to Matrix{dst.use_name} has no "
-            f"NV2 twin: OpCooperativeMatrixConvertNV converts MatrixAccumulator to MatrixA or MatrixB only",
+            f"OpCooperativeMatrixConvertUseEXT %{inst.result_id} from Matrix{src.use_name} to Matrix{dst.use_name} "
+            f"has no NV2 twin: OpCooperativeMatrixConvertNV converts MatrixAccumulator to MatrixA or MatrixB only",
             inst.offset)
     return f"%{inst.result_id}: ConvertUse -> OpCooperativeMatrixConvertNV"
 

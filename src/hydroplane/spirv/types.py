@@ -236,7 +236,8 @@ class CoopMatrix(Type):
         if self.family not in ("KHR", "NV"):
             raise TypeModelError(f"cooperative-matrix family must be 'KHR' or 'NV', not {self.family!r}")
         if (self.use is None) != (self.family == "NV"):
-            raise TypeModelError(f"a {self.family} cooperative matrix {'has no' if self.family == 'NV' else 'needs a'} Use")
+            needs = "has no" if self.family == "NV" else "needs a"
+            raise TypeModelError(f"a {self.family} cooperative matrix {needs} Use")
         if self.rows <= 0 or self.cols <= 0:
             raise TypeModelError(f"a cooperative matrix needs positive dimensions, not {self.rows}x{self.cols}")
         object.__setattr__(self, "scope", Scope(self.scope))
