@@ -5,9 +5,10 @@ OpCompositeExtract/Insert/Construct, GetCoordinate).
 A matrix's type is a `hydroplane.spirv.types.CoopMatrix`; its value is one NumPy array of shape
 (instances, rows, cols): a whole matrix per scope instance (per subgroup for Subgroup scope, per
 workgroup for Workgroup scope), with the component's own dtype (ml_dtypes for bf16 and fp8). Lanes
-only matter where an invocation sees single elements; there `ElementDistribution` says which
-(lane, index) pair holds which element. The default, STRIDED, puts element i of lane l of an
-R x C matrix over S lanes at row-major flat index l + i*S; Length = ceil(R*C / S); slots past R*C are padding (read as zero, writes dropped).
+only matter where an invocation sees single elements; there `ElementDistribution` says which (lane,
+index) pair holds which element. The default, STRIDED, puts element i of lane l of an R x C matrix
+over S lanes at row-major flat index l + i*S; Length = ceil(R*C / S); slots past R*C are padding
+(read as zero, writes dropped).
 
 Semantics that are not about lanes live beside this file: memory (load/store), arith (MulAdd,
 conversions, ConvertUse, transpose), reduce (Reduce, PerElementOp), tensor (NV2 tensor layouts and
