@@ -64,3 +64,10 @@ def lavapipe_shapes(a_type: str, c_type: str) -> list[tuple[int, int, int]]:
 
     info = vk.devices()[0]
     return sorted({(s.m, s.n, s.k) for s in info.coop_shapes(a_type, c_type)})
+
+
+def device_saturates(a_type: str, c_type: str, shape: tuple[int, int, int]) -> bool:
+    """Whether Vulkan device 0 offers saturating accumulation for this type pair and shape."""
+    from hydroplane import vk
+
+    return any(s.saturating and (s.m, s.n, s.k) == shape for s in vk.devices()[0].coop_shapes(a_type, c_type))
