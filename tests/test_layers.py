@@ -18,8 +18,9 @@ ALLOWED = {
     "isa": set(),
     "launch": {"spirv", "ref", "vk"},
     "launch_commands": {"launch", "spirv", "ref", "vk"},
+    "jit": {"lang", "launch", "spirv"},  # launching language kernels sits above lang and launch
     "cli": None,  # the command line sits on top of everything
-    "__init__": set(),
+    "__init__": set(),  # hydroplane.kernel, .func, .coop: loaded lazily from jit and lang by name
     "__main__": {"cli"},
 }
 

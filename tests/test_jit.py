@@ -1,0 +1,114 @@
+"""Launching language kernels: hydroplane.kernel[grid](...) on ref, on Vulkan device 0, and by default."""
+
+from __future__ import annotations
+
+import logging
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import hydroplane
+from hydroplane import coop
+from hydroplane.jit import JitLaunchError, device_array
+from hydroplane.lang import Buffer, bf16, constexpr, f32, global_id, readonly, s32
+
+pytestmark = pytest.mark.vulkan
+
+
+@hydroplane.kernel(local_size=64)
+def saxpy(x: Buffer[f32, readonly], y: Buffer[f32], alpha: f32, n: s32):
+    i = global_id()
+    if i < n:
+        y[i] = alpha * x[i] + y[i]
+
+
+@pytest.mark.parametrize("device", ["ref", 0])
+def test_launch_copies_written_arrays_back(device):
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(200).astype(np.float32), rng.standard_normal(200).astype(np.float32)
+    y0, x0 = y.copy(), x.copy()
+    result = saxpy[(4,)](x, y, 2.5, 190, device=device)
+    np.testing.assert_array_equal(y[:190], np.float32(2.5) * x0[:190] + y0[:190])
+    np.testing.assert_array_equal(y[190:], y0[190:])
+    np.testing.assert_array_equal(x, x0)  # read-only: not copied back
+    assert result.device == "ref" if device == "ref" else result.device.startswith("vk:0")
+    assert set(result.outputs) == {"y"}
+
+
+def test_default_device_is_the_first_vulkan_device_that_runs_it(caplog):
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    with caplog.at_level(logging.INFO, logger="hydroplane.jit"):
+        result = saxpy[lambda meta: (1,)](x=x, y=y, alpha=1.0, n=64)
+    assert result.device.startswith("vk:0")
+    assert "runs on vk:0" in caplog.text
+    np.testing.assert_array_equal(y, x)
+
+
+@hydroplane.kernel(local_size=32)
+def bf16_tile(a: Buffer[bf16, readonly], b: Buffer[bf16, readonly], d: Buffer[f32], M: constexpr = 8):
+    ta = coop.load(coop.Matrix[bf16, M, M, coop.A], a, 0, M)
+    tb = coop.load(coop.Matrix[bf16, M, M, coop.B], b, 0, M)
+    coop.store(coop.mul_add(ta, tb, coop.fill(coop.Matrix[f32, M, M, coop.Accumulator], 0.0)), d, 0, M)
+
+
+def test_default_device_falls_back_to_ref_when_no_vulkan_device_runs_it(caplog):
+    """lavapipe lists no bf16 matrices: the launch layer refuses the module by name, the reference executor runs it."""
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-4, 4, (2, 8, 8)) / 2).astype(ml_dtypes.bfloat16)
+    d = np.full(64, -1, np.float32)
+    with caplog.at_level(logging.INFO, logger="hydroplane.jit"):
+        result = bf16_tile[(1,)](a.ravel(), b.ravel(), d)
+    assert result.device == "ref"
+    assert "default device ref" in caplog.text and "bf16" in caplog.text
+    np.testing.assert_array_equal(d.reshape(8, 8), a.astype(np.float32) @ b.astype(np.float32))
+
+
+@hydroplane.func
+def plus(x, y):
+    return x + y
+
+
+@hydroplane.kernel(local_size=32)
+def row_sums(x: Buffer[f32, readonly], out: Buffer[f32], M: constexpr = 8):
+    m = coop.load(coop.Matrix[f32, M, M, coop.Accumulator], x, 0, M)
+    coop.store(coop.reduce(m, coop.Row, plus), out, 0, M)
+
+
+def test_ext_module_is_lowered_for_a_device_without_ext():
+    x = np.arange(64, dtype=np.float32)
+    expected = np.repeat(x.reshape(8, 8).sum(axis=1, keepdims=True), 8, axis=1).ravel()
+    for device in ("ref", 0):
+        out = np.zeros(64, np.float32)
+        result = row_sums[(1,)](x, out, device=device)
+        assert result.lowered == (device == 0)
+        np.testing.assert_array_equal(out, expected, err_msg=str(device))
+
+
+def test_device_arrays_stay_on_the_device():
+    x = device_array(np.ones(64, np.float32), device=0)
+    y = device_array(np.full(64, 2.0, np.float32), device=0)
+    result = saxpy[(1,)](x, y, 3.0, 64)  # the device comes from the arrays
+    assert result.device.startswith("vk:0") and result.outputs == {}
+    np.testing.assert_array_equal(y.numpy(), np.full(64, 5.0, np.float32))
+
+
+def test_pipelines_are_cached_per_device_and_specialization():
+    x, y = np.ones(8, np.float32), np.zeros(8, np.float32)
+    saxpy[(1,)](x, y, 1.0, 8, device="ref")
+    before = len(saxpy._pipelines)
+    saxpy[(1,)](x, y, 1.0, 8, device="ref")
+    assert len(saxpy._pipelines) == before
+
+
+def test_bad_arguments_are_refused_by_name():
+    x, y = np.ones(8, np.float64), np.zeros(8, np.float32)
+    with pytest.raises(JitLaunchError, match="x: an array of float64, the kernel takes f32"):
+        saxpy[(1,)](x, y, 1.0, 8, device="ref")
+    with pytest.raises(JitLaunchError, match="missing a required argument: 'n'"):
+        saxpy[(1,)](y, y, 1.0, device="ref")
+    with pytest.raises(JitLaunchError, match="n: 2.5 is not an integer"):
+        saxpy[(1,)](y, y, 1.0, 2.5, device="ref")
+    with pytest.raises(JitLaunchError, match="a grid is 1 to 3 positive ints"):
+        saxpy[(0,)](y, y, 1.0, 8, device="ref")
