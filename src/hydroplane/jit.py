@@ -147,7 +147,8 @@ class JitKernel:
         key = tuple(sorted(constexprs.items()))
         pinned = {a.device for a in runtime.values() if isinstance(a, DeviceArray)}
         if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
-            raise JitLaunchError(f"{self.kernel.name}: device arrays of {sorted(map(str, pinned))} with device={device!r}")
+            raise JitLaunchError(f"{self.kernel.name}: device arrays of {sorted(map(str, pinned))} "
+                                 f"with device={device!r}")
         if device is None and pinned:
             device = pinned.pop()
         if device is None:

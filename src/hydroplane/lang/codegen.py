@@ -380,8 +380,7 @@ class CodeGenerator(ast.NodeVisitor):
             raise SemanticError("for ... else is not supported")
         iterable = node.iter
         callee = self.visit(iterable.func) if isinstance(iterable, ast.Call) else None
-        if callee is core.static_range or (isinstance(iterable, ast.Call) and callee is builtins.range
-                                           and False):
+        if callee is core.static_range:
             args = [self.visit(a) for a in iterable.args]
             if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
                 raise SemanticError("static_range needs constexpr int bounds")

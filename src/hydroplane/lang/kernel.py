@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import inspect
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hydroplane.lang import core
-from hydroplane.lang.codegen import CodeGenerator, Source, is_compile_time
+from hydroplane.lang.codegen import CodeGenerator, Source
 from hydroplane.lang.coop_semantic import CoopSemantic
 from hydroplane.lang.errors import CompilationError, SemanticError
 from hydroplane.lang.semantic import BufferRef, Value, is_literal
@@ -375,4 +375,4 @@ def _build(kernel_: Kernel, source: Source, constexprs: dict) -> Specialization:
                           tuple(sorted(constexprs.items())))
 
 
-__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "Specialization", "func", "is_compile_time", "kernel"]
+__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "Specialization", "func", "kernel"]

@@ -440,8 +440,6 @@ class Semantic:
         if not values:
             raise SemanticError(f"{name}: at least one argument must be a run-time value")
         t = values[0].type
-        if name in ("maximum", "minimum") and isinstance(t, types.Vector):
-            pass
         operands = []
         for a in args:
             if isinstance(a, Value) and isinstance(t, types.Vector) and a.type == t.component:
