@@ -12,8 +12,17 @@ import hydroplane
 from hydroplane import coop
 from hydroplane.jit import JitLaunchError, device_array
 from hydroplane.lang import Buffer, bf16, constexpr, f32, global_id, readonly, s32
+from lang.lang_helpers import validate_compiled
 
 pytestmark = pytest.mark.vulkan
+
+
+@pytest.fixture(autouse=True)
+def every_module_passes_spirv_val():
+    """After each test: every specialization the launches compiled passes spirv-val."""
+    yield
+    kernels = [v for v in globals().values() if isinstance(v, hydroplane.jit.JitKernel)]
+    assert validate_compiled(kernels) >= 1
 
 
 @hydroplane.kernel(local_size=64)

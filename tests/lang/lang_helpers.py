@@ -71,3 +71,16 @@ def device_saturates(a_type: str, c_type: str, shape: tuple[int, int, int]) -> b
     from hydroplane import vk
 
     return any(s.saturating and (s.m, s.n, s.k) == shape for s in vk.devices()[0].coop_shapes(a_type, c_type))
+
+
+def validate_compiled(kernels) -> int:
+    """spirv-val every specialization the given kernels (lang.Kernel or jit.JitKernel) have compiled.
+
+    For tests that compile through launches rather than `compiled()`; returns how many were checked."""
+    checked = 0
+    for k in kernels:
+        lang_kernel = getattr(k, "kernel", k)
+        for spec in list(lang_kernel._cache.values()):
+            validate(spec.words, env="vulkan1.3")
+            checked += 1
+    return checked

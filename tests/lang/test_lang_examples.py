@@ -7,6 +7,8 @@ import importlib.util
 import pytest
 
 from conftest import REPO
+from hydroplane.jit import JitKernel
+from lang_helpers import validate_compiled
 
 pytestmark = pytest.mark.vulkan
 EXAMPLES = sorted((REPO / "examples" / "language").glob("*.py"))
@@ -26,5 +28,7 @@ def test_there_are_examples():
 @pytest.mark.parametrize("device", ["ref", 0])
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_example_runs(path, device):
-    where = _load(path).main(device)  # each main() checks its results against NumPy
+    module = _load(path)
+    where = module.main(device)  # each main() checks its results against NumPy
     assert where.startswith("ref" if device == "ref" else "vk:0")
+    assert validate_compiled(v for v in vars(module).values() if isinstance(v, JitKernel)) >= 1
