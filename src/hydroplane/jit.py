@@ -29,7 +29,7 @@ import numpy as np
 from hydroplane import launch
 from hydroplane.errors import HydroplaneError
 from hydroplane.lang import kernel as lang_kernel
-from hydroplane.lang.core import Access, constexpr
+from hydroplane.lang.core import Access
 from hydroplane.lang.kernel import Func, Kernel, Specialization
 from hydroplane.spirv import reflect
 from hydroplane.spirv.lower_nv2 import EXT_NAME, lower_ext_to_nv2
@@ -129,16 +129,9 @@ class JitKernel:
         except TypeError as err:
             raise JitLaunchError(f"{self.kernel.name}: {err}") from None
         bound.apply_defaults()
-        constexprs, runtime = {}, {}
-        for name, param in self.kernel.signature.parameters.items():
-            ann = param.annotation
-            if isinstance(ann, str):
-                ann = eval(ann, self.kernel.fn.__globals__)  # noqa: S307 -- the author's own annotation
-            if ann is constexpr or isinstance(ann, constexpr):
-                if name in bound.arguments:
-                    constexprs[name] = bound.arguments[name]
-            else:
-                runtime[name] = bound.arguments[name]
+        compile_time = self.kernel.constexpr_names()
+        constexprs = {n: v for n, v in bound.arguments.items() if n in compile_time}
+        runtime = {n: v for n, v in bound.arguments.items() if n not in compile_time}
         return constexprs, runtime
 
     def launch(self, grid, args, kwargs, device=None) -> LaunchResult:

@@ -133,6 +133,15 @@ def poly(x, COEFFS: constexpr):
 
 
 @func
+def first_power_of_two_above(x):
+    p = 1
+    while True:  # no break: the loop only ends by returning
+        if p > x:
+            return p
+        p *= 2
+
+
+@func
 def store_twice(buffer, i, value):
     buffer[i * 2] = value  # a buffer argument is bound at compile time
     buffer[i * 2 + 1] = clamp_to(value, -3, 3)  # a helper calling a helper
@@ -145,7 +154,7 @@ def helpers(x: Buffer[s32, readonly], y: Buffer[f32, readonly], ints: Buffer[s32
     ints[i * 4] = clamp_to(x[i], -10, 10)
     ints[i * 4 + 1] = q * 10 + r
     ints[i * 4 + 2] = clamp_to(q, 0, 1)
-    ints[i * 4 + 3] = -1
+    ints[i * 4 + 3] = first_power_of_two_above(x[i])
     store_twice(ints, i * 2 + 1, r)
     floats[i] = poly(y[i], (2.0, -1.0, 0.5))
 
@@ -162,7 +171,8 @@ def test_helper_functions():
                                                "floats": poisoned(n, np.float32)})
     q = np.trunc(x / 7).astype(np.int32)
     r = x - q * 7
-    expected = np.stack([np.clip(x, -10, 10), q * 10 + r, np.clip(q, 0, 1), np.full(n, -1)], axis=1).ravel()
+    powers = np.array([next(1 << e for e in range(8) if 1 << e > v) for v in x])
+    expected = np.stack([np.clip(x, -10, 10), q * 10 + r, np.clip(q, 0, 1), powers], axis=1).ravel()
     for i in range(n):  # store_twice(ints, i * 2 + 1, r) writes slots 4i + 2 and 4i + 3
         expected[4 * i + 2], expected[4 * i + 3] = r[i], np.clip(r[i], -3, 3)
     for device, out in results.items():

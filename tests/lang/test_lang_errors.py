@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import math
 
 import pytest
 
-from hydroplane.lang import Buffer, CompilationError, coop, f16, f32, global_id, kernel, readonly, s32
+from hydroplane.lang import (
+    Buffer, CompilationError, constexpr, coop, f16, f32, func, global_id, kernel, readonly, s32, static_range,
+)
 from lang_helpers import compiled
 
 
@@ -137,3 +140,55 @@ def test_valid_module_after_errors_elsewhere():
         out[global_id()] = 2.0
 
     compiled(fine)
+
+
+@func
+def recursive(x):
+    return recursive(x)
+
+
+@kernel
+def calls_recursive(out: Buffer[f32]):
+    out[0] = recursive(1.0)
+
+
+@kernel
+def assigns_constexpr(out: Buffer[f32], N: constexpr):
+    N = 3
+    out[0] = f32(N)
+
+
+@kernel
+def breaks_unrolled(out: Buffer[f32]):
+    for i in static_range(2):
+        break
+
+
+@kernel
+def slices(out: Buffer[f32]):
+    out[0:2] = 1.0
+
+
+@kernel
+def undefined(out: Buffer[f32]):
+    out[0] = not_defined_anywhere
+
+
+@kernel
+def plain_python_on_values(out: Buffer[f32]):
+    out[0] = math.sqrt(out[1])
+
+
+@pytest.mark.parametrize("k,constexprs,message,line_text", [
+    (calls_recursive, {}, "recursive calls itself: recursion is not supported", "return recursive(x)"),
+    (assigns_constexpr, {"N": 2}, "N is a constexpr parameter; it cannot be assigned", "N = 3"),
+    (breaks_unrolled, {}, "break in an unrolled (static_range or tuple) loop is not supported", "break"),
+    (slices, {}, "unsupported Python construct: Slice", "out[0:2] = 1.0"),
+    (undefined, {}, "name 'not_defined_anywhere' is not defined", "out[0] = not_defined_anywhere"),
+    (plain_python_on_values, {}, "sqrt() is not a kernel builtin or @func helper", "math.sqrt(out[1])"),
+], ids=lambda x: getattr(x, "name", None) if isinstance(x, type(slices)) else None)
+def test_more_errors(k, constexprs, message, line_text):
+    err = _compile_error(k, **constexprs)
+    assert err.message.startswith(message)
+    assert line_text in err.source_line
+    assert err.file == __file__

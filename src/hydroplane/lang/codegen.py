@@ -120,6 +120,7 @@ def _names_in(target: ast.AST) -> list[str]:
 class _Loop:
     continue_label: int | None  # None: an unrolled loop (no break/continue)
     merge_label: int | None
+    broken: bool = False  # a break leaves it
 
 
 def is_compile_time(x) -> bool:
@@ -134,7 +135,8 @@ def is_compile_time(x) -> bool:
 class CodeGenerator(ast.NodeVisitor):
     """Emits one function body; `compiler` (kernel.ModuleCompiler) owns the module and helper functions."""
 
-    def __init__(self, compiler, source: Source, scope: dict, *, is_kernel: bool):
+    def __init__(self, compiler, source: Source, scope: dict, *, is_kernel: bool,
+                 constexpr_names: frozenset[str] = frozenset()):
         self.compiler = compiler
         self.semantic = compiler.semantic
         self.b = compiler.builder
@@ -146,7 +148,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.terminated = False
         self.return_type: types.Type | None = None
         self.node: ast.AST = source.tree
-        self.constexpr_names: set[str] = set()
+        self.constexpr_names = constexpr_names  # a kernel's constexpr parameters: compile-time, never assigned
         self.file_id = compiler.file_id(source.file)
         self.compile_time = {core.static_assert: self._static_assert, core.static_print: self._static_print,
                              core.constexpr: lambda value: value, builtins.len: self._len,
@@ -216,6 +218,9 @@ class CodeGenerator(ast.NodeVisitor):
             return
         if not initial and name in self.constexpr_names:
             raise SemanticError(f"{name} is a constexpr parameter; it cannot be assigned")
+        if name in self.constexpr_names:
+            self.locals[name] = value
+            return
         sites = self.source.assigned.get(name, 0)
         if initial and sites == 0 and not is_compile_time(value):
             self.locals[name] = value  # a parameter never reassigned stays an SSA value
@@ -336,8 +341,10 @@ class CodeGenerator(ast.NodeVisitor):
             self.b.emit(Op.Unreachable)
             self.terminated = True
 
-    def _loop(self, condition, body, step=None) -> None:
-        """A structured loop: header, condition block, body, continue block (step), merge."""
+    def _loop(self, condition, body, step=None, endless: bool = False) -> None:
+        """A structured loop: header, condition block, body, continue block (step), merge.
+
+        An endless loop (`while True`) that no break leaves ends the block: its merge is unreachable."""
         header, cond_label, body_label, continue_label, merge = (self.b.id() for _ in range(5))
         self.b.emit(Op.Branch, header)
         self.b.label(header)
@@ -347,7 +354,8 @@ class CodeGenerator(ast.NodeVisitor):
         test = condition()
         self.b.emit(Op.BranchConditional, test.id, body_label, merge)
         self.b.label(body_label)
-        self.loops.append(_Loop(continue_label, merge))
+        loop = _Loop(continue_label, merge)
+        self.loops.append(loop)
         self.terminated = False
         try:
             self.visit_body(body)
@@ -362,10 +370,15 @@ class CodeGenerator(ast.NodeVisitor):
         self.b.emit(Op.Branch, header)
         self.b.label(merge)
         self.terminated = False
+        if endless and not loop.broken:
+            self.b.emit(Op.Unreachable)
+            self.terminated = True
 
     def visit_While(self, node: ast.While):
         if node.orelse:
             raise SemanticError("while ... else is not supported")
+
+        endless = isinstance(node.test, ast.Constant) and node.test.value is True
 
         def condition():
             test = self.visit(node.test)
@@ -373,7 +386,7 @@ class CodeGenerator(ast.NodeVisitor):
                 return self.semantic.constant(bool(test), types.BOOL)
             return self.semantic.condition(test, "a while condition")
 
-        self._loop(condition, node.body)
+        self._loop(condition, node.body, endless=endless)
 
     def visit_For(self, node: ast.For):
         if node.orelse:
@@ -455,7 +468,9 @@ class CodeGenerator(ast.NodeVisitor):
         return loop
 
     def visit_Break(self, node):
-        self.b.emit(Op.Branch, self._innermost_loop("break").merge_label)
+        loop = self._innermost_loop("break")
+        loop.broken = True
+        self.b.emit(Op.Branch, loop.merge_label)
         self.terminated = True
 
     def visit_Continue(self, node):

@@ -261,6 +261,13 @@ class Kernel:
             found = self._cache[key] = _compile_kernel(self, constexprs)
         return found
 
+    def constexpr_names(self) -> frozenset[str]:
+        """The names of the constexpr parameters (a launcher separates them from run-time arguments)."""
+        try:
+            return frozenset(p.name for p in self.signature.parameters.values() if _is_constexpr(_annotation(self, p)))
+        except SemanticError as err:
+            raise _located(self.source, err) from None
+
     def spirv(self, **constexprs) -> array:
         """The module's words for these constexprs."""
         return self.compile(**constexprs).words
@@ -286,8 +293,16 @@ def kernel(fn=None, *, local_size=64, name: str | None = None):
 def _annotation(kernel_: Kernel, param: inspect.Parameter):
     ann = param.annotation
     if isinstance(ann, str):
-        ann = eval(ann, kernel_.fn.__globals__)  # noqa: S307 -- the author's own annotation text
+        try:
+            ann = eval(ann, kernel_.fn.__globals__)  # noqa: S307 -- the author's own annotation text
+        except Exception as err:
+            raise SemanticError(f"the annotation of {param.name} ({param.annotation!r}) does not evaluate: "
+                                f"{type(err).__name__}: {err}") from None
     return ann
+
+
+def _is_constexpr(annotation) -> bool:
+    return annotation is core.constexpr or isinstance(annotation, core.constexpr)
 
 
 def _local_size(kernel_: Kernel, constexprs: dict) -> tuple[int, int, int]:
@@ -307,8 +322,12 @@ def _compile_kernel(kernel_: Kernel, constexprs: dict) -> Specialization:
     try:
         return _build(kernel_, source, constexprs)
     except SemanticError as err:  # about the signature: point at the def line
-        line, col, text = source.location(source.tree)
-        raise CompilationError(str(err), source.file, line, col, text) from None
+        raise _located(source, err) from None
+
+
+def _located(source: Source, err: SemanticError) -> CompilationError:
+    line, col, text = source.location(source.tree)
+    return CompilationError(str(err), source.file, line, col, text)
 
 
 def _build(kernel_: Kernel, source: Source, constexprs: dict) -> Specialization:
@@ -318,7 +337,7 @@ def _build(kernel_: Kernel, source: Source, constexprs: dict) -> Specialization:
     binding = 0
     for p in kernel_.signature.parameters.values():
         ann = _annotation(kernel_, p)
-        if ann is core.constexpr or isinstance(ann, core.constexpr):
+        if _is_constexpr(ann):
             if p.name in constexprs:
                 value = constexprs[p.name]
             elif p.default is not inspect.Parameter.empty:
@@ -363,8 +382,8 @@ def _build(kernel_: Kernel, source: Source, constexprs: dict) -> Specialization:
             params.append(KernelParam(name, "scalar", t, offset=offset))
     order = {p.name: i for i, p in enumerate(kernel_.signature.parameters.values())}
     params.sort(key=lambda p: order[p.name])
-    generator = CodeGenerator(compiler, source, scope, is_kernel=True)
-    generator.constexpr_names = {p.name for p in params if p.kind == "constexpr"}
+    generator = CodeGenerator(compiler, source, scope, is_kernel=True,
+                              constexpr_names=frozenset(p.name for p in params if p.kind == "constexpr"))
     generator.visit_body(source.tree.body)
     if not generator.terminated:
         b.emit(Op.Return)

@@ -269,10 +269,13 @@ class ModuleBuilder:
         saved, self._current = self._current, None
         try:
             yield
-        finally:
-            if self._current is not None:
-                raise BuildError(f"function %{self._current.id} was left open inside function_aside()")
-            self._current = saved
+        except BaseException:
+            self._current = saved  # the error in flight says what went wrong
+            raise
+        if self._current is not None:
+            left_open, self._current = self._current, saved
+            raise BuildError(f"function %{left_open.id} was left open inside function_aside()")
+        self._current = saved
 
     def set_return_type(self, function: int, return_type: int) -> None:
         """Change a function's return type after its body is built (a language infers it from the body)."""
