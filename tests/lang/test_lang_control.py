@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hydroplane.lang import (
-    Buffer, constexpr, dot, f32, func, global_id, kernel, readonly, s32, static_range, u32, vec,
+    Buffer, constexpr, dot, f32, func, global_id, kernel, local_array, readonly, s32, static_range, u32, vec,
 )
 from lang_helpers import compiled, poisoned, run_everywhere
 
@@ -178,6 +178,29 @@ def test_helper_functions():
     for device, out in results.items():
         np.testing.assert_array_equal(out["ints"], expected.astype(np.int32), err_msg=str(device))
         np.testing.assert_array_equal(out["floats"], ((2 * y - 1) * y + 0.5).astype(np.float32), err_msg=str(device))
+
+
+@kernel(local_size=32)
+def per_invocation_histogram(x: Buffer[s32, readonly], out: Buffer[s32], BINS: constexpr):
+    counts = local_array(s32, BINS)
+    for j in static_range(BINS):
+        counts[j] = 0
+    i = global_id()
+    for j in range(8):
+        counts[x[i * 8 + j] % BINS] += 1  # a run-time index into a Function array
+    for j in range(BINS):
+        out[i * BINS + j] = counts[j]
+
+
+def test_local_arrays():
+    rng = np.random.default_rng(15)
+    n, bins = 32, 5
+    x = rng.integers(0, 100, n * 8).astype(np.int32)
+    spec = compiled(per_invocation_histogram, BINS=bins)
+    results = run_everywhere(spec, (1, 1, 1), {"x": x, "out": poisoned(n * bins, np.int32)})
+    expected = np.stack([np.bincount(row % bins, minlength=bins) for row in x.reshape(n, 8)]).astype(np.int32)
+    for device, out in results.items():
+        np.testing.assert_array_equal(out["out"].reshape(n, bins), expected, err_msg=str(device))
 
 
 @kernel(local_size=16)

@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hydroplane.lang import Buffer, coop, constexpr, f16, f32, func, kernel, readonly, s8, s32, u8, u32, workgroup_id
+from hydroplane.lang import (
+    Buffer, constexpr, coop, f16, f32, func, kernel, local_array, readonly, s8, s32, static_range, u8, u32,
+    workgroup_id,
+)
 from lang_helpers import compiled, device_saturates, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 pytestmark = pytest.mark.vulkan
@@ -173,3 +176,32 @@ def test_element_access_arithmetic_and_convert():
         np.testing.assert_array_equal(out["out"].reshape(m, n), expected, err_msg=str(device))
         np.testing.assert_array_equal(out["halves"].reshape(m, n), expected.astype(np.float16), err_msg=str(device))
         assert out["counts"][0] == 1, device
+
+
+@kernel(local_size=32)
+def accumulators_in_an_array(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32],
+                             TILES: constexpr, M: constexpr, N: constexpr, K: constexpr):
+    """C (M x TILES*N) = A (M x K) * B (K x TILES*N): one accumulator per column tile, in a local array."""
+    ACC = coop.Matrix[f32, M, N, coop.Accumulator]
+    acc = local_array(ACC, TILES)
+    for t in static_range(TILES):
+        acc[t] = coop.fill(ACC, f32(t))  # start from t, to see the slots apart
+    ta = coop.load(coop.Matrix[f16, M, K, coop.A], a, 0, K)
+    for t in static_range(TILES):
+        acc[t] = coop.mul_add(ta, coop.load(coop.Matrix[f16, K, N, coop.B], b, t * N, TILES * N), acc[t])
+    for t in static_range(TILES):
+        coop.store(acc[t], c, t * N, TILES * N)
+
+
+def test_matrices_in_a_function_array():
+    m, n, k = _shape("f16", "f32")
+    tiles = 3
+    rng = np.random.default_rng(14)
+    a = (rng.integers(-8, 8, (m, k)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 8, (k, tiles * n)) / 4).astype(np.float16)
+    spec = compiled(accumulators_in_an_array, TILES=tiles, M=m, N=n, K=k)
+    arrays = {"a": a.ravel(), "b": b.ravel(), "c": poisoned(m * n * tiles, np.float32)}
+    results = run_everywhere(spec, (1, 1, 1), arrays)
+    expected = a.astype(np.float32) @ b.astype(np.float32) + np.repeat(np.arange(tiles, dtype=np.float32), n)
+    for device, out in results.items():
+        np.testing.assert_array_equal(out["c"].reshape(m, tiles * n), expected, err_msg=str(device))

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from hydroplane.lang import (
-    Buffer, CompilationError, constexpr, coop, f16, f32, func, global_id, kernel, readonly, s32, static_range,
+    Buffer, CompilationError, constexpr, coop, f16, f32, func, global_id, kernel, local_array, readonly, s32,
+    static_range,
 )
 from lang_helpers import compiled
 
@@ -179,7 +180,15 @@ def plain_python_on_values(out: Buffer[f32]):
     out[0] = math.sqrt(out[1])
 
 
+@kernel(local_size=32)
+def indexes_matrix_array(out: Buffer[f32]):
+    acc = local_array(coop.Matrix[f32, 8, 8, coop.Accumulator], 2)
+    for t in range(2):
+        acc[t] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
+
+
 @pytest.mark.parametrize("k,constexprs,message,line_text", [
+    (indexes_matrix_array, {}, "an array of matrices is indexed by constexpr ints", "acc[t] = coop.fill"),
     (calls_recursive, {}, "recursive calls itself: recursion is not supported", "return recursive(x)"),
     (assigns_constexpr, {"N": 2}, "N is a constexpr parameter; it cannot be assigned", "N = 3"),
     (breaks_unrolled, {}, "break in an unrolled (static_range or tuple) loop is not supported", "break"),

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from hydroplane.lang import core
 from hydroplane.lang.errors import CompilationError, SemanticError
-from hydroplane.lang.semantic import BufferRef, Local, SharedArray, Value, is_literal
+from hydroplane.lang.semantic import BufferRef, Local, LocalArray, SharedArray, Value, is_literal
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.enums import StorageClass
 
@@ -597,7 +597,7 @@ class CodeGenerator(ast.NodeVisitor):
         return self.load_subscript(container, index)
 
     def load_subscript(self, container, index):
-        if isinstance(container, BufferRef | SharedArray):
+        if isinstance(container, BufferRef | SharedArray | LocalArray):
             return self.semantic.load(container, index)
         if isinstance(container, Local):
             if isinstance(index, int) or not isinstance(container.type, types.CoopMatrix | types.Vector):
@@ -628,7 +628,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.store_into(container, index, value)
 
     def store_into(self, container, index, value) -> None:
-        if isinstance(container, BufferRef | SharedArray):
+        if isinstance(container, BufferRef | SharedArray | LocalArray):
             self.semantic.store(container, index, value)
         elif isinstance(container, Local) and isinstance(container.type, types.CoopMatrix | types.Vector):
             element = self.semantic.coerce(value, container.type.component, "element store")
@@ -686,7 +686,7 @@ class CodeGenerator(ast.NodeVisitor):
     def _len(self, x):
         if isinstance(x, BufferRef):
             return self.semantic.bitcast(self.semantic.array_length(x), types.S32)
-        if isinstance(x, SharedArray):
+        if isinstance(x, SharedArray | LocalArray):
             return x.length
         if isinstance(x, Value) and isinstance(x.type, types.Vector):
             return x.type.count

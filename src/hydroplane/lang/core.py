@@ -159,6 +159,13 @@ def shared_array(dtype, length, *, _semantic):
 
 
 @builtin
+def local_array(element_type, length, *, _semantic):
+    """A per-invocation array (Function storage) of `length` (constexpr) scalars, vectors or matrices
+    (an array of matrices is indexed by constexpr ints: each slot is its own variable)."""
+    return _semantic.local_array(element_type, length)
+
+
+@builtin
 def cast(x, dtype, *, _semantic):
     """Value conversion (same as `dtype(x)`), component-wise for vectors and matrices."""
     return _semantic.convert(x, dtype)

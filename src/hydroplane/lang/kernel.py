@@ -28,7 +28,7 @@ from hydroplane.lang import core
 from hydroplane.lang.codegen import CodeGenerator, Source
 from hydroplane.lang.coop_semantic import CoopSemantic
 from hydroplane.lang.errors import CompilationError, SemanticError
-from hydroplane.lang.semantic import BufferRef, Value, is_literal
+from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.enums import StorageClass
@@ -169,6 +169,8 @@ class _Placeholder:
 
 
 def _template(value, leaves: list[Value]):
+    if isinstance(value, LocalArray):
+        raise SemanticError("a local array lives in its function: pass its elements to a helper, not the array")
     if isinstance(value, Value):
         leaves.append(value)
         return ("value", value.type)

@@ -67,6 +67,23 @@ class SharedArray:
 
 
 @dataclass(frozen=True, slots=True)
+class LocalArray:
+    """A Function-storage array made by `local_array(type, n)`: scalars, vectors or matrices, per invocation."""
+
+    element: types.Type
+    length: int
+    variable: int  # matrices: 0, each slot is its own variable (slots)
+    element_pointer: int
+    access: str = "readwrite"
+    name: str = "local_array"
+    slots: tuple = ()
+
+    @property
+    def storage(self) -> StorageClass:
+        return StorageClass.Function
+
+
+@dataclass(frozen=True, slots=True)
 class Local:
     """A run-time Python local: a Function-storage variable of one fixed type."""
 
@@ -517,24 +534,41 @@ class Semantic:
         value = self.coerce(value, local.type, f"assignment to {local.name}")
         self.b.emit(Op.Store, local.pointer, value.id)
 
-    def element_pointer(self, memory: BufferRef | SharedArray, index) -> int:
+    def element_pointer(self, memory: BufferRef | SharedArray | LocalArray, index) -> int:
+        if isinstance(index, int) and isinstance(memory, SharedArray | LocalArray) and index >= memory.length:
+            raise SemanticError(f"index {index} is out of range of an array of {memory.length}")
         index = self.index(index)
         if isinstance(memory, BufferRef):
             return self.b.emit(Op.AccessChain, memory.element_pointer, memory.variable, self.b.u32(0), index.id)
         return self.b.emit(Op.AccessChain, memory.element_pointer, memory.variable, index.id)
 
-    def load(self, memory: BufferRef | SharedArray, index) -> Value:
+    def _slot(self, memory: LocalArray, index) -> Local:
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise SemanticError("an array of matrices is indexed by constexpr ints (static_range): each slot is its "
+                                "own variable (the reference executor addresses no arrays of matrices)")
+        if not 0 <= index < memory.length:
+            raise SemanticError(f"index {index} is out of range of an array of {memory.length}")
+        return memory.slots[index]
+
+    def load(self, memory: BufferRef | SharedArray | LocalArray, index) -> Value:
+        if isinstance(memory, LocalArray) and memory.slots:
+            return self.load_local(self._slot(memory, index))
         if memory.access == "writeonly":
             raise SemanticError(f"buffer {getattr(memory, 'name', '')} is write-only")
         pointer = self.element_pointer(memory, index)
-        return Value(memory.element, self.b.emit(Op.Load, self.type_id(memory.element), pointer, NON_PRIVATE))
+        access = () if isinstance(memory, LocalArray) else (NON_PRIVATE,)
+        return Value(memory.element, self.b.emit(Op.Load, self.type_id(memory.element), pointer, *access))
 
     def store(self, memory: BufferRef | SharedArray, index, value) -> None:
         if memory.access == "readonly":
             raise SemanticError(f"buffer {memory.name} is read-only (Buffer[{memory.element}, readonly]); "
                                 "declare it Buffer[dtype] to write it")
+        if isinstance(memory, LocalArray) and memory.slots:
+            self.store_local(self._slot(memory, index), value)
+            return
         value = self.coerce(value, memory.element, "store")
-        self.b.emit(Op.Store, self.element_pointer(memory, index), value.id, NON_PRIVATE)
+        access = () if isinstance(memory, LocalArray) else (NON_PRIVATE,)
+        self.b.emit(Op.Store, self.element_pointer(memory, index), value.id, *access)
 
     def array_length(self, memory: BufferRef) -> Value:
         return Value(types.U32, self.b.emit(Op.ArrayLength, self.type_id(types.U32), memory.variable, 0))
@@ -548,6 +582,19 @@ class Semantic:
         variable = self.b.variable(self.b.type_pointer("Workgroup", array), "Workgroup")
         pointer = self.type_id(types.Pointer(StorageClass.Workgroup, element))
         return SharedArray(element, length, variable, pointer)
+
+    def local_array(self, element: types.Type, length: int) -> LocalArray:
+        if not isinstance(element, types.Scalar | types.Vector | types.CoopMatrix):
+            raise SemanticError(f"a local array holds scalars, vectors or matrices, not {element!r}")
+        if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+            raise SemanticError(f"a local array's length must be a positive constexpr int, not {length!r}")
+        if isinstance(element, types.CoopMatrix):
+            slots = tuple(self.local(f"local_array_{i}", element) for i in range(length))
+            return LocalArray(element, length, 0, 0, slots=slots)
+        array = self.type_id(types.Array(element, length))
+        variable = self.b.variable(self.b.type_pointer("Function", array), "Function", name="local_array")
+        pointer = self.type_id(types.Pointer(StorageClass.Function, element))
+        return LocalArray(element, length, variable, pointer)
 
     # built-in ids, barriers, atomics, subgroups ------------------------------------------------
     def builtin_id(self, name: str, axis: int | None = None) -> Value:
