@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import ml_dtypes
@@ -10,8 +11,8 @@ import pytest
 
 import hydroplane
 from hydroplane import coop
-from hydroplane.jit import JitLaunchError, device_array
-from hydroplane.lang import Buffer, bf16, constexpr, f32, global_id, readonly, s32
+from hydroplane.jit import JitLaunchError, KernelError, device_array
+from hydroplane.lang import Buffer, barrier, bf16, constexpr, f32, global_id, local_id, readonly, s32, shared_array
 from lang.lang_helpers import validate_compiled
 
 pytestmark = pytest.mark.vulkan
@@ -121,3 +122,43 @@ def test_bad_arguments_are_refused_by_name():
         saxpy[(1,)](y, y, 1.0, 2.5, device="ref")
     with pytest.raises(JitLaunchError, match="a grid is 1 to 3 positive ints"):
         saxpy[(0,)](y, y, 1.0, 8, device="ref")
+
+
+@hydroplane.kernel(local_size=32)
+def racy(out: Buffer[f32]):
+    shared = shared_array(f32, 32)
+    shared[0] = f32(local_id())  # every invocation writes one slot: a race
+    barrier()
+    out[local_id()] = shared[0]
+
+
+@hydroplane.kernel(local_size=32)
+def out_of_bounds(out: Buffer[f32], n: s32):
+    i = global_id()
+    out[i + n] = 1.0
+
+
+@hydroplane.kernel(local_size=32)
+def non_uniform_matrix(x: Buffer[f32, readonly], out: Buffer[f32]):
+    m = coop.load(coop.Matrix[f32, 8, 8, coop.Accumulator], x, 0, 8)
+    if local_id() < 16:  # half the subgroup
+        coop.store(m, out, 0, 8)
+
+
+def _line(fn, text: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("kernel_, args, text, kind", [
+    (racy, (np.zeros(32, np.float32),), "shared[0] = f32(local_id())", "race"),
+    (out_of_bounds, (np.zeros(32, np.float32), 16), "out[i + n] = 1.0", "out-of-bounds"),
+    (non_uniform_matrix, (np.ones(64, np.float32), np.zeros(64, np.float32)), "coop.store(m, out, 0, 8)", "non-uniform"),
+])
+def test_reference_executor_diagnostics_point_at_the_python_line(kernel_, args, text, kind):
+    with pytest.raises(KernelError) as info:
+        kernel_[(1,)](*args, device="ref")
+    err = info.value
+    assert (err.location.file, err.location.line) == (__file__, _line(kernel_.kernel.fn, text))
+    assert err.diagnostic.kind == kind and text in str(err) and "^" in str(err)
+    assert str(err).startswith(f"{__file__}:{err.location.line}:{err.location.col}: {kernel_.kernel.name}: {kind}")

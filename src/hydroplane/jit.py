@@ -43,6 +43,17 @@ class JitLaunchError(launch.LaunchError):
     """A launch whose arguments do not fit the kernel, or a device that cannot run it."""
 
 
+class KernelError(HydroplaneError):
+    """An executor's diagnostic (race, out-of-bounds access, non-uniform matrix operation ...) at the
+    kernel's Python line: `location` (lang.SourceLocation), `diagnostic` (the executor's record, when it
+    gave one); the executor's own exception is the __cause__."""
+
+    def __init__(self, message: str, location=None, diagnostic=None):
+        self.location = location
+        self.diagnostic = diagnostic
+        super().__init__(message)
+
+
 # executors, one per device, kept for the process ----------------------------------------------------
 _executors: dict = {}
 
@@ -184,7 +195,10 @@ class JitKernel:
         log.info("%s%s runs on %s%s", self.kernel.name, grid, label, " (EXT lowered to NV2)" if lowered else "")
         result = LaunchResult(label, self.kernel.name, grid, lowered=lowered)
         try:
-            executor.dispatch(pipeline, grid, buffers, push)
+            try:
+                executor.dispatch(pipeline, grid, buffers, push)
+            except HydroplaneError as err:
+                raise _at_python_line(self.kernel.name, spec, err) from err
             for name, (array, buf) in outputs.items():
                 back = executor.read(buf, array.dtype, array.shape)
                 if array.flags.writeable:
@@ -230,6 +244,19 @@ class JitKernel:
         return "ref"
 
 
+def _at_python_line(name: str, spec: Specialization, err: HydroplaneError) -> HydroplaneError:
+    """The executor's error with the kernel's Python line, when the error names an instruction offset."""
+    diagnostic = getattr(err, "diagnostic", None)
+    offset = getattr(diagnostic, "offset", None)
+    if offset is None or offset < 0:
+        offset = getattr(err, "offset", None)
+    location = spec.location_of(offset) if isinstance(offset, int) and offset >= 0 else None
+    if location is None:
+        return err
+    return KernelError(f"{location.file}:{location.line}:{location.col}: {name}: {err}\n    {location.text}\n"
+                       f"    {' ' * (location.col - 1)}^", location, diagnostic)
+
+
 def _grid(grid, constexprs) -> tuple[int, int, int]:
     if callable(grid):
         grid = grid(dict(constexprs))
@@ -269,4 +296,5 @@ def func(fn) -> Func:
     return Func(fn)
 
 
-__all__ = ["DeviceArray", "JitKernel", "JitLaunchError", "LaunchResult", "device_array", "func", "kernel"]
+__all__ = ["DeviceArray", "JitKernel", "JitLaunchError", "KernelError", "LaunchResult", "device_array", "func",
+           "kernel"]

@@ -166,8 +166,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.node = node
         try:
             if isinstance(node, ast.stmt):
-                line, col, _ = self.source.location(node)
-                self.b.emit(Op.Line, self.file_id, line, col)
+                self.emit_line(node)
             return super().visit(node)
         except CompilationError:
             raise
@@ -177,6 +176,11 @@ class CodeGenerator(ast.NodeVisitor):
             raise self.error(f"{type(err).__name__}: {err}") from err
         finally:
             self.node = previous
+
+    def emit_line(self, node: ast.AST) -> None:
+        """OpLine: the Python file:line:col of what follows in this block."""
+        line, col, _ = self.source.location(node)
+        self.b.emit(Op.Line, self.file_id, line, col)
 
     def error(self, message: str) -> CompilationError:
         line, col, text = self.source.location(self.node)
@@ -351,6 +355,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.b.emit(Op.LoopMerge, merge, continue_label, "None")
         self.b.emit(Op.Branch, cond_label)
         self.b.label(cond_label)
+        self.emit_line(self.node)  # the loop's own line for its condition and step
         test = condition()
         self.b.emit(Op.BranchConditional, test.id, body_label, merge)
         self.b.label(body_label)
@@ -365,6 +370,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.b.emit(Op.Branch, continue_label)
         self.b.label(continue_label)
         self.terminated = False
+        self.emit_line(self.node)
         if step is not None:
             step()
         self.b.emit(Op.Branch, header)
