@@ -153,7 +153,8 @@ def _line(fn, text: str) -> int:
 @pytest.mark.parametrize("kernel_, args, text, kind", [
     (racy, (np.zeros(32, np.float32),), "shared[0] = f32(local_id())", "race"),
     (out_of_bounds, (np.zeros(32, np.float32), 16), "out[i + n] = 1.0", "out-of-bounds"),
-    (non_uniform_matrix, (np.ones(64, np.float32), np.zeros(64, np.float32)), "coop.store(m, out, 0, 8)", "non-uniform"),
+    (non_uniform_matrix, (np.ones(64, np.float32), np.zeros(64, np.float32)), "coop.store(m, out, 0, 8)",
+     "non-uniform"),
 ])
 def test_reference_executor_diagnostics_point_at_the_python_line(kernel_, args, text, kind):
     with pytest.raises(KernelError) as info:
