@@ -162,4 +162,4 @@ def test_reference_executor_diagnostics_point_at_the_python_line(kernel_, args, 
     err = info.value
     assert (err.location.file, err.location.line) == (__file__, _line(kernel_.kernel.fn, text))
     assert err.diagnostic.kind == kind and text in str(err) and "^" in str(err)
-    assert str(err).startswith(f"{__file__}:{err.location.line}:{err.location.col}: {kernel_.kernel.name}: {kind}")
+    assert str(err).startswith(f"{__file__}:{err.location.line}:{err.location.column}: {kernel_.kernel.name}: {kind}")

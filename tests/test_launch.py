@@ -59,13 +59,11 @@ def test_get_executor_and_protocol():
 
 
 def test_unknown_spec_id_and_entry_are_errors(kernel_path):
-    from hydroplane.ref import InvalidModuleError
-
     a, b = _inputs(2)
-    with pytest.raises(InvalidModuleError, match=r"specialization constant ids \[7\]"):
-        launch.run(kernel_path.read_bytes(), (2, 1, 1), {0: a, 1: b}, spec={7: 1})
-    with pytest.raises(InvalidModuleError, match="no GLCompute entry point 'other'"):
-        launch.run(kernel_path.read_bytes(), (2, 1, 1), {0: a, 1: b}, entry="other")
+    with pytest.raises(launch.SpecConstantError, match=r"specialization constant 7: the module has no such SpecId"):
+        launch.run(kernel_path.read_bytes(), (2, 1, 1), {0: a, 1: b}, spec={7: 1}, push=np.float32(0))
+    with pytest.raises(launch.LaunchError, match="no GLCompute entry point 'other' \\(the module has: main\\)"):
+        launch.run(kernel_path.read_bytes(), (2, 1, 1), {0: a, 1: b}, entry="other", push=np.float32(0))
 
 
 def test_cli_run(kernel_path, tmp_path, capsys):

@@ -14,19 +14,21 @@ import pytest
 
 from conftest import REPO
 from hydroplane import launch
-from hydroplane.spirv import reflect
+from hydroplane.spirv import decode, reflect
+from hydroplane.spirv.lower import check_matrices
 from hydroplane.spirv.samples import coop_matmul_tile, coop_reduce_tile
-from hydroplane.vk import UnsupportedFeature
+from hydroplane.spirv.target import UnsupportedOnTarget
 
 
 def test_reflect_names_matrix_types_and_muladds():
     iface = reflect(coop_matmul_tile(16, 8, 16, a_type="f16", c_type="f32"))
-    texts = {t.text() for t in iface.coop_matrix_types}
-    assert texts == {"KHR f16 16x16 A (subgroup)", "KHR f16 16x8 B (subgroup)", "KHR f32 16x8 Accumulator (subgroup)"}
+    texts = {str(t) for t in iface.coop_matrix_types}
+    assert texts == {"coopmat<f16, Subgroup, 16x16, A>", "coopmat<f16, Subgroup, 16x8, B>",
+                     "coopmat<f32, Subgroup, 16x8, Accumulator>"}
     (muladd,) = iface.coop_muladds
-    assert muladd.text() == "MulAdd f16*f16+f32->f32 16x8x16 (subgroup)"
+    assert str(muladd) == "MulAdd f16*f16+f32->f32 16x8x16 (Subgroup)"
     nv = reflect(coop_matmul_tile(16, 16, 16, a_type="f16", c_type="f16", family="nv"))
-    assert {t.family for t in nv.coop_matrix_types} == {"nv"} and nv.coop_muladds == ()
+    assert {t.family for t in nv.coop_matrix_types} == {"NV"} and nv.coop_muladds == ()
 
 
 @pytest.fixture(scope="module")
@@ -38,21 +40,20 @@ def lavapipe():
 
 def test_unoffered_types_are_refused_by_name(lavapipe):
     # A 2x2 reduction of an 8x8 tile gives a 4x4 accumulator: not a multiple of lavapipe's 8x8.
-    with pytest.raises(UnsupportedFeature) as err:
+    with pytest.raises(UnsupportedOnTarget) as err:
         lavapipe.kernel(coop_reduce_tile(8, 8, reduce="2x2", local_size=8))
-    assert err.value.missing == ("KHR f32 4x4 Accumulator (subgroup)",)
+    assert err.value.missing == ("coopmat<f32, Subgroup, 4x4, Accumulator>",)
     assert "does not offer" in str(err.value)
     assert not any(s.a == "bf16" for s in lavapipe.info.coop_khr)
-    with pytest.raises(UnsupportedFeature) as err:
+    with pytest.raises(UnsupportedOnTarget) as err:
         lavapipe.kernel(coop_matmul_tile(8, 8, 8, a_type="bf16", c_type="f32"))
-    assert "KHR bf16 8x8 A (subgroup)" in err.value.missing
-    assert "MulAdd bf16*bf16+f32->f32 8x8x8 (subgroup)" in err.value.missing
+    assert "coopmat<bf16, Subgroup, 8x8, A>" in err.value.missing
+    assert "MulAdd bf16*bf16+f32->f32 8x8x8 (Subgroup)" in err.value.missing
 
 
 def test_flexible_dimensions_count_as_offered(lavapipe):
     assert any(s.granularity and (s.m, s.n, s.k) == (8, 8, 8) for s in lavapipe.info.coop_nv2_flexible)
-    iface = reflect(coop_matmul_tile(16, 16, 16, a_type="f16", c_type="f32"))
-    assert launch.unsupported_matrix_types(iface, lavapipe.info) == []
+    check_matrices(decode(coop_matmul_tile(16, 16, 16, a_type="f16", c_type="f32")), lavapipe.target)
 
 
 def test_offered_shape_runs(lavapipe):
@@ -72,9 +73,9 @@ def test_run_command_reports_unoffered_shape_without_crashing(tmp_path):
     for binding, (shape, dtype) in enumerate([((64,), np.uint16)] * 2 + [((64,), np.float32)] * 2):
         path = tmp_path / f"b{binding}.npy"
         np.save(path, np.ones(shape, dtype))
-        bufs += ["--buf", f"{binding}={path}"]
+        bufs += ["--buf", f"{binding}={path}"] + (["--raw", str(binding)] if dtype == np.uint16 else [])
     proc = subprocess.run([sys.executable, "-m", "hydroplane", "run", str(module), "--grid", "1,1,1", *bufs,
                            "--device", "0"], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.startswith("hydroplane: error:") and "KHR bf16 8x8 A (subgroup)" in proc.stderr
+    assert proc.stderr.startswith("hydroplane: error:") and "coopmat<bf16, Subgroup, 8x8, A>" in proc.stderr
     assert "Traceback" not in proc.stderr

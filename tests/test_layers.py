@@ -16,9 +16,10 @@ ALLOWED = {
     "lang": {"spirv"},
     "kernels": {"lang", "spirv"},
     "isa": set(),
-    "launch": {"spirv", "ref", "vk"},
-    "launch_commands": {"launch", "spirv", "ref", "vk"},
-    "jit": {"lang", "launch", "spirv"},  # launching language kernels sits above lang and launch
+    "launch_checks": {"spirv"},
+    "launch": {"spirv", "ref", "vk", "launch_checks"},
+    "launch_commands": {"launch", "launch_checks", "spirv", "ref", "vk"},
+    "jit": {"lang", "launch", "launch_checks", "spirv"},  # launching language kernels sits above lang and launch
     "cli": None,  # the command line sits on top of everything
     "__init__": set(),  # hydroplane.kernel, .func, .coop: loaded lazily from jit and lang by name
     "__main__": {"cli"},
@@ -72,3 +73,132 @@ def test_checker_sees_a_planted_violation(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from hydroplane.vk import devices\n")
     assert ("vk", 2) in imported_layers(bad)
+
+
+def module_name(path: Path) -> str:
+    """hydroplane.ref.coopmat.ops for src/hydroplane/ref/coopmat/ops.py (a package is its __init__)."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def resolve(name: str, known: set[str]) -> str | None:
+    """The hydroplane module an import names: itself, else its longest known prefix."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def module_imports(path: Path, known: set[str]) -> tuple[set[str], list[str]]:
+    """(the hydroplane modules `path` imports at module level, 'line: name' of imports inside functions)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    top_level, in_functions = set(), []
+
+    def names_of(node) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from package import module` imports the module; `from module import name` the module
+            return [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                    for a in node.names]
+        return []
+
+    def visit(node, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            for name in names_of(child):
+                if not name.startswith("hydroplane.") and name != "hydroplane":
+                    continue
+                if in_function:
+                    in_functions.append(f"{child.lineno}: {name}")
+                else:
+                    target = resolve(name, known)
+                    if target:
+                        top_level.add(target)
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return top_level, in_functions
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    paths = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    known = set(paths)
+    graph, local = {}, []
+    for name, path in paths.items():
+        graph[name], inner = module_imports(path, known)
+        graph[name].discard(name)
+        local += [f"{path.relative_to(REPO)}:{line}" for line in inner]
+    return graph, local
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of more than one module (Tarjan), as a sorted list."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return cycles
+
+
+def test_no_import_cycles():
+    cycles = import_cycles(import_graph()[0])
+    assert not cycles, "import cycles (move the shared code to the module it belongs to):\n" + "\n".join(
+        " <-> ".join(group) for group in cycles)
+
+
+def dynamic_imports(path: Path) -> list[int]:
+    """Lines of `importlib.import_module(...)` / `__import__(...)` calls: imports the graph cannot see."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"
+        or isinstance(node.func, ast.Name) and node.func.id == "__import__")]
+
+
+def test_no_function_level_imports_of_hydroplane():
+    local = import_graph()[1]
+    # the command line alone loads each layer's optional commands module by name (cli.COMMAND_MODULES),
+    # and the package loads the language's entry points (hydroplane.kernel, .func, .coop) on first use
+    # so that `import hydroplane.isa` does not pay for NumPy, ml_dtypes, the grammar and Vulkan
+    by_name = (PACKAGE / "cli.py", PACKAGE / "__init__.py")
+    local += [f"{path.relative_to(REPO)}:{line}: dynamic import" for path in sorted(PACKAGE.rglob("*.py"))
+              if path not in by_name for line in dynamic_imports(path)]
+    assert not local, "hydroplane modules imported inside functions (import at the top):\n" + "\n".join(local)
+
+
+def test_the_package_loads_only_the_language_by_name():
+    import hydroplane
+
+    assert set(hydroplane._LAZY.values()) == {"hydroplane.jit", "hydroplane.lang"}
+    assert hydroplane.kernel.__module__ == "hydroplane.jit" and hydroplane.coop.__name__ == "hydroplane.lang.coop"
+
+
+def test_cycle_checker_sees_planted_cycles(tmp_path):
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+    planted = tmp_path / "planted.py"
+    planted.write_text("from hydroplane.ref import ops\n\ndef f():\n    from hydroplane.vk import memory\n")
+    known = {"hydroplane.ref", "hydroplane.ref.ops", "hydroplane.vk", "hydroplane.vk.memory"}
+    assert module_imports(planted, known) == ({"hydroplane.ref.ops"}, ["4: hydroplane.vk.memory"])
+    planted.write_text("import importlib\n\nfor name in NAMES:\n    importlib.import_module(name)\n")
+    assert dynamic_imports(planted) == [4]

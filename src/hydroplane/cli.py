@@ -2,7 +2,8 @@
 
 A layer that offers commands has a `commands.py` with `register(subparsers)`; each
 subcommand sets `func(args) -> int`. Errors derived from `HydroplaneError` print as one
-line `hydroplane: error: ...` and exit 1; they never show a traceback.
+line `hydroplane: error: ...` and exit 1; they never show a traceback. Ctrl-C prints
+`hydroplane: interrupted` and exits 130 (128 + SIGINT), also without a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import importlib
 import sys
 
+from hydroplane import __version__
 from hydroplane.errors import HydroplaneError
 
 # (module, help) for each layer's command module; imported lazily so that a broken or
@@ -29,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="GPU kernels from Python through SPIR-V: tools for SPIR-V, Vulkan devices, "
         "the reference executor and the AMD ISA reference.",
     )
+    parser.add_argument("--version", action="version", version=f"hydroplane {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -54,3 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[K")  # clear a progress line
+        print("hydroplane: interrupted", file=sys.stderr)
+        return 130

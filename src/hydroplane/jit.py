@@ -12,8 +12,9 @@ push-constant scalars, compile-time values for constexprs. Arrays the kernel may
 copied back into the caller's arrays. `device` is "ref" (the reference executor), a Vulkan
 device number, or None: the first Vulkan device that can run the kernel, else the reference
 executor (like Triton's interpreter mode); the choice is on the result and logged at INFO.
-A module with EXT maintenance1 instructions is lowered to NV2 for a device that has NV2 but
-not EXT. Executors and pipelines are cached per device and specialization.
+Each executor compiles the module for its own target (`spirv.compiled.compile_kernel`: EXT
+maintenance1 is lowered to NV2 for a device that has NV2 but not EXT; shapes it lacks are
+refused by name). Executors and pipelines are cached per device and specialization.
 
 This module sits above `lang` and `launch` (it imports both, and spirv).
 """
@@ -21,6 +22,7 @@ This module sits above `lang` and `launch` (it imports both, and spirv).
 from __future__ import annotations
 
 import atexit
+import linecache
 import logging
 from dataclasses import dataclass, field
 
@@ -31,12 +33,9 @@ from hydroplane.errors import HydroplaneError
 from hydroplane.lang import kernel as lang_kernel
 from hydroplane.lang.core import Access
 from hydroplane.lang.kernel import Func, Kernel, Specialization
-from hydroplane.spirv import reflect
-from hydroplane.spirv.lower_nv2 import EXT_NAME, lower_ext_to_nv2
+from hydroplane.spirv.compiled import CompiledKernel
 
 log = logging.getLogger("hydroplane.jit")
-VK_EXT_MAINTENANCE1 = "VK_EXT_cooperative_matrix_maintenance1"
-VK_NV2 = "VK_NV_cooperative_matrix2"
 
 
 class JitLaunchError(launch.LaunchError):
@@ -45,8 +44,8 @@ class JitLaunchError(launch.LaunchError):
 
 class KernelError(HydroplaneError):
     """An executor's diagnostic (race, out-of-bounds access, non-uniform matrix operation ...) at the
-    kernel's Python line: `location` (lang.SourceLocation), `diagnostic` (the executor's record, when it
-    gave one); the executor's own exception is the __cause__."""
+    kernel's Python line: `location` (spirv.locations.SourceLocation), `diagnostic` (the executor's
+    record, when it gave one); the executor's own exception is the __cause__."""
 
     def __init__(self, message: str, location=None, diagnostic=None):
         self.location = location
@@ -198,7 +197,7 @@ class JitKernel:
             try:
                 executor.dispatch(pipeline, grid, buffers, push)
             except HydroplaneError as err:
-                raise _at_python_line(self.kernel.name, spec, err) from err
+                raise _at_python_line(self.kernel.name, pipeline.compiled, err) from err
             for name, (array, buf) in outputs.items():
                 back = executor.read(buf, array.dtype, array.shape)
                 if array.flags.writeable:
@@ -210,14 +209,12 @@ class JitKernel:
         return result
 
     def _pipeline(self, device, executor, spec: Specialization, key):
+        """The executor's kernel for this specialization (cached): it lowers the module for its own
+        target (EXT maintenance1 -> NV2 where the device has only NV2) and refuses what it lacks."""
         cache_key = (device, key)
         if cache_key not in self._pipelines:
-            words, lowered = spec.words, False
-            info = getattr(executor, "info", None)
-            if info is not None and EXT_NAME in reflect(words).extensions and VK_EXT_MAINTENANCE1 not in \
-                    info.extensions and VK_NV2 in info.extensions:
-                words, lowered = lower_ext_to_nv2(words).words(), True
-            self._pipelines[cache_key] = (executor.kernel(words), lowered)
+            checked = executor.kernel(spec.words)
+            self._pipelines[cache_key] = (checked, bool(checked.compiled.changes))
         return self._pipelines[cache_key]
 
     def _choose_device(self, spec: Specialization, key):
@@ -244,17 +241,18 @@ class JitKernel:
         return "ref"
 
 
-def _at_python_line(name: str, spec: Specialization, err: HydroplaneError) -> HydroplaneError:
-    """The executor's error with the kernel's Python line, when the error names an instruction offset."""
+def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -> HydroplaneError:
+    """The executor's error with the kernel's Python line (source and caret), when it names an instruction."""
     diagnostic = getattr(err, "diagnostic", None)
     offset = getattr(diagnostic, "offset", None)
     if offset is None or offset < 0:
         offset = getattr(err, "offset", None)
-    location = spec.location_of(offset) if isinstance(offset, int) and offset >= 0 else None
+    location = compiled.location_of(offset) if isinstance(offset, int) and offset >= 0 else None
     if location is None:
         return err
-    return KernelError(f"{location.file}:{location.line}:{location.col}: {name}: {err}\n    {location.text}\n"
-                       f"    {' ' * (location.col - 1)}^", location, diagnostic)
+    text = linecache.getline(location.file, location.line).rstrip("\n")
+    caret = " " * max(location.column - 1, 0) + "^"
+    return KernelError(f"{location}: {name}: {err}\n    {text}\n    {caret}", location, diagnostic)
 
 
 def _grid(grid, constexprs) -> tuple[int, int, int]:

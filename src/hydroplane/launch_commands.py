@@ -1,20 +1,30 @@
 """`hydroplane run MODULE.spv --grid X,Y,Z --buf B=FILE.npy ... --out B=FILE.npy ...`: run a kernel once.
 
---buf gives a binding's initial contents (outputs too, so size and dtype are known; descriptor
-set 0), --out writes a binding back after the run, --spec ID=VALUE sets specialization constants,
---push FILE.npy the push-constant bytes, --device ref (default) or N picks the executor,
---collect lists every diagnostic of the reference executor instead of stopping at the first.
+--buf gives a binding's initial contents (descriptor set 0; its dtype must be the binding's declared
+element type, or --raw B takes it as bytes), --out B=FILE.npy writes a binding back after the run,
+--out B=SHAPE:DTYPE allocates it zero-filled instead (printed, or written with B=FILE.npy:SHAPE:DTYPE),
+--spec ID=VALUE sets specialization constants (packed by their declared types), --push FILE.npy the
+push-constant bytes, --device ref (default) or N picks the executor, --collect lists every diagnostic
+of the reference executor instead of stopping at the first. Every check (bindings, dtypes, push size,
+grid, spec values, --out destinations) runs before the kernel does; a long reference run shows its
+progress on a terminal, and Ctrl-C stops it (exit status 130).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
-from hydroplane.launch import LaunchError, run
+from hydroplane.launch import LaunchError, RawBytes, get_executor, run, terminal_progress
+from hydroplane.launch_checks import check_output_path
+from hydroplane.spirv.compiled import compile_kernel
+from hydroplane.spirv.commands import file_kind, read_module
 
 
 def _grid(text: str) -> tuple[int, int, int]:
@@ -72,48 +82,124 @@ def _device(text: str) -> str | int:
 
 def _load_npy(path: str, what: str) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise LaunchError(f"{what}: {path} does not exist") from None
-    except (ValueError, OSError) as exc:
-        raise LaunchError(f"{what}: {path} is not a .npy array ({exc})") from None
+    except IsADirectoryError:
+        raise LaunchError(f"{what}: {path} is a folder, not a .npy file") from None
+    except (ValueError, OSError, EOFError) as exc:
+        kind = file_kind(Path(path).read_bytes()[:65536]) if Path(path).is_file() else "other"
+        hint = {"binary": "it is a SPIR-V binary", "assembly": "it is SPIR-V assembly text",
+                "glsl": "it is GLSL source"}.get(kind, str(exc) or type(exc).__name__)
+        raise LaunchError(f"{what}: {path} is not a .npy array ({hint}); save one with numpy.save") from None
+    if not isinstance(data, np.ndarray):
+        raise LaunchError(f"{what}: {path} is a .npz archive, not a .npy array")
+    return data
+
+
+@dataclass(frozen=True)
+class OutputRequest:
+    """One --out: write binding `binding` to `path` (None: print it); allocate shape/dtype when given."""
+
+    binding: int
+    path: str | None
+    shape: tuple[int, ...] | None = None
+    dtype: np.dtype | None = None
+
+
+def _shape_and_dtype(shape_text: str, dtype_text: str) -> tuple[tuple[int, ...], np.dtype] | None:
+    try:
+        shape = tuple(int(n) for n in re.split(r"[x,]", shape_text))
+        dtype = np.dtype(_DTYPE_ALIASES.get(dtype_text, dtype_text))
+    except (ValueError, TypeError):
+        return None
+    if any(n < 1 for n in shape):
+        return None
+    return shape, dtype
+
+
+_DTYPE_ALIASES = {"f16": "float16", "f32": "float32", "f64": "float64", "bf16": ml_dtypes.bfloat16,
+                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+                  "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}
+
+
+def _output(text: str) -> OutputRequest:
+    """BINDING=FILE.npy, BINDING=SHAPE:DTYPE (allocate, print) or BINDING=FILE.npy:SHAPE:DTYPE (allocate, write)."""
+    binding_text, sep, rest = text.partition("=")
+    if not sep or not rest:
+        raise argparse.ArgumentTypeError(f"{text!r} is not BINDING=FILE.npy, BINDING=SHAPE:DTYPE or "
+                                         "BINDING=FILE.npy:SHAPE:DTYPE")
+    try:
+        binding = int(binding_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"binding {binding_text!r} in {text!r} is not an integer") from None
+    parts = rest.rsplit(":", 2)
+    if len(parts) >= 2:
+        allocation = _shape_and_dtype(parts[-2], parts[-1])
+        if allocation is None:
+            raise argparse.ArgumentTypeError(f"{rest!r}: SHAPE:DTYPE wants sizes like 64 or 8x8 and a NumPy dtype "
+                                             "(float32, f16, u32, ...)")
+        path = parts[0] if len(parts) == 3 else None
+        return OutputRequest(binding, path, *allocation)
+    return OutputRequest(binding, rest)
 
 
 def _cmd_run(args) -> int:
-    try:
-        words = Path(args.module).read_bytes()
-    except OSError as exc:
-        raise LaunchError(f"cannot read {args.module}: {exc.strerror}") from None
+    words = read_module(args.module)
     buffers = {}
     for binding, path in args.buf:
         if binding in buffers:
             raise LaunchError(f"binding {binding} is given twice with --buf")
         buffers[binding] = _load_npy(path, f"--buf {binding}")
-    for binding, _ in args.out:
+    for request in args.out:
+        if request.shape is not None:
+            if request.binding in buffers:
+                raise LaunchError(f"--out {request.binding}: binding {request.binding} has a --buf already; "
+                                  "give SHAPE:DTYPE only for a binding without one")
+            buffers[request.binding] = np.zeros(request.shape, request.dtype)
+        elif request.binding not in buffers:
+            raise LaunchError(f"--out {request.binding}: binding {request.binding} has no --buf (its size and dtype "
+                              f"are unknown); give --out {request.binding}={request.path}:SHAPE:DTYPE to allocate it")
+        if request.path is not None:
+            check_output_path(request.path, f"--out {request.binding}")
+    for binding in args.raw:
         if binding not in buffers:
-            raise LaunchError(f"--out {binding}: binding {binding} has no --buf (its size and dtype are unknown)")
+            raise LaunchError(f"--raw {binding}: binding {binding} has no --buf")
+        buffers[binding] = RawBytes(buffers[binding])
     push = _load_npy(args.push, "--push") if args.push else None
     spec = dict(args.spec)
-    options = {}
-    if args.collect:
-        if args.device != "ref":
-            raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
-        options["diagnostics"] = "collect"
-    executor = None
-    if options:
-        from hydroplane.launch import get_executor
-
-        executor = get_executor("ref", **options, **({"subgroup_size": args.subgroup_size}
-                                                     if args.subgroup_size else {}))
-    out = run(words, args.grid, buffers, spec=spec, push=push, device=args.device,
-              subgroup_size=args.subgroup_size, entry=args.entry, executor=executor)
-    if executor is not None:
-        for d in executor.last_report:
-            print(f"hydroplane: {d}", file=sys.stderr)
+    if args.collect and args.device != "ref":
+        raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
+    if args.device == "ref":
+        executor = get_executor("ref", diagnostics="collect" if args.collect else None,
+                                subgroup_size=args.subgroup_size, progress=terminal_progress())
+    else:
+        executor = get_executor(args.device)
+    try:
+        compiled = compile_kernel(words, executor.target, args.entry)  # lowered for the device
+        if args.explain:
+            changes = compiled.changes or ("nothing: the module runs as it is",)
+            print(f"hydroplane: lowered for {executor.target.description or executor.target.name}:", file=sys.stderr)
+            for change in changes:
+                print(f"  {change}", file=sys.stderr)
+        out = run(compiled, args.grid, buffers, spec=spec, push=push, subgroup_size=args.subgroup_size,
+                  entry=args.entry, executor=executor)
+        report = list(getattr(executor, "last_report", ()) if args.collect else ())
+    finally:
         executor.close()
-    for binding, path in args.out:
-        np.save(path, out[binding])
-    return 1 if executor is not None and executor.last_report else 0
+    for d in report:
+        print(f"hydroplane: {d}", file=sys.stderr)
+    for request in args.out:
+        result = out[request.binding]
+        if request.path is None:
+            print(f"binding {request.binding} ({' x '.join(map(str, result.shape))} {result.dtype}):")
+            print(np.array2string(result, threshold=result.size + 1, max_line_width=120))
+        else:
+            try:
+                np.save(request.path, result)
+            except OSError as exc:
+                raise LaunchError(f"--out {request.binding}: cannot write {request.path}: {exc.strerror}") from None
+    return 1 if report else 0
 
 
 def register(subparsers) -> None:
@@ -123,14 +209,21 @@ def register(subparsers) -> None:
     p.add_argument("--grid", type=_grid, default=(1, 1, 1), help="workgroups X[,Y[,Z]] (default 1,1,1)")
     p.add_argument("--buf", type=_binding_file, action="append", default=[], metavar="BINDING=FILE.npy",
                    help="initial contents of a set-0 binding")
-    p.add_argument("--out", type=_binding_file, action="append", default=[], metavar="BINDING=FILE.npy",
-                   help="write a binding back after the run")
+    p.add_argument("--out", type=_output, action="append", default=[],
+                   metavar="BINDING=FILE.npy|SHAPE:DTYPE|FILE.npy:SHAPE:DTYPE",
+                   help="write a binding back after the run to FILE.npy (checked writable before the run); with "
+                        "SHAPE:DTYPE (e.g. 64:float32, 8x8:f16) the binding is allocated zero-filled, no --buf "
+                        "needed, and printed when no FILE is given")
+    p.add_argument("--raw", type=int, action="append", default=[], metavar="BINDING",
+                   help="take that binding's --buf as raw bytes: no check of its dtype against the declared type")
     p.add_argument("--spec", type=_spec_value, action="append", default=[], metavar="ID=VALUE",
                    help="specialization constant")
     p.add_argument("--push", metavar="FILE.npy", help="push-constant bytes")
     p.add_argument("--device", type=_device, default="ref", help="'ref' (default) or a Vulkan device number")
     p.add_argument("--subgroup-size", type=int, default=None, help="subgroup size (8, 16, 32, 64)")
     p.add_argument("--entry", default="main", help="entry point name (default main)")
+    p.add_argument("--explain", action="store_true",
+                   help="print what lowering for the device changed (e.g. EXT maintenance1 -> NV2) on stderr")
     p.add_argument("--collect", action="store_true",
                    help="reference executor: report every diagnostic (out-of-bounds, races, ...) and finish "
                         "the run instead of stopping at the first; exit status 1 when there were any")

@@ -1,5 +1,5 @@
 """The four EXT maintenance1 operations in one kernel: on the reference executor in the EXT encoding,
-on lavapipe after `lower_ext_to_nv2` (lavapipe has NV2, not EXT); both against NumPy."""
+on lavapipe lowered to NV2 (`lower(module, target)`: lavapipe has NV2, not EXT); both against NumPy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from hydroplane.lang import Buffer, constexpr, coop, f16, f32, func, kernel, maximum, readonly
 from hydroplane.spirv import Op, decode, validate
-from hydroplane.spirv.lower_nv2 import lower_ext_to_nv2
+from hydroplane.spirv.compiled import compile_kernel
+from hydroplane.spirv.target import Target
 from lang_helpers import compiled, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 pytestmark = pytest.mark.vulkan
@@ -59,15 +60,16 @@ def test_all_four_ext_operations_on_ref_and_through_nv2_on_lavapipe():
                  "OpCooperativeMatrixGetCoordinateEXT", "OpCooperativeMatrixConvertUseEXT",
                  "CooperativeMatrixTransposeEXT", "SPV_EXT_cooperative_matrix_maintenance1"):
         assert name in text, name
-    lowered = lower_ext_to_nv2(spec.words).words()
-    validate(lowered, env="vulkan1.3")
-    lowered_ops = {i.opcode for i in decode(lowered).instructions}
+    lowered = compile_kernel(spec.words, Target.profile("lavapipe"))
+    assert lowered.changes
+    validate(lowered.words, env="vulkan1.3")
+    lowered_ops = {i.opcode for i in decode(lowered.words).instructions}
     assert Op.CooperativeMatrixGetCoordinateEXT not in lowered_ops  # emulated through PerElementOp
     assert Op.CooperativeMatrixTransposeNV in lowered_ops
 
     arrays = {"x": x.ravel(), **{name: poisoned(m * n, np.float32)
                                  for name in ("mapped", "rows", "cols", "total", "gathered", "product")}}
-    results = run_everywhere(spec, (1, 1, 1), arrays, words_for=lambda device: None if device == "ref" else lowered)
+    results = run_everywhere(spec, (1, 1, 1), arrays)  # the launch lowers for device 0's own target
     rows_, cols_ = np.indices((m, n))
     h = x.astype(np.float16).astype(np.float32)
     expected = {
@@ -96,7 +98,7 @@ def test_quad_reduction_on_ref():
     rng = np.random.default_rng(32)
     x = (rng.integers(-16, 16, (16, 16)) / 4).astype(np.float32)
     spec = compiled(quad_reduce, M=16, N=16)
-    validate(lower_ext_to_nv2(spec.words).words(), env="vulkan1.3")
+    validate(compile_kernel(spec.words, Target.profile("lavapipe")).words, env="vulkan1.3")
     out = run_on("ref", spec, (1, 1, 1), {"x": x.ravel(), "out": poisoned(64, np.float32)})
     expected = x.reshape(8, 2, 8, 2).sum(axis=(1, 3))
     np.testing.assert_array_equal(out["out"].reshape(8, 8), expected)

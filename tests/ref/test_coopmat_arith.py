@@ -7,8 +7,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hydroplane.ref import coopmat as cm
-from hydroplane.ref import coopmat_arith as ar
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.ref.coopmat import arith as ar
 
 SMALL_FLOATS = [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
 

@@ -11,7 +11,8 @@ import pytest
 from cts.device_types import missing_matrix_types
 from hydroplane.ref import Executor
 from hydroplane.spirv import samples
-from hydroplane.spirv.lower_nv2 import lower_ext_to_nv2
+from hydroplane.spirv.lower import lower
+from hydroplane.spirv.target import Target
 
 DTYPES = {"f16": np.float16, "f32": np.float32, "s8": np.int8, "u8": np.uint8, "s32": np.int32,
           "u32": np.uint32}
@@ -149,7 +150,7 @@ def test_builder_reduce_tile(lavapipe, dtype, mode, combine, family):
     np.testing.assert_array_equal(got, want)
     # On the device: the reported 8x8 shapes only (a 2x2 result would be 4x4; lavapipe also crashes
     # creating the pipeline of this sample at 16x16 with local size 8, see docs/ref_coopmat.md).
-    device_words = lower_ext_to_nv2(words).words() if family == "ext" else words
+    device_words = lower(words, Target.profile("lavapipe")).words() if family == "ext" else words
     if mode != "2x2" and lavapipe.info.cooperative_matrix_nv2 and _device_has(lavapipe, device_words):
         dev = _dispatch_device(lavapipe, device_words, arrays).reshape(out_m, out_n)
         np.testing.assert_array_equal(dev, want)

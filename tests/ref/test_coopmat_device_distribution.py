@@ -8,8 +8,9 @@ import pytest
 
 from cts.compile import compile_glsl, glsl_source
 from hydroplane.ref import Executor
-from hydroplane.ref import coopmat as cm
-from hydroplane.spirv.lower_nv2 import lower_ext_to_nv2
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.spirv.lower import lower
+from hydroplane.spirv.target import Target
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def test_reference_executor_mimics_the_devices_distribution(glslang, lavapipe, r
     coords_words = compile_glsl(glslang, glsl_source("coordinates.comp"), defines)
     length = rows * cols // sg
     arrays = [np.full(2 * sg * length, 0xFFFFFFFF, np.uint32), np.zeros(sg, np.uint32)]
-    coords, lengths = _device(lavapipe, lower_ext_to_nv2(coords_words).words(), arrays)
+    coords, lengths = _device(lavapipe, lower(coords_words, Target.profile("lavapipe")).words(), arrays)
     assert (lengths == length).all()
     pairs = coords.reshape(sg, length, 2).astype(np.int64)
     table = pairs[..., 0] * cols + pairs[..., 1]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hydroplane.ref import Executor, OutOfBoundsError
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 from ref_helpers import glsl
 
 SG, R, C = 8, 8, 8

@@ -9,7 +9,7 @@ import pytest
 from cts import extras
 from cts.compile import compile_glsl, glsl_source
 from hydroplane.ref import Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 
 
 def _run(words, buffers, sg=8, grid=(1, 1, 1), push=None, **options):

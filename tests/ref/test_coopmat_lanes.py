@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 
 SHAPES = [(8, 8, 8), (16, 16, 32), (16, 8, 32), (8, 8, 32), (5, 7, 8), (16, 16, 64)]
 
@@ -151,10 +151,10 @@ def test_type_checks():
 
 
 def test_element_pointer_helpers_read_and_write_the_lanes_elements():
-    """coopmat_ops.load_element/store_element (for access chains into matrix variables)."""
+    """coopmat_instances.load_element/store_element (for access chains into matrix variables)."""
     from types import SimpleNamespace
 
-    from hydroplane.ref import coopmat_ops
+    from hydroplane.ref.coopmat import instances as coopmat_instances
     from hydroplane.ref.lanes import Lanes
     from hydroplane.ref.types import CooperativeMatrixType, FloatType
     from hydroplane.ref.values import Pointer
@@ -167,14 +167,14 @@ def test_element_pointer_helpers_read_and_write_the_lanes_elements():
     mask = rng.random(16) < 0.7
     ctx = SimpleNamespace(lanes=lanes, mask=mask, options={})
     ptr = Pointer(None, index, t.component)
-    got = coopmat_ops.load_element(ctx, ptr, mats, t)
+    got = coopmat_instances.load_element(ctx, ptr, mats, t)
     flat = mats.reshape(2, -1)
     lane = np.arange(16) % 8
     inst = np.arange(16) // 8
     expect = flat[inst, lane + np.where(mask, index, 0) * 8]
     np.testing.assert_array_equal(got, expect)
     values = rng.standard_normal(16).astype(np.float32)
-    out = coopmat_ops.store_element(ctx, ptr, mats, t, values).reshape(2, -1)
+    out = coopmat_instances.store_element(ctx, ptr, mats, t, values).reshape(2, -1)
     want = flat.copy()
     want[inst[mask], (lane + index * 8)[mask]] = values[mask]
     np.testing.assert_array_equal(out, want)

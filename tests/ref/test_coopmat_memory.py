@@ -4,8 +4,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hydroplane.ref import coopmat as cm
-from hydroplane.ref import coopmat_memory as mem
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.ref.coopmat import memory as mem
 
 DTYPES = [np.float16, np.float32, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32]
 

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydroplane.ref import coopmat as cm
-from hydroplane.ref import coopmat_arith as ar
-from hydroplane.ref import coopmat_memory as mem
-from hydroplane.ref import coopmat_reduce as rd
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.ref.coopmat import arith as ar
+from hydroplane.ref.coopmat import memory as mem
+from hydroplane.ref.coopmat import reduce as rd
 
 SETTINGS = settings(max_examples=60, deadline=None)
 DTYPES = [np.float16, np.float32, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.uint32]

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from hydroplane.ref import coopmat as cm
-from hydroplane.ref import coopmat_reduce as rd
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.ref.coopmat import reduce as rd
 
 ACC = cm.Use.MatrixAccumulator
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from hydroplane.ref import Executor
-from hydroplane.ref import coopmat as cm
+from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.spirv.grammar import Op
 from ref_helpers import glsl
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from hydroplane.ref import coopmat as cm
-from hydroplane.ref import coopmat_tensor as tt
-from hydroplane.ref.coopmat_memory import CoopMatBoundsError
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.ref.coopmat import tensor as tt
+from hydroplane.ref.coopmat.memory import CoopMatBoundsError
 
 F32 = np.float32
 

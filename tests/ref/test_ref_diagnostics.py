@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from hydroplane.errors import HydroplaneError
+from hydroplane.spirv import binary, disassemble
 from hydroplane.ref import (Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError,
                             UnsupportedInstructionError)
 from ref_helpers import glsl, spirv_text
@@ -38,6 +39,11 @@ void main() { uint i = gl_GlobalInvocationID.x; b[i] = a[i + 60u]; }""")
     assert "= OpLoad %float %" in d.disassembly and d.offset > 0
     assert "of A (set 0 binding 0) (StorageBuffer, 256 bytes)" in d.message
     assert isinstance(err.value, HydroplaneError)
+    # the disassembler's own line for the instruction at that offset (one printer for both)
+    module = binary.decode(words)
+    index = next(i for i, inst in enumerate(module.instructions) if inst.offset == d.offset)
+    listing = disassemble(module, header=False).splitlines()
+    assert listing[index].strip() == d.disassembly
 
 
 def test_out_of_bounds_write_is_reported_before_it_lands():

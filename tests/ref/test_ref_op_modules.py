@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hydroplane.ref import ops
+from hydroplane.ref import handlers
+from hydroplane.ref.coopmat import ops as coopmat_ops
+from hydroplane.ref.coopmat import tensor_ops as coopmat_tensor_ops
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -25,8 +27,9 @@ sys.exit(1 if missing else 0)
 """
 
 
-@pytest.mark.parametrize("first", ["hydroplane.ref", "hydroplane.ref.coopmat", "hydroplane.ref.coopmat_ops",
-                                   "hydroplane.ref.coopmat_tensor_ops", "hydroplane.ref.ops"])
+@pytest.mark.parametrize("first", ["hydroplane.ref", "hydroplane.ref.coopmat", "hydroplane.ref.coopmat.matrix",
+                                   "hydroplane.ref.coopmat.ops", "hydroplane.ref.coopmat.tensor_ops",
+                                   "hydroplane.ref.ops", "hydroplane.ref.handlers"])
 def test_handlers_registered_whatever_is_imported_first(first):
     env = dict(os.environ, PYTHONPATH=str(SRC), PYTHONDONTWRITEBYTECODE="1")
     done = subprocess.run([sys.executable, "-c", PROBE, first], env=env, capture_output=True, text=True, timeout=60)
@@ -34,13 +37,13 @@ def test_handlers_registered_whatever_is_imported_first(first):
 
 
 def test_loader_names_the_coopmat_handler_modules():
-    assert "coopmat_ops" in ops.OP_MODULES and "coopmat_tensor_ops" in ops.OP_MODULES
-    assert ops.OP_MODULES.index("coopmat_ops") < ops.OP_MODULES.index("coopmat_tensor_ops")
+    assert coopmat_ops in handlers.HANDLER_MODULES and coopmat_tensor_ops in handlers.HANDLER_MODULES
+    assert handlers.HANDLER_MODULES.index(coopmat_ops) < handlers.HANDLER_MODULES.index(coopmat_tensor_ops)
 
 
 def test_coopmat_modules_do_not_import_their_handlers():
     """The semantics modules stay free of handler imports; only the loader pulls handlers in."""
-    for name in ("coopmat.py", "coopmat_ops.py"):
-        text = (SRC / "hydroplane" / "ref" / name).read_text()
-        assert "import hydroplane.ref.coopmat_ops" not in text
-        assert "import hydroplane.ref.coopmat_tensor_ops" not in text
+    for name in ("matrix.py", "ops.py"):
+        text = (SRC / "hydroplane" / "ref" / "coopmat" / name).read_text()
+        assert "import hydroplane.ref.coopmat.ops" not in text and "coopmat import ops" not in text
+        assert "import hydroplane.ref.coopmat.tensor_ops" not in text and "coopmat import tensor_ops" not in text

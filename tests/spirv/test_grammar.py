@@ -112,3 +112,26 @@ def test_transpose_decoration_agrees_with_seed_000():
     assert "CooperativeMatrixConversionsEXT" in convert.capabilities
     assert deco.capabilities == ("CooperativeMatrixConversionsEXT",)
     assert deco.parameters == ()
+
+
+def test_operand_kind_categories_come_from_the_grammar():
+    categories = {info.category for info in grammar.KINDS.values()}
+    assert categories == {"Id", "Literal", "Composite", "ValueEnum", "BitEnum"}
+    assert grammar.ID_KINDS == {"IdRef", "IdResult", "IdResultType", "IdScope", "IdMemorySemantics"}
+    assert all(grammar.operand_kind(k).is_id for k in grammar.ID_KINDS)
+    assert grammar.ENUM_KINDS == {k for k, info in grammar.KINDS.items() if info.is_enum}
+    assert "FunctionControl" in grammar.BIT_ENUM_KINDS and "StorageClass" not in grammar.BIT_ENUM_KINDS
+    assert {"LiteralInteger", "LiteralFloat", "LiteralSpecConstantOpInteger"} <= grammar.ONE_WORD_KINDS
+    assert not grammar.ONE_WORD_KINDS & {"LiteralString", "LiteralContextDependentNumber", "PairIdRefIdRef"}
+    # OpSwitch's literal is as wide as its selector; the other pairs are the grammar's bases
+    assert grammar.COMPOSITE_KINDS == {"PairLiteralIntegerIdRef": ("LiteralContextDependentNumber", "IdRef"),
+                                       "PairIdRefLiteralInteger": ("IdRef", "LiteralInteger"),
+                                       "PairIdRefIdRef": ("IdRef", "IdRef")}
+
+
+def test_no_module_keeps_its_own_copy_of_the_operand_kind_categories():
+    package = Path(grammar.__file__).parents[1]
+    copies = [str(p.relative_to(package)) for p in package.rglob("*.py")
+              if p.name not in ("grammar.py", "_grammar_generated.py")
+              and ('"IdMemorySemantics"' in p.read_text() or '"PairIdRefIdRef"' in p.read_text())]
+    assert not copies, f"operand-kind categories copied in {copies}: use grammar.ID_KINDS / COMPOSITE_KINDS"

@@ -12,8 +12,9 @@ from array import array
 import pytest
 
 from conftest import run_tool
-from hydroplane.spirv import binary, grammar, text
-from hydroplane.spirv.text import AssemblyError, ScalarType
+from hydroplane.spirv import binary, grammar, text, text_literals
+from hydroplane.spirv.assembler import AssemblyError
+from hydroplane.spirv.types import BF16, E4M3, E5M2, F16, F32, F64
 from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 
@@ -265,47 +266,47 @@ def test_hand_written_decoding_details():
 # Float literals: every pattern of the narrow formats, random ones of the wide formats
 
 
-NARROW = [ScalarType(True, 16), ScalarType(True, 16, encoding="BFloat16KHR"),
-          ScalarType(True, 8, encoding="Float8E4M3EXT"), ScalarType(True, 8, encoding="Float8E5M2EXT")]
+NARROW = [F16, BF16, E4M3, E5M2]
 
 
-@pytest.mark.parametrize("t", NARROW, ids=lambda t: f"{t.width}{t.encoding or ''}")
+@pytest.mark.parametrize("t", NARROW, ids=lambda t: t.name)
 def test_every_narrow_float_pattern_round_trips(t):
-    exp_bits, mant_bits = t.float_format
+    exp_bits, mant_bits = text_literals.float_format(t)
     for bits in range(1 << t.width):
-        literal = text.format_float(bits, t)
-        assert text.encode_float(literal, exp_bits, mant_bits, t.encoding == "Float8E4M3EXT") == bits, (bits, literal)
+        literal = text_literals.format_float(bits, t)
+        no_infinity = t.encoding in text_literals.NO_INFINITY
+        assert text_literals.encode_float(literal, exp_bits, mant_bits, no_infinity) == bits, (bits, literal)
 
 
 def test_wide_float_patterns_round_trip():
     rng = random.Random(1234)
-    f32, f64 = ScalarType(True, 32), ScalarType(True, 64)
+    f32, f64 = F32, F64
     samples = [0, 1, 0x7F800000, 0xFF800000, 0x7FC00001, 0x00000001, 0x807FFFFF, 0x7F7FFFFF]
     samples += [rng.getrandbits(32) for _ in range(4000)]
     for bits in samples:
-        literal = text.format_float(bits, f32)
-        assert text.encode_float(literal, 8, 23) == bits, (hex(bits), literal)
+        literal = text_literals.format_float(bits, f32)
+        assert text_literals.encode_float(literal, 8, 23) == bits, (hex(bits), literal)
     for bits in [0x7FF0000000000000, 0x0000000000000001, 0x8000000000000000] + [rng.getrandbits(64) for _ in range(4000)]:
-        literal = text.format_float(bits, f64)
-        assert text.encode_float(literal, 11, 52) == bits, (hex(bits), literal)
+        literal = text_literals.format_float(bits, f64)
+        assert text_literals.encode_float(literal, 11, 52) == bits, (hex(bits), literal)
 
 
 def test_float_formats_follow_spirv_dis():
-    f32 = ScalarType(True, 32)
-    assert text.format_float(struct.unpack("<I", struct.pack("<f", 0.1))[0], f32) == "0.100000001"
-    assert text.format_float(0x80000000, f32) == "-0"
-    assert text.format_float(0x7F800000, f32) == "0x1p+128"
-    assert text.format_float(0x00000001, f32) == "0x1p-149"
-    assert text.format_float(0x2E66, ScalarType(True, 16)) == "0x1.998p-4"
-    assert text.format_float(0x0001, ScalarType(True, 16)) == "0x1p-24"
-    assert text.format_float(0x3FC0, ScalarType(True, 16, encoding="BFloat16KHR")) == "0x1.8p+0"
+    f32 = F32
+    assert text_literals.format_float(struct.unpack("<I", struct.pack("<f", 0.1))[0], f32) == "0.100000001"
+    assert text_literals.format_float(0x80000000, f32) == "-0"
+    assert text_literals.format_float(0x7F800000, f32) == "0x1p+128"
+    assert text_literals.format_float(0x00000001, f32) == "0x1p-149"
+    assert text_literals.format_float(0x2E66, F16) == "0x1.998p-4"
+    assert text_literals.format_float(0x0001, F16) == "0x1p-24"
+    assert text_literals.format_float(0x3FC0, BF16) == "0x1.8p+0"
     # Decimal input rounds to nearest even, exactly (not through a double).
-    assert text.encode_float("1.00000005960464477539062500000001", 8, 23) == 0x3F800001
-    assert text.encode_float("1.000000059604644775390625", 8, 23) == 0x3F800000
-    assert text.encode_float("65520", 5, 10) is None  # rounds past the largest half
-    assert text.encode_float("65519.99", 5, 10) == 0x7BFF
-    assert text.encode_float("1e-8", 5, 10) == 0  # below half the smallest subnormal
-    assert text.encode_float("nonsense", 8, 23) is None
+    assert text_literals.encode_float("1.00000005960464477539062500000001", 8, 23) == 0x3F800001
+    assert text_literals.encode_float("1.000000059604644775390625", 8, 23) == 0x3F800000
+    assert text_literals.encode_float("65520", 5, 10) is None  # rounds past the largest half
+    assert text_literals.encode_float("65519.99", 5, 10) == 0x7BFF
+    assert text_literals.encode_float("1e-8", 5, 10) == 0  # below half the smallest subnormal
+    assert text_literals.encode_float("nonsense", 8, 23) is None
 
 
 # ---------------------------------------------------------------------------------------
@@ -400,7 +401,7 @@ def test_extreme_float_literals_are_quick(literal, expected):
     import time
 
     start = time.process_time()
-    assert text.encode_float(literal, 8, 23) == expected
+    assert text_literals.encode_float(literal, 8, 23) == expected
     assert time.process_time() - start < 0.5
 
 

@@ -21,6 +21,6 @@ from hydroplane.lang.core import (
     u16, u32, u64, u8, vec, workgroup_id, writeonly,
 )
 from hydroplane.lang.errors import CompilationError
-from hydroplane.lang.kernel import Func, Kernel, KernelParam, SourceLocation, Specialization, func, kernel
+from hydroplane.lang.kernel import Func, Kernel, KernelParam, Specialization, func, kernel
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -3,7 +3,7 @@
 The language emits the most direct form: KHR load/store/mul-add/length, element-wise
 arithmetic on matrices, and the EXT maintenance1 instructions (seed 000) for convert_use,
 transpose, map (PerElementOp), reduce and coordinate. A target without EXT gets them
-rewritten by `hydroplane.spirv.lower_nv2.lower_ext_to_nv2` (NV2), outside this layer.
+rewritten by `hydroplane.spirv.lower.lower(module, target)` (NV2), outside this layer.
 """
 
 from __future__ import annotations

@@ -21,7 +21,6 @@ Launching lives above this layer (hydroplane.jit).
 from __future__ import annotations
 
 import inspect
-import linecache
 from array import array
 from dataclasses import dataclass, field
 
@@ -33,6 +32,7 @@ from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
 from hydroplane.spirv import decode, grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.enums import StorageClass
+from hydroplane.spirv.locations import SourceLocation, source_locations
 from hydroplane.spirv.text import disassemble
 
 Op = grammar.Op
@@ -51,19 +51,6 @@ class KernelParam:
 
 
 @dataclass(frozen=True)
-class SourceLocation:
-    """A place in a kernel's Python source."""
-
-    file: str
-    line: int
-    col: int  # 1-based
-    text: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}\n    {self.text}\n    {' ' * (self.col - 1)}^"
-
-
-@dataclass(frozen=True)
 class Specialization:
     """A kernel compiled for one set of constexprs: the words and the interface to launch it."""
 
@@ -73,34 +60,16 @@ class Specialization:
     push_constant_size: int
     local_size: tuple[int, int, int]
     constexprs: tuple = ()
-    _lines: list | None = field(default=None, repr=False, compare=False)
+    _locations: dict | None = field(default=None, repr=False, compare=False)
 
     def asm(self) -> str:
         return disassemble(self.words)
 
     def location_of(self, offset: int) -> SourceLocation | None:
-        """The kernel's Python line behind the instruction at word `offset` (the OpLine in force there)."""
-        if self._lines is None:
-            lines, strings, current = [], {}, None
-            for inst in decode(self.words).instructions:
-                if inst.opcode == Op.String:
-                    strings[inst.result_id] = inst.operands[0].value
-                elif inst.opcode == Op.Line:
-                    file_id, line, col = (o.value for o in inst.operands)
-                    current = (strings.get(file_id, "<unknown>"), line, col)
-                elif inst.opcode in (Op.NoLine, Op.Function, Op.FunctionEnd):
-                    current = None
-                lines.append((inst.offset, current))
-            object.__setattr__(self, "_lines", lines)
-        found = None
-        for at, where in self._lines:
-            if at > offset:
-                break
-            found = where
-        if found is None:
-            return None
-        file, line, col = found
-        return SourceLocation(file, line, col, linecache.getline(file, line).rstrip("\n"))
+        """The kernel's Python file:line:col behind the instruction at word `offset` of these words."""
+        if self._locations is None:
+            object.__setattr__(self, "_locations", source_locations(decode(self.words)))
+        return self._locations.get(offset)
 
     @property
     def buffers(self) -> tuple[KernelParam, ...]:
@@ -435,4 +404,4 @@ def _build(kernel_: Kernel, source: Source, constexprs: dict) -> Specialization:
                           tuple(sorted(constexprs.items())))
 
 
-__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "SourceLocation", "Specialization", "func", "kernel"]
+__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "Specialization", "func", "kernel"]

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref import types as T
+from hydroplane.ref.coopmat.instances import load_element, store_element
+from hydroplane.ref.coopmat.matrix import CoopMatError
 from hydroplane.ref.memory import PSB
-from hydroplane.ref.values import Pointer, zeros_of
+from hydroplane.ref.values import Pointer, merge, zeros_of
 
 
 def load_value(ctx, ptr: Pointer, t: T.Type):
@@ -44,8 +46,6 @@ def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
         if cell.value is None or int(np.count_nonzero(ctx.mask)) == cell.lanes:
             cell.value = value
         else:
-            from hydroplane.ref.values import merge
-
             mask = ctx.mask
             if isinstance(t, T.CooperativeMatrixType):
                 mask = ctx.instance_mask(t.scope)
@@ -67,11 +67,8 @@ def _matrix_of(ptr: Pointer):
 
 def _load_matrix_element(ctx, ptr: Pointer):
     """Each lane's element `ptr.offset` of a cooperative-matrix register variable (the lanes' view)."""
-    from hydroplane.ref import coopmat_ops
-    from hydroplane.ref.coopmat import CoopMatError
-
     try:
-        return coopmat_ops.load_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of)
+        return load_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of)
     except CoopMatError as exc:
         ctx.diagnose("out-of-bounds", f"a load through an element pointer into {ptr.var.name}: {exc}")
         return np.zeros(ctx.lanes.count, ptr.elem_of.dtype)  # collect mode: the load reads zeros
@@ -79,11 +76,8 @@ def _load_matrix_element(ctx, ptr: Pointer):
 
 def _store_matrix_element(ctx, ptr: Pointer, value) -> None:
     """Each active lane's element `ptr.offset` of a cooperative-matrix register variable set to its value."""
-    from hydroplane.ref import coopmat_ops
-    from hydroplane.ref.coopmat import CoopMatError
-
     try:
-        ptr.var.value = coopmat_ops.store_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of, value)
+        ptr.var.value = store_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of, value)
     except CoopMatError as exc:  # collect mode: the store is dropped
         ctx.diagnose("out-of-bounds", f"a store through an element pointer into {ptr.var.name}: {exc}")
 

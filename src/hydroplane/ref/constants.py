@@ -12,8 +12,15 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref import types as T
+from hydroplane.ref.context import ExecContext
 from hydroplane.ref.errors import InvalidModuleError
+from hydroplane.ref.handlers import handler_for
+from hydroplane.ref.instruction import Instr
+from hydroplane.ref.lanes import Lanes
+from hydroplane.ref.ops_composite import construct
+from hydroplane.ref.values import zeros_of
 from hydroplane.spirv import grammar
+from hydroplane.spirv.binary import Instruction
 
 Op = grammar.Op
 
@@ -28,7 +35,10 @@ def scalar_from_bits(t: T.Type, bits: int) -> np.ndarray:
 
 
 def scalar_from_python(t: T.Type, value) -> np.ndarray:
-    """A (1,) array of scalar type `t` from a Python number given as a specialization value."""
+    """A (1,) array of scalar type `t` from a Python number, or its little-endian bytes, given as a
+    specialization value (the launch layer packs by declared type; bool as a 32-bit VkBool32)."""
+    if isinstance(value, (bytes, bytearray)):
+        return scalar_from_bits(t, int.from_bytes(value, "little"))
     if isinstance(t, T.BoolType):
         return np.array([bool(value)])
     if isinstance(t, T.FloatType):
@@ -47,6 +57,11 @@ def _spec_override(program, rid: int):
 # Inner opcodes of OpSpecConstantOp whose value is only known at dispatch.
 DISPATCH_DEPENDENT_OPS = frozenset({int(Op.CooperativeMatrixLengthNV), int(Op.CooperativeMatrixLengthKHR)})
 
+# Every constant-creating instruction `evaluate` knows (the loader refuses other module-level ones by name).
+CONSTANT_OPS = frozenset({Op.Constant, Op.SpecConstant, Op.ConstantTrue, Op.ConstantFalse, Op.SpecConstantTrue,
+                          Op.SpecConstantFalse, Op.ConstantComposite, Op.SpecConstantComposite,
+                          Op.ConstantCompositeReplicateEXT, Op.SpecConstantCompositeReplicateEXT, Op.ConstantNull,
+                          Op.Undef, Op.SpecConstantOp})
 SPEC_OPS = (Op.SpecConstantOp, Op.SpecConstantComposite, Op.SpecConstantCompositeReplicateEXT,
             Op.ConstantComposite, Op.ConstantCompositeReplicateEXT)
 
@@ -70,15 +85,15 @@ def _depends_on_dispatch(program, raw) -> bool:
     return bool(deferred) and any(i in deferred for i in _operand_ids(raw))
 
 
-def for_dispatch(program, ops, lanes, options) -> dict:
+def for_dispatch(program, lanes, options) -> dict:
     """The module's constants with the dispatch-dependent ones evaluated for `lanes` and `options`."""
     values = dict(program.constants)
     for raw in program.dispatch_constants:
-        evaluate(program, raw, ops, values, lanes, options)
+        evaluate(program, raw, values, lanes, options)
     return values
 
 
-def evaluate(program, raw, ops, into: dict | None = None, lanes=None, options=None) -> None:
+def evaluate(program, raw, into: dict | None = None, lanes=None, options=None) -> None:
     """Give the constant-defining instruction `raw` its value in `into` (default program.constants);
     with no `lanes` (module time), a dispatch-dependent constant is deferred instead."""
     op = raw.opcode
@@ -104,18 +119,14 @@ def evaluate(program, raw, ops, into: dict | None = None, lanes=None, options=No
         if op in (Op.SpecConstantTrue, Op.SpecConstantFalse):
             override = _spec_override(program, rid)
             if override is not None:
-                value = np.array([bool(override)])
+                value = scalar_from_python(t, override)
     elif op in (Op.ConstantComposite, Op.SpecConstantComposite, Op.ConstantCompositeReplicateEXT,
                 Op.SpecConstantCompositeReplicateEXT):
-        from hydroplane.ref.ops_composite import construct
-
         parts = [into[o.value] for o in raw.operands]
         if op in (Op.ConstantCompositeReplicateEXT, Op.SpecConstantCompositeReplicateEXT):
             parts = parts * _replicate_count(t)
         value = construct(t, parts)
     elif op in (Op.ConstantNull, Op.Undef):
-        from hydroplane.ref.values import zeros_of
-
         if isinstance(t, T.CooperativeMatrixType):
             value = np.zeros((1, t.rows, t.cols), t.dtype)
         else:
@@ -124,7 +135,7 @@ def evaluate(program, raw, ops, into: dict | None = None, lanes=None, options=No
             except TypeError:
                 return
     elif op == Op.SpecConstantOp:
-        value = _spec_constant_op(program, raw, ops, into, lanes, options)
+        value = _spec_constant_op(program, raw, into, lanes, options)
     else:
         return
     into[rid] = value
@@ -142,12 +153,7 @@ def _replicate_count(t: T.Type) -> int:
     return len(t.members)
 
 
-def _spec_constant_op(program, raw, ops, constants: dict, lanes, options):
-    from hydroplane.ref.context import ExecContext
-    from hydroplane.ref.lanes import Lanes
-    from hydroplane.ref.program import Instr
-    from hydroplane.spirv.binary import Instruction
-
+def _spec_constant_op(program, raw, constants: dict, lanes, options):
     inner_op = raw.operands[0].value
     info = grammar.instruction(inner_op)
     # rebuild the inner instruction's operands with their grammar kinds
@@ -159,7 +165,7 @@ def _spec_constant_op(program, raw, ops, constants: dict, lanes, options):
         operands.append(type(o)(kind, o.value, o.nwords))
     inst = Instr(Instruction(inner_op, raw.result_type, raw.result_id, operands, raw.offset))
     inst.type = program.types.get(raw.result_type)
-    inst.handler = ops.handler_for(program, inst)
+    inst.handler = handler_for(program, inst)
     ctx = ExecContext(program, lanes if lanes is not None else Lanes.flat(1), options=options, globals=constants)
     ctx.inst = inst
     inst.handler(ctx, inst)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref import types as T
-from hydroplane.ref.describe import format_instruction
+from hydroplane.ref.control import run_function
 from hydroplane.ref.errors import ERROR_OF_KIND, Diagnostic, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.memory import Memory
-from hydroplane.ref.values import merge
+from hydroplane.ref.values import broadcast_lanes, merge
 
 MAX_NAMED_INVOCATIONS = 4
 
@@ -96,8 +96,6 @@ class ExecContext:
 
     def full(self, value):
         """A value with its lane axis materialised to the lane count."""
-        from hydroplane.ref.values import broadcast_lanes
-
         return broadcast_lanes(value, self.lanes.count)
 
     # -- calls ----------------------------------------------------------------------------------
@@ -108,8 +106,6 @@ class ExecContext:
         fresh flat context that shares globals and memory but has no invocations behind it
         (what PerElementOp's Func and Reduce's CombineFunc need).
         """
-        from hydroplane.ref.control import run_function
-
         if lanes is None:
             return run_function(self, self.program.functions[function_id], args)
         sub = ExecContext(self.program, Lanes.flat(lanes), self.memory, self.options, self.globals, self.report)
@@ -120,7 +116,9 @@ class ExecContext:
     def _where(self) -> str:
         if self.inst is None:
             return ""
-        return f" at word {self.inst.offset}: {format_instruction(self.inst, self.program.display_names)}"
+        location = self.program.locations.get(self.inst.offset)
+        where = f"{location} (word {self.inst.offset})" if location else f"word {self.inst.offset}"
+        return f" at {where}: {self.program.describe(self.inst)}"
 
     def diagnostic(self, kind: str, message: str, lanes=None) -> Diagnostic:
         lanes = np.unique(np.asarray(lanes, np.int64).reshape(-1)) if lanes is not None else np.zeros(0, np.int64)
@@ -128,8 +126,9 @@ class ExecContext:
         return Diagnostic(kind, message,
                           [self.lanes.describe(int(i)) for i in lanes[:MAX_NAMED_INVOCATIONS]],
                           inst.offset if inst is not None else None,
-                          format_instruction(inst, self.program.display_names) if inst is not None else "",
-                          len(lanes))
+                          self.program.describe(inst) if inst is not None else "",
+                          len(lanes),
+                          str(self.program.locations.get(inst.offset, "")) if inst is not None else "")
 
     def diagnose(self, kind: str, message: str, lanes=None) -> None:
         """Raise the diagnostic (default) or append it to the report (collect mode)."""

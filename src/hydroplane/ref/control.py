@@ -14,7 +14,6 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
-from hydroplane.ref.describe import format_instruction
 from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.ref.access import store_value
 from hydroplane.ref.memory import Region
@@ -112,7 +111,7 @@ def run_function(ctx, fn, args: list):
             except HydroplaneError:
                 raise
             except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:
-                where = (f" at word {ctx.inst.offset} `{format_instruction(ctx.inst, ctx.program.display_names)}`"
+                where = (f" at word {ctx.inst.offset} `{ctx.program.describe(ctx.inst)}`"
                          if ctx.inst is not None else "")
                 raise InvalidModuleError(f"malformed module or executor bug{where}: "
                                          f"{type(exc).__name__}: {exc}") from exc

@@ -21,9 +21,12 @@ class Diagnostic:
     offset: int | None = None  # word offset of the instruction in the module
     disassembly: str = ""  # the instruction, spirv-dis style
     count: int = 0  # how many invocations were involved in total
+    location: str = ""  # 'file:line:column' of the instruction, when the module carries OpLine
 
     def __str__(self) -> str:
         where = f" at word {self.offset}" if self.offset is not None and self.offset >= 0 else ""
+        if self.location:
+            where = f" at {self.location} (word {self.offset})"
         inst = f" `{self.disassembly}`" if self.disassembly else ""
         who = ""
         if self.invocations:

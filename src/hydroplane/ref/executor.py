@@ -12,13 +12,14 @@ With diagnostics="collect", `dispatch` returns the list of `Diagnostic`s instead
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import types as T
-from hydroplane.ref import ops
+from hydroplane.ref.access import store_value
 from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
@@ -63,8 +64,12 @@ class Executor:
 
     name = "ref"
 
+    # The smallest maxComputeWorkGroupCount Vulkan allows: a grid the reference executor takes fits any device.
+    max_workgroup_count = (65535, 65535, 65535)
+
     def __init__(self, subgroup_size: int = 32, diagnostics: str = "raise", checks: bool = True,
-                 max_lanes: int = 1 << 15, **options):
+                 max_lanes: int = 1 << 15, *, coopmat_distribution: str | None = None, max_blocks: int | None = None,
+                 progress: Callable[[int, int], None] | None = None):
         if subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
         if diagnostics not in ("raise", "collect"):
@@ -73,7 +78,12 @@ class Executor:
         self.diagnostics = diagnostics
         self.checks = checks
         self.max_lanes = max_lanes
-        self.options = options  # e.g. coop-matrix element distribution, read by ref.coopmat
+        self.progress = progress  # called as progress(workgroups done, workgroups in all) after each batch
+        self.options: dict = {}  # read by the op handlers (ref.coopmat_ops, ExecContext)
+        if coopmat_distribution is not None:
+            self.options["coopmat_distribution"] = coopmat_distribution
+        if max_blocks is not None:
+            self.options["max_blocks"] = max_blocks
         self.buffers: list[Buffer] = []
         self.last_report: list[Diagnostic] = []
         self.last_stats: dict = {}
@@ -139,9 +149,7 @@ class Executor:
         bound = _bindings(buffers or {})
         push_bytes = _push_bytes(push)
         sg = kernel.subgroup_size or self.subgroup_size
-        ids = np.stack(np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), np.arange(grid[2]), indexing="ij"),
-                       axis=-1).reshape(-1, 3)
-        ids = ids[np.lexsort((ids[:, 0], ids[:, 1], ids[:, 2]))].astype(np.uint32)
+        total = grid[0] * grid[1] * grid[2]
         invocations = int(np.prod(kernel.local_size))
         wg_lanes = -(-invocations // sg) * sg
         per_batch = max(1, self.max_lanes // wg_lanes)
@@ -150,9 +158,9 @@ class Executor:
         constants = kernel.program.constants
         if kernel.program.dispatch_constants:
             one_workgroup = Lanes(sg, kernel.local_size, np.zeros((1, 3), np.uint32), grid)
-            constants = for_dispatch(kernel.program, ops, one_workgroup, self.options)
-        for start in range(0, len(ids), per_batch):
-            lanes = Lanes(sg, kernel.local_size, ids[start:start + per_batch], grid)
+            constants = for_dispatch(kernel.program, one_workgroup, self.options)
+        for start in range(0, total, per_batch):
+            lanes = Lanes(sg, kernel.local_size, _workgroup_ids(grid, start, min(total, start + per_batch)), grid)
             ctx = ExecContext(kernel.program, lanes, options=self.options, globals=dict(constants),
                               report=report)
             ctx.memory.local_index = lanes.local_index
@@ -171,6 +179,8 @@ class Executor:
             run_function(ctx, entry, [])
             stats["instructions"] += ctx.stats["instructions"]
             stats["batches"] += 1
+            if self.progress is not None:
+                self.progress(min(total, start + per_batch), total)
         self.last_report = report or []
         self.last_stats = stats
         return report if report is not None else None
@@ -185,6 +195,13 @@ class Executor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _workgroup_ids(grid: tuple[int, int, int], start: int, stop: int) -> np.ndarray:
+    """Workgroup ids start .. stop-1 in x-fastest order, as (n, 3) uint32."""
+    flat = np.arange(start, stop, dtype=np.int64)
+    x, rest = flat % grid[0], flat // grid[0]
+    return np.stack([x, rest % grid[1], rest // grid[1]], axis=-1).astype(np.uint32)
 
 
 def _local_size(program: Program, ep) -> tuple[int, int, int]:
@@ -270,8 +287,6 @@ def _builtin_value(lanes: Lanes, name: str, t: T.Type) -> np.ndarray:
 def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) -> None:
     program = kernel.program
     lanes = ctx.lanes
-    from hydroplane.ref.access import store_value
-
     for var in program.global_variables:
         rid = var.result_id
         t = var.type.pointee

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hydroplane.ref.errors import InvalidModuleError
+
 PSB_REGION_SHIFT = 40  # PhysicalStorageBuffer address = (region number + 1) << 40 | byte offset
 MAX_REGION_BYTES = 1 << 30
 # Workgroup tracking tables hold, per byte: -1 no access since the last barrier, >= 0 the local
@@ -30,8 +32,6 @@ class Region:
         self.nbytes = nbytes
         padded = max(8, -(-nbytes // 8) * 8)
         if data is None and padded * rows > MAX_REGION_BYTES:
-            from hydroplane.ref.errors import InvalidModuleError
-
             raise InvalidModuleError(f"{storage} variable {name} needs {nbytes} bytes x {rows} copies, "
                                      f"more than the executor's {MAX_REGION_BYTES} bytes")
         if data is None:

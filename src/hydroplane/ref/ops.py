@@ -3,7 +3,8 @@
 `register(Op.X, ...)` adds a handler; `register(Op.X, type=CooperativeMatrixType)` adds one used
 when the instruction's result type or one of its operands' types is of that class (how the
 cooperative-matrix module takes over composite access, conversions and arithmetic on matrices).
-Per-op arithmetic lives in data tables in the ops_* modules; this module only routes.
+Per-op arithmetic lives in data tables in the ops_* modules; this module only routes. The handler modules
+register themselves when imported; `ref.handlers` imports every one of them (the complete table).
 """
 
 from __future__ import annotations
@@ -49,18 +50,3 @@ def handler_for(program, inst) -> Handler:
                     return fn
     return HANDLERS.get(op, unsupported)
 
-
-# Every handler module, in load order: coopmat_tensor_ops imports helpers from coopmat_ops.
-OP_MODULES = ("ops_arith", "ops_convert", "ops_composite", "ops_memory", "ops_control", "ops_glsl", "ops_group",
-              "coopmat_ops", "coopmat_tensor_ops")
-
-
-def _load_op_modules() -> None:
-    """Import each handler module once; importing one registers its handlers."""
-    import importlib
-
-    for name in OP_MODULES:
-        importlib.import_module(f"hydroplane.ref.{name}")
-
-
-_load_op_modules()

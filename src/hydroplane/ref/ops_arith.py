@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref.ops import Op, register
-from hydroplane.ref.values import as_signed, as_unsigned, reinterpret
+from hydroplane.ref.values import Pointer, as_signed, as_unsigned, broadcast_lanes, merge, reinterpret, width
 
 
 def _sdiv(a, b):
@@ -241,30 +241,16 @@ def _logical_not(ctx, inst):
 
 @register(Op.Select)
 def _select(ctx, inst):
-    from hydroplane.ref.values import Pointer, merge
-
     cond, a, b = (ctx.get(i) for i in inst.args)
     if isinstance(a, (tuple, Pointer)) or cond.ndim == 1:
-        w = max(cond.shape[0], _w(a), _w(b))
+        w = max(cond.shape[0], width(a), width(b))
         c = np.broadcast_to(cond, (w,))
         try:
-            ctx.set(inst.result_id, merge(c, ctx_full(a, w), ctx_full(b, w)))
+            ctx.set(inst.result_id, merge(c, broadcast_lanes(a, w), broadcast_lanes(b, w)))
         except TypeError:
             ctx.diagnose("unsupported", "OpSelect between pointers to different objects")
         return
     ctx.set(inst.result_id, np.where(cond, a, b))
-
-
-def _w(v):
-    from hydroplane.ref.values import width
-
-    return width(v)
-
-
-def ctx_full(v, w):
-    from hydroplane.ref.values import broadcast_lanes
-
-    return broadcast_lanes(v, w)
 
 
 def _carry(ctx, inst, fn):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref import types as T
+from hydroplane.ref.memory import PSB
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
 
@@ -124,8 +125,6 @@ def _bitcast(ctx, inst):
     v = ctx.get(inst.args[0])
     t = inst.type
     if isinstance(v, Pointer) or isinstance(t, T.PointerType):
-        from hydroplane.ref.memory import PSB
-
         if isinstance(v, Pointer):
             if v.region is not PSB:
                 ctx.unsupported("OpBitcast of a pointer that is not a PhysicalStorageBuffer pointer")

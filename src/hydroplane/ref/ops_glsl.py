@@ -1,13 +1,26 @@
-"""OpExtInst: GLSL.std.450 as a table of NumPy functions; NonSemantic.* sets are ignored (debug info).
+"""OpExtInst: GLSL.std.450 as tables of NumPy functions; NonSemantic.* sets are ignored (debug info).
 
-Functions take the operand values and the result type's dtype. Integer entries read their
-operands as signed ('S...') or unsigned ('U...') as their names say.
+`GLSL_STD_450` entries take the result type's dtype and the operand values. Integer entries read
+their operands as signed ('S...') or unsigned ('U...') as their names say. `GLSL_STD_450_OUT`
+entries (Modf, Frexp) return the result and the value stored through their pointer operand;
+`GLSL_STD_450_STRUCT` entries (ModfStruct, FrexpStruct) return the struct's members.
+`GEOMETRIC_VECTOR_OPERANDS` says how many leading operands of a geometric instruction are its
+vectors, so that the scalar forms (`length(float)`, `reflect(float, float)`) reduce over a
+one-component axis, never across lanes. `GLSL_STD_450_REFUSED` names the instructions the
+executor refuses and why; every other instruction of the set that none of these tables holds is
+refused by name too.
+
+Precision: the reference computes what the GLSL.std.450 text defines, exactly where the text
+is exact (rounding, modf, frexp, the pack/unpack formulas with IEEE f32 arithmetic), and rounds
+once from float64 where Vulkan only bounds the error (transcendentals, Determinant,
+MatrixInverse). docs/ref.md lists where Vulkan allows an implementation slack.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from hydroplane.ref.access import store_value
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import as_signed, as_unsigned, reinterpret
 from hydroplane.spirv import grammar
@@ -72,6 +85,94 @@ def _normalize(x):
 
 def _cross(a, b):
     return np.cross(a, b)
+
+
+def _dot(a, b):
+    return np.sum(a * b, axis=-1)
+
+
+def _refract(i, n, eta):
+    """k < 0 ? 0 : eta * I - (eta * dot(N, I) + sqrt(k)) * N, k = 1 - eta^2 * (1 - dot(N, I)^2)."""
+    eta = eta[..., None].astype(i.dtype)
+    d = _dot(n, i)[..., None]
+    one = i.dtype.type(1)
+    k = one - eta * eta * (one - d * d)
+    return np.where(k < 0, i.dtype.type(0), eta * i - (eta * d + np.sqrt(np.maximum(k, 0))) * n)
+
+
+def _minor(m, column, row):
+    """The matrix (..., C-1, R-1) left when column `column` and row `row` are removed."""
+    keep_c = [c for c in range(m.shape[-2]) if c != column]
+    keep_r = [r for r in range(m.shape[-1]) if r != row]
+    return m[..., keep_c, :][..., keep_r]
+
+
+def _determinant(m):
+    """Cofactor expansion along the first column (the formula GLSL defines), for 1x1 .. 4x4."""
+    if m.shape[-1] == 1:
+        return m[..., 0, 0]
+    return sum((-1) ** r * m[..., 0, r] * _determinant(_minor(m, 0, r)) for r in range(m.shape[-1]))
+
+
+def _matrix_inverse(m):
+    """Adjugate over determinant; m[c, r] is column c, row r, so inverse[c, r] = cofactor(r, c) / det."""
+    size = m.shape[-1]
+    det = _determinant(m)
+    cof = np.stack([np.stack([(-1) ** (r + c) * _determinant(_minor(m, r, c)) for r in range(size)], axis=-1)
+                    for c in range(size)], axis=-2)
+    return cof / det[..., None, None]
+
+
+def _modf(dt, x):
+    """(fraction, whole): both with the sign of x (C modf; an infinity has fraction +-0)."""
+    frac, whole = np.modf(x)
+    return frac.astype(dt), whole.astype(dt)
+
+
+def _frexp(dt, exp_dt, x):
+    """(significand in [0.5, 1) with the sign of x, exponent); 0 gives (0, 0)."""
+    mant, exp = np.frexp(x.astype(np.float64))
+    return mant.astype(dt), exp.astype(exp_dt)
+
+
+def _round_ties_even_to_int(x, bits):
+    """GLSL.std.450 round(): ties go to even here (the spec lets the implementation choose)."""
+    return (np.rint(x).astype(np.int64) & ((1 << bits) - 1)).astype(np.uint32)
+
+
+def _pack(lo, hi, scale, bits):
+    """Pack 32 // bits components: round(clamp(c, lo, hi) * scale), component 0 in the low bits."""
+    def pack(v):
+        v = v.astype(np.float32)
+        fields = _round_ties_even_to_int(np.clip(v, np.float32(lo), np.float32(hi)) * np.float32(scale), bits)
+        out = np.zeros(v.shape[:-1], np.uint32)
+        for c in range(32 // bits):
+            out |= fields[..., c] << np.uint32(c * bits)
+        return out
+    return pack
+
+
+def _unpack(signed, scale, bits):
+    """Unpack 32 // bits components: f / scale (IEEE f32 division), clamped to [-1, 1] when signed."""
+    def unpack(p):
+        u = as_unsigned(p).astype(np.uint32)
+        fields = np.stack([(u >> np.uint32(c * bits)) & np.uint32((1 << bits) - 1) for c in range(32 // bits)],
+                          axis=-1).astype(np.int64)
+        if signed:
+            fields = np.where(fields >= 1 << (bits - 1), fields - (1 << bits), fields)
+        f = fields.astype(np.float32) / np.float32(scale)
+        return np.clip(f, np.float32(-1), np.float32(1)) if signed else f
+    return unpack
+
+
+def _pack_double_2x32(v):
+    u = as_unsigned(v).astype(np.uint64)
+    return (u[..., 0] | (u[..., 1] << np.uint64(32))).view(np.float64)
+
+
+def _unpack_double_2x32(d):
+    u = np.ascontiguousarray(d, np.float64).view(np.uint64)
+    return np.stack([u & np.uint64(0xFFFFFFFF), u >> np.uint64(32)], axis=-1).astype(np.uint32)
 
 
 def _pack_half_2x16(v):
@@ -139,10 +240,52 @@ GLSL_STD_450 = {
     "FindUMsb": _signed(_find_umsb),
     "PackHalf2x16": _same(_pack_half_2x16),
     "UnpackHalf2x16": _same(_unpack_half_2x16),
+    "Refract": _same(_refract),
+    "Determinant": _f64(_determinant),
+    "MatrixInverse": _f64(_matrix_inverse),
+    "PackSnorm4x8": _same(_pack(-1, 1, 127, 8)),
+    "PackUnorm4x8": _same(_pack(0, 1, 255, 8)),
+    "PackSnorm2x16": _same(_pack(-1, 1, 32767, 16)),
+    "PackUnorm2x16": _same(_pack(0, 1, 65535, 16)),
+    "UnpackSnorm4x8": _same(_unpack(True, 127, 8)),
+    "UnpackUnorm4x8": _same(_unpack(False, 255, 8)),
+    "UnpackSnorm2x16": _same(_unpack(True, 32767, 16)),
+    "UnpackUnorm2x16": _same(_unpack(False, 65535, 16)),
+    "PackDouble2x32": _same(_pack_double_2x32),
+    "UnpackDouble2x32": lambda dt, d: reinterpret(_unpack_double_2x32(d), dt),
+}
+
+# Result and the value stored through the last (pointer) operand: fn(result dtype, pointee dtype, x).
+GLSL_STD_450_OUT = {
+    "Modf": lambda dt, whole_dt, x: _modf(dt, x),
+    "Frexp": _frexp,
+}
+
+# Members of the result struct: fn(member dtypes, x).
+GLSL_STD_450_STRUCT = {
+    "ModfStruct": lambda dts, x: _modf(dts[0], x),
+    "FrexpStruct": lambda dts, x: _frexp(dts[0], dts[1], x),
+}
+
+# How many leading operands are the vectors of a geometric instruction (the rest are scalars).
+GEOMETRIC_VECTOR_OPERANDS = {"Length": 1, "Distance": 2, "Normalize": 1, "FaceForward": 3, "Reflect": 2,
+                             "Refract": 2}
+
+# Instructions of the set the executor refuses on purpose, with the reason its error gives.
+GLSL_STD_450_REFUSED = {
+    "IMix": "is reserved by GLSL.std.450 (it has no defined semantics; spirv-val rejects it)",
+    "InterpolateAtCentroid": "interpolates a fragment-shader input (Fragment execution model only)",
+    "InterpolateAtSample": "interpolates a fragment-shader input (Fragment execution model only)",
+    "InterpolateAtOffset": "interpolates a fragment-shader input (Fragment execution model only)",
 }
 
 
-@register(Op.ExtInst)
+def glsl_std_450_supported(name: str) -> bool:
+    """Whether the executor runs the GLSL.std.450 instruction `name` (the coverage table reads this)."""
+    return name in GLSL_STD_450 or name in GLSL_STD_450_OUT or name in GLSL_STD_450_STRUCT
+
+
+@register(Op.ExtInst, Op.ExtInstWithForwardRefsKHR)  # the second only ever names a NonSemantic set
 def _ext_inst(ctx, inst):
     set_name = ctx.program.ext_sets.get(inst.args[0], "")
     if set_name.startswith("NonSemantic."):
@@ -154,9 +297,26 @@ def _ext_inst(ctx, inst):
         name = grammar.extinst("GLSL.std.450", number).name
     except grammar.GrammarError:
         name = str(number)
-    fn = GLSL_STD_450.get(name)
-    if fn is None:
-        ctx.unsupported(f"GLSL.std.450 {name}")
-    operands = [ctx.get(i) for i in inst.args[1:]]
+    if not glsl_std_450_supported(name):
+        reason = GLSL_STD_450_REFUSED.get(name, "is not implemented by the reference executor")
+        ctx.unsupported(f"GLSL.std.450 {name} {reason}")
+        return
+    ids = inst.args[1:]
+    operands = [ctx.get(i) for i in ids]
     with np.errstate(all="ignore"):
-        ctx.set(inst.result_id, fn(inst.type.dtype, *operands))
+        if name in GLSL_STD_450_STRUCT:
+            dtypes = [m.dtype for m in inst.type.members]
+            ctx.set(inst.result_id, tuple(GLSL_STD_450_STRUCT[name](dtypes, *operands)))
+        elif name in GLSL_STD_450_OUT:
+            pointer = operands[-1]
+            result, stored = GLSL_STD_450_OUT[name](inst.type.dtype, pointer.type.dtype, *operands[:-1])
+            store_value(ctx, pointer, pointer.type, stored)
+            ctx.set(inst.result_id, result)
+        elif name in GEOMETRIC_VECTOR_OPERANDS and ctx.type_of(ids[0]).shape == ():
+            # scalar form: the vector operands get a one-component axis for the dot products
+            count = GEOMETRIC_VECTOR_OPERANDS[name]
+            operands = [x[..., None] if k < count else x for k, x in enumerate(operands)]
+            result = GLSL_STD_450[name](inst.type.dtype, *operands)
+            ctx.set(inst.result_id, result[..., 0] if result.ndim > 1 else result)
+        else:
+            ctx.set(inst.result_id, GLSL_STD_450[name](inst.type.dtype, *operands))

@@ -13,39 +13,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
+from hydroplane.ref import constants
 from hydroplane.ref import types as T
-from hydroplane.ref.errors import InvalidModuleError
+from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionError
+from hydroplane.ref.handlers import handler_for
+from hydroplane.ref.instruction import Instr
 from hydroplane.spirv import binary, grammar
+from hydroplane.spirv.disassembler import InstructionPrinter
+from hydroplane.spirv.locations import source_locations
 
 Op = grammar.Op
-
-
-class Instr:
-    """An instruction as handlers see it.
-
-    opcode, name ('OpFAdd'), result_type (id), result_id, operands (binary.Operand list),
-    offset (word offset), args (ids of the Id* operands, in order), literals (the other operand
-    values, in order), type (the resolved result Type or None), handler.
-    """
-
-    __slots__ = ("opcode", "name", "result_type", "result_id", "operands", "offset", "args", "literals",
-                 "type", "handler", "extra")
-
-    def __init__(self, raw: binary.Instruction):
-        self.opcode = raw.opcode
-        self.result_type = raw.result_type
-        self.result_id = raw.result_id
-        self.operands = raw.operands
-        self.offset = raw.offset
-        self.args = tuple(o.value for o in raw.operands if o.kind.startswith("Id"))
-        self.literals = tuple(o.value for o in raw.operands if not o.kind.startswith("Id"))
-        try:
-            self.name = grammar.instruction(raw.opcode).name
-        except grammar.GrammarError:
-            self.name = f"Op<{raw.opcode}>"
-        self.type = None
-        self.handler = None
-        self.extra = None  # per-instruction data a handler may cache
 
 
 @dataclass(eq=False)
@@ -93,6 +70,8 @@ class Program:
     def __init__(self, words_or_module, spec: dict[int, object] | None = None):
         module = words_or_module if isinstance(words_or_module, binary.Module) else binary.decode(words_or_module)
         self.module = module
+        self.locations = source_locations(module)  # word offset -> the kernel source's file:line (OpLine)
+        self._printer: InstructionPrinter | None = None
         self.spec = dict(spec or {})
         self.names: dict[int, str] = {}
         self.decorations: dict[int, dict[str, list]] = {}
@@ -117,13 +96,11 @@ class Program:
             raise InvalidModuleError(f"malformed module: {type(exc).__name__}: {exc}") from exc
 
     # -- helpers handlers use ---------------------------------------------------------------
-    @property
-    def display_names(self) -> dict[int, str]:
-        """Names for diagnostics: OpName where given, else spirv-dis-like names of types and constants."""
-        cached = getattr(self, "_display_names", None)
-        if cached is None:
-            cached = self._display_names = _display_names(self)
-        return cached
+    def describe(self, inst) -> str:
+        """One instruction of the module in spirv-dis syntax with spirv-dis's names, for diagnostics."""
+        if self._printer is None:  # made on the first diagnostic: most runs never print
+            self._printer = InstructionPrinter.for_module(self.module)
+        return self._printer.format(inst)
 
     def decoration(self, target: int, name: str):
         """The parameters of decoration `name` on `target` (a list, [] when it has none), or None."""
@@ -157,8 +134,6 @@ class Program:
                 self.ext_sets[raw.result_id] = raw.operands[0].value
             elif op == Op.Capability:
                 self.capabilities.append(_enum_name("Capability", raw.operands[0].value))
-        from hydroplane.ref import constants, ops  # the op table is complete once ops is imported
-
         current: list | None = None
         fn_raw: list[list[binary.Instruction]] = []
         for raw in insts:
@@ -199,14 +174,17 @@ class Program:
                 inst.type = self.types.get(raw.result_type)
                 self.value_types[raw.result_id] = inst.type
                 self.global_variables.append(inst)
+            elif op not in MODULE_OPS and op not in constants.CONSTANT_OPS:
+                raise UnsupportedInstructionError(f"{grammar.instruction(op).name} at word {raw.offset} is not "
+                                                  f"implemented by the reference executor")
             elif raw.result_id is not None and raw.result_type is not None:
                 self.value_types[raw.result_id] = self.types.get(raw.result_type)
-                constants.evaluate(self, raw, ops)
+                constants.evaluate(self, raw)
         for t in self.types.values():
             if isinstance(t, T.PointerType):
                 t.pointee = self.types.get(t.pointee_id)
         for group in fn_raw:
-            self._parse_function(group, ops)
+            self._parse_function(group)
         self._find_register_variables()
         self._find_block_local_values()
         for ident, deco in self.decorations.items():
@@ -260,7 +238,7 @@ class Program:
                                            self.const_int(o[3].value), None, "NV")
         return T.OpaqueType(op, list(o))
 
-    def _parse_function(self, group: list[binary.Instruction], ops) -> None:
+    def _parse_function(self, group: list[binary.Instruction]) -> None:
         head = group[0]
         fn_type = self.types.get(head.operands[1].value)
         params: list[int] = []
@@ -297,7 +275,7 @@ class Program:
             elif op in _IGNORED:
                 continue
             else:
-                inst.handler = ops.handler_for(self, inst)
+                inst.handler = handler_for(self, inst)
                 block.body.append(inst)
         if entry is None:
             raise InvalidModuleError(f"function %{head.result_id} has no blocks")
@@ -369,6 +347,21 @@ _IGNORED = {Op.Line, Op.NoLine, Op.Nop}
 _TERMINATORS = {Op.Branch, Op.BranchConditional, Op.Switch, Op.Return, Op.ReturnValue, Op.Unreachable,
                 Op.Kill, Op.TerminateInvocation}
 
+# The instructions the loader and the scheduler consume themselves, outside the op table (the
+# coverage table of docs/ref.md reads these with the op table): module information and
+# annotations, global variables, the structure of functions, and the terminators control.py
+# runs (OpKill and OpTerminateInvocation are fragment-only: control.py refuses them by name).
+# Every type declaration is read too (the ones the executor does not model become OpaqueType,
+# and an instruction that needs their values is refused by name); constants are constants.py's.
+MODULE_OPS = frozenset({Op.Capability, Op.Extension, Op.ExtInstImport, Op.MemoryModel, Op.EntryPoint,
+                        Op.ExecutionMode, Op.ExecutionModeId, Op.String, Op.Source, Op.SourceContinued,
+                        Op.SourceExtension, Op.Name, Op.MemberName, Op.ModuleProcessed, Op.Decorate,
+                        Op.DecorateId, Op.DecorateString, Op.MemberDecorate, Op.MemberDecorateString,
+                        Op.TypeForwardPointer, Op.Variable, Op.ExtInst, Op.ExtInstWithForwardRefsKHR}) | _IGNORED
+FUNCTION_OPS = frozenset({Op.Function, Op.FunctionEnd, Op.FunctionParameter, Op.Label, Op.Phi, Op.Variable,
+                          Op.LoopMerge, Op.SelectionMerge}) | _IGNORED | (_TERMINATORS - {Op.Kill,
+                                                                                          Op.TerminateInvocation})
+
 
 def successors(block: Block) -> list[int]:
     t = block.terminator
@@ -412,61 +405,3 @@ def _structured_order(blocks: dict[int, Block], entry: int) -> list[int]:
     finally:
         sys.setrecursionlimit(limit)
     return order
-
-
-_INT_NAMES = {(8, True): "char", (8, False): "uchar", (16, True): "short", (16, False): "ushort",
-              (32, True): "int", (32, False): "uint", (64, True): "long", (64, False): "ulong"}
-_FLOAT_NAMES = {16: "half", 32: "float", 64: "double"}
-
-
-def _type_name(t, names: dict) -> str | None:
-    if isinstance(t, T.VoidType):
-        return "void"
-    if isinstance(t, T.BoolType):
-        return "bool"
-    if isinstance(t, T.IntType):
-        return _INT_NAMES.get((t.width, t.signed))
-    if isinstance(t, T.FloatType):
-        return t.encoding or _FLOAT_NAMES.get(t.width)
-    if isinstance(t, T.VectorType):
-        inner = _type_name(t.component, names)
-        return f"v{t.count}{inner}" if inner else None
-    if isinstance(t, T.PointerType):
-        inner = _type_name(t.pointee, names) if t.pointee is not None else None
-        return f"_ptr_{t.storage}_{inner}" if inner else None
-    if isinstance(t, T.ArrayType):
-        inner = _type_name(t.element, names)
-        if not inner:
-            return None
-        return f"_runtimearr_{inner}" if t.length is None else f"_arr_{inner}_{t.length}"
-    return names.get(id(t))
-
-
-def _display_names(program: "Program") -> dict[int, str]:
-    out = {i: n for i, n in program.names.items() if n}
-    by_object = {id(program.types[i]): n for i, n in out.items() if i in program.types}
-    taken = set(out.values())
-
-    def give(ident: int, name: str | None) -> None:
-        if not name or ident in out:
-            return
-        if name in taken:
-            name = f"{name}_{ident}"
-        taken.add(name)
-        out[ident] = name
-
-    for ident, t in program.types.items():
-        name = _type_name(t, by_object)
-        give(ident, name)
-        if name:
-            by_object.setdefault(id(t), name)
-    for ident, value in program.constants.items():
-        t = program.value_types.get(ident)
-        if isinstance(value, np.ndarray) and value.shape == (1,) and t is not None and t.shape == ():
-            v = value[0]
-            if isinstance(t, T.BoolType):
-                give(ident, "true" if v else "false")
-            elif isinstance(t, T.IntType):
-                base = _type_name(t, by_object)
-                give(ident, f"{base}_{int(v)}".replace("-", "n") if base else None)
-    return out

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
+from hydroplane.ref.errors import InvalidModuleError
+
 FLOAT_DTYPES = {
     (16, None): np.dtype(np.float16),
     (32, None): np.dtype(np.float32),
@@ -272,8 +274,6 @@ def element_template(t: Type, mstride: int | None = None, row_major: bool = Fals
         return row * stride + col * item if row_major else col * stride + row * item
     if isinstance(t, ArrayType) and t.length is not None:
         if t.length > MAX_TEMPLATE_ELEMENTS:
-            from hydroplane.ref.errors import InvalidModuleError
-
             raise InvalidModuleError(f"a whole-array access of {t.length} elements ({t}) is more than the "
                                      f"executor's {MAX_TEMPLATE_ELEMENTS}")
         inner = element_template(t.element, mstride, row_major)

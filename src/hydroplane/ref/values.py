@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hydroplane.ref.types import Type
+from hydroplane.ref.types import ArrayType, StructType, Type
 
 
 class Cell:
@@ -124,8 +124,6 @@ def reinterpret(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def zeros_of(t: Type, lanes: int):
     """A value of type `t` with every component zero (OpConstantNull, undefined values)."""
-    from hydroplane.ref.types import ArrayType, StructType
-
     if t.shape is not None and t.dtype is not None:
         return np.zeros((lanes,) + t.shape, t.dtype)
     if isinstance(t, StructType):

@@ -9,7 +9,8 @@ from hydroplane.spirv.build_error import BuildError
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.grammar import GrammarError, Op
 from hydroplane.spirv.reflection import Binding, EntryPoint, ModuleInterface, SpecConstant, reflect
-from hydroplane.spirv.text import AssemblyError, assemble, disassemble
+from hydroplane.spirv.assembler import AssemblyError, assemble
+from hydroplane.spirv.disassembler import disassemble
 from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, validate
 
 __all__ = [

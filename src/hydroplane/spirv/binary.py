@@ -55,7 +55,7 @@ class Instruction:
 
     def ids(self) -> list[int]:
         """The ids this instruction refers to (not its result), in operand order."""
-        return [o.value for o in self.operands if o.kind in _ID_KINDS]
+        return [o.value for o in self.operands if o.kind in grammar.ID_KINDS]
 
 
 @dataclass(slots=True)
@@ -68,20 +68,6 @@ class Module:
 
     def words(self) -> array:
         return encode(self)
-
-
-_ID_KINDS = frozenset({"IdRef", "IdScope", "IdMemorySemantics", "IdResultType", "IdResult"})
-_ONE_WORD_KINDS = _ID_KINDS | {
-    "LiteralInteger",
-    "LiteralExtInstInteger",
-    "LiteralSpecConstantOpInteger",
-    "LiteralFloat",
-}
-_PAIRS = {
-    "PairLiteralIntegerIdRef": ("LiteralContextDependentNumber", "IdRef"),
-    "PairIdRefLiteralInteger": ("IdRef", "LiteralInteger"),
-    "PairIdRefIdRef": ("IdRef", "IdRef"),
-}
 
 
 def as_words(data) -> array:
@@ -154,7 +140,7 @@ class _Decoder:
     def operand(self, kind: str, pos: int, end: int, out: list, inst: Instruction, offset: int) -> int:
         """Decode one operand of `kind` at pos (< end); append to out; return the new pos."""
         words = self.words
-        if kind in _ONE_WORD_KINDS:
+        if kind in grammar.ONE_WORD_KINDS:
             out.append(Operand(kind, words[pos]))
             return pos + 1
         if kind == "LiteralString":
@@ -172,7 +158,7 @@ class _Decoder:
             value = words[pos] if n == 1 else words[pos] | (words[pos + 1] << 32)
             out.append(Operand(kind, value, n))
             return pos + n
-        pair = _PAIRS.get(kind)
+        pair = grammar.COMPOSITE_KINDS.get(kind)
         if pair is not None:
             for part in pair:
                 if pos >= end:

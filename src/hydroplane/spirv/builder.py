@@ -21,7 +21,7 @@ from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from hydroplane.spirv import enums, grammar, literals, requirements, types
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
@@ -101,6 +101,121 @@ class ModuleBuilder:
         self._current: _Function | None = None
         self._defs: dict[int, Instruction] = {}  # result id -> defining instruction
         self._names: dict[int, str] = {}
+        self._location: tuple[str, int, int] | None = None  # (file, line, column) of what is emitted now
+        self._files: dict[str, int] = {}  # file name -> OpString id
+        self._block_location: tuple[int, int, int] | None = None  # the OpLine in force in the open block
+        self.prefer_extensions: tuple[str, ...] = ()  # extensions picked first where the grammar offers a choice
+
+    @classmethod
+    def from_module(cls, module: Module, *, keep_requirements: bool = False) -> ModuleBuilder:
+        """A builder that starts from an existing module (any producer): every instruction kept with
+        its id, its types and constants reused by later requests, functions open for rewriting.
+
+        Capabilities and extensions are re-derived when the module is made, unless
+        `keep_requirements` keeps the module's own as declared on purpose."""
+        b = cls(module.version)
+        b._bound = module.bound
+        type_decorations: dict[int, list[tuple]] = {}
+        for inst in module.instructions:
+            if inst.opcode == Op.Decorate and len(inst.operands) >= 2:
+                name = grammar.enumerant("Decoration", inst.operands[1].value).name
+                type_decorations.setdefault(inst.operands[0].value, []).append(
+                    (name, *(o.value for o in inst.operands[2:])))
+        for inst in module.instructions:
+            b._adopt(inst, type_decorations, keep_requirements)
+        if b._current is not None:
+            raise BuildError(f"function %{b._current.id} of the module has no OpFunctionEnd")
+        return b
+
+    def _adopt(self, inst: Instruction, type_decorations: dict[int, list[tuple]], keep_requirements: bool) -> None:
+        """File one instruction of an existing module as if it had been emitted (see from_module)."""
+        info, _, _, deduplicated = _facts(inst.opcode)
+        op = inst.opcode
+        if op in (Op.Capability, Op.Extension) and not keep_requirements:
+            return
+        if op == Op.EntryPoint:
+            ids = [o.value for o in inst.operands if o.kind == "IdRef"]
+            self._entry_points.append(_EntryPoint(inst.operands[0].value, ids[0], inst.operands[2].value, None))
+            return
+        if op == Op.ExtInstImport:
+            self._imports[inst.operands[0].value] = inst.result_id
+        if op == Op.Name:
+            self._names.setdefault(inst.operands[0].value, inst.operands[1].value)
+        in_function = self._current is not None
+        section = _SECTION_OF_OPCODE.get(op) or _SECTION_OF_CLASS.get(info.opclass)
+        if not in_function and section is None and op not in (Op.Function, Op.Capability, Op.Extension,
+                                                               Op.MemoryModel):
+            self._record(inst, self._sections["globals"])  # OpLine, OpExtInst of debug info, OpUndef ...
+            return
+        if op == Op.FunctionEnd:
+            self._current.terminated = True  # type: ignore[union-attr]
+        self._place(info, inst)
+        if deduplicated and inst.result_id is not None and op != Op.TypeStruct:
+            decorations = tuple(type_decorations.get(inst.result_id, ()))
+            self._interned.setdefault((*_key(inst), decorations), inst.result_id)
+
+    @contextmanager
+    def replacing(self, inst: Instruction) -> Iterator[None]:
+        """Emit, inside the block that holds `inst`, what replaces it (a pass rewriting a module built
+        or adopted by this builder): `with b.replacing(inst): b.emit(...)`. The replacement may
+        define inst's result id again; Function variables go to the top of the function."""
+        for fn in self._functions:
+            index = next((n for n, candidate in enumerate(fn.body) if candidate is inst), None)
+            if index is not None:
+                break
+        else:
+            raise BuildError(f"{inst.name} is not in a function of this builder")
+        if self._current is not None:
+            raise BuildError(f"function %{self._current.id} is still open (end_function())")
+        self._defs.pop(inst.result_id, None)
+        self._current = _Function(fn.head, fn.variables, [], terminated=False)
+        try:
+            yield
+        finally:
+            replacement, self._current = self._current.body, None
+        fn.body[index:index + 1] = replacement
+
+    def functions(self) -> list[tuple[int, list[Instruction]]]:
+        """(function id, its instructions from the first label on) of every function: for passes."""
+        return [(fn.id, fn.body) for fn in self._functions]
+
+    def remove(self, inst: Instruction) -> None:
+        """Drop a module-level instruction (a decoration, a name ...) that a pass makes obsolete."""
+        for section in self._sections.values():
+            for n, candidate in enumerate(section):
+                if candidate is inst:
+                    del section[n]
+                    return
+        raise BuildError(f"{inst.name} is not a module-level instruction of this builder")
+
+    def instructions(self, section: str) -> list[Instruction]:
+        """The module-level instructions of a section ('annotations', 'globals', 'names', ...)."""
+        return list(self._sections[section])
+
+    # source locations --------------------------------------------------------------------------
+    def location(self, file: str | None, line: int = 0, column: int = 0) -> None:
+        """The source location of what is emitted from now on (OpLine before the next instruction in
+        a block); None stops emitting locations (OpNoLine)."""
+        self._location = None if file is None else (file, int(line), int(column))
+
+    def _line_for(self, op: int) -> Instruction | None:
+        """The OpLine (or OpNoLine) to put before an instruction placed in the open block, if it changed."""
+        if op in (Op.Label, Op.Line, Op.NoLine, Op.Variable) or (self._location is None and
+                                                                   self._block_location is None):
+            return None
+        if self._location is None:
+            self._block_location = None
+            return Instruction(Op.NoLine)
+        file, line, column = self._location
+        file_id = self._files.get(file)
+        if file_id is None:
+            file_id = self._files[file] = self.emit(Op.String, file)
+        where = (file_id, line, column)
+        if where == self._block_location:
+            return None
+        self._block_location = where
+        return Instruction(Op.Line, operands=[Operand("IdRef", file_id), Operand("LiteralInteger", line),
+                                             Operand("LiteralInteger", column)])
 
     # ids, explicit requirements ------------------------------------------------------------
     def id(self) -> int:
@@ -196,6 +311,9 @@ class ModuleBuilder:
             raise BuildError(f"{info.name} belongs in a block: open a function and a block "
                              "(function(), label()) first" + (" -- the last block is already terminated"
                                                                if self._current is not None else ""))
+        line = self._line_for(op)
+        if line is not None:
+            self._current.body.append(line)
         self._record(inst, self._current.body)
         if op in _TERMINATORS:
             self._current.terminated = True
@@ -247,6 +365,7 @@ class ModuleBuilder:
             if not fn.terminated:
                 raise BuildError(f"OpLabel: the block before %{inst.result_id} has no terminator")
             fn.terminated = False
+            self._block_location = None  # an OpLine does not reach past its block
             return self._record(inst, fn.body)
         if not fn.terminated:
             raise BuildError(f"OpFunctionEnd: the last block of function %{fn.id} has no terminator")
@@ -563,7 +682,8 @@ class ModuleBuilder:
         body = [*s["imports"], memory_model, *entry_points, *s["modes"], *s["sources"], *s["names"],
                 *s["processed"], *s["annotations"], *s["globals"], *functions]
         try:
-            needed = requirements.derive(body, self.version, self._capabilities, self._extensions)
+            needed = requirements.derive(body, self.version, self._capabilities, self._extensions,
+                                         prefer_extensions=self.prefer_extensions)
         except grammar.GrammarError as err:
             raise BuildError(str(err)) from None
         head = [Instruction(Op.Capability, operands=[Operand("Capability", grammar.enumerant("Capability", c).value)])

@@ -16,12 +16,6 @@ from hydroplane.spirv.build_error import BuildError
 
 Op = grammar.Op
 
-ID_KINDS = frozenset({"IdRef", "IdScope", "IdMemorySemantics", "IdResultType", "IdResult"})
-_PAIRS = {
-    "PairLiteralIntegerIdRef": ("LiteralContextDependentNumber", "IdRef"),
-    "PairIdRefLiteralInteger": ("IdRef", "LiteralInteger"),
-    "PairIdRefIdRef": ("IdRef", "IdRef"),
-}
 
 
 class OperandEncoder:
@@ -64,7 +58,7 @@ class OperandEncoder:
         if isinstance(value, Operand):
             self.out.append(value)
             return
-        if kind in ID_KINDS:
+        if kind in grammar.ID_KINDS:
             self.out.append(Operand(kind, self.builder._check_id(self.info, label, value)))
         elif kind == "LiteralString":
             if not isinstance(value, str):
@@ -82,9 +76,9 @@ class OperandEncoder:
             self.out.append(Operand(kind, value))
         elif kind == "LiteralContextDependentNumber":
             self.out.append(self.number(value, label))
-        elif kind in _PAIRS:
+        elif kind in grammar.COMPOSITE_KINDS:
             args.insert(0, value)
-            for part in _PAIRS[kind]:
+            for part in grammar.COMPOSITE_KINDS[kind]:
                 if not args:
                     raise self.fail(f"{label} ({kind}) is cut short")
                 self.one(part, args, label)

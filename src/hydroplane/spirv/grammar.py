@@ -74,6 +74,10 @@ class KindInfo:
     def is_enum(self) -> bool:
         return self.category in ("BitEnum", "ValueEnum")
 
+    @property
+    def is_id(self) -> bool:
+        return self.category == "Id"
+
 
 def _operands(raw) -> tuple[OperandInfo, ...]:
     return tuple(OperandInfo(*o) for o in raw)
@@ -95,6 +99,27 @@ for _kind, (_cat, _enums, _bases) in _g.OPERAND_KINDS.items():
         tuple(EnumerantInfo(n, v, _operands(p), c, x, ver, al) for n, v, p, c, x, ver, al in _enums),
         _bases,
     )
+
+
+
+def _kinds_in(*categories: str) -> frozenset[str]:
+    return frozenset(k for k, info in KINDS.items() if info.category in categories)
+
+
+# Operand-kind categories, from the grammar's own "category" of each kind.
+ID_KINDS = _kinds_in("Id")  # IdRef, IdResult, IdResultType, IdScope, IdMemorySemantics
+LITERAL_KINDS = _kinds_in("Literal")
+ENUM_KINDS = _kinds_in("ValueEnum", "BitEnum")
+BIT_ENUM_KINDS = _kinds_in("BitEnum")
+VARIABLE_WIDTH_LITERAL_KINDS = frozenset({"LiteralString", "LiteralContextDependentNumber"}) & LITERAL_KINDS
+ONE_WORD_KINDS = ID_KINDS | (LITERAL_KINDS - VARIABLE_WIDTH_LITERAL_KINDS)
+# Composite kinds -> the kinds of their parts (the grammar's "bases"); OpSwitch's literal, which the grammar
+# calls LiteralInteger, is as wide as the selector's type, so it is read as a context-dependent number.
+COMPOSITE_KINDS: dict[str, tuple[str, ...]] = {
+    k: tuple("LiteralContextDependentNumber" if k == "PairLiteralIntegerIdRef" and b == "LiteralInteger" else b
+             for b in KINDS[k].bases)
+    for k in sorted(_kinds_in("Composite"))
+}
 
 Op = enum.IntEnum(
     "Op",

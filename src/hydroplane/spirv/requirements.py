@@ -234,23 +234,28 @@ def default_memory_model(instructions: Iterable[Instruction]) -> str:
     return "GLSL450"
 
 
-def _resolve(needs: Iterable[tuple[str, ...]], chosen: list[str], closure) -> list[str]:
-    """Satisfy each need (any-of) by what is chosen already, else by its first usable alternative."""
+def _resolve(needs: Iterable[tuple[str, ...]], chosen: list[str], closure, preferred=lambda name: False) -> list[str]:
+    """Satisfy each need (any-of) by what is chosen already, else by its first usable alternative
+    (a preferred one first)."""
     for alternatives in sorted(needs, key=len):
         have = closure(chosen)
         if any(a in have for a in alternatives):
             continue
         usable = [a for a in alternatives if a not in _NOT_FOR_SHADERS] or list(alternatives)
-        chosen.append(usable[0])
+        chosen.append(sorted(usable, key=lambda name: not preferred(name))[0])
     return chosen
 
 
 def derive(instructions: Iterable[Instruction], version: tuple[int, int] = (1, 6),
-           capabilities: Iterable[str] = (), extensions: Iterable[str] = ()) -> Requirements:
+           capabilities: Iterable[str] = (), extensions: Iterable[str] = (),
+           prefer_extensions: Iterable[str] = ()) -> Requirements:
     """The minimal capabilities and the extensions `instructions` need at SPIR-V `version`.
 
-    `capabilities`/`extensions` are declared on purpose and always kept.
+    `capabilities`/`extensions` are declared on purpose and always kept. Where the grammar offers
+    alternatives (ConvertUse: the EXT or the NV2 capability; Reduce: the EXT or the NV2 extension),
+    those of `prefer_extensions` win (a target's lowering says which it has).
     """
+    prefer = frozenset(prefer_extensions)
     instructions = [i for i in instructions if i.opcode not in (Op.Capability, Op.Extension)]
     explicit_caps = [canonical_capability(c) for c in capabilities]
     collector = _Collector(tuple(version))
@@ -263,7 +268,8 @@ def derive(instructions: Iterable[Instruction], version: tuple[int, int] = (1, 6
         collector.extension_needs.update(((e,), None) for e in exts)
 
     chosen = _resolve(collector.capability_needs, list(dict.fromkeys(explicit_caps)),
-                      lambda caps: set(caps) | implied(caps))
+                      lambda caps: set(caps) | implied(caps),
+                      lambda cap: bool(prefer & set(grammar.enumerant("Capability", cap).extensions)))
     # Minimal: drop a derived capability that another chosen one implies.
     minimal = [c for c in dict.fromkeys(chosen)
                if c in explicit_caps or c not in implied(x for x in chosen if x != c)]
@@ -274,6 +280,6 @@ def derive(instructions: Iterable[Instruction], version: tuple[int, int] = (1, 6
         elif not e.extensions and not _version_has(e.version, collector.version) and e.version != "None":
             raise RequirementError(f"capability {cap} needs SPIR-V {e.version}; the target is "
                                    f"{version[0]}.{version[1]}")
-    exts = _resolve(collector.extension_needs, list(dict.fromkeys(extensions)), set)
+    exts = _resolve(collector.extension_needs, list(dict.fromkeys(extensions)), set, prefer.__contains__)
     value = {c: grammar.enumerant("Capability", c).value for c in minimal}
     return Requirements(tuple(sorted(minimal, key=value.__getitem__)), tuple(sorted(set(exts))))

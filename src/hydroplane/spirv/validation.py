@@ -1,18 +1,27 @@
 """Validate a module with the Khronos validator (spirv-val).
 
 The validator is found through HYDROPLANE_SPIRV_VAL, then PATH. A missing validator is
-an error (`ValidatorNotFound`), never a silent pass.
+an error (`ValidatorNotFound`), never a silent pass. A validator too old to parse the module
+(it reports an opcode or enumerant our grammar knows as invalid, e.g. bookworm's 2023.1 on
+cooperative matrices) is `ValidatorTooOld`, naming its version, instead of blaming the module.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 
 from hydroplane.errors import HydroplaneError
+from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import as_words, to_bytes
+
+# SPIRV-Tools' binary parser: "Invalid opcode: 4456", "Invalid capability operand: 6022".
+_UNKNOWN_WORD = re.compile(r"Invalid (opcode|([\w ]+?) operand): (\d+)")
+NEWEST_NEEDED = "2026.4"  # the first spirv-tools that validates every extension hydroplane emits (EXT maintenance1)
 
 
 class ValidationError(HydroplaneError):
@@ -26,6 +35,45 @@ class ValidationError(HydroplaneError):
 
 class ValidatorNotFound(HydroplaneError):
     """No spirv-val to run."""
+
+
+class ValidatorTooOld(HydroplaneError):
+    """spirv-val does not know an instruction or enumerant of the module (our grammar does)."""
+
+
+@functools.lru_cache(maxsize=8)
+def validator_version(validator: str) -> str:
+    """The first line of `spirv-val --version` ('SPIRV-Tools v2026.4 ...'), or 'unknown version'."""
+    try:
+        proc = subprocess.run([validator, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown version"
+    first = (proc.stdout or proc.stderr).strip().splitlines()
+    return first[0].strip() if first else "unknown version"
+
+
+def _known_to_grammar(kind: str, value: int) -> str | None:
+    """The grammar's name for an opcode or an enumerant of the kind spirv-val names ('capability', ...)."""
+    try:
+        if kind == "opcode":
+            return f"instruction {grammar.instruction(value).name}"
+        kind_name = "".join(word.capitalize() for word in kind.split())
+        return f"{kind} {grammar.enumerant(kind_name, value).name}"
+    except (grammar.GrammarError, KeyError, ValueError):
+        return None
+
+
+def too_old_error(validator: str, message: str) -> ValidatorTooOld | None:
+    """A ValidatorTooOld when spirv-val's message says it cannot parse something our grammar knows."""
+    for match in _UNKNOWN_WORD.finditer(message):
+        kind = "opcode" if match.group(1) == "opcode" else match.group(2)
+        known = _known_to_grammar(kind, int(match.group(3)))
+        if known:
+            return ValidatorTooOld(
+                f"spirv-val ({validator}, {validator_version(validator)}) does not know {known} ({match.group(3)}) "
+                f"that the module uses: the validator is too old, not the module wrong; install spirv-tools "
+                f"{NEWEST_NEEDED} or newer, or set HYDROPLANE_SPIRV_VAL to one")
+    return None
 
 
 def find_validator() -> str:
@@ -60,4 +108,7 @@ def validate(words, env: str = "vulkan1.3", extra_args: tuple[str, ...] = ()) ->
             raise ValidatorNotFound(f"cannot run {validator}: {exc}") from None
     if proc.returncode != 0:
         message = (proc.stderr + proc.stdout).strip().replace(f.name, "<module>")
+        old = too_old_error(validator, message)
+        if old is not None:
+            raise old
         raise ValidationError(message or f"exit status {proc.returncode}", env)

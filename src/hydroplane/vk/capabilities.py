@@ -76,6 +76,7 @@ class DeviceInfo:
     coop_nv2_flexible: tuple[CoopShape, ...] = ()
     coop_nv2_properties: dict[str, int] = field(default_factory=dict)
     coop_ext_shapes: tuple[CoopShape, ...] = ()
+    max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)  # maxComputeWorkGroupCount
     handle: int = field(default=0, repr=False, compare=False)
     instance: Instance | None = field(default=None, repr=False, compare=False)
 
@@ -240,6 +241,7 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         shared_memory=limits.maxComputeSharedMemorySize,
         max_workgroup_invocations=limits.maxComputeWorkGroupInvocations,
         max_workgroup_size=tuple(limits.maxComputeWorkGroupSize), max_push_constants=limits.maxPushConstantsSize,
+        max_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         timestamp_period_ns=float(limits.timestampPeriod),
         timestamp_valid_bits=families[compute].timestampValidBits if compute >= 0 else 0,
         compute_queue_family=compute, memory_heaps=heaps, extensions=extensions,

@@ -16,7 +16,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import OutOfDeviceMemory, UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
-from hydroplane.vk.transfer import download, upload
+from hydroplane.vk.transfer import copy_buffer
 
 HOST_COHERENT = E.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | E.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 STORAGE_USAGE = (E.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | E.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT
@@ -144,7 +144,7 @@ class Buffer(Owned):
         if self.mapped:
             self._view()[offset: offset + data.nbytes] = data
         else:
-            upload(self, data, offset)
+            self._upload(data, offset)
 
     def read(self, dtype=np.uint8, shape=None, offset: int = 0) -> np.ndarray:
         """A NumPy copy of the buffer's bytes as `dtype` (any NumPy or ml_dtypes dtype), reshaped to `shape`."""
@@ -160,9 +160,21 @@ class Buffer(Owned):
         elif self.mapped:
             raw = self._view()[offset: offset + nbytes].copy()
         else:
-            raw = download(self, nbytes, offset)
+            raw = self._download(nbytes, offset)
         out = raw.view(dtype)
         return out.reshape(shape) if shape is not None else out
+
+    def _upload(self, data: np.ndarray, offset: int) -> None:
+        """Copy bytes into this device-local buffer through a temporary host-visible staging buffer."""
+        with Buffer(self.device, data.nbytes, host_visible=True) as staging:
+            staging.write(data)
+            copy_buffer(self.device, staging, self, 0, offset, data.nbytes)
+
+    def _download(self, nbytes: int, offset: int) -> np.ndarray:
+        """Copy bytes out of this device-local buffer through a temporary staging buffer."""
+        with Buffer(self.device, nbytes, host_visible=True) as staging:
+            copy_buffer(self.device, self, staging, offset, 0, nbytes)
+            return staging.read(np.uint8, (nbytes,))
 
     def fill(self, byte: int) -> None:
         """Set every byte (used to poison outputs before a run)."""

@@ -19,6 +19,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
+from hydroplane.vk.timing import pipeline_statistics
 
 SPIRV_MAGIC = 0x07230203
 DESCRIPTOR_KINDS = {"storage": E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, "uniform": E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER}
@@ -204,7 +205,6 @@ class Pipeline(Owned):
 
     def statistics(self):
         """The driver's pipeline executable statistics (see `timing.pipeline_statistics`)."""
-        from hydroplane.vk.timing import pipeline_statistics
         return pipeline_statistics(self)
 
     def _destroy(self) -> None:

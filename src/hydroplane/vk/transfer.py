@@ -1,10 +1,8 @@
-"""Staging copies for device-local buffers: one-off command buffers that copy through host-visible memory."""
+"""Copies between buffers in one-off command buffers (memory.py stages device-local buffers through them)."""
 
 from __future__ import annotations
 
 import ctypes
-
-import numpy as np
 
 from hydroplane.vk import _ffi
 from hydroplane.vk import enums as E
@@ -51,19 +49,3 @@ def copy_buffer(device, src, dst, src_offset: int, dst_offset: int, nbytes: int)
                 E.VK_PIPELINE_STAGE_TRANSFER_BIT, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_HOST_BIT)
 
     one_time_submit(device, record)
-
-
-def upload(buffer, data: np.ndarray, offset: int) -> None:
-    """Copy bytes into a device-local buffer through a temporary host-visible staging buffer."""
-    from hydroplane.vk.memory import Buffer  # here, not at the top: memory imports this module
-    with Buffer(buffer.device, data.nbytes, host_visible=True) as staging:
-        staging.write(data)
-        copy_buffer(buffer.device, staging, buffer, 0, offset, data.nbytes)
-
-
-def download(buffer, nbytes: int, offset: int) -> np.ndarray:
-    """Copy bytes out of a device-local buffer through a temporary staging buffer."""
-    from hydroplane.vk.memory import Buffer  # here, not at the top: memory imports this module
-    with Buffer(buffer.device, nbytes, host_visible=True) as staging:
-        copy_buffer(buffer.device, buffer, staging, offset, 0, nbytes)
-        return staging.read(np.uint8, (nbytes,))

@@ -54,7 +54,8 @@ def compile_all(folder: Path, scale: str) -> None:
     import shutil
 
     from cts.compile import compile_glsl, glsl_source
-    from hydroplane.spirv.lower_nv2 import lower_ext_to_nv2
+    from hydroplane.spirv.lower import lower
+    from hydroplane.spirv.target import Target
 
     glslang = shutil.which("glslangValidator")
     if glslang is None:
@@ -65,7 +66,7 @@ def compile_all(folder: Path, scale: str) -> None:
         words = compile_glsl(glslang, source, case.defines())
         (folder / f"{case.id}.spv").write_bytes(words)
         if case.ext:
-            (folder / f"{case.id}.nv2.spv").write_bytes(lower_ext_to_nv2(words).words().tobytes())
+            (folder / f"{case.id}.nv2.spv").write_bytes(lower(words, Target.profile("nvidia-h200")).words().tobytes())
     for extra in extras.device_extras(**EXTRAS[scale]):
         (folder / f"{extra.name}.spv").write_bytes(compile_glsl(glslang, glsl_source(extra.source), extra.defines))
     (folder / "scale.txt").write_text(scale)

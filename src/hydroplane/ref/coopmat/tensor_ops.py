@@ -1,15 +1,16 @@
 """Opcode handlers for NV2 tensor addressing: OpCreateTensorLayoutNV/ViewNV and their setters (values
 are per-lane object arrays of immutable `TensorLayout`/`TensorView`), and
 OpCooperativeMatrixLoadTensorNV/StoreTensorNV through the interpreter's Memory (bounds, races),
-with the semantics of coopmat_tensor. Layouts must agree across a scope instance's active lanes.
+with the semantics of coopmat.tensor. Layouts must agree across a scope instance's active lanes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import coopmat_tensor as tt
-from hydroplane.ref.coopmat_ops import CM, owner_lanes, ScopeLanes, coop_handler, distribution, full, per_instance
+from hydroplane.ref.coopmat import tensor as tt
+from hydroplane.ref.coopmat.instances import CM, ScopeLanes, distribution, full, owner_lanes, per_instance
+from hydroplane.ref.coopmat.ops import coop_handler
 from hydroplane.ref.ops import Op
 from hydroplane.ref.ops_memory import check_uniform
 

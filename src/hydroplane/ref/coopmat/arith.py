@@ -22,7 +22,7 @@ import enum
 import ml_dtypes
 import numpy as np
 
-from hydroplane.ref.coopmat import (
+from hydroplane.ref.coopmat.matrix import (
     DEFAULT_DISTRIBUTION, CoopMatError, CoopMatType, ElementDistribution, Use, uniform_per_instance)
 
 F64 = np.dtype(np.float64)

@@ -21,7 +21,7 @@ import enum
 
 import numpy as np
 
-from hydroplane.ref.coopmat import CoopMatError, CoopMatType
+from hydroplane.ref.coopmat.matrix import CoopMatError, CoopMatType
 
 
 class CoopMatBoundsError(CoopMatError):

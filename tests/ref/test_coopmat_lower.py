@@ -1,5 +1,6 @@
-"""EXT maintenance1 -> NV2 lowering: glslang-compiled EXT shaders lowered, validated by spirv-val,
-and checked instruction by instruction; unsupported Use changes raise LoweringError."""
+"""lower(module, target): glslang-compiled EXT maintenance1 shaders lowered to NV2 for lavapipe's and the
+H200's profiles, validated by spirv-val and checked instruction by instruction; unsupported Use changes
+raise LoweringError; a target without EXT or NV2, or without a module's matrix shapes, is refused by name."""
 
 import subprocess
 
@@ -9,7 +10,14 @@ from cts.compile import compile_glsl, glsl_source
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import Op, binary, decode
 from hydroplane.spirv.grammar import enumerant
-from hydroplane.spirv.lower_nv2 import LoweringError, lower_ext_to_nv2
+from hydroplane.spirv.lower import LoweringError, UnsupportedOnTarget, check_matrices, lower
+from hydroplane.spirv.target import Target
+
+LAVAPIPE = Target.profile("lavapipe")
+
+
+def lower_ext_to_nv2(words, target=LAVAPIPE):
+    return lower(words, target).module
 
 
 def _validate(spirv_val, tmp_path, words) -> None:
@@ -95,3 +103,37 @@ void main() {
 """
     words = compile_source(glslang, khr_only)
     assert bytes(lower_ext_to_nv2(words).words().tobytes()) == words
+
+
+@pytest.mark.parametrize("profile", ["lavapipe", "nvidia-h200"])
+def test_both_nv2_profiles_lower_and_say_what_changed(glslang, spirv_val, tmp_path, profile):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    lowered = lower(words, Target.profile(profile).with_name(profile))
+    _validate(spirv_val, tmp_path, lowered.words())
+    text = "\n".join(lowered.changes)
+    assert "GetCoordinate emulated" in text and "OpCooperativeMatrixTransposeNV" in text
+    assert "SPV_NV_cooperative_matrix2" in text
+
+
+def test_reference_target_keeps_ext(glslang):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    lowered = lower(words, Target.reference(8))
+    assert lowered.changes == () and bytes(lowered.words().tobytes()) == words
+
+
+def test_target_without_ext_or_nv2_is_refused_by_name(glslang):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    with pytest.raises(UnsupportedOnTarget, match="neither that extension nor VK_NV_cooperative_matrix2") as info:
+        lower(words, Target.profile("generic-khr"))
+    assert "cooperativeMatrixPerElementOperations" in str(info.value)
+
+
+def test_shapes_the_target_lacks_are_refused_by_name(glslang):
+    words = compile_glsl(glslang, glsl_source("ext_lowering.comp"))
+    lowered = lower(words, LAVAPIPE).module
+    with pytest.raises(UnsupportedOnTarget, match="does not offer these cooperative-matrix types") as info:
+        check_matrices(lowered, LAVAPIPE)
+    assert "coopmat<f32, Subgroup, 8x8, A>" in str(info.value)  # lavapipe has f16/int8 A only
+    check_matrices(lowered, Target.reference())  # the reference executor runs any shape
+    with pytest.raises(UnsupportedOnTarget, match="VK_KHR_cooperative_matrix"):
+        check_matrices(lowered, Target(name="no-coop"))

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from hydroplane.ref.coopmat import DEFAULT_DISTRIBUTION, CoopMatError, CoopMatType, ElementDistribution, Use
+from hydroplane.ref.coopmat.matrix import DEFAULT_DISTRIBUTION, CoopMatError, CoopMatType, ElementDistribution, Use
 
 
 class ReduceMode(enum.IntFlag):

@@ -9,9 +9,9 @@ single elements; there `ElementDistribution` says which (lane, index) pair holds
 The default, STRIDED, puts element i of lane l of an R x C matrix over S lanes at row-major flat
 index l + i*S; Length = ceil(R*C / S); slots past R*C are padding (read as zero, writes dropped).
 
-Semantics that are not about lanes live beside this file: coopmat_memory (load/store),
-coopmat_arith (MulAdd, conversions, ConvertUse, transpose), coopmat_reduce (Reduce,
-PerElementOp), coopmat_tensor (NV2 tensor layouts and views).
+Semantics that are not about lanes live beside this file: memory (load/store), arith (MulAdd,
+conversions, ConvertUse, transpose), reduce (Reduce, PerElementOp), tensor (NV2 tensor layouts and
+views).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hydroplane.ref.coopmat import CoopMatError, CoopMatType
-from hydroplane.ref.coopmat_memory import CoopMatBoundsError
+from hydroplane.ref.coopmat.matrix import CoopMatError, CoopMatType
+from hydroplane.ref.coopmat.memory import CoopMatBoundsError
 
 MAX_DIM = 5
 NO_CLIP_SPAN = 0xFFFFFFFF
