@@ -12,8 +12,11 @@ import pytest
 import hydroplane
 from hydroplane import coop
 from hydroplane.jit import JitLaunchError, KernelError, device_array
-from hydroplane.lang import Buffer, barrier, bf16, constexpr, f32, global_id, local_id, readonly, s32, shared_array
-from lang.lang_helpers import validate_compiled
+from hydroplane.lang import (
+    Buffer, CompilationError, barrier, bf16, constexpr, f16, f32, global_id, local_id, readonly, s32, shared_array,
+)
+from hydroplane.spirv.target import Target
+from lang.lang_helpers import lavapipe_shapes, validate_compiled
 
 pytestmark = pytest.mark.vulkan
 
@@ -163,3 +166,36 @@ def test_reference_executor_diagnostics_point_at_the_python_line(kernel_, args, 
     assert (err.location.file, err.location.line) == (__file__, _line(kernel_.kernel.fn, text))
     assert err.diagnostic.kind == kind and text in str(err) and "^" in str(err)
     assert str(err).startswith(f"{__file__}:{err.location.line}:{err.location.column}: {kernel_.kernel.name}: {kind}")
+
+
+@hydroplane.kernel(local_size=32)
+def device_sized_tile(a: Buffer[f16, readonly], b: Buffer[f16, readonly], d: Buffer[f32],
+                      SHAPE: constexpr = coop.largest_shape(f16, f32, default=(16, 16, 16))):
+    """The largest f16 x f16 + f32 tile the device offers (the reference executor: the default)."""
+    M, N, K = SHAPE
+    acc = coop.fill(coop.Matrix[f32, M, N, coop.Accumulator], 0.0)
+    acc = coop.mul_add(coop.load(coop.Matrix[f16, M, K, coop.A], a, 0, K),
+                       coop.load(coop.Matrix[f16, K, N, coop.B], b, 0, N), acc)
+    coop.store(acc, d, 0, N)
+
+
+@pytest.mark.parametrize("device", ["ref", 0])
+def test_a_kernel_asks_the_device_for_its_largest_tile(device):
+    m, n, k = (16, 16, 16) if device == "ref" else lavapipe_shapes("f16", "f32")[0]
+    rng = np.random.default_rng(3)
+    a = (rng.integers(-4, 4, (m, k)) / 2).astype(np.float16)
+    b = (rng.integers(-4, 4, (k, n)) / 2).astype(np.float16)
+    d = np.full(m * n, -1, np.float32)
+    result = device_sized_tile[lambda meta: (meta["SHAPE"][0] // m,)](a.ravel(), b.ravel(), d, device=device)
+    assert result.grid == (1, 1, 1)
+    np.testing.assert_array_equal(d.reshape(m, n), a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_a_shape_the_target_lacks_is_a_located_compile_error():
+    with pytest.raises(CompilationError) as info:
+        bf16_tile.compile(Target.profile("lavapipe"))
+    err = info.value
+    assert err.message.startswith("lavapipe offers no coopmat<bf16")
+    assert err.line == _line(bf16_tile.kernel.fn, "ta = coop.load(coop.Matrix[bf16, M, M, coop.A], a, 0, M)")
+    with pytest.raises(CompilationError, match="SHAPE: largest_shape.*asks the target"):
+        device_sized_tile.compile()

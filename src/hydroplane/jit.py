@@ -114,17 +114,17 @@ class JitKernel:
         self.kernel = kernel_
         self.__name__ = kernel_.__name__
         self.__doc__ = kernel_.__doc__
-        self._pipelines: dict = {}  # (device, constexprs) -> (pipeline, lowered)
+        self._pipelines: dict = {}  # (device, id(specialization)) -> (executor's kernel, lowered)
         self._default_device: dict = {}  # constexprs -> chosen device
 
-    def compile(self, **constexprs) -> Specialization:
-        return self.kernel.compile(**constexprs)
+    def compile(self, target=None, **constexprs) -> Specialization:
+        return self.kernel.compile(target, **constexprs)
 
-    def spirv(self, **constexprs):
-        return self.kernel.spirv(**constexprs)
+    def spirv(self, target=None, **constexprs):
+        return self.kernel.spirv(target, **constexprs)
 
-    def asm(self, **constexprs) -> str:
-        return self.kernel.asm(**constexprs)
+    def asm(self, target=None, **constexprs) -> str:
+        return self.kernel.asm(target, **constexprs)
 
     def __getitem__(self, grid):
         return lambda *args, device=None, **kwargs: self.launch(grid, args, kwargs, device)
@@ -146,7 +146,6 @@ class JitKernel:
 
     def launch(self, grid, args, kwargs, device=None) -> LaunchResult:
         constexprs, runtime = self._bind(args, kwargs)
-        spec = self.kernel.compile(**constexprs)
         key = tuple(sorted(constexprs.items()))
         pinned = {a.device for a in runtime.values() if isinstance(a, DeviceArray)}
         if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
@@ -157,20 +156,20 @@ class JitKernel:
         if device is None:
             device = self._default_device.get(key)
             if device is None:
-                device = self._default_device[key] = self._choose_device(spec, key)
-        grid = _grid(grid, constexprs)
+                device = self._default_device[key] = self._choose_device(constexprs)
         # the reference executor keeps every buffer it made: a launch without device arrays on it
         # uses its own, closed afterwards (compiled kernels are shared)
         transient = device == "ref" and not any(isinstance(a, DeviceArray) for a in runtime.values())
         executor = launch.get_executor("ref") if transient else executor_for(device)
         try:
-            return self._run(spec, key, device, executor, grid, runtime)
+            spec = self.kernel.compile(executor.target, **constexprs)  # shapes checked against the device
+            return self._run(spec, device, executor, _grid(grid, dict(spec.constexprs)), runtime)
         finally:
             if transient:
                 executor.close()
 
-    def _run(self, spec: Specialization, key, device, executor, grid, runtime: dict) -> LaunchResult:
-        pipeline, lowered = self._pipeline(device, executor, spec, key)
+    def _run(self, spec: Specialization, device, executor, grid, runtime: dict) -> LaunchResult:
+        pipeline, lowered = self._pipeline(device, executor, spec)
         buffers, outputs, temporary = {}, {}, []
         for p in spec.buffers:
             value = runtime[p.name]
@@ -208,17 +207,18 @@ class JitKernel:
                 (getattr(buf, "close", None) or buf.release)()
         return result
 
-    def _pipeline(self, device, executor, spec: Specialization, key):
+    def _pipeline(self, device, executor, spec: Specialization):
         """The executor's kernel for this specialization (cached): it lowers the module for its own
         target (EXT maintenance1 -> NV2 where the device has only NV2) and refuses what it lacks."""
-        cache_key = (device, key)
+        cache_key = (device, id(spec))  # specializations live in the kernel's cache
         if cache_key not in self._pipelines:
             checked = executor.kernel(spec.words)
             self._pipelines[cache_key] = (checked, bool(checked.compiled.changes))
         return self._pipelines[cache_key]
 
-    def _choose_device(self, spec: Specialization, key):
-        """The first Vulkan device that creates the pipeline, else the reference executor."""
+    def _choose_device(self, constexprs: dict):
+        """The first Vulkan device the kernel compiles for and that creates the pipeline, else the reference
+        executor."""
         reasons = []
         index = 0
         while True:
@@ -230,7 +230,7 @@ class JitKernel:
                 reasons.append(f"Vulkan: {err}")
                 break
             try:
-                self._pipeline(index, executor, spec, key)
+                self._pipeline(index, executor, self.kernel.compile(executor.target, **constexprs))
                 log.info("%s: default device %s", self.kernel.name, _device_label(index, executor))
                 return index
             except HydroplaneError as err:

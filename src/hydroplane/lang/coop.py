@@ -9,13 +9,18 @@ Element-wise `+ - * /` between matrices of one type, `m * scalar`, `-m`, `m[i]` 
 access (a run-time index needs the matrix in a variable), `coop.length(m)`,
 `coop.convert(m, dtype)`, and the EXT maintenance1 operations: `convert_use`, `transpose`,
 `map(fn, m, *extra)` (fn(row, col, element, *extra) per element), `reduce(m, mode, combine)`,
-`coordinate(m, i)` -> (row, col). The semantics are in coop_semantic.py.
+`coordinate(m, i)` -> (row, col). `largest_shape(f16, f32)` as a constexpr's value asks the
+target for its largest tile. The semantics are in coop_semantic.py.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hydroplane.lang.coop_semantic import matrix_type
 from hydroplane.lang.core import builtin
+from hydroplane.lang.errors import SemanticError
+from hydroplane.spirv.target import UnsupportedOnTarget
 from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixReduce, CooperativeMatrixUse, Scope
 
 A = CooperativeMatrixUse.MatrixAKHR
@@ -28,6 +33,33 @@ Column = CooperativeMatrixReduce.Column
 Quad2x2 = CooperativeMatrixReduce.CooperativeMatrixReduce2x2
 Subgroup = Scope.Subgroup
 Workgroup = Scope.Workgroup
+
+
+@dataclass(frozen=True)
+class TargetShape:
+    """A constexpr the target answers: the largest m x n x k tile it offers for A type `a` and accumulator
+    `c` (`default` where the target lists no fixed shapes, as the reference executor)."""
+
+    a: object
+    c: object
+    default: tuple[int, int, int] = (16, 16, 16)
+    scope: Scope = Scope.Subgroup
+
+    def resolve(self, target) -> tuple[int, int, int]:
+        if target is None:
+            raise SemanticError(f"largest_shape({self.a}, {self.c}) asks the target: compile with target=...")
+        if target.is_reference:
+            return self.default
+        try:
+            shape = target.largest_shape(self.a, self.c, self.scope)
+        except UnsupportedOnTarget as err:
+            raise SemanticError(str(err)) from None
+        return shape.m, shape.n, shape.k
+
+
+def largest_shape(a, c, default=(16, 16, 16), scope=Scope.Subgroup) -> TargetShape:
+    """`SHAPE: constexpr = coop.largest_shape(f16, f32)`: (M, N, K) of the largest tile the target offers."""
+    return TargetShape(a, c, tuple(default), Scope(scope))
 
 
 class Matrix:

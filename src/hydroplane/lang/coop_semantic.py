@@ -48,9 +48,17 @@ def _matrix(x, what: str) -> Value:
 class CoopSemantic(Semantic):
     """Semantic plus cooperative matrices; `functions` compiles @func callbacks (map, reduce)."""
 
-    def __init__(self, builder, functions):
+    def __init__(self, builder, functions, target=None):
         super().__init__(builder)
         self.functions = functions
+        self.target = target  # a spirv.target.Target: matrix types and MulAdds are checked against it
+
+    def offered(self, t: types.CoopMatrix) -> types.CoopMatrix:
+        """`t`, when the target (if any) offers it; otherwise a SemanticError naming the target's shapes."""
+        if self.target is not None and not self.target.offers(t):
+            shapes = ", ".join(str(s) for s in self.target.shapes()) or "none"
+            raise SemanticError(f"{self.target.name} offers no {t} (its fixed shapes: {shapes})")
+        return t
 
     def _layout(self, layout) -> int:
         try:
@@ -75,6 +83,7 @@ class CoopSemantic(Semantic):
     def coop_load(self, t, memory, offset, stride, layout) -> Value:
         if not isinstance(t, types.CoopMatrix):
             raise SemanticError(f"coop.load's first argument is a matrix type (coop.Matrix[...]), not {describe(t)}")
+        self.offered(t)
         self._memory(memory, t.component, "coop.load")
         if memory.access == "writeonly":
             raise SemanticError(f"coop.load from the write-only buffer {memory.name}")
@@ -120,12 +129,15 @@ class CoopSemantic(Semantic):
                          | CooperativeMatrixOperands.MatrixResultSignedComponentsKHR)
         if saturating:
             operands |= CooperativeMatrixOperands.SaturatingAccumulationKHR
+        if self.target is not None and not self.target.offers_muladd(ta, tb, tc, tc):
+            raise SemanticError(f"{self.target.name} offers no MulAdd of {ta} x {tb} + {tc}")
         extra = (int(operands),) if operands else ()
         return Value(tc, self.b.emit(Op.CooperativeMatrixMulAddKHR, self.type_id(tc), a.id, b.id, c.id, *extra))
 
     def coop_fill(self, t, value) -> Value:
         if not isinstance(t, types.CoopMatrix):
             raise SemanticError(f"coop.fill's first argument is a matrix type, not {describe(t)}")
+        self.offered(t)
         if is_literal(value):
             return self.constant(value, t)
         value = self.coerce(value, t.component, "coop.fill value")
@@ -155,7 +167,7 @@ class CoopSemantic(Semantic):
                                 f"{types.use_name(use)}; EXT maintenance1 converts Accumulator to A or B "
                                 "and A or B to Accumulator")
         rows, cols = (t.cols, t.rows) if transpose else (t.rows, t.cols)
-        result = replace(t, rows=rows, cols=cols, use=use)
+        result = self.offered(replace(t, rows=rows, cols=cols, use=use))
         self.b.extension(EXT)
         rid = self.b.emit(Op.CooperativeMatrixConvertUseEXT, self.type_id(result), m.id)
         if transpose:
@@ -211,7 +223,7 @@ class CoopSemantic(Semantic):
         if mode == quad:
             if t.rows % 2 or t.cols % 2:
                 raise SemanticError(f"bad matrix shape: a 2x2 reduction needs even dimensions, not {t.rows}x{t.cols}")
-            result = replace(t, rows=t.rows // 2, cols=t.cols // 2)
+            result = self.offered(replace(t, rows=t.rows // 2, cols=t.cols // 2))
         else:
             result = t
         fn_id, returned = self.functions.function_of_types(combine, [t.component, t.component])

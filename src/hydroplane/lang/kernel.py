@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from hydroplane.lang import core
 from hydroplane.lang.codegen import CodeGenerator, Source
+from hydroplane.lang.coop import TargetShape
 from hydroplane.lang.coop_semantic import CoopSemantic
 from hydroplane.lang.errors import CompilationError, SemanticError
 from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
@@ -33,6 +34,7 @@ from hydroplane.spirv import decode, grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.enums import StorageClass
 from hydroplane.spirv.locations import SourceLocation, source_locations
+from hydroplane.spirv.target import Target
 from hydroplane.spirv.text import disassemble
 
 Op = grammar.Op
@@ -83,9 +85,9 @@ class Specialization:
 class ModuleCompiler:
     """The state of one module being compiled: builder, semantics, helper functions, file names."""
 
-    def __init__(self):
+    def __init__(self, target: Target | None = None):
         self.builder = ModuleBuilder(memory_model="Vulkan")
-        self.semantic = CoopSemantic(self.builder, self)
+        self.semantic = CoopSemantic(self.builder, self, target)
         self._files: dict[str, int] = {}
         self._functions: dict[tuple, tuple[int, types.Type]] = {}
         self._in_progress: set[tuple] = set()
@@ -260,16 +262,31 @@ class Kernel:
             self._source = Source.of(self.fn)
         return self._source
 
-    def compile(self, **constexprs) -> Specialization:
+    def compile(self, target: Target | None = None, **constexprs) -> Specialization:
+        """The kernel for these constexprs (cached). With a `target` (spirv.target.Target), matrix shapes
+        are checked against what it offers and `coop.largest_shape(...)` constexprs are answered by it."""
+        constexprs = self._resolved(target, constexprs)
         try:
-            key = tuple(sorted(constexprs.items()))
+            key = (None if target is None else (target.name, target.is_reference), tuple(sorted(constexprs.items())))
             hash(key)
         except TypeError:
             raise SemanticError(f"{self.name}: constexpr values must be hashable, got {constexprs!r}") from None
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = _compile_kernel(self, constexprs)
+            found = self._cache[key] = _compile_kernel(self, constexprs, target)
         return found
+
+    def _resolved(self, target: Target | None, constexprs: dict) -> dict:
+        """The constexprs with values that ask the target (coop.largest_shape) answered."""
+        out = dict(constexprs)
+        for p in self.signature.parameters.values():
+            value = out.get(p.name, p.default)
+            if isinstance(value, TargetShape):
+                try:
+                    out[p.name] = value.resolve(target)
+                except SemanticError as err:
+                    raise _located(self.source, SemanticError(f"{p.name}: {err}")) from None
+        return out
 
     def constexpr_names(self) -> frozenset[str]:
         """The names of the constexpr parameters (a launcher separates them from run-time arguments)."""
@@ -278,13 +295,13 @@ class Kernel:
         except SemanticError as err:
             raise _located(self.source, err) from None
 
-    def spirv(self, **constexprs) -> array:
-        """The module's words for these constexprs."""
-        return self.compile(**constexprs).words
+    def spirv(self, target: Target | None = None, **constexprs) -> array:
+        """The module's words for these constexprs (and target, when given)."""
+        return self.compile(target, **constexprs).words
 
-    def asm(self, **constexprs) -> str:
-        """The module's disassembly for these constexprs."""
-        return self.compile(**constexprs).asm()
+    def asm(self, target: Target | None = None, **constexprs) -> str:
+        """The module's disassembly for these constexprs (and target, when given)."""
+        return self.compile(target, **constexprs).asm()
 
     def __call__(self, *args, **kwargs):
         raise SemanticError(f"{self.name} is a kernel: launch it with hydroplane.kernel's kernel[grid](...)")
@@ -327,10 +344,10 @@ def _local_size(kernel_: Kernel, constexprs: dict) -> tuple[int, int, int]:
     return (*dims, *(1,) * (3 - len(dims)))
 
 
-def _compile_kernel(kernel_: Kernel, constexprs: dict) -> Specialization:
+def _compile_kernel(kernel_: Kernel, constexprs: dict, target: Target | None = None) -> Specialization:
     source = kernel_.source
     try:
-        return _build(kernel_, source, constexprs)
+        return _build(kernel_, source, constexprs, target)
     except SemanticError as err:  # about the signature: point at the def line
         raise _located(source, err) from None
 
@@ -340,8 +357,8 @@ def _located(source: Source, err: SemanticError) -> CompilationError:
     return CompilationError(str(err), source.file, line, col, text)
 
 
-def _build(kernel_: Kernel, source: Source, constexprs: dict) -> Specialization:
-    compiler = ModuleCompiler()
+def _build(kernel_: Kernel, source: Source, constexprs: dict, target: Target | None) -> Specialization:
+    compiler = ModuleCompiler(target)
     b, semantic = compiler.builder, compiler.semantic
     params, scope, push = [], {}, []
     binding = 0
