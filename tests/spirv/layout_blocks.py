@@ -309,10 +309,10 @@ def random_value(rng: random.Random, t: types.Scalar) -> tuple[str, bytes]:
         return literal, value.tobytes()
     bits = rng.getrandbits(t.width)
     value = bits - (1 << t.width) if t.signed and bits >> (t.width - 1) else bits
-    if t.width == 64:
-        literal = f"{value}ul" if not t.signed else (f"{value}l" if value > -(1 << 63) else "(-9223372036854775807l - 1l)")
-    elif t.width == 32:
-        literal = f"{value}u" if not t.signed else (f"{value}" if value > -(1 << 31) else "(-2147483647 - 1)")
+    if t.width in (32, 64):
+        suffix = ("" if t.signed else "u") + ("l" if t.width == 64 else "")
+        # the most negative value has no literal: a negated literal of it overflows
+        literal = f"{value}{suffix}" if value > -(1 << (t.width - 1)) else f"({value + 1}{suffix} - 1{suffix})"
     else:
         literal = f"{GLSL_NAMES[t][0]}({value})"
     return literal, np.array(value, t.dtype).tobytes()
@@ -332,3 +332,21 @@ def compile_glsl(source: str, tmp_path: Path, name: str = "layout") -> bytes:
     if proc.returncode:
         pytest.fail(f"glslangValidator failed:\n{proc.stdout}\n{proc.stderr}\n{source}")
     return out.read_bytes()
+
+
+def every_shape_block(rule: types.LayoutRule, binding: int = 0) -> Block:
+    """A block that holds every shape the layout tests promise, whatever the random ones hold: mat2/mat3/mat4
+    row- and column-major, arrays of vectors and of structs, nested structs, a runtime-array tail."""
+    vec3 = types.Vector(F32, 3)
+    inner = StructDecl(f"Inner{rule}", (Field("v", vec3), Field("h", F16), Field("m", types.Matrix(vec3, 2))))
+    outer = StructDecl(f"Outer{rule}", (Field("x", F32), Field("inner", inner, (2,)), Field("d", F64),
+                                        Field("u", types.Vector(U8, 3))))
+    fields = [Field("s", F32)]
+    for n in (2, 3, 4):
+        square = types.Matrix(types.Vector(F32, n), n)
+        fields += [Field(f"col{n}", square, major="column_major"), Field(f"row{n}", square, major="row_major"),
+                   Field(f"after{n}", F16)]
+    fields += [Field("vectors", vec3, (3,)), Field("halves", types.Vector(F16, 3), (2,)),
+               Field("rows", types.Matrix(vec3, 2), (2,), "row_major"), Field("nested", outer),
+               Field("structs", outer, (2,), "row_major"), Field("tail", inner, (None,))]
+    return Block(f"Every{rule}", f"every{rule}", "buffer", rule, tuple(fields), binding)

@@ -167,7 +167,7 @@ PUSH_MAT3 = HEADER + "layout(push_constant) uniform P { float s; mat3 m; } p;\n"
 def test_glslang_reflection_sizes_the_mat3_push_constant_block_64(glslang, tmp_path):
     src = tmp_path / "push.comp"
     src.write_text(PUSH_MAT3)
-    out = run_tool([glslang, "-q", "--target-env", "vulkan1.3", str(src)]).stdout.decode()
+    out = run_tool([glslang, "-q", "--target-env", "vulkan1.3", str(src)], cwd=tmp_path).stdout.decode()
     assert re.search(r"^P: offset -1, type ffffffff, size 64,", out, re.M), out
     block = block_types_by_instance(decode(compile_glsl(PUSH_MAT3, tmp_path)))["p"]
     assert types.size(block) == 64
