@@ -15,11 +15,13 @@ import re
 import pytest
 
 from conftest import run_tool
-from hydroplane.spirv import reflect, types
+from hydroplane.spirv import ModuleBuilder, reflect, types, validate
 from hydroplane.spirv.binary import decode
+from hydroplane.spirv.enums import StorageClass
+from hydroplane.spirv.grammar import Op
 from hydroplane.spirv.types import F32, LAYOUT_RULES
-from layout_blocks import (HEADER, BlockMaker, block_type, block_types_by_instance, compile_glsl, first_difference,
-                           render_block, render_shader, strip_layout, structs_used)
+from layout_blocks import (HEADER, BlockMaker, block_type, block_types_by_instance, compile_glsl, every_shape_block,
+                           first_difference, render_block, render_shader, strip_layout, structs_used)
 
 STRUCTS = """
 struct Inner { vec3 v; };
@@ -175,3 +177,31 @@ def test_glslang_reflection_sizes_the_mat3_push_constant_block_64(glslang, tmp_p
 
 def test_reflect_sizes_the_mat3_push_constant_block_64(tmp_path):
     assert reflect(compile_glsl(PUSH_MAT3, tmp_path)).push_constant_size == 64
+
+
+# ------------------------------------------------------------------------------------------------
+# The builder declares laid-out blocks with every decoration: spirv-val accepts them, they read back equal
+
+@pytest.mark.parametrize("rule", LAYOUT_RULES)
+def test_builder_declares_laid_out_blocks_that_validate_and_read_back(rule):
+    maker = BlockMaker(77 + LAYOUT_RULES.index(rule))
+    blocks = [every_shape_block(rule)] + [maker.block("buffer", rule, binding=i) for i in range(1, 8)]
+    b = ModuleBuilder()
+    variables = {}
+    for block in blocks:
+        laid = types.laid_out(block_type(block), rule)
+        pointer = b.declare(types.Pointer(StorageClass.StorageBuffer, laid))
+        var = b.variable(pointer, "StorageBuffer", name=block.instance)
+        b.decorate(var, "DescriptorSet", 0)
+        b.decorate(var, "Binding", block.binding)
+        variables[block.instance] = laid
+    main, _ = b.function(b.type_void(), name="main")
+    b.label()
+    b.emit(Op.Return)
+    b.end_function()
+    b.entry_point("GLCompute", main, local_size=(1,))
+    words = b.to_words()
+    validate(words, extra_args=("--scalar-block-layout",) if rule == "scalar" else ())
+    found = block_types_by_instance(decode(words))
+    for instance, laid in variables.items():
+        assert found[instance] == laid, first_difference(found[instance], laid)
