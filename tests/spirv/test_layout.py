@@ -105,12 +105,12 @@ def test_named_cases_as_push_constants_match_glslang(rule, case, tmp_path):
 
 
 @pytest.mark.parametrize("rule", LAYOUT_RULES)
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(16))
 def test_random_blocks_match_glslang(rule, seed, tmp_path):
     maker = BlockMaker(seed * 31 + LAYOUT_RULES.index(rule))
     blocks = [maker.block(storage, rule, binding=i) for i, storage in
               enumerate([s for s in STORAGES[rule] if s != "push_constant"] * 3)]
-    blocks.append(maker.block("push_constant", rule))
+    blocks += [maker.block("push_constant", rule), every_shape_block(rule, binding=len(blocks))]
     source = render_shader(blocks)
     found = block_types_by_instance(decode(compile_glsl(source, tmp_path)))
     for b in blocks:
