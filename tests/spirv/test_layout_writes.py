@@ -1,6 +1,7 @@
 """types.py's layouts checked through memory: a shader writes every scalar of random std140, std430 and
 scalar storage blocks, on the reference executor and on lavapipe, and the bytes must be exactly those
-our layout predicts.
+our layout predicts; and a shader reads every scalar of uniform blocks and push constants filled at the
+offsets our layout gives.
 
 Each block (tests/spirv/layout_blocks.py: scalars of every width, vectors, row- and column-major
 matrices, arrays, nested structs, runtime-array tails) gets a distinct random value in each scalar,
@@ -17,10 +18,10 @@ import numpy as np
 import pytest
 
 from hydroplane import launch
-from hydroplane.spirv import types
+from hydroplane.spirv import reflect, types
 from hydroplane.spirv.types import LAYOUT_RULES
-from layout_blocks import (BlockMaker, block_type, compile_glsl, every_shape_block, leaves, random_value, render_block,
-                           render_shader)
+from layout_blocks import (HEADER, BlockMaker, block_type, compile_glsl, every_shape_block, glsl_type_name, leaves,
+                           random_value, render_block, render_shader)
 
 BLOCKS_PER_SHADER = 6
 SEEDS = 8
@@ -120,3 +121,87 @@ def _shapes(t, seen: set, depth: int, row_major: bool = False) -> None:
             seen.add("nested struct")
         for m in t.members:
             _shapes(m.type, seen, depth + 1, m.row_major)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reads: uniform blocks and push constants filled by our layout, every scalar copied out in order
+
+PUSH_LIMIT = 128  # maxPushConstantsSize every Vulkan device offers
+
+
+def _read_case(rule: types.LayoutRule, seed: int, storage: str):
+    """(source, {binding: block bytes}, push bytes or None, {output binding: expected values}, what)."""
+    maker = BlockMaker(5000 + seed * 7 + LAYOUT_RULES.index(rule), max_fields=4)
+    rng = random.Random(seed)
+    if storage == "push_constant":
+        blocks = [maker.block(storage, rule)]
+        while types.size(types.laid_out(block_type(blocks[0]), rule)) > PUSH_LIMIT:
+            blocks = [maker.block(storage, rule)]
+    else:
+        blocks = [maker.block(storage, rule, binding=i) for i in range(3)]
+    inputs, outputs, body = {}, {}, []
+    for b in blocks:
+        laid = types.laid_out(block_type(b), rule)
+        # push constants: exactly the block's size; a uniform buffer: whole 16-byte rows
+        nbytes = types.size(laid) if storage == "push_constant" else -(-types.size(laid) // 16) * 16
+        memory = np.full(nbytes, POISON, np.uint8)
+        for leaf in leaves(laid, b.instance):
+            _, data = random_value(rng, leaf.scalar)
+            memory[leaf.offset:leaf.offset + len(data)] = np.frombuffer(data, np.uint8)
+            values = outputs.setdefault(leaf.scalar, [])
+            body.append(f"    out_{leaf.scalar.name}.v[{len(values)}] = {leaf.access};\n")
+            values.append(data)
+        inputs[b.binding] = memory
+    out_bindings = {t: 10 + i for i, t in enumerate(outputs)}
+    decls = "".join(f"layout(std430, set = 0, binding = {out_bindings[t]}) buffer O_{t.name} "
+                    f"{{ {glsl_type_name(t)} v[]; }} out_{t.name};\n" for t in outputs)
+    source = render_shader(blocks, "".join(body)).replace("void main()", decls + "void main()")
+    expected = {out_bindings[t]: np.frombuffer(b"".join(v), t.dtype) for t, v in outputs.items()}
+    push = inputs.pop(0) if storage == "push_constant" else None
+    return source, inputs, push, expected, "\n".join(render_block(b) for b in blocks)
+
+
+def _run_reads(rule, seed, storage, tmp_path, **where) -> None:
+    source, inputs, push, expected, what = _read_case(rule, seed, storage)
+    if source not in _WORDS:
+        _WORDS[source] = compile_glsl(source, tmp_path)
+    buffers = {b: launch.RawBytes(data) for b, data in inputs.items()}
+    buffers.update({b: np.full(v.nbytes, POISON, np.uint8).view(v.dtype) for b, v in expected.items()})
+    out = launch.run(_WORDS[source], (1, 1, 1), buffers, push=push, **where)
+    for binding, values in expected.items():
+        got = out[binding].view(np.uint8)
+        assert got.tobytes() == values.tobytes(), f"{rule} {storage}: {what}\ngot {out[binding]}\nwanted {values}"
+
+
+READS = [(rule, storage) for rule in LAYOUT_RULES for storage in ("uniform", "push_constant")
+         if (rule, storage) != ("std430", "uniform")]
+
+
+@pytest.mark.parametrize("rule,storage", READS)
+@pytest.mark.parametrize("seed", range(SEEDS // 2))
+def test_reads_find_what_our_layout_placed_on_the_reference_executor(rule, storage, seed, tmp_path):
+    _run_reads(rule, seed, storage, tmp_path, device="ref")
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("rule,storage", READS)
+@pytest.mark.parametrize("seed", range(SEEDS // 2))
+def test_reads_find_what_our_layout_placed_on_lavapipe(rule, storage, seed, tmp_path, lavapipe):
+    _run_reads(rule, seed, storage, tmp_path, executor=lavapipe)
+
+
+PUSH_F16_TAIL = HEADER + """
+layout(push_constant) uniform P { float a; float16_t h; } p;
+layout(set = 0, binding = 0) buffer O { float a; float16_t h; } o;
+void main() { o.a = p.a; o.h = p.h; }
+"""
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+def test_a_push_constant_block_of_6_bytes_runs(device, tmp_path):
+    """A block ending in a float16_t is 6 bytes; Vulkan ranges are multiples of 4, which the runtime rounds to."""
+    words = compile_glsl(PUSH_F16_TAIL, tmp_path)
+    assert reflect(words).push_constant_size == 6
+    push = np.float32(-2.5).tobytes() + np.float16(0.375).tobytes()
+    out = launch.run(words, (1, 1, 1), {0: launch.RawBytes(np.full(8, POISON, np.uint8))}, push=push, device=device)
+    assert out[0].tobytes() == push + bytes([POISON, POISON])
