@@ -53,7 +53,7 @@ def tree_reduce(values: np.ndarray, combine: Combine) -> np.ndarray:
 
 def check_reduce_types(src: CoopMatrix, dst: CoopMatrix, mode: int) -> ReduceMode:
     """The Reduce rules of seed 000; returns the mode as flags."""
-    if int(mode) & ~0x7:
+    if int(mode) & ~int(ReduceMode.Row | ReduceMode.Column | ReduceMode.CooperativeMatrixReduce2x2):
         raise CoopMatError(f"Reduce mode {int(mode):#x} has unknown bits")
     mode = ReduceMode(mode)
     if mode not in (ReduceMode.Row, ReduceMode.Column, ReduceMode.Row | ReduceMode.Column,
