@@ -194,7 +194,7 @@ class Program:
         except HydroplaneError as err:
             if isinstance(err, InvalidModuleError):
                 raise
-            raise InvalidModuleError(f"type %{raw.result_id} ({raw.name}) at word {raw.offset}: {err}") from None
+            raise InvalidModuleError(f"type %{raw.result_id} ({raw.name}): {err}") from None
 
     def _settled(self, t: T.Type) -> T.Type:
         """`t` with a Forward left only as a pointer's pointee: where the reader met a forward-declared
