@@ -48,7 +48,9 @@ void main() {
     uint i = gl_LocalInvocationIndex, g = gl_GlobalInvocationID.x;
     flags[i] = (a[g] & 1u) == 1u;
     Pair p[4];
-    for (int k = 0; k < 4; k++) { p[k].on = ((a[g] >> k) & 1u) == 1u; p[k].v = a[g] + uint(k); p[k].odd = (k & 1) == 1; }
+    for (int k = 0; k < 4; k++) {
+        p[k].on = ((a[g] >> k) & 1u) == 1u; p[k].v = a[g] + uint(k); p[k].odd = (k & 1) == 1;
+    }
     barrier();
     uint j = (a[g] >> 4) & 3u, r = 0u;
     if (flags[(i + 1u) % 64u]) r += 1u;
