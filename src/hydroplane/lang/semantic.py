@@ -222,10 +222,15 @@ class Semantic:
     def __init__(self, builder: ModuleBuilder):
         self.b = builder
         self._builtin_variables: dict[str, int] = {}
+        self._type_ids: dict[types.Type, int] = {}
 
     # types and constants ------------------------------------------------------------------------
     def type_id(self, t: types.Type) -> int:
-        return self.b.declare(t)
+        """The builder's id of a type (types are immutable: each is declared once, then looked up)."""
+        found = self._type_ids.get(t)
+        if found is None:
+            found = self._type_ids[t] = self.b.declare(t)
+        return found
 
     def constant(self, value, t: types.Type) -> Value:
         """A constant of a scalar or vector type (a vector's value is splatted), from a Python literal."""
@@ -389,6 +394,9 @@ class Semantic:
         if is_literal(a) and is_literal(b):
             a = self.materialize(a)
         a, b = self._unify("eq", a, b)
+        if isinstance(a.type, types.CoopMatrix):
+            raise SemanticError("select (or `x if c else y`) between matrices does not exist in SPIR-V; "
+                                "branch with if/else and assign instead")
         if isinstance(cond.type, types.Vector) and cond.type != with_component(a.type, types.BOOL):
             raise SemanticError(f"select: a {cond.type} condition with {a.type} values")
         return Value(a.type, self.b.emit(Op.Select, self.type_id(a.type), cond.id, a.id, b.id))
