@@ -31,6 +31,7 @@ from hydroplane.lang.errors import CompilationError, SemanticError
 from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
 from hydroplane.spirv import decode, grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
+from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.enums import StorageClass
 from hydroplane.spirv.locations import SourceLocation, source_locations
 from hydroplane.spirv.target import Target
@@ -65,6 +66,11 @@ class Specialization:
 
     def asm(self) -> str:
         return disassemble(self.words)
+
+    def compiled(self, target: Target | None = None) -> CompiledKernel:
+        """The spirv layer's CompiledKernel of these words for a target (lowered, checked, reflected, with
+        the source locations); the reference executor's target when None."""
+        return compile_kernel(self.words, target or Target.reference())
 
     def location_of(self, offset: int) -> SourceLocation | None:
         """The kernel's Python file:line:col behind the instruction at word `offset` of these words."""
