@@ -3,8 +3,9 @@
 `CodeGenerator` walks one function body (a kernel's or a helper's). Operators map through
 dict tables to the semantics' names; statements and expressions it knows have a visit_X
 method; `generic_visit` rejects every other node by name. `visit()` is overridden once: it
-tracks the node, emits an OpLine for each statement, skips statements after a terminator,
-and turns any stray exception into one `CompilationError` at the node's file:line:col.
+tracks the node, gives the builder each statement's location (OpLine), skips statements
+after a terminator, and turns any stray exception into one `CompilationError` at the node's
+file:line:col.
 
 Names: a name assigned at one place only to a compile-time object (a literal, a type, a
 function, a tuple of them) stays compile-time; every other local is a Function-storage
