@@ -9,6 +9,9 @@ import pytest
 
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import arith as ar
+from hydroplane.spirv.enums import Scope
+
+from ref_helpers import coop_type
 
 SMALL_FLOATS = [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
 
@@ -219,8 +222,8 @@ def test_conversion_rounding_modes_bitcast_and_errors():
     assert (ar.convert(np.array([np.nan, 1e10, -1e10], np.float32), "ConvertFToS", np.int8) == [0, 127, -128]).all()
 
 
-def _t(dtype, rows, cols, use, scope=cm.Scope.Subgroup):
-    return cm.CoopMatType(dtype, scope, rows, cols, use)
+def _t(dtype, rows, cols, use, scope=Scope.Subgroup):
+    return coop_type(dtype, rows, cols, use, scope)
 
 
 @pytest.mark.parametrize("src_use,dst_use", [(2, 0), (2, 1), (0, 2), (1, 2)])
@@ -240,12 +243,12 @@ def test_convert_use_rules_from_seed_000():
     np.testing.assert_array_equal(ar.convert_use(mats, acc, _t(np.uint8, 8, 8, 0)), mats.view(np.uint8))
     with pytest.raises(cm.CoopMatError, match="use OpFConvert"):
         ar.convert_use(mats, acc, _t(np.int32, 8, 8, 0))
-    with pytest.raises(cm.CoopMatError, match="Use MatrixA -> MatrixB"):
+    with pytest.raises(cm.CoopMatError, match="Use MatrixAKHR -> MatrixBKHR"):
         ar.convert_use(mats, _t(np.int8, 8, 8, 0), _t(np.int8, 8, 8, 1))
-    with pytest.raises(cm.CoopMatError, match="Use MatrixAccumulator -> MatrixAccumulator"):
+    with pytest.raises(cm.CoopMatError, match="Use MatrixAccumulatorKHR -> MatrixAccumulatorKHR"):
         ar.convert_use(mats, acc, acc)
     with pytest.raises(cm.CoopMatError, match="scopes must match"):
-        ar.convert_use(mats, acc, _t(np.int8, 8, 8, 0, cm.Scope.Workgroup))
+        ar.convert_use(mats, acc, _t(np.int8, 8, 8, 0, Scope.Workgroup))
     wide = np.zeros((1, 8, 4), np.int8)
     with pytest.raises(cm.CoopMatError, match="result must be 4x8"):
         ar.convert_use(wide, _t(np.int8, 8, 4, 2), _t(np.int8, 8, 4, 0), transpose=True)

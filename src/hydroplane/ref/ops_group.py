@@ -65,7 +65,7 @@ def _arith(how, fn, identity):
     def handler(ctx, inst):
         _check_scope(ctx, inst)
         op = inst.literals[0]
-        dt = inst.type.dtype
+        dt = inst.dtype
         value = READ[how](reinterpret(ctx.get(inst.args[1]), dt) if dt.kind != "b" else ctx.get(inst.args[1]))
         v, active = _subgroups(ctx, value)
         ident = np.array(identity(v.dtype)).astype(v.dtype)
@@ -180,7 +180,7 @@ def _ballot_bits(ctx, pred_by_sg):
 def _ballot(ctx, inst):
     _check_scope(ctx, inst)
     v, active = _subgroups(ctx, ctx.get(inst.args[1]))
-    ctx.set(inst.result_id, _ballot_bits(ctx, v & active).astype(inst.type.dtype))
+    ctx.set(inst.result_id, _ballot_bits(ctx, v & active).astype(inst.dtype))
 
 
 def _bit_of(ctx, words, index):
@@ -224,7 +224,7 @@ def _ballot_bit_count(ctx, inst):
         sel = bits & (j < own)
     else:
         ctx.unsupported(f"OpGroupNonUniformBallotBitCount with GroupOperation {op}")
-    ctx.set(inst.result_id, sel.sum(axis=1).astype(inst.type.dtype))
+    ctx.set(inst.result_id, sel.sum(axis=1).astype(inst.dtype))
 
 
 @register(Op.GroupNonUniformBallotFindLSB, Op.GroupNonUniformBallotFindMSB)
@@ -235,7 +235,7 @@ def _ballot_find(ctx, inst):
         idx = np.argmax(bits, axis=1)
     else:
         idx = bits.shape[1] - 1 - np.argmax(bits[:, ::-1], axis=1)
-    ctx.set(inst.result_id, np.where(bits.any(axis=1), idx, -1).astype(np.int64).astype(inst.type.dtype))
+    ctx.set(inst.result_id, np.where(bits.any(axis=1), idx, -1).astype(np.int64).astype(inst.dtype))
 
 
 SHUFFLES = {

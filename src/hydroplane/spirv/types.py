@@ -310,7 +310,8 @@ def _check_rule(rule: str) -> None:
 
 
 def alignment(t: Type, rule: LayoutRule = "std430", *, row_major: bool = False) -> int:
-    """Base alignment of `t` under a layout rule (a matrix's depends on its majorness)."""
+    """Base alignment of `t` under a layout rule (a matrix's depends on its majorness); std140's is the
+    extended alignment (arrays, structs and matrices rounded up to 16), scalar's the largest scalar's."""
     _check_rule(rule)
     if isinstance(t, Scalar):
         if t.kind == "bool":
@@ -318,28 +319,24 @@ def alignment(t: Type, rule: LayoutRule = "std430", *, row_major: bool = False) 
         return t.nbytes
     if isinstance(t, Pointer):
         return 8
-    if rule == "scalar":
-        return alignment(component_of(t), "scalar") if not isinstance(t, Struct) else \
-            max((alignment(m.type, rule) for m in t.members), default=1)
-    if isinstance(t, Vector):
-        return t.component.nbytes * (2 if t.count == 2 else 4)
-    if isinstance(t, Matrix):
-        vector = Vector(t.column.component, t.columns) if row_major else t.column
-        return _round_up(alignment(vector, rule), 16) if rule == "std140" else alignment(vector, rule)
-    if isinstance(t, Array):
-        inner = alignment(t.element, rule, row_major=row_major)
-        return _round_up(inner, 16) if rule == "std140" else inner
     if isinstance(t, Struct):
         inner = max((alignment(m.type, rule, row_major=m.row_major) for m in t.members), default=1)
-        return _round_up(inner, 16) if rule == "std140" else inner
-    raise TypeModelError(f"{t} has no layout in memory")
+    elif isinstance(t, Array):
+        inner = alignment(t.element, rule, row_major=row_major)
+    elif rule == "scalar" and isinstance(t, Vector | Matrix):
+        return alignment(component_of(t), rule)
+    elif isinstance(t, Vector):
+        return t.component.nbytes * (2 if t.count == 2 else 4)
+    elif isinstance(t, Matrix):
+        inner = alignment(Vector(t.column.component, t.columns) if row_major else t.column, rule)
+    else:
+        raise TypeModelError(f"{t} has no layout in memory")
+    return _round_up(inner, 16) if rule == "std140" else inner
 
 
 def matrix_stride(t: Matrix, rule: LayoutRule = "std430", *, row_major: bool = False) -> int:
     """Bytes between the columns (or, row-major, the rows) of a matrix under a layout rule."""
     vector = Vector(t.column.component, t.columns) if row_major else t.column
-    if rule == "scalar":
-        return size(vector, rule)
     return _round_up(size(vector, rule), alignment(t, rule, row_major=row_major))
 
 
@@ -347,8 +344,11 @@ def size(t: Type, rule: LayoutRule = "std430", *, matrix_stride_: int | None = N
          row_major: bool = False) -> int:
     """Bytes `t` occupies: explicit decorations where it carries them, the rule elsewhere.
 
-    A runtime array counts 0. `matrix_stride_` and `row_major` are a struct member's decorations,
-    which apply to the matrices inside it."""
+    A struct ends where its last member ends (the padding a rule puts after a struct belongs to
+    whatever follows it: the next member's offset, an array's stride); an array is `length` strides,
+    but under scalar layout its last element is not padded (glslang's rule). A runtime array counts 0.
+    `matrix_stride_` and `row_major` are a struct member's decorations, which apply to the matrices
+    inside it."""
     _check_rule(rule)
     if isinstance(t, Scalar):
         return alignment(t, rule)
@@ -362,55 +362,65 @@ def size(t: Type, rule: LayoutRule = "std430", *, matrix_stride_: int | None = N
     if isinstance(t, Array):
         if t.length is None:
             return 0
-        return t.length * array_stride(t, rule, matrix_stride_=matrix_stride_, row_major=row_major)
+        stride = array_stride(t, rule, matrix_stride_=matrix_stride_, row_major=row_major)
+        if rule == "scalar":
+            return stride * (t.length - 1) + size(t.element, rule, matrix_stride_=matrix_stride_, row_major=row_major)
+        return t.length * stride
     if isinstance(t, Struct):
         offsets = member_offsets(t, rule)
-        end = max((off + size(m.type, rule, matrix_stride_=m.matrix_stride, row_major=m.row_major)
-                   for off, m in zip(offsets, t.members)), default=0)
-        explicit = bool(t.members) and all(m.offset is not None for m in t.members)
-        return end if explicit else _round_up(end, alignment(t, rule))
+        return max((off + size(m.type, rule, matrix_stride_=m.matrix_stride, row_major=m.row_major)
+                    for off, m in zip(offsets, t.members)), default=0)
     raise TypeModelError(f"{t} has no size in memory")
 
 
 def array_stride(t: Array, rule: LayoutRule = "std430", *, matrix_stride_: int | None = None,
                  row_major: bool = False) -> int:
-    """The ArrayStride of `t`: its decoration, else the element's size rounded up to its alignment."""
+    """The ArrayStride of `t`: its decoration, else the element's size rounded up to the array's alignment."""
     if t.stride is not None:
         return t.stride
     element = size(t.element, rule, matrix_stride_=matrix_stride_, row_major=row_major)
-    return _round_up(element, alignment(t, rule, row_major=row_major)) if rule != "scalar" else element
+    return _round_up(element, alignment(t, rule, row_major=row_major))
 
 
 def member_offsets(t: Struct, rule: LayoutRule = "std430") -> list[int]:
-    """The Offset of each member: its decoration where every member has one, else the rule's."""
+    """The Offset of each member: its decoration where every member has one, else the rule's.
+
+    Under std140 and std430 the member after a struct, an array or a matrix starts at a multiple of
+    that member's alignment (GLSL's rules 4 and 9: the padding at the end of a struct)."""
     if t.members and all(m.offset is not None for m in t.members):
         return [m.offset for m in t.members]  # type: ignore[misc]
     offsets, at = [], 0
     for m in t.members:
-        at = _round_up(at, alignment(m.type, rule, row_major=m.row_major))
+        aligned = alignment(m.type, rule, row_major=m.row_major)
+        at = _round_up(at, aligned)
         offsets.append(at)
         if isinstance(m.type, Array) and m.type.length is None:
             continue
         at += size(m.type, rule, matrix_stride_=m.matrix_stride, row_major=m.row_major)
-        if rule == "std140" and isinstance(m.type, Struct | Array | Matrix):
-            at = _round_up(at, 16)  # std140: the member after a struct, array or matrix starts aligned
+        if rule != "scalar" and isinstance(m.type, Struct | Array | Matrix):
+            at = _round_up(at, aligned)
     return offsets
 
 
 def laid_out(t: Type, rule: LayoutRule = "std430") -> Type:
     """`t` with every ArrayStride, Offset and MatrixStride filled in under `rule` (kept where present)."""
+    _check_rule(rule)
+    return _laid_out(t, rule, None, False)
+
+
+def _laid_out(t: Type, rule: LayoutRule, matrix_stride_: int | None, row_major: bool) -> Type:
+    """laid_out inside a struct member whose MatrixStride and majorness apply to the matrices in `t`."""
     if isinstance(t, Array):
-        element = laid_out(t.element, rule)
-        return replace(t, element=element, stride=array_stride(replace(t, element=element), rule))
+        inner = replace(t, element=_laid_out(t.element, rule, matrix_stride_, row_major))
+        return replace(inner, stride=array_stride(inner, rule, matrix_stride_=matrix_stride_, row_major=row_major))
     if isinstance(t, Struct):
         members = []
         for m in t.members:
-            inner = laid_out(m.type, rule)
-            matrix = component_matrix(inner)
+            matrix = component_matrix(m.type)
             stride = m.matrix_stride
             if stride is None and matrix is not None:
                 stride = matrix_stride(matrix, rule, row_major=m.row_major)
-            members.append(replace(m, type=inner, matrix_stride=stride))
+            members.append(replace(m, type=_laid_out(m.type, rule, stride, m.row_major), matrix_stride=stride))
         struct = replace(t, members=tuple(members))
         offsets = member_offsets(struct, rule)
         return replace(struct, members=tuple(replace(m, offset=o) for m, o in zip(members, offsets)))

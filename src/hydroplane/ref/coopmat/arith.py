@@ -23,7 +23,9 @@ import ml_dtypes
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import (
-    DEFAULT_DISTRIBUTION, CoopMatError, CoopMatType, ElementDistribution, Use, uniform_per_instance)
+    DEFAULT_DISTRIBUTION, CoopMatError, ElementDistribution, check_value, uniform_per_instance)
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.types import CoopMatrix
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
@@ -246,27 +248,27 @@ def _same_component_or_signedness(src: np.dtype, dst: np.dtype) -> bool:
     return src == dst or (is_int(src) and is_int(dst) and src.itemsize == dst.itemsize)
 
 
-def convert_use(mats: np.ndarray, src: CoopMatType, dst: CoopMatType, transpose: bool = False) -> np.ndarray:
+def convert_use(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix, transpose: bool = False) -> np.ndarray:
     """OpCooperativeMatrixConvertUseEXT (= NV2 ConvertNV), transposing when decorated
     CooperativeMatrixTransposeEXT; validates the rules of seed 000."""
-    src.check_value(mats, "ConvertUse operand")
+    check_value(src, mats, "ConvertUse operand")
     what = "ConvertUse" + (" (CooperativeMatrixTransposeEXT)" if transpose else "")
     if src.scope != dst.scope:
         raise CoopMatError(f"{what}: scope {src.scope.name} -> {dst.scope.name}; scopes must match")
-    if not _same_component_or_signedness(src.component, dst.component):
-        raise CoopMatError(f"{what}: component {src.component} -> {dst.component}; use OpFConvert/"
+    if not _same_component_or_signedness(src.component.dtype, dst.component.dtype):
+        raise CoopMatError(f"{what}: component {src.component.dtype} -> {dst.component.dtype}; use OpFConvert/"
                            f"OpSConvert/OpUConvert to change the component type")
     want = (src.cols, src.rows) if transpose else src.shape
     if dst.shape != want:
         raise CoopMatError(f"{what}: {src.rows}x{src.cols} -> {dst.rows}x{dst.cols}; result must be "
                            f"{want[0]}x{want[1]}")
-    to_ab = src.use == Use.MatrixAccumulator and dst.use in (Use.MatrixA, Use.MatrixB)
-    to_acc = src.use in (Use.MatrixA, Use.MatrixB) and dst.use == Use.MatrixAccumulator
+    to_ab = src.use == Use.MatrixAccumulatorKHR and dst.use in (Use.MatrixAKHR, Use.MatrixBKHR)
+    to_acc = src.use in (Use.MatrixAKHR, Use.MatrixBKHR) and dst.use == Use.MatrixAccumulatorKHR
     if not (to_ab or to_acc):
         raise CoopMatError(f"{what}: Use {getattr(src.use, 'name', None)} -> {getattr(dst.use, 'name', None)}; "
                            f"Accumulator must become A or B, and A or B must become Accumulator")
     out = mats.swapaxes(1, 2) if transpose else mats
-    return np.ascontiguousarray(out).view(dst.component)
+    return np.ascontiguousarray(out).view(dst.component.dtype)
 
 
 def _conversion_between(src: np.dtype, dst: np.dtype) -> str:
@@ -278,27 +280,28 @@ def _conversion_between(src: np.dtype, dst: np.dtype) -> str:
     return "SConvert" if src.kind == "i" else "UConvert"
 
 
-def convert_nv(mats: np.ndarray, src: CoopMatType, dst: CoopMatType) -> np.ndarray:
+def convert_nv(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix) -> np.ndarray:
     """NV2 OpCooperativeMatrixConvertNV changing the component type: the OpConvert* of the two
     component types (source signedness for integer sources), plus Accumulator -> A/B or the same Use."""
-    src.check_value(mats, "ConvertNV operand")
+    check_value(src, mats, "ConvertNV operand")
     if src.scope != dst.scope or src.shape != dst.shape:
-        raise CoopMatError(f"ConvertNV: {src.describe()} -> {dst.describe()}; scope and shape must match")
-    if not (src.use == dst.use or (src.use == Use.MatrixAccumulator and dst.use in (Use.MatrixA, Use.MatrixB))):
+        raise CoopMatError(f"ConvertNV: {src} -> {dst}; scope and shape must match")
+    to_ab = src.use == Use.MatrixAccumulatorKHR and dst.use in (Use.MatrixAKHR, Use.MatrixBKHR)
+    if not (src.use == dst.use or to_ab):
         raise CoopMatError(f"ConvertNV: Use {getattr(src.use, 'name', None)} -> {getattr(dst.use, 'name', None)}; "
                            f"only Accumulator -> A or B, or the same Use")
-    return convert(mats, _conversion_between(src.component, dst.component), dst.component)
+    return convert(mats, _conversion_between(src.component.dtype, dst.component.dtype), dst.component.dtype)
 
 
-def transpose_nv(mats: np.ndarray, src: CoopMatType, dst: CoopMatType) -> np.ndarray:
+def transpose_nv(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix) -> np.ndarray:
     """OpCooperativeMatrixTransposeNV: the transposed matrix with the result's Use."""
-    src.check_value(mats, "TransposeNV operand")
+    check_value(src, mats, "TransposeNV operand")
     if src.scope != dst.scope or dst.shape != (src.cols, src.rows):
-        raise CoopMatError(f"TransposeNV: {src.describe()} -> {dst.describe()}; result must be "
+        raise CoopMatError(f"TransposeNV: {src} -> {dst}; result must be "
                            f"{src.cols}x{src.rows} with the same scope")
-    if not _same_component_or_signedness(src.component, dst.component):
-        raise CoopMatError(f"TransposeNV: component {src.component} -> {dst.component} must stay the same")
-    return np.ascontiguousarray(mats.swapaxes(1, 2)).view(dst.component)
+    if not _same_component_or_signedness(src.component.dtype, dst.component.dtype):
+        raise CoopMatError(f"TransposeNV: component {src.component.dtype} -> {dst.component.dtype} must stay the same")
+    return np.ascontiguousarray(mats.swapaxes(1, 2)).view(dst.component.dtype)
 
 
 def times_scalar(mats: np.ndarray, scalars, lanes: int, dist: ElementDistribution = DEFAULT_DISTRIBUTION) -> np.ndarray:

@@ -21,7 +21,8 @@ import enum
 
 import numpy as np
 
-from hydroplane.ref.coopmat.matrix import CoopMatError, CoopMatType
+from hydroplane.ref.coopmat.matrix import CoopMatError, check_value
+from hydroplane.spirv.types import CoopMatrix
 
 
 class CoopMatBoundsError(CoopMatError):
@@ -71,31 +72,31 @@ def element_offsets(rows: int, cols: int, layout: Layout, stride, pointee_size: 
     return major * int(step) + minor * component_size
 
 
-def _byte_addresses(memory: np.ndarray, base, mtype: CoopMatType, layout: Layout, stride: int,
+def _byte_addresses(memory: np.ndarray, base, mtype: CoopMatrix, layout: Layout, stride: int,
                     pointee_size: int, what: str) -> np.ndarray:
     """(instances, rows, cols) byte addresses, checked against the memory's size."""
     if memory.dtype != np.uint8 or memory.ndim != 1:
         raise CoopMatError(f"{what}: memory must be a flat uint8 array, got {memory.dtype} {memory.shape}")
     base = np.atleast_1d(np.asarray(base, dtype=np.int64))
-    size = mtype.component.itemsize
+    size = mtype.component.dtype.itemsize
     addr = base[:, None, None] + element_offsets(mtype.rows, mtype.cols, layout, stride, pointee_size, size)
     bad = (addr < 0) | (addr + size > memory.size)
     if bad.any():
         inst, row, col = (int(v) for v in np.argwhere(bad)[0])
         byte = int(addr[inst, row, col])
         raise CoopMatBoundsError(
-            f"{what} of {mtype.describe()} ({layout.name}, stride {stride}) is out of bounds: "
+            f"{what} of {mtype} ({layout.name}, stride {stride}) is out of bounds: "
             f"instance {inst} element ({row}, {col}) at bytes [{byte}, {byte + size}) of a "
             f"{memory.size}-byte memory ({int(bad.sum())} elements outside)",
             inst, row, col, byte, memory.size)
     return addr
 
 
-def load(memory: np.ndarray, base, mtype: CoopMatType, layout: Layout, stride: int,
+def load(memory: np.ndarray, base, mtype: CoopMatrix, layout: Layout, stride: int,
          pointee_size: int) -> np.ndarray:
     """(instances, rows, cols) matrices read from memory at each instance's byte base."""
     addr = _byte_addresses(memory, base, mtype, layout, stride, pointee_size, "cooperative-matrix load")
-    dtype = mtype.component
+    dtype = mtype.component.dtype
     size = dtype.itemsize
     if not (addr % size).any() and memory.size % size == 0:
         return memory.view(dtype)[addr // size]
@@ -103,17 +104,17 @@ def load(memory: np.ndarray, base, mtype: CoopMatType, layout: Layout, stride: i
     return np.ascontiguousarray(raw).view(dtype)[..., 0]
 
 
-def store(memory: np.ndarray, base, mats: np.ndarray, mtype: CoopMatType, layout: Layout, stride: int,
+def store(memory: np.ndarray, base, mats: np.ndarray, mtype: CoopMatrix, layout: Layout, stride: int,
           pointee_size: int, active_instances: np.ndarray | None = None) -> None:
     """Write matrices into memory in place; aliased addresses keep the last element in row-major order."""
-    mtype.check_value(mats, "stored matrix")
+    check_value(mtype, mats, "stored matrix")
     addr = _byte_addresses(memory, base, mtype, layout, stride, pointee_size, "cooperative-matrix store")
     if active_instances is not None:
         keep = np.asarray(active_instances, bool)
         addr, mats = addr[keep], mats[keep]
-    size = mtype.component.itemsize
+    size = mtype.component.dtype.itemsize
     if not (addr % size).any() and memory.size % size == 0:
-        _write_last_wins(memory.view(mtype.component), (addr // size).reshape(-1), mats.reshape(-1))
+        _write_last_wins(memory.view(mtype.component.dtype), (addr // size).reshape(-1), mats.reshape(-1))
         return
     raw = np.ascontiguousarray(mats).view(np.uint8).reshape(*mats.shape, size)
     _write_last_wins(memory, (addr[..., None] + np.arange(size)).reshape(-1), raw.reshape(-1))
