@@ -461,6 +461,8 @@ class Semantic:
 
     # math and vectors --------------------------------------------------------------------------
     def math(self, name: str, *args) -> Value:
+        if name in ("minimum", "maximum") and len(args) > 2:  # min(a, b, c) as Python means it
+            return self.math(name, self.math(name, *args[:2]), *args[2:])
         values = [a for a in args if isinstance(a, Value)]
         if not values:
             raise SemanticError(f"{name}: at least one argument must be a run-time value")
@@ -475,6 +477,9 @@ class Semantic:
         if kind not in table:
             raise SemanticError(f"{name} is not defined for {t}")
         glsl = table[kind]
+        arity = len(grammar.extinst(GLSL, glsl).operands) if glsl is not None else 1
+        if len(operands) != arity:
+            raise SemanticError(f"{name} takes {arity} argument{'s' * (arity != 1)}, not {len(operands)}")
         if glsl is None:
             return operands[0]
         return Value(t, self.b.ext_inst(GLSL, glsl, self.type_id(t), *(o.id for o in operands)))
