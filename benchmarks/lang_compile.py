@@ -1,11 +1,12 @@
-"""Benchmark: compile a tiled cooperative-matrix GEMM written in the kernel language, and glslang
-compiling the equivalent GLSL (benchmarks/ref_gemm.comp), in the same run.
+"""Benchmark: compile cooperative-matrix GEMMs written in the kernel language, and glslang compiling
+the equivalent GLSL, in the same run.
 
-The language kernel (`gemm` below) is ref_gemm.comp line for line: each subgroup owns 2x2
-accumulator tiles, a workgroup SUBGROUPS subgroups; sizes and the tile are constexprs where the
-GLSL has specialization constants and defines. Times: the first compile (source parse + AST
-walk + emission + to_words, cold caches), then re-compiles of new specializations (the source
-already parsed), then glslangValidator -V (a process per compile, as a build would run it).
+Two pairs: the small tiled GEMM (`gemm` below, benchmarks/ref_gemm.comp line for line), and
+examples/language/gemm.py (shared-memory staging, a fused epilogue, helpers; 132 lines with its
+host code) against benchmarks/lang_gemm.comp. Both language kernels are compiled for the
+nvidia-h200 profile (16x16x16 tiles, subgroups of 32). Times: the first compile (source parse +
+AST walk + emission + to_words, cold caches), then re-compiles of new specializations (the
+source already parsed), then glslangValidator -V (a process per compile, as a build would run it).
 Run inside the test userland (glslang): `PYTHONPATH=src python3 benchmarks/lang_compile.py [--repeat 20]`.
 """
 
@@ -21,11 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import importlib.util
+
 import hydroplane
 from hydroplane import coop
 from hydroplane.lang import Buffer, constexpr, f16, f32, readonly, subgroup_id, workgroup_id, writeonly
+from hydroplane.spirv.target import Target
 
 HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("example_gemm", HERE.parent / "examples" / "language" / "gemm.py")
+example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(example)
+H200 = Target.profile("nvidia-h200")
 
 
 @hydroplane.kernel(local_size="THREADS")
@@ -60,20 +68,28 @@ def constexprs(size: int, tile: int, subgroup: int, subgroups: int) -> dict:
     return dict(M=size, N=size, K=size, T=tile, SUBGROUPS=subgroups, THREADS=subgroup * subgroups)
 
 
-def time_language(repeat: int) -> tuple[float, list[float]]:
-    """(first compile in ms, re-compiles of fresh specializations in ms)."""
+def time_compiles(compile_one, repeat: int) -> tuple[float, list[float]]:
+    """(first compile in ms, re-compiles of `repeat` fresh specializations in ms); compile_one(i) compiles."""
     start = time.perf_counter()
-    gemm.compile(**constexprs(256, 16, 32, 4))
+    compile_one(0)
     first = (time.perf_counter() - start) * 1e3
     again = []
-    for i in range(repeat):
+    for i in range(1, repeat + 1):
         start = time.perf_counter()
-        gemm.compile(**constexprs(512 + 32 * i, 16, 32, 4))  # a new specialization: no cache hit
+        compile_one(i)
         again.append((time.perf_counter() - start) * 1e3)
     return first, again
 
 
-def time_glslang(repeat: int) -> list[float]:
+def small_gemm(i: int) -> None:
+    gemm.compile(H200, **constexprs(256 + 32 * i, 16, 32, 4))  # a new size each time: no cache hit
+
+
+def example_gemm(i: int) -> None:
+    example.gemm.compile(H200, M_TOTAL=128 * (i + 1), N_TOTAL=128, K_TOTAL=128)
+
+
+def time_glslang(source: str, defines: list[str], repeat: int) -> list[float]:
     glslang = shutil.which("glslangValidator")
     if glslang is None:
         raise SystemExit("glslangValidator not found: run inside the test userland (scripts/userland)")
@@ -81,26 +97,34 @@ def time_glslang(repeat: int) -> list[float]:
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeat):
             start = time.perf_counter()
-            subprocess.run([glslang, "-V", "--target-env", "vulkan1.3", "-DSG=32", "-DSUBGROUPS=4",
-                            str(HERE / "ref_gemm.comp"), "-o", str(Path(tmp) / "gemm.spv")],
-                           check=True, capture_output=True)
+            subprocess.run([glslang, "-V", "--target-env", "vulkan1.3", *defines, str(HERE / source),
+                            "-o", str(Path(tmp) / "out.spv")], check=True, capture_output=True)
             times.append((time.perf_counter() - start) * 1e3)
     return times
+
+
+def _line(what: str, first: float, again: list[float]) -> str:
+    return (f"{what}: first compile {first:.1f} ms; re-compile best {min(again):.1f} ms, "
+            f"median {statistics.median(again):.1f} ms ({len(again)} specializations)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
-    first, again = time_language(args.repeat)
-    glsl = time_glslang(args.repeat)
-    lines = len(gemm.kernel.source.lines)
     print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
           f"{platform.machine()}, Python {platform.python_version()}")
-    print(f"language GEMM ({lines} lines): first compile {first:.1f} ms; re-compile best {min(again):.1f} ms, "
-          f"median {statistics.median(again):.1f} ms ({args.repeat} specializations)")
-    print(f"glslangValidator -V ref_gemm.comp: best {min(glsl):.1f} ms, median {statistics.median(glsl):.1f} ms "
-          f"({args.repeat} runs, process start included)")
+    small = time_compiles(small_gemm, args.repeat)
+    big = time_compiles(example_gemm, args.repeat)
+    glsl_small = time_glslang("ref_gemm.comp", ["-DSG=32", "-DSUBGROUPS=4"], args.repeat)
+    glsl_big = time_glslang("lang_gemm.comp", ["-DTILE=16", "-DSG=32", "-DWM=2", "-DWN=2", "-DRELU=1",
+                                               "-DM_TOTAL=256", "-DN_TOTAL=256", "-DK_TOTAL=256"], args.repeat)
+    print(_line(f"language, small GEMM ({len(gemm.kernel.source.lines)} lines)", *small))
+    lines = sum(len(k.source.lines) for k in (example.gemm.kernel, example.stage, example.relu, example.tile_product))
+    print(_line(f"language, examples/language/gemm.py (kernel + 3 helpers, {lines} lines)", *big))
+    for name, times in (("ref_gemm.comp", glsl_small), ("lang_gemm.comp", glsl_big)):
+        print(f"glslangValidator -V {name}: best {min(times):.1f} ms, median {statistics.median(times):.1f} ms "
+              f"({len(times)} runs, process start included)")
 
 
 if __name__ == "__main__":

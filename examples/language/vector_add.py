@@ -32,7 +32,8 @@ def main(device=None) -> str:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=None, help="'ref' or a Vulkan device number (default: the first that runs it)")
+    parser.add_argument("--device", default=None,
+                        help="'ref' or a Vulkan device number (default: the first that runs it)")
     args = parser.parse_args()
     device = args.device if args.device in (None, "ref") else int(args.device)
     print(f"vector_add: correct on {main(device)}")

@@ -193,7 +193,8 @@ class VulkanExecutor:
         packed = pack_spec_constants(iface, spec)
         bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
                     for b in iface.bindings]
-        pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=iface.push_constant_size,
+        push_range = -(-iface.push_constant_size // 4) * 4  # Vulkan ranges are multiples of 4 bytes
+        pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=push_range,
                                         spec=packed, entry=entry, capabilities=iface.capabilities,
                                         extensions=iface.extensions, subgroup_size=subgroup_size)
         return CheckedKernel(pipeline, compiled)
@@ -201,7 +202,8 @@ class VulkanExecutor:
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> None:
         dims, data = _checked_dispatch(kernel, grid, buffers, push, self.max_workgroup_count)
-        self.device.dispatch(kernel.native, dims, dict(buffers or {}), data)
+        padded = None if data is None else data + bytes(-len(data) % 4)  # to the 4-byte range
+        self.device.dispatch(kernel.native, dims, dict(buffers or {}), padded)
 
     def close(self) -> None:
         self.device.close()

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from hydroplane.lang import (
-    Buffer, constexpr, coop, f16, f32, func, kernel, local_array, readonly, s8, s32, static_range, u8, u32,
-    workgroup_id,
+    Buffer, CompilationError, constexpr, coop, f16, f32, func, kernel, local_array, readonly, s8, s32, static_range,
+    u8, u32, workgroup_id,
 )
+from hydroplane.spirv.target import Target
 from lang_helpers import compiled, device_saturates, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 pytestmark = pytest.mark.vulkan
@@ -205,3 +206,27 @@ def test_matrices_in_a_function_array():
     expected = a.astype(np.float32) @ b.astype(np.float32) + np.repeat(np.arange(tiles, dtype=np.float32), n)
     for device, out in results.items():
         np.testing.assert_array_equal(out["c"].reshape(m, tiles * n), expected, err_msg=str(device))
+
+
+@kernel(local_size=64)
+def workgroup_tile(a: Buffer[f16, readonly], b: Buffer[f16, readonly], d: Buffer[f32], T: constexpr = 16):
+    """A workgroup-scope (NV2) tile: the 64 invocations of the workgroup hold the matrices together."""
+    ta = coop.load(coop.Matrix[f16, T, T, coop.A, coop.Workgroup], a, 0, T)
+    tb = coop.load(coop.Matrix[f16, T, T, coop.B, coop.Workgroup], b, 0, T)
+    acc = coop.fill(coop.Matrix[f32, T, T, coop.Accumulator, coop.Workgroup], 1.0)
+    coop.store(coop.mul_add(ta, tb, acc), d, 0, T)
+
+
+def test_workgroup_scope_matrices_on_ref_and_refused_for_lavapipe():
+    """lavapipe offers no workgroup-scope matrices (its profile and its device report agree): the kernel
+    is a located compile error for that target, and runs on the reference executor."""
+    spec = compiled(workgroup_tile)
+    assert "SPV_NV_cooperative_matrix2" in spec.asm()
+    with pytest.raises(CompilationError, match="lavapipe offers no coopmat<f16, Workgroup, 16x16, A>"):
+        workgroup_tile.compile(Target.profile("lavapipe"))
+    assert spec.compiled().interface.coop_matrix_types  # the spirv layer's CompiledKernel of the same words
+    rng = np.random.default_rng(16)
+    a = (rng.integers(-8, 8, (16, 16)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 8, (16, 16)) / 4).astype(np.float16)
+    out = run_on("ref", spec, (1, 1, 1), {"a": a.ravel(), "b": b.ravel(), "d": poisoned(256, np.float32)})
+    np.testing.assert_array_equal(out["d"].reshape(16, 16), a.astype(np.float32) @ b.astype(np.float32) + 1)

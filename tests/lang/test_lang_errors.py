@@ -8,7 +8,7 @@ import math
 import pytest
 
 from hydroplane.lang import (
-    Buffer, CompilationError, constexpr, coop, f16, f32, func, global_id, kernel, local_array, readonly, s32,
+    Buffer, CompilationError, constexpr, coop, f16, f32, func, global_id, kernel, local_array, readonly, s32, sqrt,
     static_range,
 )
 from lang_helpers import compiled
@@ -187,7 +187,13 @@ def indexes_matrix_array(out: Buffer[f32]):
         acc[t] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
 
 
+@kernel
+def sqrt_of_two(out: Buffer[f32]):
+    out[0] = sqrt(out[1], out[2])
+
+
 @pytest.mark.parametrize("k,constexprs,message,line_text", [
+    (sqrt_of_two, {}, "sqrt takes 1 argument, not 2", "out[0] = sqrt(out[1], out[2])"),
     (indexes_matrix_array, {}, "an array of matrices is indexed by constexpr ints", "acc[t] = coop.fill"),
     (calls_recursive, {}, "recursive calls itself: recursion is not supported", "return recursive(x)"),
     (assigns_constexpr, {"N": 2}, "N is a constexpr parameter; it cannot be assigned", "N = 3"),

@@ -39,7 +39,7 @@ def test_lane_views_round_trip_and_agree_with_coordinates(rows, cols, lanes, blo
        base_elems=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
 def test_store_then_load_round_trips(dtype, rows, cols, column_major, pad, pointee_factor, base_elems, seed):
     dtype = np.dtype(dtype)
-    layout = mem.Layout.ColumnMajor if column_major else mem.Layout.RowMajor
+    layout = mem.Layout.ColumnMajorKHR if column_major else mem.Layout.RowMajorKHR
     size = dtype.itemsize
     pointee = size * pointee_factor
     minor = rows if column_major else cols

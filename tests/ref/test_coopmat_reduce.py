@@ -50,7 +50,7 @@ def test_2x2_combines_the_four_neighbours_in_the_documented_order():
     def combine(x, y):  # not commutative: exposes the order
         order.append(None)
         return x * 3 + y
-    got = rd.reduce(mats, _t(np.int32, 8, 16), _t(np.int32, 4, 8), rd.ReduceMode.Reduce2x2, combine)
+    got = rd.reduce(mats, _t(np.int32, 8, 16), _t(np.int32, 4, 8), rd.ReduceMode.CooperativeMatrixReduce2x2, combine)
     e00, e10, e01, e11 = mats[:, 0::2, 0::2], mats[:, 1::2, 0::2], mats[:, 0::2, 1::2], mats[:, 1::2, 1::2]
     np.testing.assert_array_equal(got, (e00 * 3 + e10) * 3 + (e01 * 3 + e11))
     assert len(order) == 3  # three vectorised calls, each over every output element

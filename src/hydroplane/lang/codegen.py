@@ -3,8 +3,9 @@
 `CodeGenerator` walks one function body (a kernel's or a helper's). Operators map through
 dict tables to the semantics' names; statements and expressions it knows have a visit_X
 method; `generic_visit` rejects every other node by name. `visit()` is overridden once: it
-tracks the node, emits an OpLine for each statement, skips statements after a terminator,
-and turns any stray exception into one `CompilationError` at the node's file:line:col.
+tracks the node, gives the builder each statement's location (OpLine), skips statements
+after a terminator, and turns any stray exception into one `CompilationError` at the node's
+file:line:col.
 
 Names: a name assigned at one place only to a compile-time object (a literal, a type, a
 function, a tuple of them) stays compile-time; every other local is a Function-storage
@@ -149,7 +150,6 @@ class CodeGenerator(ast.NodeVisitor):
         self.return_type: types.Type | None = None
         self.node: ast.AST = source.tree
         self.constexpr_names = constexpr_names  # a kernel's constexpr parameters: compile-time, never assigned
-        self.file_id = compiler.file_id(source.file)
         self.compile_time = {core.static_assert: self._static_assert, core.static_print: self._static_print,
                              core.constexpr: lambda value: value, builtins.len: self._len,
                              builtins.range: self._range_outside_for, core.static_range: self._range_outside_for,
@@ -166,7 +166,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.node = node
         try:
             if isinstance(node, ast.stmt):
-                self.emit_line(node)
+                self.locate(node)
             return super().visit(node)
         except CompilationError:
             raise
@@ -177,10 +177,10 @@ class CodeGenerator(ast.NodeVisitor):
         finally:
             self.node = previous
 
-    def emit_line(self, node: ast.AST) -> None:
-        """OpLine: the Python file:line:col of what follows in this block."""
+    def locate(self, node: ast.AST) -> None:
+        """The Python file:line:col of what is emitted from now on (the builder writes the OpLines)."""
         line, col, _ = self.source.location(node)
-        self.b.emit(Op.Line, self.file_id, line, col)
+        self.b.location(self.source.file, line, col)
 
     def error(self, message: str) -> CompilationError:
         line, col, text = self.source.location(self.node)
@@ -355,7 +355,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.b.emit(Op.LoopMerge, merge, continue_label, "None")
         self.b.emit(Op.Branch, cond_label)
         self.b.label(cond_label)
-        self.emit_line(self.node)  # the loop's own line for its condition and step
+        self.locate(self.node)  # the loop's own line for its condition and step
         test = condition()
         self.b.emit(Op.BranchConditional, test.id, body_label, merge)
         self.b.label(body_label)
@@ -370,7 +370,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.b.emit(Op.Branch, continue_label)
         self.b.label(continue_label)
         self.terminated = False
-        self.emit_line(self.node)
+        self.locate(self.node)
         if step is not None:
             step()
         self.b.emit(Op.Branch, header)
@@ -661,6 +661,12 @@ class CodeGenerator(ast.NodeVisitor):
         return self.call(callee, args, kwargs)
 
     def call(self, callee, args, kwargs):
+        try:
+            return self._call(callee, args, kwargs)
+        finally:
+            self.locate(self.node)  # a helper compiled meanwhile set its own locations
+
+    def _call(self, callee, args, kwargs):
         callee = PYTHON_BUILTINS.get(callee, callee) if _hashable(callee) else callee
         if _hashable(callee) and callee in self.compile_time:
             return self.compile_time[callee](*args, **kwargs)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hydroplane.lang.coop_semantic import matrix_type
-from hydroplane.lang.core import builtin
+from hydroplane.lang.core import TargetQuery, builtin
 from hydroplane.lang.errors import SemanticError
 from hydroplane.spirv.target import UnsupportedOnTarget
 from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixReduce, CooperativeMatrixUse, Scope
@@ -36,7 +36,7 @@ Workgroup = Scope.Workgroup
 
 
 @dataclass(frozen=True)
-class TargetShape:
+class TargetShape(TargetQuery):
     """A constexpr the target answers: the largest m x n x k tile it offers for A type `a` and accumulator
     `c` (`default` where the target lists no fixed shapes, as the reference executor)."""
 
@@ -122,7 +122,8 @@ def transpose(matrix, use=None, *, _semantic):
 
 @builtin
 def map(fn, matrix, *extra, _semantic):  # noqa: A001 -- the name the language gives it
-    """fn(row, col, element, *extra) for every element (extra matrices give their element)."""
+    """fn(row, col, element, *extra) for every element: run-time extras (and number literals) are operands
+    (an extra matrix gives its element), compile-time ones (buffers, bools, types) are bound in fn."""
     return _semantic.coop_map(fn, matrix, extra)
 
 

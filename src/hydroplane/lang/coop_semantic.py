@@ -187,18 +187,21 @@ class CoopSemantic(Semantic):
         m = _matrix(m, "coop.map's matrix")
         if not getattr(fn, "__hydroplane_func__", False):
             raise SemanticError(f"coop.map applies a @func helper, not {describe(fn)}")
-        extra_values, extra_types = [], []
+        extra_values, extra_params = [], []
         for x in extra:
+            if isinstance(x, bool) or not isinstance(x, Value) and not is_literal(x):
+                extra_params.append(x)  # compile-time (a buffer, a bool flag ...): bound in the helper
+                continue
             x = self.materialize(x)
             if isinstance(x.type, types.CoopMatrix):
                 if x.type != m.type:
                     raise SemanticError(f"coop.map: an extra matrix of type {x.type}, the matrix is {m.type}")
-                extra_types.append(x.type.component)
+                extra_params.append(x.type.component)
             else:
-                extra_types.append(x.type)
+                extra_params.append(x.type)
             extra_values.append(x)
         comp = m.type.component
-        fn_id, result = self.functions.function_of_types(fn, [types.S32, types.S32, comp, *extra_types])
+        fn_id, result = self.functions.function_of_types(fn, [types.S32, types.S32, comp, *extra_params])
         if result != comp:
             raise SemanticError(f"coop.map: {fn.__name__} returns {result}, the matrix holds {comp}")
         self.b.extension(EXT)

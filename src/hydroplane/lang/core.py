@@ -71,6 +71,27 @@ class constexpr:
         return f"constexpr({self.value!r})"
 
 
+class TargetQuery:
+    """A constexpr value the compilation target answers (`resolve(target)`); see target_subgroup_size and
+    coop.largest_shape. Compiling without a target makes it an error."""
+
+    def resolve(self, target):
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class SubgroupSizeQuery(TargetQuery):
+    def resolve(self, target) -> int:
+        if target is None:
+            raise SemanticError("target_subgroup_size() asks the target: compile with target=...")
+        return target.subgroup_size
+
+
+def target_subgroup_size() -> SubgroupSizeQuery:
+    """`SG: constexpr = target_subgroup_size()`: the subgroup size of the device the kernel is compiled for."""
+    return SubgroupSizeQuery()
+
+
 class static_range:
     """`for i in static_range(n)`: unrolled at compile time, `i` a Python int (constexpr bounds only)."""
 

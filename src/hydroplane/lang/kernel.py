@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 
 from hydroplane.lang import core
 from hydroplane.lang.codegen import CodeGenerator, Source
-from hydroplane.lang.coop import TargetShape
 from hydroplane.lang.coop_semantic import CoopSemantic
 from hydroplane.lang.errors import CompilationError, SemanticError
 from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
 from hydroplane.spirv import decode, grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
+from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.enums import StorageClass
 from hydroplane.spirv.locations import SourceLocation, source_locations
 from hydroplane.spirv.target import Target
@@ -67,6 +67,11 @@ class Specialization:
     def asm(self) -> str:
         return disassemble(self.words)
 
+    def compiled(self, target: Target | None = None) -> CompiledKernel:
+        """The spirv layer's CompiledKernel of these words for a target (lowered, checked, reflected, with
+        the source locations); the reference executor's target when None."""
+        return compile_kernel(self.words, target or Target.reference())
+
     def location_of(self, offset: int) -> SourceLocation | None:
         """The kernel's Python file:line:col behind the instruction at word `offset` of these words."""
         if self._locations is None:
@@ -83,20 +88,13 @@ class Specialization:
 
 
 class ModuleCompiler:
-    """The state of one module being compiled: builder, semantics, helper functions, file names."""
+    """The state of one module being compiled: builder, semantics, helper functions."""
 
     def __init__(self, target: Target | None = None):
         self.builder = ModuleBuilder(memory_model="Vulkan")
         self.semantic = CoopSemantic(self.builder, self, target)
-        self._files: dict[str, int] = {}
         self._functions: dict[tuple, tuple[int, types.Type]] = {}
         self._in_progress: set[tuple] = set()
-
-    def file_id(self, path: str) -> int:
-        """The OpString of a source file (for OpLine)."""
-        if path not in self._files:
-            self._files[path] = self.builder.emit(Op.String, path)
-        return self._files[path]
 
     # helper functions ----------------------------------------------------------------------------
     def call_function(self, func: Func, args, kwargs):
@@ -124,6 +122,8 @@ class ModuleCompiler:
             with b.function_aside():
                 fn_id, param_ids = b.function(b.type_void(), [self.semantic.type_id(t) for t in param_types],
                                               name=func.__name__)
+                line, col, _ = func.source.location(func.source.tree)
+                b.location(func.source.file, line, col)  # its parameters' stores belong to its def line
                 b.label()
                 ids = iter(param_ids)
                 scope = {name: _rebuild(value, ids) for name, value in arguments.items()}
@@ -143,14 +143,17 @@ class ModuleCompiler:
         self._functions[key] = (fn_id, result)
         return fn_id, result
 
-    def function_of_types(self, func: Func, param_types: list[types.Type], extra: tuple = ()):
-        """A helper compiled for run-time parameters of these types (for coop map/reduce callbacks)."""
+    def function_of_types(self, func: Func, params: list):
+        """A helper compiled for these parameters (for coop map/reduce callbacks): a type is a run-time
+        parameter of the SPIR-V function, anything else a compile-time value bound to the Python one."""
         names = list(func.signature.parameters)
-        if len(names) != len(param_types):
-            raise SemanticError(f"{func.__name__} takes {len(names)} parameters, needs {len(param_types)}")
-        arguments = {name: _Placeholder(t) for name, t in zip(names, param_types)}
-        key = (func, tuple((n, ("value", t)) for n, t in zip(names, param_types)))
-        return self.define(func, key, arguments, list(param_types))
+        if len(names) != len(params):
+            raise SemanticError(f"{func.__name__} takes {len(names)} parameters, is given {len(params)}")
+        arguments = {name: _Placeholder(p) if isinstance(p, types.Type) else p for name, p in zip(names, params)}
+        leaves: list[Value] = []
+        key = (func, tuple((n, ("value", p) if isinstance(p, types.Type) else _template(p, leaves))
+                           for n, p in zip(names, params)))
+        return self.define(func, key, arguments, [p for p in params if isinstance(p, types.Type)])
 
     def pack_return(self, value, expected: types.Type | None) -> Value:
         """A helper's return value as one SPIR-V value (tuples as structs)."""
@@ -279,9 +282,12 @@ class Kernel:
     def _resolved(self, target: Target | None, constexprs: dict) -> dict:
         """The constexprs with values that ask the target (coop.largest_shape) answered."""
         out = dict(constexprs)
+        names = self.constexpr_names()
         for p in self.signature.parameters.values():
+            if p.name in names and p.name not in out and p.default is not inspect.Parameter.empty:
+                out[p.name] = p.default  # defaults are part of the specialization (and local_size sees them)
             value = out.get(p.name, p.default)
-            if isinstance(value, TargetShape):
+            if isinstance(value, core.TargetQuery):
                 try:
                     out[p.name] = value.resolve(target)
                 except SemanticError as err:
@@ -311,7 +317,7 @@ class Kernel:
 
 
 def kernel(fn=None, *, local_size=64, name: str | None = None):
-    """`@kernel` or `@kernel(local_size=64 | (x, y, z) | "CONSTEXPR_NAME")`."""
+    """`@kernel` or `@kernel(local_size=64 | (x, y, z) | "CONSTEXPR_NAME" | lambda constexprs: ...)`."""
     if fn is None:
         return lambda f: Kernel(f, local_size, name)
     return Kernel(fn, local_size, name)
@@ -334,6 +340,11 @@ def _is_constexpr(annotation) -> bool:
 
 def _local_size(kernel_: Kernel, constexprs: dict) -> tuple[int, int, int]:
     size = kernel_.local_size
+    if callable(size):
+        try:
+            size = size(dict(constexprs))
+        except Exception as err:
+            raise SemanticError(f"local_size({sorted(constexprs)}) failed: {type(err).__name__}: {err}") from None
     if isinstance(size, str):
         if size not in constexprs:
             raise SemanticError(f"local_size names the constexpr {size!r}, which was not given")

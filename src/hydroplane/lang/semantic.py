@@ -222,10 +222,15 @@ class Semantic:
     def __init__(self, builder: ModuleBuilder):
         self.b = builder
         self._builtin_variables: dict[str, int] = {}
+        self._type_ids: dict[types.Type, int] = {}
 
     # types and constants ------------------------------------------------------------------------
     def type_id(self, t: types.Type) -> int:
-        return self.b.declare(t)
+        """The builder's id of a type (types are immutable: each is declared once, then looked up)."""
+        found = self._type_ids.get(t)
+        if found is None:
+            found = self._type_ids[t] = self.b.declare(t)
+        return found
 
     def constant(self, value, t: types.Type) -> Value:
         """A constant of a scalar or vector type (a vector's value is splatted), from a Python literal."""
@@ -389,6 +394,9 @@ class Semantic:
         if is_literal(a) and is_literal(b):
             a = self.materialize(a)
         a, b = self._unify("eq", a, b)
+        if isinstance(a.type, types.CoopMatrix):
+            raise SemanticError("select (or `x if c else y`) between matrices does not exist in SPIR-V; "
+                                "branch with if/else and assign instead")
         if isinstance(cond.type, types.Vector) and cond.type != with_component(a.type, types.BOOL):
             raise SemanticError(f"select: a {cond.type} condition with {a.type} values")
         return Value(a.type, self.b.emit(Op.Select, self.type_id(a.type), cond.id, a.id, b.id))
@@ -453,6 +461,8 @@ class Semantic:
 
     # math and vectors --------------------------------------------------------------------------
     def math(self, name: str, *args) -> Value:
+        if name in ("minimum", "maximum") and len(args) > 2:  # min(a, b, c) as Python means it
+            return self.math(name, self.math(name, *args[:2]), *args[2:])
         values = [a for a in args if isinstance(a, Value)]
         if not values:
             raise SemanticError(f"{name}: at least one argument must be a run-time value")
@@ -467,6 +477,9 @@ class Semantic:
         if kind not in table:
             raise SemanticError(f"{name} is not defined for {t}")
         glsl = table[kind]
+        arity = len(grammar.extinst(GLSL, glsl).operands) if glsl is not None else 1
+        if len(operands) != arity:
+            raise SemanticError(f"{name} takes {arity} argument{'s' * (arity != 1)}, not {len(operands)}")
         if glsl is None:
             return operands[0]
         return Value(t, self.b.ext_inst(GLSL, glsl, self.type_id(t), *(o.id for o in operands)))

@@ -88,7 +88,6 @@ class Program:
         self.spec = dict(spec or {})
         self.names: dict[int, str] = {}
         self.decorations: dict[int, dict[str, list]] = {}
-        self.member_decorations: dict[tuple[int, int], dict[str, list]] = {}
         self.types: dict[int, T.Type] = {}  # every declared type, read by hydroplane.spirv.types
         self.type_table = _SpecializedTypes(module.instructions, program=self)
         self.value_types: dict[int, T.Type] = {}  # result id -> type of the value
@@ -140,10 +139,6 @@ class Program:
             elif op in (Op.Decorate, Op.DecorateId, Op.DecorateString):
                 d = self.decorations.setdefault(raw.operands[0].value, {})
                 d[_decoration_name(raw.operands[1].value)] = [o.value for o in raw.operands[2:]]
-            elif op in (Op.MemberDecorate, Op.MemberDecorateString):
-                key = (raw.operands[0].value, raw.operands[1].value)
-                d = self.member_decorations.setdefault(key, {})
-                d[_decoration_name(raw.operands[2].value)] = [o.value for o in raw.operands[3:]]
             elif op == Op.ExtInstImport:
                 self.ext_sets[raw.result_id] = raw.operands[0].value
             elif op == Op.Capability:
@@ -201,7 +196,7 @@ class Program:
         except HydroplaneError as err:
             if isinstance(err, InvalidModuleError):
                 raise
-            raise InvalidModuleError(f"type %{raw.result_id} ({raw.name}) at word {raw.offset}: {err}") from None
+            raise InvalidModuleError(f"type %{raw.result_id} ({raw.name}): {err}") from None
 
     def _settled(self, t: T.Type) -> T.Type:
         """`t` with a Forward left only as a pointer's pointee: where the reader met a forward-declared

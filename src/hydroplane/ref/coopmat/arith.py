@@ -17,40 +17,20 @@ and ml_dtypes compute them in float32, which has more than 2p+2 bits for p = 11 
 
 from __future__ import annotations
 
-import enum
-
 import ml_dtypes
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import (
     DEFAULT_DISTRIBUTION, CoopMatError, ElementDistribution, check_value, uniform_per_instance)
+from hydroplane.spirv.enums import CooperativeMatrixOperands as Operands
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.enums import FPRoundingMode
 from hydroplane.spirv.types import CoopMatrix
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
 FLOAT_DTYPES = frozenset(np.dtype(t) for t in (
     np.float16, np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2))
-
-
-class Operands(enum.IntFlag):
-    """SPIR-V CooperativeMatrixOperands bits."""
-
-    NoneKHR = 0
-    MatrixASigned = 1
-    MatrixBSigned = 2
-    MatrixCSigned = 4
-    MatrixResultSigned = 8
-    SaturatingAccumulation = 16
-
-
-class Rounding(enum.IntEnum):
-    """SPIR-V FPRoundingMode."""
-
-    RTE = 0
-    RTZ = 1
-    RTP = 2
-    RTN = 3
 
 
 def is_float(dtype) -> bool:
@@ -93,7 +73,7 @@ def _round_to_odd_f32(x: np.ndarray) -> np.ndarray:
     return nearest
 
 
-def round_from_f64(x, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
+def round_from_f64(x, dtype, rounding: FPRoundingMode = FPRoundingMode.RTE) -> np.ndarray:
     """Round exact float64 values once to a float dtype with an FPRoundingMode."""
     x = np.asarray(x, dtype=F64)
     dtype = np.dtype(dtype)
@@ -106,14 +86,14 @@ def round_from_f64(x, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
         out = _round_to_odd_f32(x).astype(dtype)
     else:
         raise CoopMatError(f"{dtype} is not a float component type")
-    if rounding == Rounding.RTE:
+    if rounding == FPRoundingMode.RTE:
         return out
     back = out.astype(F64)
     finite = ~np.isnan(x)
-    if rounding == Rounding.RTZ:
+    if rounding == FPRoundingMode.RTZ:
         move = finite & (np.abs(back) > np.abs(x))
         up = x < 0
-    elif rounding == Rounding.RTP:
+    elif rounding == FPRoundingMode.RTP:
         move, up = finite & (back < x), np.ones_like(x, bool)
     else:
         move, up = finite & (back > x), np.zeros_like(x, bool)
@@ -179,15 +159,15 @@ def muladd(a: np.ndarray, b: np.ndarray, c: np.ndarray, result_dtype, operands: 
         raise CoopMatError(f"MulAdd mixes float and integer components: A {a.dtype}, B {b.dtype}, "
                            f"C {c.dtype}, result {result_dtype}")
     ops = Operands(operands)
-    ai = as_integers(a, Operands.MatrixASigned in ops)
-    bi = as_integers(b, Operands.MatrixBSigned in ops)
-    ci = as_integers(c, Operands.MatrixCSigned in ops)
+    ai = as_integers(a, Operands.MatrixASignedComponentsKHR in ops)
+    bi = as_integers(b, Operands.MatrixBSignedComponentsKHR in ops)
+    ci = as_integers(c, Operands.MatrixCSignedComponentsKHR in ops)
     bound = _magnitude(ai) * _magnitude(bi) * a.shape[2] + _magnitude(ci)
     if bound >= 1 << 62 or object in (ai.dtype, bi.dtype, ci.dtype):
         ai, bi, ci = ai.astype(object), bi.astype(object), ci.astype(object)
     exact = np.matmul(ai, bi) + ci
-    if Operands.SaturatingAccumulation in ops:
-        return saturate_integers(exact, result_dtype, Operands.MatrixResultSigned in ops)
+    if Operands.SaturatingAccumulationKHR in ops:
+        return saturate_integers(exact, result_dtype, Operands.MatrixResultSignedComponentsKHR in ops)
     return wrap_integers(exact, result_dtype)
 
 
@@ -206,7 +186,7 @@ def _float_to_int(values, dtype, signed: bool) -> np.ndarray:
     return wrap_integers(x.astype(np.int64), dtype)
 
 
-def _int_to_float(values, dtype, signed: bool, rounding: Rounding) -> np.ndarray:
+def _int_to_float(values, dtype, signed: bool, rounding: FPRoundingMode) -> np.ndarray:
     exact = as_integers(values, signed)
     if exact.dtype == object or np.abs(exact).max(initial=0) >= 1 << 53:
         raise CoopMatError("integer-to-float conversion of values past 2**53 is not implemented exactly")
@@ -232,7 +212,7 @@ CONVERSIONS = {
 }
 
 
-def convert(values: np.ndarray, opname: str, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
+def convert(values: np.ndarray, opname: str, dtype, rounding: FPRoundingMode = FPRoundingMode.RTE) -> np.ndarray:
     """An element-wise conversion by its SPIR-V name (without Op), e.g. convert(m, 'FConvert', f16)."""
     rule = CONVERSIONS.get(opname)
     if rule is None:
@@ -241,7 +221,7 @@ def convert(values: np.ndarray, opname: str, dtype, rounding: Rounding = Roundin
     wants_float_source = opname in ("FConvert", "ConvertFToS", "ConvertFToU")
     if opname != "Bitcast" and source_float != wants_float_source:
         raise CoopMatError(f"Op{opname} cannot take {values.dtype} components")
-    return rule(values, np.dtype(dtype), Rounding(rounding))
+    return rule(values, np.dtype(dtype), FPRoundingMode(rounding))
 
 
 def _same_component_or_signedness(src: np.dtype, dst: np.dtype) -> bool:

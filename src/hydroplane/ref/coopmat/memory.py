@@ -17,11 +17,10 @@ naming the instance, element and byte range.
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import CoopMatError, check_value
+from hydroplane.spirv.enums import CooperativeMatrixLayout as Layout
 from hydroplane.spirv.types import CoopMatrix
 
 
@@ -33,30 +32,23 @@ class CoopMatBoundsError(CoopMatError):
         super().__init__(message)
 
 
-class Layout(enum.IntEnum):
-    """SPIR-V CooperativeMatrixLayout values the reference executor implements."""
-
-    RowMajor = 0
-    ColumnMajor = 1
-
-
-_UNSUPPORTED_LAYOUTS = {4202: "RowBlockedInterleavedARM", 4203: "ColumnBlockedInterleavedARM"}
+IMPLEMENTED_LAYOUTS = frozenset({Layout.RowMajorKHR, Layout.ColumnMajorKHR})
 
 
 def layout_of(value: int) -> Layout:
-    """A MemoryLayout operand value as a Layout; unknown or unimplemented ones raise."""
+    """A MemoryLayout operand value as a CooperativeMatrixLayout; unknown or unimplemented ones raise."""
     try:
-        return Layout(int(value))
+        layout = Layout(int(value))
     except ValueError:
-        name = _UNSUPPORTED_LAYOUTS.get(int(value))
-        if name:
-            raise CoopMatError(f"cooperative-matrix memory layout {name} is not implemented") from None
         raise CoopMatError(f"{value} is not a CooperativeMatrixLayout") from None
+    if layout not in IMPLEMENTED_LAYOUTS:
+        raise CoopMatError(f"cooperative-matrix memory layout {layout.name} is not implemented")
+    return layout
 
 
 def layout_from_column_major(column_major: bool) -> Layout:
     """The legacy NV ColumnMajor bool operand as a Layout."""
-    return Layout.ColumnMajor if column_major else Layout.RowMajor
+    return Layout.ColumnMajorKHR if column_major else Layout.RowMajorKHR
 
 
 def element_offsets(rows: int, cols: int, layout: Layout, stride, pointee_size: int,
@@ -65,7 +57,7 @@ def element_offsets(rows: int, cols: int, layout: Layout, stride, pointee_size: 
     (instances, rows, cols) for an array of per-instance strides."""
     r = np.arange(rows, dtype=np.int64)[:, None]
     c = np.arange(cols, dtype=np.int64)[None, :]
-    major, minor = (r, c) if layout == Layout.RowMajor else (c, r)
+    major, minor = (r, c) if layout == Layout.RowMajorKHR else (c, r)
     step = np.asarray(stride, dtype=np.int64) * int(pointee_size)
     if step.ndim:
         return major[None] * step[:, None, None] + minor[None] * component_size

@@ -21,6 +21,7 @@ from hydroplane.ref.layout import size_of, value_dtype
 from hydroplane.ref.ops import HANDLERS, Op, register
 from hydroplane.ref.ops_memory import check_uniform
 from hydroplane.ref.values import as_signed
+from hydroplane.spirv.enums import FPRoundingMode
 
 
 
@@ -82,7 +83,7 @@ def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_va
 def _optional_stride(ctx, inst, position: int, t: CM, layout: mm.Layout):
     if len(inst.operands) > position and inst.operands[position].kind == "IdRef":
         return ctx.get(inst.operands[position].value)
-    return np.array([t.cols if layout == mm.Layout.RowMajor else t.rows], np.int64)  # tightly packed
+    return np.array([t.cols if layout == mm.Layout.RowMajorKHR else t.rows], np.int64)  # tightly packed
 
 
 @coop_handler(Op.CooperativeMatrixLoadKHR)
@@ -223,9 +224,9 @@ CONVERSION_NAMES = {
 }
 
 
-def _rounding(ctx, inst) -> ar.Rounding:
+def _rounding(ctx, inst) -> FPRoundingMode:
     mode = ctx.program.decoration(inst.result_id, "FPRoundingMode")
-    return ar.Rounding(mode[0]) if mode else ar.Rounding.RTE
+    return FPRoundingMode(mode[0]) if mode else FPRoundingMode.RTE
 
 
 @coop_handler(*CONVERSION_NAMES, type=CM)

@@ -16,23 +16,15 @@ function body over a vector of virtual lanes, one per call):
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import DEFAULT_DISTRIBUTION, CoopMatError, ElementDistribution, check_value
+from hydroplane.spirv.enums import CooperativeMatrixReduce as ReduceMode
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
 from hydroplane.spirv.types import CoopMatrix
-
-
-class ReduceMode(enum.IntFlag):
-    """SPIR-V CooperativeMatrixReduce bits."""
-
-    Row = 1
-    Column = 2
-    Reduce2x2 = 4
 
 
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -61,10 +53,11 @@ def tree_reduce(values: np.ndarray, combine: Combine) -> np.ndarray:
 
 def check_reduce_types(src: CoopMatrix, dst: CoopMatrix, mode: int) -> ReduceMode:
     """The Reduce rules of seed 000; returns the mode as flags."""
-    if int(mode) & ~0x7:
+    if int(mode) & ~int(ReduceMode.Row | ReduceMode.Column | ReduceMode.CooperativeMatrixReduce2x2):
         raise CoopMatError(f"Reduce mode {int(mode):#x} has unknown bits")
     mode = ReduceMode(mode)
-    if mode not in (ReduceMode.Row, ReduceMode.Column, ReduceMode.Row | ReduceMode.Column, ReduceMode.Reduce2x2):
+    if mode not in (ReduceMode.Row, ReduceMode.Column, ReduceMode.Row | ReduceMode.Column,
+                    ReduceMode.CooperativeMatrixReduce2x2):
         raise CoopMatError(f"Reduce must be Row, Column, Row|Column or 2x2, got {mode!r}")
     if src.component.dtype != dst.component.dtype:
         raise CoopMatError(f"Reduce: component {src.component.dtype} -> {dst.component.dtype}; they must match")
@@ -72,7 +65,7 @@ def check_reduce_types(src: CoopMatrix, dst: CoopMatrix, mode: int) -> ReduceMod
         raise CoopMatError("Reduce: Matrix and Result Type must both have Use MatrixAccumulatorKHR")
     if src.scope != dst.scope:
         raise CoopMatError(f"Reduce: scope {src.scope.name} -> {dst.scope.name}; scopes must match")
-    if mode == ReduceMode.Reduce2x2 and (src.rows % 2 or src.cols % 2 or
+    if mode == ReduceMode.CooperativeMatrixReduce2x2 and (src.rows % 2 or src.cols % 2 or
                                          dst.shape != (src.rows // 2, src.cols // 2)):
         raise CoopMatError(f"Reduce 2x2: {src.rows}x{src.cols} -> {dst.rows}x{dst.cols}; the result "
                            f"must have half the rows and half the columns")
@@ -88,7 +81,7 @@ def reduce(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix, mode: int, combin
     check_value(src, mats, "Reduce operand")
     mode = check_reduce_types(src, dst, mode)
     n = mats.shape[0]
-    if mode == ReduceMode.Reduce2x2:
+    if mode == ReduceMode.CooperativeMatrixReduce2x2:
         e00, e10 = mats[:, 0::2, 0::2], mats[:, 1::2, 0::2]
         e01, e11 = mats[:, 0::2, 1::2], mats[:, 1::2, 1::2]
         dtype = mats.dtype

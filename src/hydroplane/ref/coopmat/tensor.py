@@ -14,27 +14,17 @@ Layouts and views are immutable values; each Set/Slice instruction returns a new
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import CoopMatError
-from hydroplane.spirv.types import CoopMatrix
 from hydroplane.ref.coopmat.memory import CoopMatBoundsError
+from hydroplane.spirv.enums import TensorClampMode as ClampMode
+from hydroplane.spirv.types import CoopMatrix
 
 MAX_DIM = 5
 NO_CLIP_SPAN = 0xFFFFFFFF
-
-
-class ClampMode(enum.IntEnum):
-    """SPIR-V TensorClampMode."""
-
-    Undefined = 0
-    Constant = 1
-    ClampToEdge = 2
-    Repeat = 3
-    RepeatMirrored = 4
 
 
 def _check_count(what: str, values, dim: int) -> tuple[int, ...]:

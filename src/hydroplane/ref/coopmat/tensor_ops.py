@@ -13,6 +13,7 @@ from hydroplane.ref.coopmat.instances import CM, ScopeLanes, distribution, full,
 from hydroplane.ref.coopmat.ops import coop_handler
 from hydroplane.ref.ops import Op
 from hydroplane.ref.ops_memory import check_uniform
+from hydroplane.spirv.enums import TensorAddressingOperands
 
 
 def _objects(value) -> np.ndarray:
@@ -75,9 +76,9 @@ def _tensor_operands(ctx, inst, first_id_operand: int):
     at = kinds.index("TensorAddressingOperands")
     mask = inst.operands[at].value
     params = [o.value for o in inst.operands[at + 1:]]
-    if mask & ~1:
+    if mask & ~int(TensorAddressingOperands.TensorView):
         ctx.unsupported("LoadTensorNV with DecodeFunc/DecodeVectorFunc is not implemented by the reference executor")
-    return inst.operands[first_id_operand].value, (params[0] if mask & 1 else None)
+    return inst.operands[first_id_operand].value, (params[0] if mask & TensorAddressingOperands.TensorView else None)
 
 
 def _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t: CM, for_store: bool):
