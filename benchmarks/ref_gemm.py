@@ -1,18 +1,25 @@
-"""Benchmark: a 256x256x256 f16 -> f32 tiled cooperative-matrix GEMM (benchmarks/ref_gemm.comp,
-compiled by glslangValidator) on the reference executor; the result is checked against NumPy.
+"""Benchmark: a tiled f16 -> f32 cooperative-matrix GEMM (M = N = K = --size, default 256), compiled
+by glslangValidator, on the reference executor; the result is checked against NumPy.
 
-Each subgroup (32 lanes) owns 2x2 tiles of 16x16; a workgroup holds 4 subgroups; the grid is
-(N/32, M/128). Reports the best and median wall time of the dispatch over --repeat runs (the
-compile and the kernel preparation are timed apart). Run inside the test userland (it needs
-glslangValidator): `PYTHONPATH=src python3 benchmarks/ref_gemm.py [--size 256] [--repeat 5]`.
+--kernel registers (benchmarks/ref_gemm.comp): each subgroup (32 lanes) loads its tiles from the
+buffers and owns 2x2 tiles of 16x16; a workgroup holds 4 subgroups; the grid is (N/32, M/128).
+--kernel shared (benchmarks/ref_gemm_shared.comp): a workgroup of 4 subgroups stages 128x32 of A
+and 32x64 of B through shared memory with 16-byte loads and barriers, each subgroup owning 2x4
+tiles; the grid is (N/64, M/128) (the shape of the kernel-language GEMMs).
+Reports the best and median wall time of the dispatch over --repeat runs (the compile and the
+kernel preparation are timed apart); --profile prints cProfile's top functions of one more
+dispatch. Run inside the test userland (it needs glslangValidator):
+`PYTHONPATH=src python3 benchmarks/ref_gemm.py [--size 256] [--kernel registers|shared] [--repeat 5]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime
 import os
 import platform
+import pstats
 import statistics
 import subprocess
 import tempfile
@@ -25,13 +32,17 @@ from hydroplane.ref import Executor
 
 HERE = Path(__file__).resolve().parent
 SG, SUBGROUPS, TILE = 32, 4, 16
+KERNELS = {  # name: (source, D columns per workgroup, D rows per workgroup)
+    "registers": ("ref_gemm.comp", 2 * TILE, 2 * TILE * SUBGROUPS),
+    "shared": ("ref_gemm_shared.comp", 64, 2 * TILE * SUBGROUPS),
+}
 
 
-def compile_gemm() -> bytes:
+def compile_gemm(source: str) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "gemm.spv"
         subprocess.run(["glslangValidator", "-V", "--target-env", "vulkan1.3", f"-DSG={SG}",
-                        f"-DSUBGROUPS={SUBGROUPS}", str(HERE / "ref_gemm.comp"), "-o", str(out)],
+                        f"-DSUBGROUPS={SUBGROUPS}", str(HERE / source), "-o", str(out)],
                        check=True, capture_output=True)
         return out.read_bytes()
 
@@ -39,11 +50,14 @@ def compile_gemm() -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=256, help="M = N = K (a multiple of 128)")
+    parser.add_argument("--kernel", choices=sorted(KERNELS), default="registers")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="profile one more dispatch with cProfile")
     args = parser.parse_args()
     size = args.size
+    source, wg_cols, wg_rows = KERNELS[args.kernel]
     t0 = time.perf_counter()
-    words = compile_gemm()
+    words = compile_gemm(source)
     t_compile = time.perf_counter() - t0
     rng = np.random.default_rng(2026)
     a = rng.standard_normal((size, size)).astype(np.float16)
@@ -54,7 +68,7 @@ def main() -> None:
     kernel = ex.kernel(words, spec={0: size, 1: size, 2: size})
     t_kernel = time.perf_counter() - t0
     bufs = [ex.buffer(a), ex.buffer(b), ex.buffer(np.full((size, size), np.nan, np.float32))]
-    grid = (size // (2 * TILE), size // (2 * TILE * SUBGROUPS), 1)
+    grid = (size // wg_cols, size // wg_rows, 1)
     times = []
     for _ in range(args.repeat):
         ex.write(bufs[2], np.full((size, size), np.nan, np.float32))
@@ -65,7 +79,11 @@ def main() -> None:
         err = np.abs(got - want).max()
         if not err <= 1e-3 * np.abs(want).max():
             raise SystemExit(f"wrong result: max error {err}")
-    print(f"ref_gemm {size}x{size}x{size} f16->f32, subgroup {SG}, grid {grid}: "
+    if args.profile:
+        profile = cProfile.Profile()
+        profile.runcall(ex.dispatch, kernel, grid, {0: bufs[0], 1: bufs[1], 2: bufs[2]})
+        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+    print(f"ref_gemm {args.kernel} {size}x{size}x{size} f16->f32, subgroup {SG}, grid {grid}: "
           f"best {min(times):.3f} s, median {statistics.median(times):.3f} s over {args.repeat} dispatches "
           f"(glslang {t_compile:.2f} s, kernel {t_kernel:.3f} s, max error {err:.2e})")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
