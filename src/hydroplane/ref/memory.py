@@ -20,6 +20,7 @@ MAX_REGION_BYTES = 1 << 30
 # invocation index of the one accessor, -2 several readers, SUBGROUP_ORDERED - s an access by
 # subgroup s that a subgroup barrier has since ordered for that subgroup's invocations.
 SUBGROUP_ORDERED = -16  # Workgroup/Function/Private memory of one batch, all rows together
+SHARED_MARK = -3  # in a region's scratch table: a byte accessed by two invocations in one access
 
 
 class Region:
@@ -45,6 +46,15 @@ class Region:
             self.written = np.zeros((rows, padded), bool)
             self.writer = np.full((rows, padded), -1, np.int32)
             self.reader = np.full((rows, padded), -1, np.int32)
+            self._scratch: np.ndarray | None = None
+
+    @property
+    def scratch(self) -> np.ndarray:
+        """A flat int32 table over the tracked bytes for `Memory._shared_elements` (values only meaningful
+        where that access wrote them)."""
+        if self._scratch is None:
+            self._scratch = np.empty(self.written.size, np.int32)
+        return self._scratch
 
     def rows(self, lanes: np.ndarray) -> np.ndarray | int:
         return 0 if self.row_of_lane is None else self.row_of_lane[lanes]
@@ -196,10 +206,54 @@ class Memory:
             keep = ~np.broadcast_to(skip, shape)
             offs, rws, lns = offs[keep], rws[keep], lns[keep]
         padded = region.data.shape[1]
-        first = (np.asarray(rws, np.int64) * padded + offs).reshape(-1)
+        first = (np.asarray(rws, np.int64) * padded + offs).reshape(-1)  # flat index of each element's first byte
+        element_lane = np.asarray(lns).reshape(-1)
+        who = self.local_index[element_lane].astype(np.int32)
+        if itemsize in _WIDE_BITS and not (first & (itemsize - 1)).any():
+            if self._track_elements(region, first, itemsize, who, write):
+                return
+        self._track_bytes(region, first, itemsize, element_lane, who, write)
+
+    def _track_elements(self, region: Region, first: np.ndarray, itemsize: int, who: np.ndarray,
+                        write: bool) -> bool:
+        """The tracking of an access whose elements start at multiples of their size, one element at
+        a time: done (True) when every accessed byte is written (reads), each element's bytes share
+        their writer and reader entries, and nothing races. Otherwise nothing is changed (False) and
+        the byte-level pass decides and reports."""
+        written = region.written.reshape(-1).view(_WIDE_BITS[itemsize])
+        element = first >> (itemsize.bit_length() - 1)  # index of each element in `written`
+        if not write and not (written[element] == _ALL_WRITTEN[itemsize]).all():
+            return False
+        writer = _element_entries(region.writer, first, itemsize)
+        reader = _element_entries(region.reader, first, itemsize)
+        if writer is None or reader is None:
+            return False
+        group = who // self.subgroup_size
+        conflict = self._foreign(writer, who, group)
+        if write:
+            conflict |= (reader == -2) | self._foreign(reader, who, group)
+        multi = self._shared_elements(region, first, who)
+        if multi is not None and write:
+            conflict |= multi
+        if conflict.any():
+            return False
+        if write:
+            _set_element_entries(region.writer, first, itemsize, who)
+            written[element] = _ALL_WRITTEN[itemsize]
+        else:
+            mine = (reader == -1) | (reader == who) | (reader == SUBGROUP_ORDERED - group)
+            new_reader = np.where(mine, who, np.int32(-2))
+            if multi is not None:
+                new_reader[multi] = -2
+            _set_element_entries(region.reader, first, itemsize, new_reader)
+        return True
+
+    def _track_bytes(self, region: Region, first: np.ndarray, itemsize: int, element_lane: np.ndarray,
+                     element_who: np.ndarray, write: bool) -> None:
+        padded = region.data.shape[1]
         key = (first[:, None] + np.arange(itemsize)).reshape(-1)  # flat byte index per accessed byte
-        byte_lane = np.repeat(np.asarray(lns).reshape(-1), itemsize)
-        who = self.local_index[byte_lane].astype(np.int32)
+        byte_lane = np.repeat(element_lane, itemsize)
+        who = np.repeat(element_who, itemsize)
         written, writer_flat, reader_flat = (region.written.reshape(-1), region.writer.reshape(-1),
                                              region.reader.reshape(-1))
         if not write:
@@ -215,7 +269,7 @@ class Memory:
         conflict = self._foreign(writer, who, group)
         if write:
             conflict |= (reader == -2) | self._foreign(reader, who, group)
-        multi = self._shared_bytes(key, who, written.size)
+        multi = self._shared_elements(region, key, who)
         if multi is not None and write:
             conflict |= multi
         if conflict.any():
@@ -241,23 +295,54 @@ class Memory:
         return ((table >= 0) & (table != who)) | ((table <= SUBGROUP_ORDERED) & (SUBGROUP_ORDERED - table != group))
 
     @staticmethod
-    def _shared_bytes(key: np.ndarray, who: np.ndarray, size: int) -> np.ndarray | None:
-        """Which accessed bytes this one access touches from two different invocations (None: none)."""
-        if size <= 16 * len(key) + 4096:
-            counts = np.bincount(key, minlength=size)
-            dup = counts[key] > 1
-            if not dup.any():
-                return None
-            sub = np.flatnonzero(dup)
-        else:
-            sub = np.arange(len(key))
-        order = sub[np.argsort(key[sub], kind="stable")]
-        k, w = key[order], who[order]
-        same = (k[1:] == k[:-1]) & (w[1:] != w[:-1])
-        if not same.any():
+    def _shared_elements(region: Region, index: np.ndarray, who: np.ndarray) -> np.ndarray | None:
+        """Which entries of `index` (flat byte indices: every byte, or the first byte of elements of
+        one size that start at multiples of it, which then coincide or do not overlap) this one
+        access reaches from two different invocations (None: none).
+
+        Each index's accessor is written to the region's scratch table (one of them stays where
+        several write) and read back: an index with another accessor reads a different one. Every
+        index found so is marked in the table, so that all of its accessors see the mark.
+        """
+        scratch = region.scratch
+        scratch[index] = who
+        other = scratch[index] != who
+        if not other.any():
             return None
-        multi = np.zeros(len(key), bool)
-        # every byte whose key is shared by two invocations
-        bad_keys = np.unique(k[1:][same])
-        multi[np.isin(key, bad_keys)] = True
-        return multi
+        scratch[index[other]] = SHARED_MARK
+        return scratch[index] == SHARED_MARK
+
+
+_WIDE_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+_ALL_WRITTEN = {size: dtype.type(int.from_bytes(b"\x01" * size, "little")) for size, dtype in _WIDE_BITS.items()}
+_LOW_32 = np.int64(0xFFFFFFFF)
+
+
+def _element_entries(table: np.ndarray, first: np.ndarray, itemsize: int) -> np.ndarray | None:
+    """The int32 per-byte entries of `table` for elements of `itemsize` bytes starting at flat
+    bytes `first` (multiples of itemsize), one per element; None when some element's bytes differ."""
+    flat = table.reshape(-1)
+    if itemsize == 1:
+        return flat[first]
+    words = flat.view(np.int64)  # word w holds the entries of bytes 2w (low half) and 2w+1
+    base = first >> 1
+    word = words[base]
+    low = word.astype(np.int32)
+    same = low == (word >> 32).astype(np.int32)
+    for extra in range(1, itemsize // 2):
+        same &= words[base + extra] == word
+    return low if same.all() else None
+
+
+def _set_element_entries(table: np.ndarray, first: np.ndarray, itemsize: int, values: np.ndarray) -> None:
+    """Set every byte's int32 entry of the elements at `first` (as `_element_entries`) to `values`."""
+    flat = table.reshape(-1)
+    if itemsize == 1:
+        flat[first] = values
+        return
+    wide = values.astype(np.int64)
+    word = (wide & _LOW_32) | (wide << 32)
+    words = flat.view(np.int64)
+    base = first >> 1
+    for extra in range(itemsize // 2):
+        words[base + extra] = word
