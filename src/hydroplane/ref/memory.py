@@ -47,6 +47,9 @@ class Region:
             self.writer = np.full((rows, padded), -1, np.int32)
             self.reader = np.full((rows, padded), -1, np.int32)
             self._scratch: np.ndarray | None = None
+        # no writer (reader) entry other than -1 anywhere: accesses since the last barrier that
+        # reached every row have no writes (reads) to look up
+        self.writer_clean = self.reader_clean = True
 
     @property
     def scratch(self) -> np.ndarray:
@@ -65,6 +68,8 @@ class Region:
             sel = slice(None) if rows is None else rows
             self.writer[sel] = -1
             self.reader[sel] = -1
+            if rows is None or len(np.unique(rows)) == self.writer.shape[0]:
+                self.writer_clean = self.reader_clean = True
 
     def __repr__(self) -> str:
         return f"Region({self.name!r}, {self.storage}, {self.nbytes} bytes x {self.data.shape[0]} rows)"
@@ -101,9 +106,9 @@ class Memory:
         if getattr(region, "unsupported", False):
             self.diagnose("unsupported", f"{what} of {region.name}: variables of this storage class are not "
                           "supported by the reference executor", lanes)
-        bad = (offsets < 0) | (offsets + itemsize > region.nbytes)
-        if not bad.any():
+        if not offsets.size or (offsets.min() >= 0 and offsets.max() <= region.nbytes - itemsize):
             return None
+        bad = (offsets < 0) | (offsets + itemsize > region.nbytes)
         lanes_b = np.broadcast_to(lanes, bad.shape)[bad] if lanes is not None else np.zeros(0, np.int64)
         first = int(offsets[bad].flat[0])
         self.diagnose("out-of-bounds",
@@ -177,8 +182,8 @@ class Memory:
         size = dtype.itemsize
         if dtype.kind == "b":
             return region.data[rows, offsets] != 0
-        if not (offsets % size).any():
-            return region.data.view(dtype)[rows, offsets // size]
+        if _aligned(offsets, size):
+            return region.data.view(dtype)[rows, _divide(offsets, size)]
         raw = region.data[np.asarray(rows)[..., None], offsets[..., None] + np.arange(size)]
         return np.ascontiguousarray(raw).view(dtype)[..., 0]
 
@@ -188,8 +193,8 @@ class Memory:
         size = dtype.itemsize
         if dtype.kind == "b":
             region.data[rows, offsets] = values
-        elif not (offsets % size).any():
-            region.data.view(dtype)[rows, offsets // size] = values
+        elif _aligned(offsets, size):
+            region.data.view(dtype)[rows, _divide(offsets, size)] = values
         else:
             raw = np.ascontiguousarray(values).view(np.uint8).reshape(values.shape + (size,))
             region.data[np.asarray(rows)[..., None], offsets[..., None] + np.arange(size)] = raw
@@ -209,28 +214,33 @@ class Memory:
         first = (np.asarray(rws, np.int64) * padded + offs).reshape(-1)  # flat index of each element's first byte
         element_lane = np.asarray(lns).reshape(-1)
         who = self.local_index[element_lane].astype(np.int32)
+        clean = region.writer_clean, region.reader_clean
+        if write:
+            region.writer_clean = False
+        else:
+            region.reader_clean = False
         if itemsize in _WIDE_BITS and not (first & (itemsize - 1)).any():
-            if self._track_elements(region, first, itemsize, who, write):
+            if self._track_elements(region, first, itemsize, who, write, *clean):
                 return
         self._track_bytes(region, first, itemsize, element_lane, who, write)
 
     def _track_elements(self, region: Region, first: np.ndarray, itemsize: int, who: np.ndarray,
-                        write: bool) -> bool:
+                        write: bool, writer_clean: bool, reader_clean: bool) -> bool:
         """The tracking of an access whose elements start at multiples of their size, one element at
         a time: done (True) when every accessed byte is written (reads), each element's bytes share
         their writer and reader entries, and nothing races. Otherwise nothing is changed (False) and
-        the byte-level pass decides and reports."""
+        the byte-level pass decides and reports. A clean table (all -1) is not looked up."""
         written = region.written.reshape(-1).view(_WIDE_BITS[itemsize])
         element = first >> (itemsize.bit_length() - 1)  # index of each element in `written`
         if not write and not (written[element] == _ALL_WRITTEN[itemsize]).all():
             return False
-        writer = _element_entries(region.writer, first, itemsize)
-        reader = _element_entries(region.reader, first, itemsize)
-        if writer is None or reader is None:
+        writer = None if writer_clean else _element_entries(region.writer, first, itemsize)
+        reader = None if reader_clean else _element_entries(region.reader, first, itemsize)
+        if (writer is None and not writer_clean) or (reader is None and not reader_clean):
             return False
         group = who // self.subgroup_size
-        conflict = self._foreign(writer, who, group)
-        if write:
+        conflict = np.zeros(len(first), bool) if writer is None else self._foreign(writer, who, group)
+        if write and reader is not None:
             conflict |= (reader == -2) | self._foreign(reader, who, group)
         multi = self._shared_elements(region, first, who)
         if multi is not None and write:
@@ -241,8 +251,11 @@ class Memory:
             _set_element_entries(region.writer, first, itemsize, who)
             written[element] = _ALL_WRITTEN[itemsize]
         else:
-            mine = (reader == -1) | (reader == who) | (reader == SUBGROUP_ORDERED - group)
-            new_reader = np.where(mine, who, np.int32(-2))
+            if reader is None:
+                new_reader = who.copy()
+            else:
+                mine = (reader == -1) | (reader == who) | (reader == SUBGROUP_ORDERED - group)
+                new_reader = np.where(mine, who, np.int32(-2))
             if multi is not None:
                 new_reader[multi] = -2
             _set_element_entries(region.reader, first, itemsize, new_reader)
@@ -311,6 +324,18 @@ class Memory:
             return None
         scratch[index[other]] = SHARED_MARK
         return scratch[index] == SHARED_MARK
+
+
+def _aligned(offsets: np.ndarray, size: int) -> bool:
+    """Whether every offset is a multiple of `size`."""
+    if size & (size - 1):
+        return not (offsets % size).any()
+    return size == 1 or not (offsets & (size - 1)).any()
+
+
+def _divide(offsets: np.ndarray, size: int) -> np.ndarray:
+    """offsets // size for offsets that are multiples of size."""
+    return offsets // size if size & (size - 1) else offsets >> (size.bit_length() - 1)
 
 
 _WIDE_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}

@@ -136,7 +136,27 @@ def _muladd_khr(ctx, inst):
     n = ScopeLanes(ctx, t.scope).count
     a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
     operands = inst.literals[0] if inst.literals else 0
+    if ar.is_float(a.dtype) and ar.is_float(b.dtype):
+        a, b = _float64_operand(ctx, a), _float64_operand(ctx, b)
     ctx.set(inst.result_id, ar.muladd(a, b, c, t.component.dtype, operands))
+
+
+F64_OPERANDS_KEPT = 8
+
+
+def _float64_operand(ctx, value: np.ndarray) -> np.ndarray:
+    """A float MulAdd operand as float64 (exact); the same array object used again (a GEMM's A and B
+    tiles meet several MulAdds) reuses its conversion. Values are never changed in place, and the
+    batch's context keeps the last few conversions with their arrays, so an id is never reused."""
+    kept = ctx.__dict__.setdefault("_float64_operands", [])
+    for source, converted in kept:
+        if source is value:
+            return converted
+    converted = value.astype(np.float64)
+    kept.append((value, converted))
+    if len(kept) > F64_OPERANDS_KEPT:
+        kept.pop(0)
+    return converted
 
 
 @coop_handler(Op.CooperativeMatrixMulAddNV)
