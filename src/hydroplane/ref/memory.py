@@ -100,6 +100,7 @@ class Memory:
         self.psb_regions: list[Region] = []
         self.tracked_regions: list[Region] = []  # Workgroup regions (reset at barriers)
         self.subgroup_size = 1 << 30
+        self._accessors_kept: list[tuple[np.ndarray, _Accessors]] = []  # (lanes, their accessors), newest last
 
     # -- bounds -------------------------------------------------------------------------
     def _in_bounds(self, region: Region, offsets: np.ndarray, itemsize: int, lanes, what: str) -> np.ndarray | None:
@@ -207,58 +208,82 @@ class Memory:
         offs = np.broadcast_to(offsets, shape)
         rws = np.broadcast_to(rows, shape)
         lns = np.broadcast_to(lanes, shape)
+        whole = skip is None and isinstance(lanes, np.ndarray) and lanes.shape == shape
         if skip is not None:
             keep = ~np.broadcast_to(skip, shape)
             offs, rws, lns = offs[keep], rws[keep], lns[keep]
         padded = region.data.shape[1]
         first = (np.asarray(rws, np.int64) * padded + offs).reshape(-1)  # flat index of each element's first byte
         element_lane = np.asarray(lns).reshape(-1)
-        who = self.local_index[element_lane].astype(np.int32)
+        accessors = self._accessors(lanes if whole else None, element_lane)
         clean = region.writer_clean, region.reader_clean
         if write:
             region.writer_clean = False
         else:
             region.reader_clean = False
         if itemsize in _WIDE_BITS and not (first & (itemsize - 1)).any():
-            if self._track_elements(region, first, itemsize, who, write, *clean):
+            if self._track_elements(region, first, itemsize, accessors, write, *clean):
                 return
-        self._track_bytes(region, first, itemsize, element_lane, who, write)
+        self._track_bytes(region, first, itemsize, element_lane, accessors.who, write)
 
-    def _track_elements(self, region: Region, first: np.ndarray, itemsize: int, who: np.ndarray,
+    def _accessors(self, lanes: np.ndarray | None, element_lane: np.ndarray) -> "_Accessors":
+        """The invocation of every element of an access; kept for a lanes array met again (the same
+        object: cooperative-matrix loads and stores pass one per matrix shape)."""
+        if lanes is not None:
+            for source, accessors in self._accessors_kept:
+                if source is lanes:
+                    return accessors
+        accessors = _Accessors(self.local_index[element_lane].astype(np.int32), self.subgroup_size)
+        if lanes is not None:
+            self._accessors_kept.append((lanes, accessors))
+            if len(self._accessors_kept) > ACCESSORS_KEPT:
+                self._accessors_kept.pop(0)
+        return accessors
+
+    def _track_elements(self, region: Region, first: np.ndarray, itemsize: int, accessors: "_Accessors",
                         write: bool, writer_clean: bool, reader_clean: bool) -> bool:
-        """The tracking of an access whose elements start at multiples of their size, one element at
-        a time: done (True) when every accessed byte is written (reads), each element's bytes share
-        their writer and reader entries, and nothing races. Otherwise nothing is changed (False) and
-        the byte-level pass decides and reports. A clean table (all -1) is not looked up."""
+        """The tracking of an access whose elements start at multiples of their size, on words of the
+        tables (an int64 word holds the entries of two bytes; the int32 entry itself for 1-byte
+        elements): done (True) when every accessed byte is written (reads) and every entry met is
+        settled (no access, or one by the same invocation or by its subgroup since a subgroup
+        barrier), so that nothing is reported. Otherwise nothing is changed (False) and the
+        byte-level pass decides and reports. A clean table (all -1) is not looked up."""
         written = region.written.reshape(-1).view(_WIDE_BITS[itemsize])
         element = first >> (itemsize.bit_length() - 1)  # index of each element in `written`
         if not write and not (written[element] == _ALL_WRITTEN[itemsize]).all():
             return False
-        writer = None if writer_clean else _element_entries(region.writer, first, itemsize)
-        reader = None if reader_clean else _element_entries(region.reader, first, itemsize)
-        if (writer is None and not writer_clean) or (reader is None and not reader_clean):
+        multi = self._shared_elements(region, first, accessors.who)
+        if write and multi is not None:
             return False
-        group = who // self.subgroup_size
-        conflict = np.zeros(len(first), bool) if writer is None else self._foreign(writer, who, group)
-        if write and reader is not None:
-            conflict |= (reader == -2) | self._foreign(reader, who, group)
-        multi = self._shared_elements(region, first, who)
-        if multi is not None and write:
-            conflict |= multi
-        if conflict.any():
+        mine, ordered = accessors.words(itemsize)
+        writers, readers = _words(region.writer, itemsize), _words(region.reader, itemsize)
+        base = first if itemsize == 1 else first >> 1
+        spans = range(max(1, itemsize // 2))  # words per element
+        if not writer_clean and not all(_settled(writers[base + j], mine, ordered).all() for j in spans):
             return False
         if write:
-            _set_element_entries(region.writer, first, itemsize, who)
+            if not reader_clean and not all(_settled(readers[base + j], mine, ordered).all() for j in spans):
+                return False
+            for j in spans:
+                writers[base + j] = mine
             written[element] = _ALL_WRITTEN[itemsize]
-        else:
-            if reader is None:
-                new_reader = who.copy()
-            else:
-                mine = (reader == -1) | (reader == who) | (reader == SUBGROUP_ORDERED - group)
-                new_reader = np.where(mine, who, np.int32(-2))
+            return True
+        several = _word(-2, itemsize)
+        updates = []
+        for j in spans:
+            new = mine
+            if not reader_clean:
+                entries = readers[base + j]
+                settled = _settled(entries, mine, ordered)
+                if not settled.all():
+                    if itemsize > 1 and not _uniform(entries[~settled]).all():
+                        return False  # a word half settled: the byte-level pass
+                    new = np.where(settled, mine, several)
             if multi is not None:
-                new_reader[multi] = -2
-            _set_element_entries(region.reader, first, itemsize, new_reader)
+                new = np.where(multi, several, new)
+            updates.append(new)
+        for j, new in zip(spans, updates):
+            readers[base + j] = new
         return True
 
     def _track_bytes(self, region: Region, first: np.ndarray, itemsize: int, element_lane: np.ndarray,
@@ -341,33 +366,47 @@ def _divide(offsets: np.ndarray, size: int) -> np.ndarray:
 _WIDE_BITS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 _ALL_WRITTEN = {size: dtype.type(int.from_bytes(b"\x01" * size, "little")) for size, dtype in _WIDE_BITS.items()}
 _LOW_32 = np.int64(0xFFFFFFFF)
+ACCESSORS_KEPT = 8
 
 
-def _element_entries(table: np.ndarray, first: np.ndarray, itemsize: int) -> np.ndarray | None:
-    """The int32 per-byte entries of `table` for elements of `itemsize` bytes starting at flat
-    bytes `first` (multiples of itemsize), one per element; None when some element's bytes differ."""
-    flat = table.reshape(-1)
+def _word(values, itemsize: int):
+    """Table entries as the words `_track_elements` compares: int64 words holding the entry twice
+    (elements of 2 or more bytes), the int32 entries themselves for 1-byte elements."""
     if itemsize == 1:
-        return flat[first]
-    words = flat.view(np.int64)  # word w holds the entries of bytes 2w (low half) and 2w+1
-    base = first >> 1
-    word = words[base]
-    low = word.astype(np.int32)
-    same = low == (word >> 32).astype(np.int32)
-    for extra in range(1, itemsize // 2):
-        same &= words[base + extra] == word
-    return low if same.all() else None
+        return np.asarray(values, np.int32)
+    wide = np.asarray(values, np.int64)
+    return (wide & _LOW_32) | (wide << 32)
 
 
-def _set_element_entries(table: np.ndarray, first: np.ndarray, itemsize: int, values: np.ndarray) -> None:
-    """Set every byte's int32 entry of the elements at `first` (as `_element_entries`) to `values`."""
+def _words(table: np.ndarray, itemsize: int) -> np.ndarray:
+    """A per-byte int32 table, flat, as `_word` words (word w: bytes 2w and 2w+1)."""
     flat = table.reshape(-1)
-    if itemsize == 1:
-        flat[first] = values
-        return
-    wide = values.astype(np.int64)
-    word = (wide & _LOW_32) | (wide << 32)
-    words = flat.view(np.int64)
-    base = first >> 1
-    for extra in range(itemsize // 2):
-        words[base + extra] = word
+    return flat if itemsize == 1 else flat.view(np.int64)
+
+
+def _settled(entries: np.ndarray, mine: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Words whose bytes record no access, or one by `mine`'s invocation, or one by its subgroup that a
+    subgroup barrier has ordered (`ordered`): nothing there races with this invocation."""
+    return (entries == -1) | (entries == mine) | (entries == ordered)
+
+
+def _uniform(words: np.ndarray) -> np.ndarray:
+    """Words whose two bytes hold the same entry."""
+    return words.astype(np.int32) == (words >> 32).astype(np.int32)
+
+
+class _Accessors:
+    """The invocation (local index) and its subgroup within the workgroup, per element of an access."""
+
+    def __init__(self, who: np.ndarray, subgroup_size: int):
+        self.who = who
+        self.subgroup_size = subgroup_size
+        self._words: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+
+    def words(self, itemsize: int) -> tuple[np.ndarray, np.ndarray]:
+        """(this invocation, its subgroup ordered by a subgroup barrier) as `_word` words."""
+        wide = itemsize > 1
+        if wide not in self._words:
+            ordered = SUBGROUP_ORDERED - self.who // self.subgroup_size
+            self._words[wide] = (_word(self.who, itemsize), _word(ordered, itemsize))
+        return self._words[wide]

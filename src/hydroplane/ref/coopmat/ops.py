@@ -54,6 +54,19 @@ def _region_rows(ptr, lanes: np.ndarray):
     return rows[:, None, None] if isinstance(rows, np.ndarray) else rows
 
 
+def _holders(ctx, sc, inst_idx: np.ndarray, t: CM) -> np.ndarray:
+    """(instances, rows, cols): the lane holding each element of each active instance. With every
+    instance active it is one array per matrix shape and scope for the batch (never changed), so
+    memory's per-lanes bookkeeping (race tracking) is reused."""
+    if len(inst_idx) != sc.count:
+        return sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    kept = ctx.__dict__.setdefault("_coop_holders", {})
+    key = (t.scope, t.rows, t.cols)
+    if key not in kept:
+        kept[key] = sc.first_lane[:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    return kept[key]
+
+
 def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
     """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
     sc = ScopeLanes(ctx, t.scope)
@@ -63,7 +76,7 @@ def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
         return out
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    lanes = _holders(ctx, sc, inst_idx, t)
     out[inst_idx] = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
     return out
 
@@ -75,7 +88,7 @@ def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_va
         return
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    lanes = _holders(ctx, sc, inst_idx, t)
     values = full(mats, sc.count)[inst_idx].astype(t.component.dtype, copy=False)
     ctx.memory.write(ptr.region, _region_rows(ptr, first), offs, values, lanes)
 
