@@ -252,9 +252,6 @@ class Memory:
         element = first >> (itemsize.bit_length() - 1)  # index of each element in `written`
         if not write and not (written[element] == _ALL_WRITTEN[itemsize]).all():
             return False
-        multi = self._shared_elements(region, first, accessors.who)
-        if write and multi is not None:
-            return False
         mine, ordered = accessors.words(itemsize)
         writers, readers = _words(region.writer, itemsize), _words(region.reader, itemsize)
         base = first if itemsize == 1 else first >> 1
@@ -264,6 +261,8 @@ class Memory:
         if write:
             if not reader_clean and not all(_settled(readers[base + j], mine, ordered).all() for j in spans):
                 return False
+            if self._shared_elements(region, first, accessors.who) is not None:
+                return False  # two invocations write one element: the byte-level pass reports the race
             for j in spans:
                 writers[base + j] = mine
             written[element] = _ALL_WRITTEN[itemsize]
@@ -279,11 +278,15 @@ class Memory:
                     if itemsize > 1 and not _uniform(entries[~settled]).all():
                         return False  # a word half settled: the byte-level pass
                     new = np.where(settled, mine, several)
-            if multi is not None:
-                new = np.where(multi, several, new)
             updates.append(new)
         for j, new in zip(spans, updates):
-            readers[base + j] = new
+            # an element read by two invocations (equal addresses, different values written here)
+            # records several readers: what is read back differs from what some element wrote
+            index = base + j
+            readers[index] = new
+            other = readers[index] != new
+            if other.any():
+                readers[index[other]] = several
         return True
 
     def _track_bytes(self, region: Region, first: np.ndarray, itemsize: int, element_lane: np.ndarray,
