@@ -82,7 +82,7 @@ def main() -> None:
     if args.profile:
         profile = cProfile.Profile()
         profile.runcall(ex.dispatch, kernel, grid, {0: bufs[0], 1: bufs[1], 2: bufs[2]})
-        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(45)
     print(f"ref_gemm {args.kernel} {size}x{size}x{size} f16->f32, subgroup {SG}, grid {grid}: "
           f"best {min(times):.3f} s, median {statistics.median(times):.3f} s over {args.repeat} dispatches "
           f"(glslang {t_compile:.2f} s, kernel {t_kernel:.3f} s, max error {err:.2e})")

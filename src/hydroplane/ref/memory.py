@@ -50,6 +50,7 @@ class Region:
         # no writer (reader) entry other than -1 anywhere: accesses since the last barrier that
         # reached every row have no writes (reads) to look up
         self.writer_clean = self.reader_clean = True
+        self.all_written = False  # every byte written (`written` only grows): set when found so
 
     @property
     def scratch(self) -> np.ndarray:
@@ -70,6 +71,7 @@ class Region:
             self.reader[sel] = -1
             if rows is None or len(np.unique(rows)) == self.writer.shape[0]:
                 self.writer_clean = self.reader_clean = True
+        self.all_written = False  # every byte written (`written` only grows): set when found so
 
     def __repr__(self) -> str:
         return f"Region({self.name!r}, {self.storage}, {self.nbytes} bytes x {self.data.shape[0]} rows)"
@@ -250,8 +252,11 @@ class Memory:
         byte-level pass decides and reports. A clean table (all -1) is not looked up."""
         written = region.written.reshape(-1).view(_WIDE_BITS[itemsize])
         element = first >> (itemsize.bit_length() - 1)  # index of each element in `written`
-        if not write and not (written[element] == _ALL_WRITTEN[itemsize]).all():
-            return False
+        if not write and not region.all_written:
+            if len(first) * itemsize * 8 >= region.written.size:  # a look at the whole table costs little more
+                region.all_written = bool(region.written.all())
+            if not region.all_written and not (written[element] == _ALL_WRITTEN[itemsize]).all():
+                return False
         mine, ordered = accessors.words(itemsize)
         writers, readers = _words(region.writer, itemsize), _words(region.reader, itemsize)
         base = first if itemsize == 1 else first >> 1
@@ -271,8 +276,8 @@ class Memory:
         updates = []
         for j in spans:
             new = mine
-            if not reader_clean:
-                entries = readers[base + j]
+            entries = None if reader_clean else readers[base + j]
+            if entries is not None and not (entries == -1).all():
                 settled = _settled(entries, mine, ordered)
                 if not settled.all():
                     if itemsize > 1 and not _uniform(entries[~settled]).all():
