@@ -103,6 +103,7 @@ class Memory:
         self.tracked_regions: list[Region] = []  # Workgroup regions (reset at barriers)
         self.subgroup_size = 1 << 30
         self._accessors_kept: list[tuple[np.ndarray, _Accessors]] = []  # (lanes, their accessors), newest last
+        self._every_lane_accessors: _Accessors | None = None  # of lanes 0, 1, ..., all lanes of the batch
 
     # -- bounds -------------------------------------------------------------------------
     def _in_bounds(self, region: Region, offsets: np.ndarray, itemsize: int, lanes, what: str) -> np.ndarray | None:
@@ -235,7 +236,14 @@ class Memory:
             for source, accessors in self._accessors_kept:
                 if source is lanes:
                     return accessors
+        count = len(self.local_index)
+        every_lane = (len(element_lane) == count and count and element_lane[0] == 0
+                      and element_lane[-1] == count - 1 and (np.diff(element_lane) == 1).all())
+        if every_lane and self._every_lane_accessors is not None:  # a store or load by every lane of the batch
+            return self._every_lane_accessors
         accessors = _Accessors(self.local_index[element_lane].astype(np.int32), self.subgroup_size)
+        if every_lane:
+            self._every_lane_accessors = accessors
         if lanes is not None:
             self._accessors_kept.append((lanes, accessors))
             if len(self._accessors_kept) > ACCESSORS_KEPT:
@@ -261,14 +269,19 @@ class Memory:
         writers, readers = _words(region.writer, itemsize), _words(region.reader, itemsize)
         base = first if itemsize == 1 else first >> 1
         spans = range(max(1, itemsize // 2))  # words per element
-        if not writer_clean and not all(_settled(writers[base + j], mine, ordered).all() for j in spans):
+        if not writer_clean and not all(_all_settled(writers[base + j], mine, ordered) for j in spans):
             return False
         if write:
-            if not reader_clean and not all(_settled(readers[base + j], mine, ordered).all() for j in spans):
+            if not reader_clean and not all(_all_settled(readers[base + j], mine, ordered) for j in spans):
                 return False
-            if self._shared_elements(region, first, accessors.who) is not None:
-                return False  # two invocations write one element: the byte-level pass reports the race
-            for j in spans:
+            old = None if writer_clean else writers[base]
+            writers[base] = mine
+            if (writers[base] != mine).any():
+                # two invocations wrote one element (equal addresses, different values read back):
+                # undone (equal addresses had equal entries), and the byte-level pass reports the race
+                writers[base] = -1 if old is None else old
+                return False
+            for j in spans[1:]:
                 writers[base + j] = mine
             written[element] = _ALL_WRITTEN[itemsize]
             return True
@@ -396,6 +409,10 @@ def _settled(entries: np.ndarray, mine: np.ndarray, ordered: np.ndarray) -> np.n
     """Words whose bytes record no access, or one by `mine`'s invocation, or one by its subgroup that a
     subgroup barrier has ordered (`ordered`): nothing there races with this invocation."""
     return (entries == -1) | (entries == mine) | (entries == ordered)
+
+
+def _all_settled(entries: np.ndarray, mine: np.ndarray, ordered: np.ndarray) -> bool:
+    return bool((entries == -1).all() or _settled(entries, mine, ordered).all())
 
 
 def _uniform(words: np.ndarray) -> np.ndarray:
