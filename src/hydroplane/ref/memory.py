@@ -187,6 +187,8 @@ class Memory:
         if dtype.kind == "b":
             return region.data[rows, offsets] != 0
         if _aligned(offsets, size):
+            if region.data.flags.c_contiguous:
+                return np.take(region.data.view(dtype).reshape(-1), _flat_index(region, rows, offsets, size))
             return region.data.view(dtype)[rows, _divide(offsets, size)]
         raw = region.data[np.asarray(rows)[..., None], offsets[..., None] + np.arange(size)]
         return np.ascontiguousarray(raw).view(dtype)[..., 0]
@@ -197,6 +199,8 @@ class Memory:
         size = dtype.itemsize
         if dtype.kind == "b":
             region.data[rows, offsets] = values
+        elif _aligned(offsets, size) and region.data.flags.c_contiguous:
+            region.data.view(dtype).reshape(-1)[_flat_index(region, rows, offsets, size)] = values
         elif _aligned(offsets, size):
             region.data.view(dtype)[rows, _divide(offsets, size)] = values
         else:
@@ -377,6 +381,15 @@ def _aligned(offsets: np.ndarray, size: int) -> bool:
     if size & (size - 1):
         return not (offsets % size).any()
     return size == 1 or not (offsets & (size - 1)).any()
+
+
+def _flat_index(region: Region, rows, offsets: np.ndarray, size: int) -> np.ndarray:
+    """Index of the elements of `size` bytes at (row, byte offset) in the region's data viewed flat as
+    such elements (one flat gather or scatter is cheaper than NumPy's two-array indexing)."""
+    index = _divide(offsets, size)
+    if np.ndim(rows) == 0 and rows == 0:
+        return index
+    return np.asarray(rows, np.int64) * (region.data.shape[1] // size) + index
 
 
 def _divide(offsets: np.ndarray, size: int) -> np.ndarray:
