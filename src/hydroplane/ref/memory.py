@@ -130,9 +130,10 @@ class Memory:
         bad = self._in_bounds(region, offsets, dtype.itemsize, lanes, "read")
         if bad is not None:
             offsets = np.where(bad, 0, offsets)
+        aligned = _aligned(offsets, dtype.itemsize)
         if region.track and self.checks:
-            self._track(region, rows, offsets, dtype.itemsize, lanes, write=False, skip=bad)
-        out = self._gather(region, rows, offsets, dtype)
+            self._track(region, rows, offsets, dtype.itemsize, lanes, write=False, skip=bad, aligned=aligned)
+        out = self._gather(region, rows, offsets, dtype, aligned)
         if bad is not None:
             out = np.where(bad, np.zeros((), dtype), out)
         return out
@@ -158,9 +159,10 @@ class Memory:
             offsets, values, rows = offsets[keep], values[keep], rows[keep]
             if lanes is not None:
                 lanes = np.broadcast_to(lanes, shape)[keep]
+        aligned = _aligned(offsets, dtype.itemsize)
         if region.track and self.checks:
-            self._track(region, rows, offsets, dtype.itemsize, lanes, write=True, skip=None)
-        self._scatter(region, rows, offsets, values)
+            self._track(region, rows, offsets, dtype.itemsize, lanes, write=True, skip=None, aligned=aligned)
+        self._scatter(region, rows, offsets, values, aligned)
 
     def _physical(self, addresses: np.ndarray, lanes, access, dtype):
         """Split an access through PhysicalStorageBuffer addresses by the buffer they fall in."""
@@ -182,11 +184,13 @@ class Memory:
         return out
 
     @staticmethod
-    def _gather(region: Region, rows, offsets: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    def _gather(region: Region, rows, offsets: np.ndarray, dtype: np.dtype, aligned: bool | None = None) -> np.ndarray:
+        """Elements at (rows, byte offsets); `aligned`: whether every offset is a multiple of the size
+        (None: look)."""
         size = dtype.itemsize
         if dtype.kind == "b":
             return region.data[rows, offsets] != 0
-        if _aligned(offsets, size):
+        if _aligned(offsets, size) if aligned is None else aligned:
             if region.data.flags.c_contiguous:
                 return np.take(region.data.view(dtype).reshape(-1), _flat_index(region, rows, offsets, size))
             return region.data.view(dtype)[rows, _divide(offsets, size)]
@@ -194,21 +198,26 @@ class Memory:
         return np.ascontiguousarray(raw).view(dtype)[..., 0]
 
     @staticmethod
-    def _scatter(region: Region, rows, offsets: np.ndarray, values: np.ndarray) -> None:
+    def _scatter(region: Region, rows, offsets: np.ndarray, values: np.ndarray, aligned: bool | None = None) -> None:
         dtype = values.dtype
         size = dtype.itemsize
+        if aligned is None:
+            aligned = _aligned(offsets, size)
         if dtype.kind == "b":
             region.data[rows, offsets] = values
-        elif _aligned(offsets, size) and region.data.flags.c_contiguous:
+        elif aligned and region.data.flags.c_contiguous:
             region.data.view(dtype).reshape(-1)[_flat_index(region, rows, offsets, size)] = values
-        elif _aligned(offsets, size):
+        elif aligned:
             region.data.view(dtype)[rows, _divide(offsets, size)] = values
         else:
             raw = np.ascontiguousarray(values).view(np.uint8).reshape(values.shape + (size,))
             region.data[np.asarray(rows)[..., None], offsets[..., None] + np.arange(size)] = raw
 
     # -- Workgroup tracking -------------------------------------------------------------------------
-    def _track(self, region: Region, rows, offsets, itemsize, lanes, write: bool, skip) -> None:
+    def _track(self, region: Region, rows, offsets, itemsize, lanes, write: bool, skip,
+               aligned: bool | None = None) -> None:
+        """Race and uninitialised-read tracking of one access; `aligned`: whether every offset is a
+        multiple of itemsize (None: look; rows start at multiples of 8 bytes)."""
         if lanes is None or self.local_index is None:
             return
         shape = np.broadcast_shapes(np.shape(offsets), np.shape(rows), np.shape(lanes))
@@ -228,7 +237,9 @@ class Memory:
             region.writer_clean = False
         else:
             region.reader_clean = False
-        if itemsize in _WIDE_BITS and not (first & (itemsize - 1)).any():
+        if aligned is None:
+            aligned = not (first & (itemsize - 1)).any() if itemsize in _WIDE_BITS else False
+        if itemsize in _WIDE_BITS and aligned:
             if self._track_elements(region, first, itemsize, accessors, write, *clean):
                 return
         self._track_bytes(region, first, itemsize, element_lane, accessors.who, write)

@@ -45,7 +45,11 @@ def coop_handler(*opcodes, type=None):
 def _element_offsets(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> np.ndarray:
     base = per_instance(ctx, sc, ptr.offset, "the cooperative-matrix pointer")[inst_idx].astype(np.int64)
     stride = as_signed(np.asarray(stride)).astype(np.int64)[inst_idx]
-    offsets = mm.element_offsets(t.rows, t.cols, layout, stride, size_of(ptr.type), t.component.dtype.itemsize)
+    if len(stride) and (stride == stride[0]).all():  # one stride (the usual case): one (rows, cols) table
+        offsets = mm.element_offsets(t.rows, t.cols, layout, int(stride[0]), size_of(ptr.type),
+                                     t.component.dtype.itemsize)
+    else:
+        offsets = mm.element_offsets(t.rows, t.cols, layout, stride, size_of(ptr.type), t.component.dtype.itemsize)
     return base[:, None, None] + offsets
 
 
@@ -70,14 +74,17 @@ def _holders(ctx, sc, inst_idx: np.ndarray, t: CM) -> np.ndarray:
 def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
     """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
     sc = ScopeLanes(ctx, t.scope)
-    out = np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
-        return out
+        return np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
     lanes = _holders(ctx, sc, inst_idx, t)
-    out[inst_idx] = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
+    values = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
+    if len(inst_idx) == sc.count:
+        return values
+    out = np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
+    out[inst_idx] = values
     return out
 
 
