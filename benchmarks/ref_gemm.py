@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--kernel", choices=sorted(KERNELS) + ["lang"], default="registers")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="profile one more dispatch with cProfile")
+    parser.add_argument("--no-checks", action="store_true",
+                        help="Executor(checks=False): no Workgroup race/uninitialised tracking (not for --kernel lang)")
     args = parser.parse_args()
     size = args.size
     if args.kernel == "lang":
@@ -70,7 +72,7 @@ def main() -> None:
     a = rng.standard_normal((size, size)).astype(np.float16)
     b = rng.standard_normal((size, size)).astype(np.float16)
     want = a.astype(np.float64) @ b.astype(np.float64)
-    ex = Executor(subgroup_size=SG)
+    ex = Executor(subgroup_size=SG, checks=not args.no_checks)
     t0 = time.perf_counter()
     kernel = ex.kernel(words, spec={0: size, 1: size, 2: size})
     t_kernel = time.perf_counter() - t0
@@ -90,7 +92,8 @@ def main() -> None:
         profile = cProfile.Profile()
         profile.runcall(ex.dispatch, kernel, grid, {0: bufs[0], 1: bufs[1], 2: bufs[2]})
         pstats.Stats(profile).sort_stats("tottime").print_stats(45)
-    print(f"ref_gemm {args.kernel} {size}x{size}x{size} f16->f32, subgroup {SG}, grid {grid}: "
+    print(f"ref_gemm {args.kernel} {size}x{size}x{size} f16->f32, subgroup {SG}, grid {grid}"
+          f"{', checks off' if args.no_checks else ''}: "
           f"best {min(times):.3f} s, median {statistics.median(times):.3f} s over {args.repeat} dispatches "
           f"(glslang {t_compile:.2f} s, kernel {t_kernel:.3f} s, max error {err:.2e})")
     print_machine()
