@@ -131,9 +131,11 @@ class Memory:
         if bad is not None:
             offsets = np.where(bad, 0, offsets)
         aligned = _aligned(offsets, dtype.itemsize)
+        flat = _flat_bytes(region, rows, offsets)
         if region.track and self.checks:
-            self._track(region, rows, offsets, dtype.itemsize, lanes, write=False, skip=bad, aligned=aligned)
-        out = self._gather(region, rows, offsets, dtype, aligned)
+            self._track(region, rows, offsets, dtype.itemsize, lanes, write=False, skip=bad, aligned=aligned,
+                        flat=flat)
+        out = self._gather(region, rows, offsets, dtype, aligned, flat)
         if bad is not None:
             out = np.where(bad, np.zeros((), dtype), out)
         return out
@@ -160,9 +162,11 @@ class Memory:
             if lanes is not None:
                 lanes = np.broadcast_to(lanes, shape)[keep]
         aligned = _aligned(offsets, dtype.itemsize)
+        flat = _flat_bytes(region, rows, offsets)
         if region.track and self.checks:
-            self._track(region, rows, offsets, dtype.itemsize, lanes, write=True, skip=None, aligned=aligned)
-        self._scatter(region, rows, offsets, values, aligned)
+            self._track(region, rows, offsets, dtype.itemsize, lanes, write=True, skip=None, aligned=aligned,
+                        flat=flat)
+        self._scatter(region, rows, offsets, values, aligned, flat)
 
     def _physical(self, addresses: np.ndarray, lanes, access, dtype):
         """Split an access through PhysicalStorageBuffer addresses by the buffer they fall in."""
@@ -184,13 +188,16 @@ class Memory:
         return out
 
     @staticmethod
-    def _gather(region: Region, rows, offsets: np.ndarray, dtype: np.dtype, aligned: bool | None = None) -> np.ndarray:
+    def _gather(region: Region, rows, offsets: np.ndarray, dtype: np.dtype, aligned: bool | None = None,
+                flat: np.ndarray | None = None) -> np.ndarray:
         """Elements at (rows, byte offsets); `aligned`: whether every offset is a multiple of the size
-        (None: look)."""
+        (None: look); `flat`: `_flat_bytes` of them (None: computed here)."""
         size = dtype.itemsize
         if dtype.kind == "b":
             return region.data[rows, offsets] != 0
         if _aligned(offsets, size) if aligned is None else aligned:
+            if flat is not None and region.data.flags.c_contiguous:
+                return np.take(region.data.view(dtype).reshape(-1), _divide(flat, size))
             if region.data.flags.c_contiguous:
                 return np.take(region.data.view(dtype).reshape(-1), _flat_index(region, rows, offsets, size))
             return region.data.view(dtype)[rows, _divide(offsets, size)]
@@ -198,13 +205,16 @@ class Memory:
         return np.ascontiguousarray(raw).view(dtype)[..., 0]
 
     @staticmethod
-    def _scatter(region: Region, rows, offsets: np.ndarray, values: np.ndarray, aligned: bool | None = None) -> None:
+    def _scatter(region: Region, rows, offsets: np.ndarray, values: np.ndarray, aligned: bool | None = None,
+                 flat: np.ndarray | None = None) -> None:
         dtype = values.dtype
         size = dtype.itemsize
         if aligned is None:
             aligned = _aligned(offsets, size)
         if dtype.kind == "b":
             region.data[rows, offsets] = values
+        elif aligned and flat is not None and region.data.flags.c_contiguous:
+            region.data.view(dtype).reshape(-1)[_divide(flat, size)] = values
         elif aligned and region.data.flags.c_contiguous:
             region.data.view(dtype).reshape(-1)[_flat_index(region, rows, offsets, size)] = values
         elif aligned:
@@ -215,9 +225,10 @@ class Memory:
 
     # -- Workgroup tracking -------------------------------------------------------------------------
     def _track(self, region: Region, rows, offsets, itemsize, lanes, write: bool, skip,
-               aligned: bool | None = None) -> None:
+               aligned: bool | None = None, flat: np.ndarray | None = None) -> None:
         """Race and uninitialised-read tracking of one access; `aligned`: whether every offset is a
-        multiple of itemsize (None: look; rows start at multiples of 8 bytes)."""
+        multiple of itemsize (None: look; rows start at multiples of 8 bytes); `flat`: `_flat_bytes`
+        of the access (None: computed here)."""
         if lanes is None or self.local_index is None:
             return
         shape = np.broadcast_shapes(np.shape(offsets), np.shape(rows), np.shape(lanes))
@@ -225,11 +236,13 @@ class Memory:
         rws = np.broadcast_to(rows, shape)
         lns = np.broadcast_to(lanes, shape)
         whole = skip is None and isinstance(lanes, np.ndarray) and lanes.shape == shape
+        if flat is None:
+            flat = _flat_bytes(region, rws, offs)
+        flat = np.broadcast_to(flat, shape)
         if skip is not None:
             keep = ~np.broadcast_to(skip, shape)
-            offs, rws, lns = offs[keep], rws[keep], lns[keep]
-        padded = region.data.shape[1]
-        first = (np.asarray(rws, np.int64) * padded + offs).reshape(-1)  # flat index of each element's first byte
+            lns, flat = lns[keep], flat[keep]
+        first = np.asarray(flat).reshape(-1)  # flat index of each element's first byte
         element_lane = np.asarray(lns).reshape(-1)
         accessors = self._accessors(lanes if whole else None, element_lane)
         clean = region.writer_clean, region.reader_clean
@@ -392,6 +405,14 @@ def _aligned(offsets: np.ndarray, size: int) -> bool:
     if size & (size - 1):
         return not (offsets % size).any()
     return size == 1 or not (offsets & (size - 1)).any()
+
+
+def _flat_bytes(region: Region, rows, offsets: np.ndarray) -> np.ndarray:
+    """Index of the bytes at (row, byte offset) in the region's data viewed flat (rows and offsets
+    broadcast; the tracking tables have the data's shape)."""
+    if np.ndim(rows) == 0 and rows == 0:
+        return offsets
+    return np.asarray(rows, np.int64) * region.data.shape[1] + offsets
 
 
 def _flat_index(region: Region, rows, offsets: np.ndarray, size: int) -> np.ndarray:
