@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import platform
 import shutil
 import statistics
@@ -21,8 +22,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-
-import importlib.util
 
 import hydroplane
 from hydroplane import coop
@@ -112,7 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
+    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, "
           f"{platform.machine()}, Python {platform.python_version()}")
     small = time_compiles(small_gemm, args.repeat)
     big = time_compiles(example_gemm, args.repeat)

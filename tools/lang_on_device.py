@@ -90,7 +90,7 @@ def check(name: str, device_out: dict, ref_out: dict, expected: dict, where: str
 
 def main() -> None:
     info = vk.devices()[0]
-    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.python_version()}, "
+    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.python_version()}, "
           f"device 0: {info.name}, driver {getattr(info, 'driver_info', '')}")
     rng = np.random.default_rng(0)
     for s in sorted({(s.m, s.n, s.k) for s in info.coop_shapes("f16", "f32")}):

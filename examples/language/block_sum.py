@@ -11,7 +11,16 @@ import numpy as np
 
 import hydroplane
 from hydroplane.lang import (
-    Buffer, barrier, constexpr, f32, global_id, local_id, readonly, shared_array, subgroup_add, workgroup_id,
+    Buffer,
+    barrier,
+    constexpr,
+    f32,
+    global_id,
+    local_id,
+    readonly,
+    shared_array,
+    subgroup_add,
+    workgroup_id,
 )
 
 

@@ -23,8 +23,20 @@ import numpy as np
 import hydroplane
 from hydroplane import coop
 from hydroplane.lang import (
-    Buffer, barrier, constexpr, f16, f32, local_index, maximum, readonly, shared_array, static_assert, static_range,
-    subgroup_id, target_subgroup_size, workgroup_id,
+    Buffer,
+    barrier,
+    constexpr,
+    f16,
+    f32,
+    local_index,
+    maximum,
+    readonly,
+    shared_array,
+    static_assert,
+    static_range,
+    subgroup_id,
+    target_subgroup_size,
+    workgroup_id,
 )
 
 

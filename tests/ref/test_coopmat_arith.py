@@ -6,12 +6,11 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
-
-from hydroplane.ref.coopmat import matrix as cm
-from hydroplane.ref.coopmat import arith as ar
-from hydroplane.spirv.enums import FPRoundingMode, Scope
-
 from ref_helpers import coop_type
+
+from hydroplane.ref.coopmat import arith as ar
+from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.spirv.enums import FPRoundingMode, Scope
 
 SMALL_FLOATS = [np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2]
 

@@ -7,8 +7,8 @@ import zlib
 
 import numpy as np
 import pytest
-
 from cts.device_types import missing_matrix_types
+
 from hydroplane.ref import Executor
 from hydroplane.spirv import samples
 from hydroplane.spirv.lower import lower

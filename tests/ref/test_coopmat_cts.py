@@ -12,11 +12,11 @@ import zlib
 
 import numpy as np
 import pytest
-
 from cts.cases import Case, build_cases
 from cts.compile import compile_glsl, glsl_source
 from cts.expect import expected, make_inputs
-from cts.runner import same_values, tolerance, check, device_runs, run_device, run_ref
+from cts.runner import check, device_runs, run_device, run_ref, same_values, tolerance
+
 from hydroplane.spirv.lower import lower
 from hydroplane.spirv.target import Target
 

@@ -9,9 +9,9 @@ import zlib
 import ml_dtypes
 import numpy as np
 import pytest
-
 from cts import builder_kernels as bk
 from cts.device_types import missing_matrix_types
+
 from hydroplane.ref import Executor
 from hydroplane.spirv import binary
 

@@ -5,8 +5,8 @@ per-invocation element access agrees bit for bit between the two."""
 
 import numpy as np
 import pytest
-
 from cts.compile import compile_glsl, glsl_source
+
 from hydroplane.ref import Executor
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.spirv.lower import lower

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl
 
 from hydroplane.ref import Executor, OutOfBoundsError
 from hydroplane.ref.coopmat import matrix as cm
-from ref_helpers import glsl
 
 SG, R, C = 8, 8, 8
 LENGTH = R * C // SG
@@ -114,8 +114,9 @@ OpFunctionEnd
 
 
 def test_two_indices_into_a_matrix_are_refused_by_name():
-    from hydroplane.ref import InvalidModuleError
     from ref_helpers import spirv_text
+
+    from hydroplane.ref import InvalidModuleError
 
     ex = Executor(subgroup_size=SG)
     with pytest.raises(InvalidModuleError, match="takes one index, not 2"):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cts.compile import compile_glsl
+
 from hydroplane.ref import Executor
 
 SOURCE = (Path(__file__).resolve().parents[2] / "benchmarks" / "ref_gemm.comp").read_text()
@@ -70,6 +70,7 @@ def test_optimised_gemm_keeps_matrices_in_phis(glslang, tmp_path):
     import subprocess
 
     from conftest import require_tool
+
     from hydroplane.spirv import Op, decode
 
     words = compile_glsl(glslang, SOURCE, {"SG": 32, "SUBGROUPS": SUBGROUPS})

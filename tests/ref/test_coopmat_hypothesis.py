@@ -9,10 +9,10 @@ drivers drop it without SignedZeroInfNanPreserve)."""
 
 import numpy as np
 import pytest
+from cts.device_types import missing_matrix_types
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cts.device_types import missing_matrix_types
 from hydroplane.ref import Executor
 from hydroplane.spirv import grammar
 from hydroplane.spirv.builder import ModuleBuilder

@@ -5,9 +5,9 @@ out-of-bounds load) that must be reported with the invocations and the instructi
 
 import numpy as np
 import pytest
-
 from cts import extras
 from cts.compile import compile_glsl, glsl_source
+
 from hydroplane.ref import Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError
 from hydroplane.ref.coopmat import matrix as cm
 

@@ -3,14 +3,13 @@
 
 import numpy as np
 import pytest
+from ref_helpers import coop_type
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
 from hydroplane.spirv.enums import Scope
 from hydroplane.spirv.types import TypeModelError
-
-from ref_helpers import coop_type
 
 SHAPES = [(8, 8, 8), (16, 16, 32), (16, 8, 32), (8, 8, 32), (5, 7, 8), (16, 16, 64)]
 

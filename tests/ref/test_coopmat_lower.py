@@ -5,8 +5,8 @@ raise LoweringError; a target without EXT or NV2, or without a module's matrix s
 import subprocess
 
 import pytest
-
 from cts.compile import compile_glsl, glsl_source
+
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import Op, binary, decode
 from hydroplane.spirv.grammar import enumerant

@@ -3,12 +3,11 @@
 import ml_dtypes
 import numpy as np
 import pytest
+from ref_helpers import coop_type
 
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import memory as mem
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
-
-from ref_helpers import coop_type
 
 DTYPES = [np.float16, np.float32, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32]
 

@@ -5,14 +5,13 @@ import ml_dtypes
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ref_helpers import coop_type
 
-from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import arith as ar
+from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import memory as mem
 from hydroplane.ref.coopmat import reduce as rd
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
-
-from ref_helpers import coop_type
 
 SETTINGS = settings(max_examples=60, deadline=None)
 DTYPES = [np.float16, np.float32, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.uint32]

@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from ref_helpers import coop_type
 
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import reduce as rd
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
-
-from ref_helpers import coop_type
 
 ACC = Use.MatrixAccumulatorKHR
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl
 
 from hydroplane.ref import Executor
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.spirv.grammar import Op
-from ref_helpers import glsl
 
 SOURCE = """#version 450 core
 #extension GL_NV_cooperative_matrix : require
@@ -63,7 +63,8 @@ def test_length_follows_ceil_rows_cols_over_subgroup(rows, cols, sg, subgroups):
     rng = np.random.default_rng(rows * 1000 + cols * 10 + sg)
     src, out = _run(rows, cols, sg, subgroups, cm.STRIDED, rng)
     length = -(-rows * cols // sg)
-    table = np.array([[l + i * sg if l + i * sg < rows * cols else -1 for i in range(length)] for l in range(sg)])
+    table = np.array([[lane + i * sg if lane + i * sg < rows * cols else -1 for i in range(length)]
+                      for lane in range(sg)])
     _check(out, src, sg, table)
 
 
@@ -113,8 +114,9 @@ OpFunctionEnd
 
 
 def test_a_type_sized_by_a_per_launch_length_is_refused_by_name():
-    from hydroplane.ref import InvalidModuleError
     from ref_helpers import spirv_text
+
+    from hydroplane.ref import InvalidModuleError
 
     with pytest.raises(InvalidModuleError, match="depends on the dispatch"):
         Executor(subgroup_size=8).kernel(spirv_text(ARRAY_SIZED_BY_LENGTH))

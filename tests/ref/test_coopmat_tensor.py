@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+from ref_helpers import coop_type
 
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import tensor as tt
 from hydroplane.ref.coopmat.memory import CoopMatBoundsError
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
 from hydroplane.spirv.enums import Scope
-
-from ref_helpers import coop_type
 
 F32 = np.float32
 

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
-from hydroplane.ref import Executor, UnsupportedInstructionError
 from ref_helpers import spirv_text
+
+from hydroplane.ref import Executor, UnsupportedInstructionError
 
 _spec = importlib.util.spec_from_file_location("gen_ref_coverage", REPO / "tools" / "gen_ref_coverage.py")
 coverage = importlib.util.module_from_spec(_spec)

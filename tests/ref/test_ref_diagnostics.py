@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl, spirv_text
 
 from hydroplane.errors import HydroplaneError
+from hydroplane.ref import (
+    Executor,
+    NonUniformError,
+    OutOfBoundsError,
+    RaceError,
+    UninitializedReadError,
+    UnsupportedInstructionError,
+)
 from hydroplane.spirv import binary, disassemble
-from hydroplane.ref import (Executor, NonUniformError, OutOfBoundsError, RaceError, UninitializedReadError,
-                            UnsupportedInstructionError)
-from ref_helpers import glsl, spirv_text
 
 HEADER = "#version 450\nlayout(local_size_x = 64) in;\n"
 BUFFERS = """

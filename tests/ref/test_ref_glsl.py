@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from ref_helpers import glsl, run
 
 HEADER = "#version 450\n#extension GL_EXT_shader_explicit_arithmetic_types : require\n"

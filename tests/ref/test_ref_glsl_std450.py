@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl, spirv_text
 
 from hydroplane import launch
 from hydroplane.ref import Executor, UnsupportedInstructionError
-from ref_helpers import glsl, spirv_text
 
 HEADER = """#version 450
 #extension GL_EXT_shader_explicit_arithmetic_types : require

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_tool
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import run_tool
 from hydroplane import launch
-from hydroplane.spirv.binary import to_bytes
 from hydroplane.ref import Executor
+from hydroplane.spirv.binary import to_bytes
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.grammar import Op
 

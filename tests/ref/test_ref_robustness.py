@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import Executor
 from hydroplane.ref.errors import ExecutionLimitError, InvalidModuleError
-from ref_helpers import glsl
 
 KERNEL = """#version 450
 layout(local_size_x = 16) in;

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl, run, spirv_text
 
 from hydroplane.ref import Executor, InvalidModuleError
-from ref_helpers import glsl, run, spirv_text
 
 
 def test_three_dimensional_grid_builtins():
@@ -17,7 +17,8 @@ layout(set = 0, binding = 0) buffer B { uvec4 b[]; };
 void main() {
     uint flat_wg = gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
     uint i = flat_wg * 24u + gl_LocalInvocationIndex;
-    b[i] = uvec4(gl_GlobalInvocationID, gl_LocalInvocationID.x + 10u * gl_LocalInvocationID.y + 100u * gl_LocalInvocationID.z);
+    b[i] = uvec4(gl_GlobalInvocationID,
+                 gl_LocalInvocationID.x + 10u * gl_LocalInvocationID.y + 100u * gl_LocalInvocationID.z);
 }""")
     grid = (2, 3, 2)
     out = run(words, {}, {0: ((12 * 24, 4), np.uint32)}, grid=grid)[0]

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl, spirv_text
 
-from hydroplane.ref import Executor
-from hydroplane.ref import layout
+from hydroplane.ref import Executor, layout
 from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.spirv import types as T
-from ref_helpers import glsl, spirv_text
 
 LINKED_LIST = """#version 450
 #extension GL_EXT_buffer_reference : require

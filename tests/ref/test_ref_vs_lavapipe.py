@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ref_helpers import glsl
 
 from hydroplane import launch
 from hydroplane.ref import Executor
-from ref_helpers import glsl
 
 HEADER = "#version 450\n#extension GL_EXT_shader_explicit_arithmetic_types : require\n"
 
@@ -80,7 +80,8 @@ void main() {
     b[o + 3u] = subgroupMin(v);
     b[o + 4u] = subgroupClusteredOr(v, 2u);
     uint up = subgroupShuffleUp(v, 1u), down = subgroupShuffleDown(v, 2u);  // undefined out of range:
-    b[o + 5u] = (gl_SubgroupInvocationID >= 1u ? up : 0u) + (gl_SubgroupInvocationID + 2u < gl_SubgroupSize ? down : 0u);
+    b[o + 5u] = (gl_SubgroupInvocationID >= 1u ? up : 0u)
+              + (gl_SubgroupInvocationID + 2u < gl_SubgroupSize ? down : 0u);
     b[o + 6u] = subgroupQuadSwapDiagonal(v) ^ subgroupQuadBroadcast(v, 1u);
     uvec4 ballot = subgroupBallot(v > 500u);
     b[o + 7u] = subgroupBallotInclusiveBitCount(ballot) + 100u * subgroupBallotFindMSB(ballot);
@@ -124,7 +125,8 @@ void main() {
     precise float r = float(int(x)) + float(uint(abs(x))) * 0.5;  // (lavapipe folds float(float16_t(x)) to x: kept out)
     back[i] = r;
     i8[i] = int8_t(int(x));
-}""", lambda r: {0: r.standard_normal(64).astype(np.float32)}, {1: ((128 + 256 + 128 + 256 + 64,), np.uint8)}, (1, 1, 1)),
+}""", lambda r: {0: r.standard_normal(64).astype(np.float32)}, {1: ((128 + 256 + 128 + 256 + 64,), np.uint8)},
+        (1, 1, 1)),
 
     "memory_layouts": (HEADER + """
 layout(local_size_x = 4, local_size_y = 2, local_size_z = 2) in;
@@ -166,7 +168,8 @@ void main() {
 #extension GL_KHR_shader_subgroup_rotate : require
 layout(local_size_x = 32) in;
 layout(set = 0, binding = 0) readonly buffer A { uint px[32]; uint py[32]; int acc[32]; u8vec4 y[32]; };
-layout(set = 0, binding = 1) writeonly buffer B { int sdot[32]; uint udot[32]; int sat[32]; uint rot[32]; uint crot[32]; };
+layout(set = 0, binding = 1) writeonly buffer B {
+    int sdot[32]; uint udot[32]; int sat[32]; uint rot[32]; uint crot[32]; };
 void main() {
     uint i = gl_LocalInvocationIndex;
     sdot[i] = dotPacked4x8EXT(int(px[i]), int(py[i]));

@@ -13,15 +13,26 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import run_tool
+from layout_blocks import (
+    HEADER,
+    BlockMaker,
+    block_type,
+    block_types_by_instance,
+    compile_glsl,
+    every_shape_block,
+    first_difference,
+    render_block,
+    render_shader,
+    strip_layout,
+    structs_used,
+)
+
 from hydroplane.spirv import ModuleBuilder, reflect, types, validate
 from hydroplane.spirv.binary import decode
 from hydroplane.spirv.enums import StorageClass
 from hydroplane.spirv.grammar import Op
 from hydroplane.spirv.types import F32, LAYOUT_RULES
-from layout_blocks import (HEADER, BlockMaker, block_type, block_types_by_instance, compile_glsl, every_shape_block,
-                           first_difference, render_block, render_shader, strip_layout, structs_used)
 
 STRUCTS = """
 struct Inner { vec3 v; };
@@ -82,7 +93,7 @@ def _check_against_glslang(glslang_type: types.Type, rule: types.LayoutRule, wha
 @pytest.mark.parametrize("rule", LAYOUT_RULES)
 def test_named_cases_match_glslang(rule, tmp_path):
     blocks, names = [], {}
-    for i, (case, body) in enumerate(CASES.items()):
+    for case, body in CASES.items():
         for storage in STORAGES[rule]:
             if storage == "push_constant":
                 continue

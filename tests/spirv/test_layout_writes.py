@@ -16,12 +16,22 @@ import random
 
 import numpy as np
 import pytest
+from layout_blocks import (
+    HEADER,
+    BlockMaker,
+    block_type,
+    compile_glsl,
+    every_shape_block,
+    glsl_type_name,
+    leaves,
+    random_value,
+    render_block,
+    render_shader,
+)
 
 from hydroplane import launch
 from hydroplane.spirv import reflect, types
 from hydroplane.spirv.types import LAYOUT_RULES
-from layout_blocks import (HEADER, BlockMaker, block_type, compile_glsl, every_shape_block, glsl_type_name, leaves,
-                           random_value, render_block, render_shader)
 
 BLOCKS_PER_SHADER = 6
 SEEDS = 8

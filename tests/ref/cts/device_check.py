@@ -79,7 +79,7 @@ def run_all(folder: Path, out) -> int:
     scale = (folder / "scale.txt").read_text().strip()
     found = [d for d in devices() if d.cooperative_matrix_khr]
     info = found[0] if found else None
-    stamp = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    stamp = f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
     print(f"# cts/device_check.py --run ({scale} scale), {stamp}, Python {sys.version.split()[0]}", file=out)
     print(f"# device: {info.name if info else 'none'} ({info.driver_name if info else ''} "
           f"{info.driver_version if info else ''}), subgroup size {info.subgroup_size if info else '-'}", file=out)

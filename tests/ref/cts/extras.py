@@ -5,8 +5,8 @@ cts/device_check.py (which needs no pytest)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
