@@ -1,0 +1,327 @@
+"""The GEMM kernels, written in the kernel language: D = act(alpha * op(A) @ op(B) + beta * C + bias).
+
+Two kernels, both specialized by constexprs (see gemm.py's GemmConfig, which produces them):
+
+- `coop_kernel(a, acc, out)`: cooperative matrices at subgroup scope. A workgroup of WM x WN
+  subgroups computes a BM x BN block of D; each subgroup owns SM x SN accumulator tiles of
+  TM x TN (the device's tile shape). Per K step of BK = KT * TK every invocation copies the A and
+  B blocks into shared memory (bounds-checked where the block crosses M, N or K: zeros outside),
+  then each subgroup multiplies its tiles out of shared memory; STAGES=2 double-buffers (the next
+  block is copied while this one is multiplied, one barrier per step). DIRECT=True loads the tiles
+  straight from the buffers for whole blocks (the reference executor's fast path) and stages only
+  the K tail and the edge blocks. The epilogue runs on each accumulator tile through coop.map:
+  alpha and beta scaling, + beta * C, + bias (a stride-0 tile), ReLU or GELU, conversion to the
+  output type. Whole tiles store straight to D; edge tiles go through shared memory and are written
+  element by element with bounds checks, so no size needs padding.
+- `scalar_kernel(a, acc, out)`: no cooperative matrices (every Vulkan device, the fallback): each
+  invocation accumulates an RM x RN register tile from shared-memory blocks.
+
+A and B are row-major (`AT`/`BT` False: A is M x K, B is K x N) or transposed (`AT`: A is stored
+K x M, `BT`: B is stored N x K): layouts nn, nt, tn, tt. Buffer element types cannot be
+constexprs, so each (input, accumulator, output) dtype triple gets its own kernel object (cached).
+This module imports only the language (and spirv types).
+"""
+
+import functools
+
+from hydroplane.lang import (
+    Buffer, barrier, cast, constexpr, f32, func, kernel, lane_id, local_array, local_index, maximum, readonly, s32,
+    shared_array, static_assert, static_range, subgroup_id, tanh, workgroup_id,
+)
+from hydroplane.lang import coop
+
+GELU_C = 0.7978845608028654  # sqrt(2 / pi), GELU's tanh approximation
+GELU_CUBIC = 0.044715
+
+
+@func
+def stage(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROWS: constexpr, COLS: constexpr,
+          THREADS: constexpr, first, ELEMENT: constexpr):
+    """Copy the ROWS x COLS block at (row0, col0) of a row-major matrix (leading dimension ld) into
+    shared[base:], elements first, first + THREADS, ...; with guard, elements outside (row_limit, col_limit) are 0."""
+    for i in range(first, ROWS * COLS, THREADS):
+        r = i // COLS
+        c = i - r * COLS
+        if guard:
+            value = ELEMENT(0)
+            if row0 + r < row_limit and col0 + c < col_limit:
+                value = source[(row0 + r) * ld + col0 + c]
+            shared[base + i] = value
+        else:
+            shared[base + i] = source[(row0 + r) * ld + col0 + c]
+
+
+@func
+def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr,
+                 BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, IN: constexpr):
+    """Both K-step blocks into shared memory, each in its stored layout (see the module docstring)."""
+    first = local_index()
+    if AT:
+        stage(sa, a_base, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, IN)
+    else:
+        stage(sa, a_base, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, IN)
+    if BT:
+        stage(sb, b_base, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, IN)
+    else:
+        stage(sb, b_base, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, IN)
+
+
+@func
+def load_tile(T, memory, base, row, col, ld, TRANSPOSED: constexpr):
+    """Tile (row, col) of op(X) where X is stored row-major with leading dimension ld (transposed: X^T is)."""
+    if TRANSPOSED:
+        return coop.load(T, memory, base + col * ld + row, ld, coop.ColumnMajor)
+    return coop.load(T, memory, base + row * ld + col, ld, coop.RowMajor)
+
+
+@func
+def scale_by(row, col, x, factor):
+    return x * factor
+
+
+@func
+def activation(row, col, x, ACT: constexpr):
+    """The epilogue's per-element tail: none, relu or gelu (tanh form, computed in f32)."""
+    if ACT == "relu":
+        return maximum(x, 0)
+    if ACT == "gelu":
+        xf = f32(x)
+        y = 0.5 * xf * (1.0 + tanh(GELU_C * (xf + GELU_CUBIC * xf * xf * xf)))
+        return cast(y, x.type)
+    return x
+
+
+@func
+def finish(result, tc, tbias, alpha, beta, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, ACC: constexpr,
+           OUT: constexpr):
+    """alpha * result (+ beta * C) (+ bias), the activation, in the accumulator type; then the output type."""
+    res = coop.map(scale_by, result, cast(alpha, ACC))
+    if USE_C:
+        res = res + coop.map(scale_by, coop.convert(tc, ACC), cast(beta, ACC))
+    if BIAS:
+        res = res + coop.convert(tbias, ACC)
+    if ACT != "none":
+        res = coop.map(activation, res, ACT)
+    return coop.convert(res, OUT)
+
+
+@func
+def copy_out(d, sc, base, row0, col0, M, N, ROWS: constexpr, COLS: constexpr, SG: constexpr):
+    """This subgroup writes its staged ROWS x COLS tile to D, skipping elements outside M x N."""
+    for i in range(lane_id(), ROWS * COLS, SG):
+        r = i // COLS
+        c = i - r * COLS
+        if row0 + r < M and col0 + c < N:
+            d[(row0 + r) * N + col0 + c] = sc[base + i]
+
+
+def coop_threads(constexprs: dict) -> int:
+    return constexprs["WM"] * constexprs["WN"] * constexprs["SG"]
+
+
+@functools.cache
+def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's constants
+    """The cooperative-matrix GEMM for A/B elements IN, accumulator ACC and output (C, D, bias) OUT."""
+
+    @kernel(local_size=coop_threads, name=f"gemm_coop_{IN}_{ACC}_{OUT}")
+    def gemm_coop(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
+                  bias: Buffer[OUT, readonly], d: Buffer[OUT], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
+                  AT: constexpr, BT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
+                  WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, STAGES: constexpr,
+                  DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
+                  SATURATE: constexpr):
+        static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
+        BM = WM * SM * TM
+        BN = WN * SN * TN
+        BK = KT * TK
+        THREADS = WM * WN * SG
+        TA = coop.Matrix[IN, TM, TK, coop.A]
+        TB = coop.Matrix[IN, TK, TN, coop.B]
+        TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
+        TOUT = coop.Matrix[OUT, TM, TN, coop.Accumulator]
+        sa = shared_array(IN, STAGES * BM * BK)
+        sb = shared_array(IN, STAGES * BK * BN)
+        sc = shared_array(OUT, WM * WN * TM * TN)  # edge tiles of C, bias and D, one region per subgroup
+        sg = subgroup_id()
+        wm = sg // WN
+        wn = sg % WN
+        row0 = workgroup_id(1) * BM
+        col0 = workgroup_id(0) * BN
+        lda = K
+        if AT:
+            lda = M
+        ldb = N
+        if BT:
+            ldb = K
+        acc = local_array(TACC, SM * SN)
+        for t in static_range(SM * SN):
+            acc[t] = coop.fill(TACC, 0)
+        btile = local_array(TB, SN)
+        full = row0 + BM <= M and col0 + BN <= N  # the same in the whole workgroup
+
+        k_split = 0  # [0, k_split): tiles straight from the buffers; [k_split, K): staged in shared memory
+        if DIRECT:
+            if full:
+                k_split = K // BK * BK
+            for k in range(0, k_split, BK):
+                for kt in static_range(KT):
+                    kk = k + kt * TK
+                    for j in static_range(SN):
+                        btile[j] = load_tile(TB, b, 0, kk, col0 + (wn * SN + j) * TN, ldb, BT)
+                    for i in static_range(SM):
+                        ta = load_tile(TA, a, 0, row0 + (wm * SM + i) * TM, kk, lda, AT)
+                        for j in static_range(SN):
+                            acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+
+        steps = (K - k_split + BK - 1) // BK
+        if steps > 0:
+            stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
+                         not full or k_split + BK > K, AT, BT, BM, BN, BK, THREADS, IN)
+            barrier()
+            for step in range(steps):
+                k0 = k_split + step * BK
+                current = 0
+                if STAGES == 2:
+                    current = step % 2
+                    if step + 1 < steps:  # the next block into the other buffer while this one is multiplied
+                        stage_blocks(sa, sb, a, b, (1 - current) * BM * BK, (1 - current) * BK * BN, row0, col0,
+                                     k0 + BK, M, N, K, lda, ldb, not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK,
+                                     THREADS, IN)
+                a_base = current * BM * BK
+                b_base = current * BK * BN
+                for kt in static_range(KT):
+                    for j in static_range(SN):
+                        n_local = (wn * SN + j) * TN
+                        if BT:
+                            btile[j] = load_tile(TB, sb, b_base, kt * TK, n_local, BK, True)
+                        else:
+                            btile[j] = load_tile(TB, sb, b_base, kt * TK, n_local, BN, False)
+                    for i in static_range(SM):
+                        m_local = (wm * SM + i) * TM
+                        if AT:
+                            ta = load_tile(TA, sa, a_base, m_local, kt * TK, BM, True)
+                        else:
+                            ta = load_tile(TA, sa, a_base, m_local, kt * TK, BK, False)
+                        for j in static_range(SN):
+                            acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+                barrier()
+                if STAGES == 1:
+                    if step + 1 < steps:
+                        stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
+                                     not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, IN)
+                        barrier()
+
+        region = sg * TM * TN
+        for i in static_range(SM):
+            for j in static_range(SN):
+                r = row0 + (wm * SM + i) * TM
+                col = col0 + (wn * SN + j) * TN
+                result = acc[i * SN + j]
+                if full:
+                    tc = coop.fill(TOUT, 0)
+                    tbias = coop.fill(TOUT, 0)
+                    if USE_C:
+                        tc = coop.load(TOUT, c, r * N + col, N, coop.RowMajor)
+                    if BIAS:
+                        tbias = coop.load(TOUT, bias, col, 0, coop.RowMajor)  # stride 0: every row is bias[col:]
+                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
+                    coop.store(out, d, r * N + col, N, coop.RowMajor)
+                else:
+                    lane = lane_id()
+                    tc = coop.fill(TOUT, 0)
+                    tbias = coop.fill(TOUT, 0)
+                    if USE_C:
+                        stage(sc, region, c, r, col, N, M, N, True, TM, TN, SG, lane, OUT)
+                        barrier()
+                        tc = coop.load(TOUT, sc, region, TN, coop.RowMajor)
+                        barrier()
+                    if BIAS:
+                        stage(sc, region, bias, 0, col, 0, TM, N, True, TM, TN, SG, lane, OUT)
+                        barrier()
+                        tbias = coop.load(TOUT, sc, region, TN, coop.RowMajor)
+                        barrier()
+                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
+                    coop.store(out, sc, region, TN, coop.RowMajor)
+                    barrier()
+                    copy_out(d, sc, region, r, col, M, N, TM, TN, SG)
+                    barrier()
+
+    return gemm_coop
+
+
+def scalar_threads(constexprs: dict) -> int:
+    return constexprs["TX"] * constexprs["TY"]
+
+
+@functools.cache
+def scalar_kernel(IN, ACC, OUT):  # noqa: N803
+    """The GEMM without cooperative matrices: TX x TY invocations, each an RM x RN register tile."""
+
+    @kernel(local_size=scalar_threads, name=f"gemm_scalar_{IN}_{ACC}_{OUT}")
+    def gemm_scalar(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
+                    bias: Buffer[OUT, readonly], d: Buffer[OUT], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
+                    AT: constexpr, BT: constexpr, RM: constexpr, RN: constexpr, TX: constexpr, TY: constexpr,
+                    BK: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr):
+        BM = TY * RM
+        BN = TX * RN
+        THREADS = TX * TY
+        sa = shared_array(IN, BM * BK)
+        sb = shared_array(IN, BK * BN)
+        tx = local_index() % TX
+        ty = local_index() // TX
+        row0 = workgroup_id(1) * BM
+        col0 = workgroup_id(0) * BN
+        lda = K
+        if AT:
+            lda = M
+        ldb = N
+        if BT:
+            ldb = K
+        full = row0 + BM <= M and col0 + BN <= N
+        acc = local_array(ACC, RM * RN)
+        for t in static_range(RM * RN):
+            acc[t] = ACC(0)
+        a_values = local_array(ACC, RM)
+        b_values = local_array(ACC, RN)
+        for k0 in range(0, K, BK):
+            stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k0, M, N, K, lda, ldb, not full or k0 + BK > K,
+                         AT, BT, BM, BN, BK, THREADS, IN)
+            barrier()
+            for kk in range(BK):
+                for i in static_range(RM):
+                    m = ty + i * TY  # interleaved rows: neighbouring invocations read neighbouring elements
+                    if AT:
+                        a_values[i] = ACC(sa[kk * BM + m])
+                    else:
+                        a_values[i] = ACC(sa[m * BK + kk])
+                for j in static_range(RN):
+                    n = tx + j * TX
+                    if BT:
+                        b_values[j] = ACC(sb[n * BK + kk])
+                    else:
+                        b_values[j] = ACC(sb[kk * BN + n])
+                for i in static_range(RM):
+                    for j in static_range(RN):
+                        acc[i * RN + j] += a_values[i] * b_values[j]
+            barrier()
+
+        alpha_acc = cast(alpha, ACC)
+        beta_acc = cast(beta, ACC)
+        for i in static_range(RM):
+            for j in static_range(RN):
+                r = row0 + ty + i * TY
+                col = col0 + tx + j * TX
+                if r < M and col < N:
+                    value = acc[i * RN + j] * alpha_acc
+                    if USE_C:
+                        value += ACC(c[r * N + col]) * beta_acc
+                    if BIAS:
+                        value += ACC(bias[col])
+                    if ACT == "relu":
+                        value = maximum(value, 0)
+                    if ACT == "gelu":
+                        xf = f32(value)
+                        value = cast(0.5 * xf * (1.0 + tanh(GELU_C * (xf + GELU_CUBIC * xf * xf * xf))), ACC)
+                    d[r * N + col] = OUT(value)
+
+    return gemm_scalar
