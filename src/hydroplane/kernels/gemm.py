@@ -215,6 +215,9 @@ def _shared_bytes(config: GemmConfig, dtype: GemmDtype) -> int:
 def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> None:
     """Refuse (GemmError) a configuration the target cannot run: tile shape, workgroup size, shared memory."""
     dtype = problem.dtype
+    needed = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}.get(str(dtype.a))
+    if needed and not target.is_reference and needed not in target.support:
+        raise GemmError(f"{target.name} has no {dtype.a} arithmetic type (Vulkan feature {needed})")
     if config.kind == "coop":
         if not target.is_reference:
             if tuple(config.tile) not in coop_shapes(dtype, target):
