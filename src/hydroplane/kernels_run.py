@@ -113,10 +113,11 @@ class GemmRunner:
         try:
             infos = vk.devices()
         except HydroplaneError as err:
-            return cls("ref", launch.get_executor("ref"), f"no Vulkan device ({err}); running on the reference "
+            reason = str(err).split(":")[0]
+            return cls("ref", launch.get_executor("ref"), f"no Vulkan device ({reason}); ran on the reference "
                                                           "executor")
         if not infos:
-            return cls("ref", launch.get_executor("ref"), "no Vulkan device; running on the reference executor")
+            return cls("ref", launch.get_executor("ref"), "no Vulkan device; ran on the reference executor")
         chosen = 0
         for index in range(len(infos)):
             executor = launch.get_executor(index)
