@@ -75,6 +75,15 @@ def load_tile(T, memory, base, row, col, ld, TRANSPOSED: constexpr):
 
 
 @func
+def as_accumulator(x, ACC: constexpr):
+    """An f32 push constant (alpha, beta) in the accumulator type; integers through s32, so that an unsigned
+    accumulator scales modulo 2**32 as NumPy's wrapped reference does."""
+    if ACC.kind == "int":
+        return cast(s32(x), ACC)
+    return cast(x, ACC)
+
+
+@func
 def scale_by(row, col, x, factor):
     return x * factor
 
@@ -95,9 +104,9 @@ def activation(row, col, x, ACT: constexpr):
 def finish(result, tc, tbias, alpha, beta, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, ACC: constexpr,
            OUT: constexpr):
     """alpha * result (+ beta * C) (+ bias), the activation, in the accumulator type; then the output type."""
-    res = coop.map(scale_by, result, cast(alpha, ACC))
+    res = coop.map(scale_by, result, as_accumulator(alpha, ACC))
     if USE_C:
-        res = res + coop.map(scale_by, coop.convert(tc, ACC), cast(beta, ACC))
+        res = res + coop.map(scale_by, coop.convert(tc, ACC), as_accumulator(beta, ACC))
     if BIAS:
         res = res + coop.convert(tbias, ACC)
     if ACT != "none":
@@ -305,8 +314,8 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
                         acc[i * RN + j] += a_values[i] * b_values[j]
             barrier()
 
-        alpha_acc = cast(alpha, ACC)
-        beta_acc = cast(beta, ACC)
+        alpha_acc = as_accumulator(alpha, ACC)
+        beta_acc = as_accumulator(beta, ACC)
         for i in static_range(RM):
             for j in static_range(RN):
                 r = row0 + ty + i * TY
