@@ -156,29 +156,23 @@ class GemmRunner:
             self._kernels[key] = (spec, self.executor.kernel(spec.words))
         return self._kernels[key][1]
 
+    def prepare(self, problem: GemmProblem, config: GemmConfig, inputs: dict) -> PreparedGemm:
+        """The kernel made for this device and the inputs in its buffers, D poisoned: dispatch, time, read."""
+        plan = gemm_plan(problem, config, self.target)
+        spec = plan.kernel.compile(self.target, **plan.constexprs)
+        return PreparedGemm(self, plan, spec, self._kernel(spec), inputs)
+
     def run(self, problem: GemmProblem, config: GemmConfig | None = None, *, inputs: dict | None = None,
             repeat: int = 1, warmup: int = 1, check: bool = True, seed: int = 0) -> GemmResult:
         """Run `problem` (config: the cached/shipped/default one), time `repeat` runs, verify against NumPy."""
         config = config or self.tuned_config(problem)
-        plan = gemm_plan(problem, config, self.target)
-        spec = plan.kernel.compile(self.target, **plan.constexprs)
-        kernel = self._kernel(spec)
         data = inputs if inputs is not None else random_inputs(problem, np.random.default_rng(seed))
-        out = poisoned((problem.m, problem.n), problem.dtype.out.dtype)
-        arrays = {"a": data["a"], "b": data["b"], "c": data["c"] if problem.beta != 0 else out[:1, :1].copy(),
-                  "bias": data["bias"] if problem.bias else out[0, :1].copy(), "d": out}
-        buffers = {p.binding: self.executor.buffer(np.ascontiguousarray(arrays[p.name])) for p in spec.buffers}
-        d_binding = next(p.binding for p in spec.buffers if p.name == "d")
-        push = push_bytes(spec, plan.scalars)
-        try:
+        with self.prepare(problem, config, data) as prepared:
             start = time.perf_counter()
-            self.executor.dispatch(kernel, plan.grid, buffers, push)  # the checked run (also the warm-up)
+            prepared.dispatch()  # the checked run (also the warm-up)
             first = time.perf_counter() - start
-            d = self.executor.read(buffers[d_binding], out.dtype, out.shape)
-            times = self._time(kernel, plan.grid, buffers, push, repeat, max(warmup - 1, 0), first)
-        finally:
-            for buf in buffers.values():
-                (getattr(buf, "close", None) or buf.release)()
+            d = prepared.read()
+            times = [first] if self.is_reference and repeat <= 1 else prepared.time(repeat, max(warmup - 1, 0))
         result = GemmResult(problem, config, self.name, statistics.median(times),
                             "wall time" if self.is_reference else "GPU timestamps", len(times), output=d,
                             note=self.note)
@@ -187,26 +181,6 @@ class GemmRunner:
             result.error = relative_error(d, exact)
             result.ok = bool(np.isfinite(result.error)) and result.error <= tolerance(problem)
         return result
-
-    def _time(self, kernel, grid, buffers, push, repeat: int, warmup: int, first: float) -> list[float]:
-        if self.is_reference:
-            times = [first] if repeat <= 1 else []
-            for _ in range(repeat if repeat > 1 else 0):
-                start = time.perf_counter()
-                self.executor.dispatch(kernel, grid, buffers, push)
-                times.append(time.perf_counter() - start)
-            return times
-        recording = self.executor.device.record(kernel.native, grid, dict(buffers), push, timestamps=True)
-        try:
-            for _ in range(warmup):
-                recording.run()
-            samples = []
-            for _ in range(max(repeat, 1)):
-                recording.run()
-                samples.append(recording.device_time_ns() / 1e9)
-        finally:
-            recording.close()
-        return samples
 
     # autotuning --------------------------------------------------------------------------------
     def cache_key(self, problem: GemmProblem) -> str:
@@ -250,6 +224,65 @@ class GemmRunner:
             raise GemmError(f"no configuration verified for {problem.describe()} on {self.name}")
         store_winner(self.device_key(), self.cache_key(problem), best)
         return best
+
+
+class PreparedGemm:
+    """One GEMM ready on a device: its buffers (inputs copied in, D poisoned), push constants and kernel."""
+
+    def __init__(self, runner: GemmRunner, plan, spec: Specialization, kernel, inputs: dict):
+        self.runner, self.plan, self.kernel = runner, plan, kernel
+        problem = plan.problem
+        executor = runner.executor
+        self.poison = poisoned((problem.m, problem.n), problem.dtype.out.dtype)
+        filler = self.poison[0, :1].copy()
+        arrays = {"a": inputs["a"], "b": inputs["b"], "c": inputs["c"] if problem.beta != 0 else filler,
+                  "bias": inputs["bias"] if problem.bias else filler, "d": self.poison}
+        self.buffers = {p.binding: executor.buffer(np.ascontiguousarray(arrays[p.name])) for p in spec.buffers}
+        self.d_binding = next(p.binding for p in spec.buffers if p.name == "d")
+        self.push = push_bytes(spec, plan.scalars)
+        self._recording = None
+
+    def dispatch(self) -> None:
+        """One run through the executor's checked dispatch."""
+        self.runner.executor.dispatch(self.kernel, self.plan.grid, self.buffers, self.push)
+
+    def read(self) -> np.ndarray:
+        return self.runner.executor.read(self.buffers[self.d_binding], self.poison.dtype, self.poison.shape)
+
+    def repoison(self) -> None:
+        """D back to the poison value (before a run whose output is checked)."""
+        self.runner.executor.write(self.buffers[self.d_binding], self.poison)
+
+    def timed_run(self) -> float:
+        """One run; seconds by GPU timestamps on Vulkan, by the wall clock on the reference executor."""
+        if self.runner.is_reference:
+            start = time.perf_counter()
+            self.dispatch()
+            return time.perf_counter() - start
+        if self._recording is None:
+            self._recording = self.runner.executor.device.record(self.kernel.native, self.plan.grid,
+                                                                 dict(self.buffers), self.push, timestamps=True)
+        self._recording.run()
+        return self._recording.device_time_ns() / 1e9
+
+    def time(self, repeat: int, warmup: int = 0) -> list[float]:
+        for _ in range(warmup):
+            self.timed_run()
+        return [self.timed_run() for _ in range(max(repeat, 1))]
+
+    def close(self) -> None:
+        if self._recording is not None:
+            self._recording.close()
+            self._recording = None
+        for buf in self.buffers.values():
+            (getattr(buf, "close", None) or buf.release)()
+        self.buffers = {}
+
+    def __enter__(self) -> PreparedGemm:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def load_cache() -> dict:

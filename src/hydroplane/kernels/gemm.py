@@ -263,6 +263,8 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
 def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
     """A reasonable configuration without tuning: the target's largest tile (or the scalar kernel without one)."""
     candidates = candidate_configs(problem, target)
+    if target.is_reference and min(problem.m, problem.n, problem.k) < 64:  # small: the small direct tiles
+        return next((c for c in candidates if c.kind == "coop" and c.tile == (16, 16, 16) and c.direct), candidates[0])
     return candidates[0]
 
 
@@ -274,6 +276,7 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
         found += [GemmConfig(tile=(64, 64, 64), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True),
                   GemmConfig(tile=(32, 32, 32), subgroups=(1, 1), tiles=(4, 4), stages=1, direct=True),
                   GemmConfig(tile=(64, 64, 32), subgroups=(2, 2), tiles=(1, 1), stages=1, direct=True),
+                  GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True),
                   GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2)]
     else:
         for tile in shapes:

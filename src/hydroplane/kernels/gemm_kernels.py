@@ -25,8 +25,8 @@ This module imports only the language (and spirv types).
 import functools
 
 from hydroplane.lang import (
-    Buffer, barrier, cast, constexpr, f32, func, kernel, lane_id, local_array, local_index, maximum, readonly, s32,
-    shared_array, static_assert, static_range, subgroup_id, tanh, workgroup_id,
+    Buffer, barrier, cast, constexpr, f32, func, kernel, lane_id, local_array, local_index, maximum, minimum, readonly,
+    s32, shared_array, static_assert, static_range, subgroup_id, tanh, workgroup_id,
 )
 from hydroplane.lang import coop
 
@@ -115,12 +115,13 @@ def finish(result, tc, tbias, alpha, beta, USE_C: constexpr, BIAS: constexpr, AC
 
 
 @func
-def copy_out(d, sc, base, row0, col0, M, N, ROWS: constexpr, COLS: constexpr, SG: constexpr):
-    """This subgroup writes its staged ROWS x COLS tile to D, skipping elements outside M x N."""
+def copy_out(d, sc, base, row0, col0, row_first, col_first, M, N, ROWS: constexpr, COLS: constexpr, SG: constexpr):
+    """This subgroup writes its staged ROWS x COLS tile (at row0, col0 of D) to D: the elements from row_first and
+    col_first on (a moved tile's own part) and inside M x N."""
     for i in range(lane_id(), ROWS * COLS, SG):
         r = i // COLS
         c = i - r * COLS
-        if row0 + r < M and col0 + c < N:
+        if row0 + r >= row_first and col0 + c >= col_first and row0 + r < M and col0 + c < N:
             d[(row0 + r) * N + col0 + c] = sc[base + i]
 
 
@@ -151,6 +152,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         sa = shared_array(IN, STAGES * BM * BK)
         sb = shared_array(IN, STAGES * BK * BN)
         sc = shared_array(OUT, WM * WN * TM * TN)  # edge tiles of C, bias and D, one region per subgroup
+        st = shared_array(IN, WM * WN * (SM * TM + SN * TN) * TK if DIRECT else 1)  # direct mode's K tail
         sg = subgroup_id()
         wm = sg // WN
         wn = sg % WN
@@ -168,19 +170,63 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         btile = local_array(TB, SN)
         full = row0 + BM <= M and col0 + BN <= N  # the same in the whole workgroup
 
-        k_split = 0  # [0, k_split): tiles straight from the buffers; [k_split, K): staged in shared memory
+        # Tile origins. DIRECT with M >= TM and N >= TN: a tile crossing M (N) moves up (left) to end there, so
+        # every direct load stays inside the matrices; the store writes only the rows and columns it owns.
+        shifted = False
         if DIRECT:
-            if full:
-                k_split = K // BK * BK
-            for k in range(0, k_split, BK):
+            shifted = M >= TM and N >= TN
+        rows = local_array(s32, SM)
+        cols = local_array(s32, SN)
+        for i in static_range(SM):
+            rows[i] = row0 + (wm * SM + i) * TM
+            if shifted:
+                rows[i] = minimum(rows[i], M - TM)
+        for j in static_range(SN):
+            cols[j] = col0 + (wn * SN + j) * TN
+            if shifted:
+                cols[j] = minimum(cols[j], N - TN)
+
+        k_split = 0  # [0, k_split): direct mode; [k_split, K): whole blocks staged in shared memory
+        if shifted:
+            k_direct = K // BK * BK
+            for k in range(0, k_direct, BK):
                 for kt in static_range(KT):
                     kk = k + kt * TK
                     for j in static_range(SN):
-                        btile[j] = load_tile(TB, b, 0, kk, col0 + (wn * SN + j) * TN, ldb, BT)
+                        btile[j] = load_tile(TB, b, 0, kk, cols[j], ldb, BT)
                     for i in static_range(SM):
-                        ta = load_tile(TA, a, 0, row0 + (wm * SM + i) * TM, kk, lda, AT)
+                        ta = load_tile(TA, a, 0, rows[i], kk, lda, AT)
                         for j in static_range(SN):
                             acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+            tail_a = sg * (SM * TM + SN * TN) * TK  # this subgroup's tiles of the K tail, zero beyond K
+            tail_b = tail_a + SM * TM * TK
+            lane = lane_id()
+            for k in range(k_direct, K, TK):
+                for i in static_range(SM):
+                    if AT:
+                        stage(st, tail_a + i * TM * TK, a, k, rows[i], lda, K, M, True, TK, TM, SG, lane, IN)
+                    else:
+                        stage(st, tail_a + i * TM * TK, a, rows[i], k, lda, M, K, True, TM, TK, SG, lane, IN)
+                for j in static_range(SN):
+                    if BT:
+                        stage(st, tail_b + j * TK * TN, b, cols[j], k, ldb, N, K, True, TN, TK, SG, lane, IN)
+                    else:
+                        stage(st, tail_b + j * TK * TN, b, k, cols[j], ldb, K, N, True, TK, TN, SG, lane, IN)
+                barrier()
+                for j in static_range(SN):
+                    if BT:
+                        btile[j] = load_tile(TB, st, tail_b + j * TK * TN, 0, 0, TK, True)
+                    else:
+                        btile[j] = load_tile(TB, st, tail_b + j * TK * TN, 0, 0, TN, False)
+                for i in static_range(SM):
+                    if AT:
+                        ta = load_tile(TA, st, tail_a + i * TM * TK, 0, 0, TM, True)
+                    else:
+                        ta = load_tile(TA, st, tail_a + i * TM * TK, 0, 0, TK, False)
+                    for j in static_range(SN):
+                        acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+                barrier()
+            k_split = K
 
         steps = (K - k_split + BK - 1) // BK
         if steps > 0:
@@ -223,18 +269,24 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         region = sg * TM * TN
         for i in static_range(SM):
             for j in static_range(SN):
-                r = row0 + (wm * SM + i) * TM
+                r = row0 + (wm * SM + i) * TM  # the tile's own rows and columns
                 col = col0 + (wn * SN + j) * TN
                 result = acc[i * SN + j]
-                if full:
+                if full or shifted:  # C and bias tiles lie inside the matrices
                     tc = coop.fill(TOUT, 0)
                     tbias = coop.fill(TOUT, 0)
                     if USE_C:
-                        tc = coop.load(TOUT, c, r * N + col, N, coop.RowMajor)
+                        tc = coop.load(TOUT, c, rows[i] * N + cols[j], N, coop.RowMajor)
                     if BIAS:
-                        tbias = coop.load(TOUT, bias, col, 0, coop.RowMajor)  # stride 0: every row is bias[col:]
+                        tbias = coop.load(TOUT, bias, cols[j], 0, coop.RowMajor)  # stride 0: every row is bias[col:]
                     out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
-                    coop.store(out, d, r * N + col, N, coop.RowMajor)
+                    if full:
+                        coop.store(out, d, r * N + col, N, coop.RowMajor)
+                    else:  # a moved tile writes only what it owns, through shared memory
+                        coop.store(out, sc, region, TN, coop.RowMajor)
+                        barrier()
+                        copy_out(d, sc, region, rows[i], cols[j], r, col, M, N, TM, TN, SG)
+                        barrier()
                 else:
                     lane = lane_id()
                     tc = coop.fill(TOUT, 0)
@@ -252,7 +304,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                     out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
                     coop.store(out, sc, region, TN, coop.RowMajor)
                     barrier()
-                    copy_out(d, sc, region, r, col, M, N, TM, TN, SG)
+                    copy_out(d, sc, region, r, col, r, col, M, N, TM, TN, SG)
                     barrier()
 
     return gemm_coop
