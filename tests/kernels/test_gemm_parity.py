@@ -72,6 +72,21 @@ def test_configs_on_ref(ref, config):
     check(ref, problem, config)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(64, 64, 32), (100, 70, 45), (130, 200, 77)], ids=["whole", "edges", "tails"])
+def test_workgroup_scope_on_ref(ref, dtype, shape):
+    """The NV2 workgroup-scope kernel (lavapipe offers no workgroup scope; the H200 does)."""
+    layout = LAYOUTS[(DTYPES.index(dtype) + shape[0]) % 4]
+    problem = GemmProblem(*shape, parse_dtype(dtype), layout, alpha=2.0, beta=1.0, bias=True)
+    check(ref, problem, GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1)))
+
+
+def test_workgroup_scope_refuses_a_matrix_smaller_than_its_block(ref):
+    problem = GemmProblem(63, 64, 32, parse_dtype("f16:f32"))
+    with pytest.raises(GemmError, match="needs M >= 64"):
+        ref.run(problem, GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1)))
+
+
 @pytest.mark.vulkan
 @pytest.mark.parametrize("dtype", LAVAPIPE_DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)

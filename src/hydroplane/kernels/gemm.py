@@ -20,6 +20,7 @@ import numpy as np
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels import gemm_kernels
 from hydroplane.spirv import types
+from hydroplane.spirv.enums import Scope
 from hydroplane.spirv.target import Target, UnsupportedOnTarget
 
 LAYOUTS = ("nn", "nt", "tn", "tt")
@@ -132,7 +133,8 @@ class GemmProblem:
 
 @dataclass(frozen=True)
 class GemmConfig:
-    """A tile configuration. kind 'coop': tile (TM, TN, TK) per cooperative matrix, subgroups (WM, WN) per workgroup,
+    """A tile configuration. kind 'workgroup' (NV2 workgroup scope): tile is the block (BM, BN, BK) one workgroup-scope
+    matrix covers, threads[0] the workgroup's invocations. kind 'coop' (KHR subgroup scope): tile (TM, TN, TK) per cooperative matrix, subgroups (WM, WN) per workgroup,
     tiles (SM, SN) per subgroup, k_tiles TK-steps per K block, stages 1 or 2 (double buffering), direct (whole
     blocks load tiles straight from the buffers). kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN)
     per invocation, bk per K block."""
@@ -149,8 +151,8 @@ class GemmConfig:
     bk: int = 16
 
     def __post_init__(self):
-        if self.kind not in ("coop", "scalar"):
-            raise GemmError(f"a GEMM config's kind is 'coop' or 'scalar', not {self.kind!r}")
+        if self.kind not in ("coop", "workgroup", "scalar"):
+            raise GemmError(f"a GEMM config's kind is 'coop', 'workgroup' or 'scalar', not {self.kind!r}")
         if self.stages not in (1, 2):
             raise GemmError(f"a GEMM config has 1 or 2 stages, not {self.stages}")
 
@@ -159,11 +161,15 @@ class GemmConfig:
         """(BM, BN, BK): the block of D one workgroup computes and its K step."""
         if self.kind == "scalar":
             return self.threads[1] * self.registers[0], self.threads[0] * self.registers[1], self.bk
+        if self.kind == "workgroup":
+            return tuple(self.tile)
         tm, tn, tk = self.tile
         return self.subgroups[0] * self.tiles[0] * tm, self.subgroups[1] * self.tiles[1] * tn, self.k_tiles * tk
 
     def describe(self) -> str:
         bm, bn, bk = self.block
+        if self.kind == "workgroup":
+            return f"NV2 workgroup scope: block {bm}x{bn}x{bk} in one matrix, {self.threads[0]} invocations"
         if self.kind == "scalar":
             return (f"scalar: block {bm}x{bn}x{bk}, {self.threads[0]}x{self.threads[1]} invocations of "
                     f"{self.registers[0]}x{self.registers[1]} registers")
@@ -203,11 +209,26 @@ def coop_shapes(dtype: GemmDtype, target: Target) -> list[tuple[int, int, int]]:
     return [(s.m, s.n, s.k) for s in target.shapes(dtype.a, dtype.acc) if not s.granularity]
 
 
-def _shared_bytes(config: GemmConfig, dtype: GemmDtype) -> int:
+def workgroup_shapes(dtype: GemmDtype, target: Target) -> list:
+    """The NV2 workgroup-scope granularities the target offers for the dtype (CoopShape records)."""
+    return [s for s in target.coop_nv2_flexible if s.scope == Scope.Workgroup and (s.a, s.c) == (dtype.a, dtype.acc)]
+
+
+def workgroup_edges(config: GemmConfig, problem: GemmProblem) -> tuple[bool, bool]:
+    """(EDGE, TAIL) of the workgroup kernel: M or N no multiple of the block; K no multiple of its step."""
+    bm, bn, bk = config.block
+    return bool(problem.m % bm or problem.n % bn), bool(problem.k % bk)
+
+
+def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    dtype = problem.dtype
     bm, bn, bk = config.block
     a_bytes, out_bytes = dtype.a.width // 8, dtype.out.width // 8
     if config.kind == "scalar":
         return (bm + bn) * bk * a_bytes
+    if config.kind == "workgroup":
+        edge, tail = workgroup_edges(config, problem)
+        return (bm + bn) * bk * a_bytes * tail + bm * bn * out_bytes * edge
     tm, tn, _ = config.tile
     return config.stages * (bm + bn) * bk * a_bytes + config.subgroups[0] * config.subgroups[1] * tm * tn * out_bytes
 
@@ -228,12 +249,22 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
                 s.saturating for s in target.shapes(dtype.a, dtype.acc)):
             raise GemmError(f"{target.name} offers no saturating accumulation")
         invocations = config.subgroups[0] * config.subgroups[1] * target.subgroup_size
+    elif config.kind == "workgroup":
+        invocations = config.threads[0]
+        bm, bn, bk = config.block
+        if problem.m < bm or problem.n < bn:
+            raise GemmError(f"{config.describe()}: needs M >= {bm} and N >= {bn} (the block moves inside the matrix)")
+        if not target.is_reference and not any(
+                s.scope == Scope.Workgroup and s.workgroup_invocations == invocations and bm % s.m == 0
+                and bn % s.n == 0 and bk % s.k == 0 for s in workgroup_shapes(dtype, target)):
+            raise GemmError(f"{target.name} offers no NV2 workgroup-scope {dtype} block {bm}x{bn}x{bk} for "
+                            f"{invocations} invocations")
     else:
         invocations = config.threads[0] * config.threads[1]
     if invocations > target.max_workgroup_invocations:
         raise GemmError(f"{config.describe()}: {invocations} invocations per workgroup, {target.name} allows "
                         f"{target.max_workgroup_invocations}")
-    shared = _shared_bytes(config, dtype)
+    shared = _shared_bytes(config, problem)
     if shared > target.shared_memory:
         raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has {target.shared_memory}")
 
@@ -252,12 +283,18 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
         constexprs = dict(common, TM=tm, TN=tn, TK=tk, WM=config.subgroups[0], WN=config.subgroups[1],
                           SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
                           DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate)
+    elif config.kind == "workgroup":
+        bm, bn, bk = config.block
+        kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
+        edge, tail = workgroup_edges(config, problem)
+        constexprs = dict(common, BM=bm, BN=bn, BK=bk, THREADS=config.threads[0], SATURATE=problem.saturate,
+                          EDGE=edge, TAIL=tail)
     else:
         kernel = gemm_kernels.scalar_kernel(dtype.a, dtype.acc, dtype.out)
         constexprs = dict(common, RM=config.registers[0], RN=config.registers[1], TX=config.threads[0],
                           TY=config.threads[1], BK=config.bk)
     scalars = dict(alpha=float(problem.alpha), beta=float(problem.beta), M=problem.m, N=problem.n, K=problem.k)
-    return GemmPlan(kernel, constexprs, grid, scalars, config, problem, _shared_bytes(config, dtype))
+    return GemmPlan(kernel, constexprs, grid, scalars, config, problem, _shared_bytes(config, problem))
 
 
 def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
@@ -280,11 +317,20 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
                   GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2)]
     else:
         for tile in shapes:
-            for subgroups, tiles, k_tiles, stages in (((2, 2), (2, 2), 2, 2), ((2, 2), (2, 2), 1, 2),
-                                                      ((2, 2), (4, 2), 1, 2), ((4, 2), (2, 2), 2, 2),
-                                                      ((2, 2), (2, 4), 2, 2), ((2, 2), (2, 2), 2, 1),
-                                                      ((1, 1), (2, 2), 2, 2), ((2, 1), (4, 4), 1, 2)):
+            for subgroups, tiles, k_tiles, stages in (((2, 2), (2, 2), 2, 2), ((2, 2), (4, 2), 1, 2),
+                                                      ((4, 2), (2, 2), 2, 2), ((2, 2), (2, 2), 2, 1)):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, k_tiles=k_tiles, stages=stages))
+            for subgroups, tiles in (((2, 2), (2, 2)), ((2, 2), (4, 2))):
+                found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))
+    if not scalar_only:
+        if target.is_reference:
+            found.append(GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1)))
+        for shape in workgroup_shapes(problem.dtype, target):
+            if shape.workgroup_invocations < 128:
+                continue
+            for scale in ((4, 4, 2), (2, 4, 2)) if shape.workgroup_invocations >= 256 else ((4, 4, 2),):
+                block = (shape.m * scale[0], shape.n * scale[1], shape.k * scale[2])
+                found.append(GemmConfig(kind="workgroup", tile=block, threads=(shape.workgroup_invocations, 1)))
     found += [GemmConfig(kind="scalar", threads=(16, 8), registers=(4, 4), bk=16),
               GemmConfig(kind="scalar", threads=(16, 16), registers=(4, 4), bk=8),
               GemmConfig(kind="scalar", threads=(8, 8), registers=(2, 2), bk=16)]

@@ -386,3 +386,86 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
                     d[r * N + col] = OUT(value)
 
     return gemm_scalar
+
+
+@func
+def copy_block_out(d, sc, row0, col0, row_first, col_first, M, N, ROWS: constexpr, COLS: constexpr,
+                   THREADS: constexpr):
+    """The whole workgroup writes its staged ROWS x COLS block (at row0, col0 of D): the owned part inside M x N."""
+    for i in range(local_index(), ROWS * COLS, THREADS):
+        r = i // COLS
+        c = i - r * COLS
+        if row0 + r >= row_first and col0 + c >= col_first and row0 + r < M and col0 + c < N:
+            d[(row0 + r) * N + col0 + c] = sc[i]
+
+
+def workgroup_threads(constexprs: dict) -> int:
+    return constexprs["THREADS"]
+
+
+@functools.cache
+def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
+    """The NV2 workgroup-scope GEMM: one BM x BN accumulator matrix held by the whole workgroup of THREADS
+    invocations, A and B blocks loaded straight from the buffers (a block crossing M or N moves inside; the
+    launcher asks M >= BM and N >= BN), the K tail staged in shared memory with zeros beyond K. EDGE and TAIL
+    (set by the launcher from the sizes) compile the edge store and the K tail, and their shared memory, only
+    where the sizes need them."""
+
+    @kernel(local_size=workgroup_threads, name=f"gemm_workgroup_{IN}_{ACC}_{OUT}")
+    def gemm_workgroup(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
+                       bias: Buffer[OUT, readonly], d: Buffer[OUT], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
+                       AT: constexpr, BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr,
+                       THREADS: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, SATURATE: constexpr,
+                       EDGE: constexpr = True, TAIL: constexpr = True):
+        TA = coop.Matrix[IN, BM, BK, coop.A, coop.Workgroup]
+        TB = coop.Matrix[IN, BK, BN, coop.B, coop.Workgroup]
+        TACC = coop.Matrix[ACC, BM, BN, coop.Accumulator, coop.Workgroup]
+        TOUT = coop.Matrix[OUT, BM, BN, coop.Accumulator, coop.Workgroup]
+        sa = shared_array(IN, BM * BK if TAIL else 1)  # the K tail (TAIL: K is no multiple of BK)
+        sb = shared_array(IN, BK * BN if TAIL else 1)
+        sc = shared_array(OUT, BM * BN if EDGE else 1)  # edge blocks' output (EDGE: M or N is no multiple)
+        row0 = workgroup_id(1) * BM
+        col0 = workgroup_id(0) * BN
+        full = row0 + BM <= M and col0 + BN <= N
+        row = minimum(row0, M - BM)  # the block moved inside the matrix
+        col = minimum(col0, N - BN)
+        lda = K
+        if AT:
+            lda = M
+        ldb = N
+        if BT:
+            ldb = K
+        acc = coop.fill(TACC, 0)
+        k_direct = K // BK * BK
+        for k in range(0, k_direct, BK):
+            acc = coop.mul_add(load_tile(TA, a, 0, row, k, lda, AT), load_tile(TB, b, 0, k, col, ldb, BT), acc,
+                               SATURATE)
+        if TAIL and k_direct < K:
+            stage_blocks(sa, sb, a, b, 0, 0, row, col, k_direct, M, N, K, lda, ldb, True, AT, BT, BM, BN, BK,
+                         THREADS, IN)
+            barrier()
+            if AT:
+                ta = load_tile(TA, sa, 0, 0, 0, BM, True)
+            else:
+                ta = load_tile(TA, sa, 0, 0, 0, BK, False)
+            if BT:
+                tb = load_tile(TB, sb, 0, 0, 0, BK, True)
+            else:
+                tb = load_tile(TB, sb, 0, 0, 0, BN, False)
+            acc = coop.mul_add(ta, tb, acc, SATURATE)
+            barrier()
+        tc = coop.fill(TOUT, 0)
+        tbias = coop.fill(TOUT, 0)
+        if USE_C:
+            tc = coop.load(TOUT, c, row * N + col, N, coop.RowMajor)
+        if BIAS:
+            tbias = coop.load(TOUT, bias, col, 0, coop.RowMajor)
+        out = finish(acc, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
+        if full or not EDGE:
+            coop.store(out, d, row0 * N + col0, N, coop.RowMajor)
+        else:
+            coop.store(out, sc, 0, BN, coop.RowMajor)
+            barrier()
+            copy_block_out(d, sc, row, col, row0, col0, M, N, BM, BN, THREADS)
+
+    return gemm_workgroup
