@@ -131,7 +131,7 @@ def tune(runner: GemmRunner, dtype, layout: str, size: int, out) -> tuple[GemmCo
             continue
         tflops = problem.flops / seconds / 1e12
         tried.append((config, tflops))
-        print(f"  tune {dtype} {index + 1}/{len(candidates)} {tflops:8.2f} T/s  {config.describe()} "
+        print(f"  tune {dtype} {index + 1}/{len(candidates)} {tflops:8.4g} T/s  {config.describe()} "
               f"({time.perf_counter() - start:.1f} s)", file=out, flush=True)
         if best is None or tflops > best[1]:
             best = (config, tflops)
@@ -174,9 +174,15 @@ def time_torch(problem: GemmProblem, sets, reps: int, torch) -> float | None:
     def call(ta, tb):
         a = ta.T if problem.a_transposed else ta
         b = tb.T if problem.b_transposed else tb
-        return torch._int_mm(a, b) if dtype == "s8" else torch.matmul(a, b)
+        if dtype != "s8":
+            return torch.matmul(a, b)
+        return torch._int_mm(a, b)
 
     pairs = [s["torch"] for s in sets]
+    try:
+        call(*pairs[0])
+    except RuntimeError:  # cuBLASLt's int8 path may want B column-major: give it that (outside the timing)
+        pairs = [(ta, tb.t().contiguous().t()) for ta, tb in pairs]
     for ta, tb in pairs:
         call(ta, tb)
     torch.cuda.synchronize()
@@ -206,6 +212,8 @@ def main() -> int:
     if "VK_DRIVER_FILES" not in os.environ and Path(ICD).exists():
         os.environ["VK_DRIVER_FILES"] = ICD
     out_dir = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
     log = open(out_dir / "gemm_h200.txt", "w") if out_dir else None  # noqa: SIM115
     out = Tee(sys.stdout, log) if log else sys.stdout
     began = time.perf_counter()
@@ -230,7 +238,7 @@ def main() -> int:
         except Exception as err:  # noqa: BLE001
             print(f"{name}: tuning failed: {err}", file=out)
             continue
-        print(f"{name}: winner {config.describe()} ({tuned:.1f} T/s at {args.tune_size}^3)", file=out, flush=True)
+        print(f"{name}: winner {config.describe()} ({tuned:.4g} T/s at {args.tune_size}^3)", file=out, flush=True)
         for size in (int(s) for s in args.sizes.split(",")):
             if time.perf_counter() - began > args.budget_s:
                 print(f"{name} {size}: skipped (time budget)", file=out)
@@ -245,7 +253,7 @@ def main() -> int:
             table.setdefault(runner.device_key(), {})[runner.cache_key(problem)] = {
                 "config": config.to_dict(), "seconds": result["seconds"], "tflops": result["tflops"],
                 "size": [size, size, size], "date": stamp}
-            print(f"{name} {size}: {result['tflops']:.1f} T/s (median of {result['runs']}, "
+            print(f"{name} {size}: {result['tflops']:.4g} T/s (median of {result['runs']}, "
                   f"{result['min_s'] * 1e3:.3f}-{result['max_s'] * 1e3:.3f} ms), max error {result['max_error']}, "
                   f"cuBLAS {result['torch_tflops']}", file=out, flush=True)
     runner.close()
@@ -259,9 +267,9 @@ def main() -> int:
         target = TARGETS_8192.get(name, "-")
         met = "" if size != 8192 or target == "-" else (" (met)" if r["tflops"] >= target else
                                                         f" (missed by {target - r['tflops']:.0f})")
-        lines.append(f"| {name} | {size}^3 | {r['tflops']:.1f} | {error} | {cublas:.1f} | {ratio} | {target}{met} | "
+        lines.append(f"| {name} | {size}^3 | {r['tflops']:.4g} | {error} | {cublas:.4g} | {ratio} | {target}{met} | "
                      f"{NVIDIA_SAMPLE_4096.get(name, '-')} | {config.describe()} |" if cublas else
-                     f"| {name} | {size}^3 | {r['tflops']:.1f} | {error} | n/a | n/a | {target}{met} | "
+                     f"| {name} | {size}^3 | {r['tflops']:.4g} | {error} | n/a | n/a | {target}{met} | "
                      f"{NVIDIA_SAMPLE_4096.get(name, '-')} | {config.describe()} |")
     markdown = "\n".join([f"### {info.name}, driver {info.driver_version} ({stamp})", "", f"`{command}`", "",
                           header.splitlines()[0], "", *lines, ""])
