@@ -160,7 +160,8 @@ def measure(runner: GemmRunner, problem: GemmProblem, config: GemmConfig, rotate
         for p in prepared:
             p.close()
     seconds = statistics.median(times)
-    result = {"seconds": seconds, "tflops": problem.flops / seconds / 1e12, "max_error": max(errors) if errors else None,
+    result = {"seconds": seconds, "tflops": problem.flops / seconds / 1e12,
+              "max_error": max(errors) if errors else None,
               "runs": len(times), "min_s": min(times), "max_s": max(times)}
     result["torch_tflops"] = time_torch(problem, [s[0] for s in sets], reps, torch) if torch else None
     return result

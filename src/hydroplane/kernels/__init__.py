@@ -9,4 +9,5 @@ from hydroplane.kernels.gemm import (
 )
 
 __all__ = ["DTYPE_NAMES", "LAYOUTS", "GemmConfig", "GemmDtype", "GemmError", "GemmPlan", "GemmProblem",
-           "candidate_configs", "default_config", "gemm_plan", "parse_dtype", "reference", "relative_error", "tolerance"]
+           "candidate_configs", "default_config", "gemm_plan", "parse_dtype", "reference", "relative_error",
+           "tolerance"]

@@ -133,11 +133,14 @@ class GemmProblem:
 
 @dataclass(frozen=True)
 class GemmConfig:
-    """A tile configuration. kind 'workgroup' (NV2 workgroup scope): tile is the block (BM, BN, BK) one workgroup-scope
-    matrix covers, threads[0] the workgroup's invocations. kind 'coop' (KHR subgroup scope): tile (TM, TN, TK) per cooperative matrix, subgroups (WM, WN) per workgroup,
-    tiles (SM, SN) per subgroup, k_tiles TK-steps per K block, stages 1 or 2 (double buffering), direct (whole
-    blocks load tiles straight from the buffers). kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN)
-    per invocation, bk per K block."""
+    """A tile configuration.
+
+    kind 'coop' (KHR subgroup scope): tile (TM, TN, TK) per cooperative matrix, subgroups (WM, WN) per workgroup,
+    tiles (SM, SN) per subgroup, k_tiles TK-steps per K block, stages 1 or 2 (double buffering), direct (tiles
+    loaded straight from the buffers, edge tiles moved inside, the K tail staged).
+    kind 'workgroup' (NV2 workgroup scope): tile is the block (BM, BN, BK) one workgroup-scope matrix covers,
+    threads[0] the workgroup's invocations.
+    kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN) per invocation, bk per K block."""
 
     kind: str = "coop"
     tile: tuple[int, int, int] = (16, 16, 16)
@@ -266,7 +269,8 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
                         f"{target.max_workgroup_invocations}")
     shared = _shared_bytes(config, problem)
     if shared > target.shared_memory:
-        raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has {target.shared_memory}")
+        raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has "
+                        f"{target.shared_memory}")
 
 
 def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmPlan:
