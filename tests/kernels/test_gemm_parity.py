@@ -106,8 +106,9 @@ def test_scalar_on_lavapipe(lavapipe, dtype):
 
 
 @pytest.mark.vulkan
-def test_every_lavapipe_candidate_is_correct(lavapipe):
-    problem = GemmProblem(45, 70, 37, parse_dtype("f16:f32"), "nt", beta=1.0)
+@pytest.mark.parametrize("dtype", ["f16:f32", "s8:s32"])
+def test_every_lavapipe_candidate_is_correct(lavapipe, dtype):
+    problem = GemmProblem(45, 70, 37, parse_dtype(dtype), "nt", beta=1.0)
     for config in candidate_configs(problem, lavapipe.target):
         check(lavapipe, problem, config)
 

@@ -20,7 +20,7 @@ import numpy as np
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels import gemm_kernels
 from hydroplane.spirv import types
-from hydroplane.spirv.enums import Scope
+from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
 from hydroplane.spirv.target import Target, UnsupportedOnTarget
 
 LAYOUTS = ("nn", "nt", "tn", "tt")
@@ -205,6 +205,25 @@ class GemmPlan:
     shared_bytes: int = field(default=0)
 
 
+def flexible_tiles(dtype: GemmDtype, target: Target) -> list[tuple[int, int, int]]:
+    """Larger subgroup-scope tiles from NV2 flexible dimensions (multiples of the granularity), where offered."""
+    found = []
+    for s in target.coop_nv2_flexible:
+        if s.scope == Scope.Subgroup and (s.a, s.c) == (dtype.a, dtype.acc):
+            found += [(2 * s.m, 2 * s.n, s.k), (4 * s.m, 2 * s.n, s.k)]
+    return found
+
+
+def offers_tile(dtype: GemmDtype, tile, target: Target) -> bool:
+    """Whether the target runs subgroup-scope A, B, accumulator matrices of this tile and their MulAdd."""
+    tm, tn, tk = tile
+    a = types.CoopMatrix(dtype.a, tm, tk, CooperativeMatrixUse.MatrixAKHR)
+    b = types.CoopMatrix(dtype.a, tk, tn, CooperativeMatrixUse.MatrixBKHR)
+    c = types.CoopMatrix(dtype.acc, tm, tn, CooperativeMatrixUse.MatrixAccumulatorKHR)
+    out = types.CoopMatrix(dtype.out, tm, tn, CooperativeMatrixUse.MatrixAccumulatorKHR)
+    return all(target.offers(t) for t in (a, b, c, out)) and target.offers_muladd(a, b, c, c)
+
+
 def coop_shapes(dtype: GemmDtype, target: Target) -> list[tuple[int, int, int]]:
     """The subgroup-scope tile shapes (m, n, k) the target offers for the dtype, largest first (any on ref)."""
     if target.is_reference:
@@ -244,7 +263,7 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
         raise GemmError(f"{target.name} has no {dtype.a} arithmetic type (Vulkan feature {needed})")
     if config.kind == "coop":
         if not target.is_reference:
-            if tuple(config.tile) not in coop_shapes(dtype, target):
+            if not offers_tile(dtype, config.tile, target):
                 raise GemmError(f"{target.name} offers no {dtype} cooperative-matrix tile "
                                 f"{'x'.join(map(str, config.tile))} (it offers: "
                                 f"{', '.join('x'.join(map(str, s)) for s in coop_shapes(dtype, target)) or 'none'})")
@@ -325,6 +344,9 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
                                                       ((4, 2), (2, 2), 2, 2), ((2, 2), (2, 2), 2, 1)):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, k_tiles=k_tiles, stages=stages))
             for subgroups, tiles in (((2, 2), (2, 2)), ((2, 2), (4, 2))):
+                found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))
+        for tile in flexible_tiles(problem.dtype, target):
+            for subgroups, tiles in (((2, 2), (1, 1)), ((2, 2), (2, 2))):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))
     if not scalar_only:
         if target.is_reference:
