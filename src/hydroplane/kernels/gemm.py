@@ -399,9 +399,11 @@ def random_inputs(problem: GemmProblem, rng: np.random.Generator) -> dict[str, n
 def reference(problem: GemmProblem, a: np.ndarray, b: np.ndarray, c: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """D in float64 (exact integers as int64 for integer GEMMs, wrapped to the output type's width)."""
     work = np.int64 if problem.dtype.integer else np.float64
-    op_a = a.astype(work).T if problem.a_transposed else a.astype(work)
-    op_b = b.astype(work).T if problem.b_transposed else b.astype(work)
-    result = op_a @ op_b
+    op_a = a.astype(np.float64).T if problem.a_transposed else a.astype(np.float64)
+    op_b = b.astype(np.float64).T if problem.b_transposed else b.astype(np.float64)
+    result = op_a @ op_b  # float64 BLAS; exact for 8-bit integers (|sum| < 2**14 * K < 2**53)
+    if problem.dtype.integer:
+        result = result.astype(np.int64)
     result = result * work(problem.alpha)
     if problem.beta != 0:
         result = result + work(problem.beta) * c.astype(work)
