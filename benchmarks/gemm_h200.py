@@ -109,10 +109,12 @@ def relative_error_gpu(d: np.ndarray, exact, torch) -> float:
     return float(torch.linalg.norm(got - exact)) / norm if norm else float(torch.linalg.norm(got - exact))
 
 
-def tune(runner: GemmRunner, dtype, layout: str, size: int, out) -> tuple[GemmConfig, float, list]:
+def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> tuple[GemmConfig, float, list]:
     problem = GemmProblem(size, size, size, dtype, layout)
     small = GemmProblem(515, 259, 300, dtype, layout, beta=1.0, bias=True)  # odd sizes: tails in M, N, K
-    candidates = [c for c in candidate_configs(problem, runner.target) if c.kind != "scalar"]
+    order = {"workgroup": 0, "coop": 1}  # NV2 workgroup scope first, then direct, then staged (if time runs out)
+    candidates = sorted((c for c in candidate_configs(problem, runner.target) if c.kind != "scalar"),
+                        key=lambda c: (order[c.kind], not c.direct))[:limit]
     data = random_inputs(problem, np.random.default_rng(3))
     tried, best = [], None
     for index, config in enumerate(candidates):
@@ -208,6 +210,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--rotate", type=int, default=3, help="input sets used in turn")
     parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--max-candidates", type=int, default=40, help="configurations tried per dtype")
     parser.add_argument("--budget-s", type=float, default=540, help="stop starting new work after this many seconds")
     args = parser.parse_args()
     if "VK_DRIVER_FILES" not in os.environ and Path(ICD).exists():
@@ -235,7 +238,7 @@ def main() -> int:
             print(f"{name}: skipped (time budget)", file=out)
             continue
         try:
-            config, tuned, _ = tune(runner, dtype, args.layout, args.tune_size, out)
+            config, tuned, _ = tune(runner, dtype, args.layout, args.tune_size, out, args.max_candidates)
         except Exception as err:  # noqa: BLE001
             print(f"{name}: tuning failed: {err}", file=out)
             continue

@@ -237,7 +237,10 @@ class PreparedGemm:
         filler = self.poison[0, :1].copy()
         arrays = {"a": inputs["a"], "b": inputs["b"], "c": inputs["c"] if problem.beta != 0 else filler,
                   "bias": inputs["bias"] if problem.bias else filler, "d": self.poison}
-        self.buffers = {p.binding: executor.buffer(np.ascontiguousarray(arrays[p.name])) for p in spec.buffers}
+        made = {name: executor.buffer(np.ascontiguousarray(array)) for name, array in arrays.items()}
+        made.update(a4=made["a"], b4=made["b"])  # the V4 views of A and B bind the same buffers
+        self.buffers = {p.binding: made[p.name] for p in spec.buffers}
+        self._owned = list(made.values())[:len(arrays)]
         self.d_binding = next(p.binding for p in spec.buffers if p.name == "d")
         self.push = push_bytes(spec, plan.scalars)
         self._recording = None
@@ -274,9 +277,9 @@ class PreparedGemm:
         if self._recording is not None:
             self._recording.close()
             self._recording = None
-        for buf in self.buffers.values():
+        for buf in self._owned:
             (getattr(buf, "close", None) or buf.release)()
-        self.buffers = {}
+        self.buffers, self._owned = {}, []
 
     def __enter__(self) -> PreparedGemm:
         return self

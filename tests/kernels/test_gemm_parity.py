@@ -72,6 +72,26 @@ def test_configs_on_ref(ref, config):
     check(ref, problem, config)
 
 
+WIDE_CONFIGS = {
+    "staged2": GemmConfig(tile=(8, 8, 8), subgroups=(2, 2), tiles=(2, 1), k_tiles=2, stages=2),
+    "staged1": GemmConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=1, stages=1),
+    "direct": GemmConfig(tile=(8, 8, 8), subgroups=(2, 2), tiles=(1, 2), stages=1, direct=True),
+}
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("name", list(WIDE_CONFIGS))
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_wide_loads(device, name, layout):
+    """16-byte loads through the V4 views (sizes and tiles multiples of 8 f16 elements): edges in M and N, a K
+    tail, every layout."""
+    problem = GemmProblem(72, 40, 88, parse_dtype("f16:f32"), layout, beta=1.0)
+    config = WIDE_CONFIGS[name]
+    with GemmRunner.open(device) as runner:
+        assert gemm_plan(problem, config, runner.target).constexprs["WIDE"] == 8
+        check(runner, problem, config)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(64, 64, 32), (100, 70, 45), (130, 200, 77)], ids=["whole", "edges", "tails"])
 def test_workgroup_scope_on_ref(ref, dtype, shape):
@@ -79,6 +99,14 @@ def test_workgroup_scope_on_ref(ref, dtype, shape):
     layout = LAYOUTS[(DTYPES.index(dtype) + shape[0]) % 4]
     problem = GemmProblem(*shape, parse_dtype(dtype), layout, alpha=2.0, beta=1.0, bias=True)
     check(ref, problem, GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1)))
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_workgroup_scope_wide_loads(ref, wide):
+    problem = GemmProblem(192, 128, 96, parse_dtype("s8:s32"), "tn")
+    config = GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1), wide=wide)
+    assert gemm_plan(problem, config, ref.target).constexprs["WIDE"] == (16 if wide else 0)
+    check(ref, problem, config)
 
 
 def test_workgroup_scope_refuses_a_matrix_smaller_than_its_block(ref):

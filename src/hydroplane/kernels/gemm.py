@@ -140,7 +140,8 @@ class GemmConfig:
     loaded straight from the buffers, edge tiles moved inside, the K tail staged).
     kind 'workgroup' (NV2 workgroup scope): tile is the block (BM, BN, BK) one workgroup-scope matrix covers,
     threads[0] the workgroup's invocations.
-    kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN) per invocation, bk per K block."""
+    kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN) per invocation, bk per K block.
+    wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements)."""
 
     kind: str = "coop"
     tile: tuple[int, int, int] = (16, 16, 16)
@@ -152,6 +153,7 @@ class GemmConfig:
     threads: tuple[int, int] = (16, 8)
     registers: tuple[int, int] = (4, 4)
     bk: int = 16
+    wide: bool = True
 
     def __post_init__(self):
         if self.kind not in ("coop", "workgroup", "scalar"):
@@ -172,14 +174,15 @@ class GemmConfig:
     def describe(self) -> str:
         bm, bn, bk = self.block
         if self.kind == "workgroup":
-            return f"NV2 workgroup scope: block {bm}x{bn}x{bk} in one matrix, {self.threads[0]} invocations"
+            return (f"NV2 workgroup scope: block {bm}x{bn}x{bk} in one matrix, {self.threads[0]} invocations"
+                    + ("" if self.wide else ", no wide loads"))
         if self.kind == "scalar":
             return (f"scalar: block {bm}x{bn}x{bk}, {self.threads[0]}x{self.threads[1]} invocations of "
                     f"{self.registers[0]}x{self.registers[1]} registers")
         tm, tn, tk = self.tile
         return (f"coop {tm}x{tn}x{tk} tiles: block {bm}x{bn}x{bk}, {self.subgroups[0]}x{self.subgroups[1]} subgroups "
                 f"of {self.tiles[0]}x{self.tiles[1]} tiles, {self.stages} stage{'s' * (self.stages > 1)}"
-                + (", direct loads" if self.direct else ""))
+                + (", direct loads" if self.direct else "") + ("" if self.wide else ", no wide loads"))
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -234,6 +237,16 @@ def coop_shapes(dtype: GemmDtype, target: Target) -> list[tuple[int, int, int]]:
 def workgroup_shapes(dtype: GemmDtype, target: Target) -> list:
     """The NV2 workgroup-scope granularities the target offers for the dtype (CoopShape records)."""
     return [s for s in target.coop_nv2_flexible if s.scope == Scope.Workgroup and (s.a, s.c) == (dtype.a, dtype.acc)]
+
+
+def wide_elements(problem: GemmProblem, config: GemmConfig) -> int:
+    """Elements per 16-byte load (8 for 16-bit inputs, 16 for 8-bit), or 0: wide loads need M, N, K and every
+    tile (block) dimension a multiple of it, so that each 16-byte chunk lies inside a row and is aligned."""
+    per = 16 // (problem.dtype.a.width // 8)
+    dims = (problem.m, problem.n, problem.k, *(config.block if config.kind == "workgroup" else config.tile))
+    if not config.wide or config.kind == "scalar" or any(d % per for d in dims):
+        return 0
+    return per
 
 
 def workgroup_edges(config: GemmConfig, problem: GemmProblem) -> tuple[bool, bool]:
@@ -305,13 +318,14 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
         kernel = gemm_kernels.coop_kernel(dtype.a, dtype.acc, dtype.out)
         constexprs = dict(common, TM=tm, TN=tn, TK=tk, WM=config.subgroups[0], WN=config.subgroups[1],
                           SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
-                          DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate)
+                          DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
+                          WIDE=wide_elements(problem, config))
     elif config.kind == "workgroup":
         bm, bn, bk = config.block
         kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
         edge, tail = workgroup_edges(config, problem)
         constexprs = dict(common, BM=bm, BN=bn, BK=bk, THREADS=config.threads[0], SATURATE=problem.saturate,
-                          EDGE=edge, TAIL=tail)
+                          EDGE=edge, TAIL=tail, WIDE=wide_elements(problem, config))
     else:
         kernel = gemm_kernels.scalar_kernel(dtype.a, dtype.acc, dtype.out)
         constexprs = dict(common, RM=config.registers[0], RN=config.registers[1], TX=config.threads[0],
@@ -345,6 +359,8 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, k_tiles=k_tiles, stages=stages))
             for subgroups, tiles in (((2, 2), (2, 2)), ((2, 2), (4, 2))):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))
+            found += [GemmConfig(tile=tile, subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2, wide=False),
+                      GemmConfig(tile=tile, subgroups=(2, 2), tiles=(2, 2), stages=1, direct=True, wide=False)]
         for tile in flexible_tiles(problem.dtype, target):
             for subgroups, tiles in (((2, 2), (1, 1)), ((2, 2), (2, 2))):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))

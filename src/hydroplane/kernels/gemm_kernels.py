@@ -26,10 +26,11 @@ import functools
 
 from hydroplane.lang import (
     Buffer, barrier, cast, constexpr, f32, func, kernel, lane_id, local_array, local_index, maximum, minimum, readonly,
-    s32, shared_array, static_assert, static_range, subgroup_id, tanh, workgroup_id,
+    s32, shared_array, static_assert, static_range, subgroup_id, tanh, u32, vec, vector_type, workgroup_id,
 )
 from hydroplane.lang import coop
 
+V4 = vector_type(u32, 4)  # 16 bytes: the wide loads' element
 GELU_C = 0.7978845608028654  # sqrt(2 / pi), GELU's tanh approximation
 GELU_CUBIC = 0.044715
 
@@ -52,10 +53,40 @@ def stage(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROW
 
 
 @func
+def stage_wide(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROWS: constexpr, COLS: constexpr,
+               THREADS: constexpr, first, WIDE: constexpr):
+    """As stage, 16 bytes (WIDE elements) per copy from and to arrays of V4 (base counts V4s); the launcher sets
+    WIDE only where every leading dimension, limit and block edge is a multiple of WIDE."""
+    CHUNKS = COLS // WIDE
+    for i in range(first, ROWS * CHUNKS, THREADS):
+        r = i // CHUNKS
+        c = (i - r * CHUNKS) * WIDE
+        if guard:
+            value = vec(u32(0), u32(0), u32(0), u32(0))
+            if row0 + r < row_limit and col0 + c < col_limit:
+                value = source[((row0 + r) * ld + col0 + c) // WIDE]
+            shared[base + i] = value
+        else:
+            shared[base + i] = source[((row0 + r) * ld + col0 + c) // WIDE]
+
+
+@func
 def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr,
-                 BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, IN: constexpr):
-    """Both K-step blocks into shared memory, each in its stored layout (see the module docstring)."""
+                 BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, IN: constexpr,
+                 WIDE: constexpr = 0):
+    """Both K-step blocks into shared memory, each in its stored layout (see the module docstring); with WIDE,
+    a and b are the V4 views and sa, sb arrays of V4 (the bases still count elements)."""
     first = local_index()
+    if WIDE:
+        if AT:
+            stage_wide(sa, a_base // WIDE, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, WIDE)
+        else:
+            stage_wide(sa, a_base // WIDE, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE)
+        if BT:
+            stage_wide(sb, b_base // WIDE, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE)
+        else:
+            stage_wide(sb, b_base // WIDE, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
+        return
     if AT:
         stage(sa, a_base, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, IN)
     else:
@@ -81,6 +112,16 @@ def as_accumulator(x, ACC: constexpr):
     if ACC.kind == "int":
         return cast(s32(x), ACC)
     return cast(x, ACC)
+
+
+@func
+def load_tile_any(T, memory, base, row, col, ld, TRANSPOSED: constexpr, WIDE: constexpr):
+    """load_tile from element memory (WIDE 0) or from a V4 view of it (offsets and stride in V4s)."""
+    if WIDE:
+        if TRANSPOSED:
+            return coop.load(T, memory, (base + col * ld + row) // WIDE, ld // WIDE, coop.ColumnMajor)
+        return coop.load(T, memory, (base + row * ld + col) // WIDE, ld // WIDE, coop.RowMajor)
+    return load_tile(T, memory, base, row, col, ld, TRANSPOSED)
 
 
 @func
@@ -135,11 +176,12 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
 
     @kernel(local_size=coop_threads, name=f"gemm_coop_{IN}_{ACC}_{OUT}")
     def gemm_coop(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
-                  bias: Buffer[OUT, readonly], d: Buffer[OUT], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
+                  bias: Buffer[OUT, readonly], d: Buffer[OUT], a4: Buffer[V4, readonly], b4: Buffer[V4, readonly],
+                  alpha: f32, beta: f32, M: s32, N: s32, K: s32,
                   AT: constexpr, BT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, STAGES: constexpr,
                   DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
-                  SATURATE: constexpr):
+                  SATURATE: constexpr, WIDE: constexpr = 0):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
         BM = WM * SM * TM
         BN = WN * SN * TN
@@ -149,8 +191,16 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         TB = coop.Matrix[IN, TK, TN, coop.B]
         TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
         TOUT = coop.Matrix[OUT, TM, TN, coop.Accumulator]
-        sa = shared_array(IN, STAGES * BM * BK)
-        sb = shared_array(IN, STAGES * BK * BN)
+        a_src = a  # the tiles' and blocks' source: the element buffers, or their V4 views (WIDE)
+        b_src = b
+        if WIDE:
+            a_src = a4
+            b_src = b4
+            sa = shared_array(V4, STAGES * BM * BK // WIDE)
+            sb = shared_array(V4, STAGES * BK * BN // WIDE)
+        else:
+            sa = shared_array(IN, STAGES * BM * BK)
+            sb = shared_array(IN, STAGES * BK * BN)
         sc = shared_array(OUT, WM * WN * TM * TN)  # edge tiles of C, bias and D, one region per subgroup
         st = shared_array(IN, WM * WN * (SM * TM + SN * TN) * TK if DIRECT else 1)  # direct mode's K tail
         sg = subgroup_id()
@@ -193,9 +243,9 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 for kt in static_range(KT):
                     kk = k + kt * TK
                     for j in static_range(SN):
-                        btile[j] = load_tile(TB, b, 0, kk, cols[j], ldb, BT)
+                        btile[j] = load_tile_any(TB, b_src, 0, kk, cols[j], ldb, BT, WIDE)
                     for i in static_range(SM):
-                        ta = load_tile(TA, a, 0, rows[i], kk, lda, AT)
+                        ta = load_tile_any(TA, a_src, 0, rows[i], kk, lda, AT, WIDE)
                         for j in static_range(SN):
                             acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
             tail_a = sg * (SM * TM + SN * TN) * TK  # this subgroup's tiles of the K tail, zero beyond K
@@ -230,8 +280,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
 
         steps = (K - k_split + BK - 1) // BK
         if steps > 0:
-            stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
-                         not full or k_split + BK > K, AT, BT, BM, BN, BK, THREADS, IN)
+            stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
+                         not full or k_split + BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE)
             barrier()
             for step in range(steps):
                 k0 = k_split + step * BK
@@ -239,31 +289,31 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 if STAGES == 2:
                     current = step % 2
                     if step + 1 < steps:  # the next block into the other buffer while this one is multiplied
-                        stage_blocks(sa, sb, a, b, (1 - current) * BM * BK, (1 - current) * BK * BN, row0, col0,
-                                     k0 + BK, M, N, K, lda, ldb, not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK,
-                                     THREADS, IN)
+                        stage_blocks(sa, sb, a_src, b_src, (1 - current) * BM * BK, (1 - current) * BK * BN, row0,
+                                     col0, k0 + BK, M, N, K, lda, ldb, not full or k0 + 2 * BK > K, AT, BT, BM, BN,
+                                     BK, THREADS, IN, WIDE)
                 a_base = current * BM * BK
                 b_base = current * BK * BN
                 for kt in static_range(KT):
                     for j in static_range(SN):
                         n_local = (wn * SN + j) * TN
                         if BT:
-                            btile[j] = load_tile(TB, sb, b_base, kt * TK, n_local, BK, True)
+                            btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, BK, True, WIDE)
                         else:
-                            btile[j] = load_tile(TB, sb, b_base, kt * TK, n_local, BN, False)
+                            btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, BN, False, WIDE)
                     for i in static_range(SM):
                         m_local = (wm * SM + i) * TM
                         if AT:
-                            ta = load_tile(TA, sa, a_base, m_local, kt * TK, BM, True)
+                            ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, BM, True, WIDE)
                         else:
-                            ta = load_tile(TA, sa, a_base, m_local, kt * TK, BK, False)
+                            ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, BK, False, WIDE)
                         for j in static_range(SN):
                             acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
                 barrier()
                 if STAGES == 1:
                     if step + 1 < steps:
-                        stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                     not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, IN)
+                        stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
+                                     not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE)
                         barrier()
 
         region = sg * TM * TN
@@ -320,7 +370,8 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
 
     @kernel(local_size=scalar_threads, name=f"gemm_scalar_{IN}_{ACC}_{OUT}")
     def gemm_scalar(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
-                    bias: Buffer[OUT, readonly], d: Buffer[OUT], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
+                    bias: Buffer[OUT, readonly], d: Buffer[OUT], a4: Buffer[V4, readonly], b4: Buffer[V4, readonly],
+                    alpha: f32, beta: f32, M: s32, N: s32, K: s32,
                     AT: constexpr, BT: constexpr, RM: constexpr, RN: constexpr, TX: constexpr, TY: constexpr,
                     BK: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr):
         BM = TY * RM
@@ -413,10 +464,11 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
 
     @kernel(local_size=workgroup_threads, name=f"gemm_workgroup_{IN}_{ACC}_{OUT}")
     def gemm_workgroup(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
-                       bias: Buffer[OUT, readonly], d: Buffer[OUT], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
+                       bias: Buffer[OUT, readonly], d: Buffer[OUT], a4: Buffer[V4, readonly],
+                       b4: Buffer[V4, readonly], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
                        AT: constexpr, BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr,
                        THREADS: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, SATURATE: constexpr,
-                       EDGE: constexpr = True, TAIL: constexpr = True):
+                       EDGE: constexpr = True, TAIL: constexpr = True, WIDE: constexpr = 0):
         TA = coop.Matrix[IN, BM, BK, coop.A, coop.Workgroup]
         TB = coop.Matrix[IN, BK, BN, coop.B, coop.Workgroup]
         TACC = coop.Matrix[ACC, BM, BN, coop.Accumulator, coop.Workgroup]
@@ -437,9 +489,14 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
             ldb = K
         acc = coop.fill(TACC, 0)
         k_direct = K // BK * BK
+        a_src = a
+        b_src = b
+        if WIDE:
+            a_src = a4
+            b_src = b4
         for k in range(0, k_direct, BK):
-            acc = coop.mul_add(load_tile(TA, a, 0, row, k, lda, AT), load_tile(TB, b, 0, k, col, ldb, BT), acc,
-                               SATURATE)
+            acc = coop.mul_add(load_tile_any(TA, a_src, 0, row, k, lda, AT, WIDE),
+                               load_tile_any(TB, b_src, 0, k, col, ldb, BT, WIDE), acc, SATURATE)
         if TAIL and k_direct < K:
             stage_blocks(sa, sb, a, b, 0, 0, row, col, k_direct, M, N, K, lda, ldb, True, AT, BT, BM, BN, BK,
                          THREADS, IN)
