@@ -3,6 +3,7 @@
     hydroplane gemm 1024 1024 1024 --dtype f16:f32 --layout nn --device ref --repeat 5
     hydroplane gemm 4096 4096 4096 --retune            # search tile configurations first (cached)
     hydroplane gemm 2048 2048 2048 --sweep --dtype f16:f32,s8:s32 --plot gemm.png
+    hydroplane gemm --cache                              # the autotune cache's path and entries
 
 The device is the first Vulkan device with cooperative matrices for the dtype, else the first
 Vulkan device (the scalar kernel), else the reference executor, which gets a size it finishes in a
@@ -15,7 +16,7 @@ import argparse
 import sys
 
 from hydroplane.kernels.gemm import (
-    ACTIVATIONS, DTYPE_NAMES, LAYOUTS, GemmError, GemmProblem, parse_dtype, with_size,
+    ACTIVATIONS, DTYPE_NAMES, LAYOUTS, GemmConfig, GemmError, GemmProblem, parse_dtype, with_size,
 )
 from hydroplane.kernels_run import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
 
@@ -25,9 +26,8 @@ REFERENCE_BUDGET = 1024 ** 3  # M*N*K the reference executor runs by default in 
 def register(sub) -> None:
     p = sub.add_parser("gemm", help="matrix multiply on the best device, verified against NumPy, with its speed",
                        description=__doc__.splitlines()[0])
-    p.add_argument("m", type=int)
-    p.add_argument("n", type=int)
-    p.add_argument("k", type=int)
+    for name in ("m", "n", "k"):
+        p.add_argument(name, type=int, nargs="?", help=f"{name.upper()} (D is M x N, the inner dimension K)")
     p.add_argument("--dtype", default="f16:f32",
                    help=f"A:ACCUMULATOR[:OUTPUT], one of {', '.join(DTYPE_NAMES)} (comma-separated with --sweep)")
     p.add_argument("--layout", default="nn", choices=LAYOUTS, help="n: row-major, t: transposed (A then B)")
@@ -62,8 +62,11 @@ def gemm_command(args) -> int:
         for label, table in (("cached", load_cache()), ("shipped", shipped_table())):
             for device, entries in table.items():
                 for key, entry in entries.items():
-                    print(f"  {label}  {device}  {key}: {entry.get('config')} ({entry.get('tflops', 0):.3g} T/s)")
+                    config = GemmConfig.from_dict(entry["config"]).describe()
+                    print(f"  {label}  {device}  {key}: {config} ({entry.get('tflops', 0):.3g} T/s)")
         return 0
+    if None in (args.m, args.n, args.k):
+        raise GemmError("hydroplane gemm needs M N K (e.g. hydroplane gemm 1024 1024 1024)")
     if args.plot and not args.sweep:
         raise GemmError("--plot draws a --sweep; add --sweep")
     if args.repeat < 1:

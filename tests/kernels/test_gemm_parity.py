@@ -15,7 +15,7 @@ from hydroplane.kernels import GemmConfig, GemmError, GemmProblem, candidate_con
 from hydroplane.kernels_run import GemmRunner
 from hydroplane.spirv.target import Target
 
-DTYPES = ("f16:f32", "f16:f16", "bf16:f32", "s8:s32", "u8:u32")
+DTYPES = ("f16:f32", "f16:f16", "bf16:f32", "s8:s32", "u8:u32", "e4m3:f32", "e5m2:f32")  # fp8: ref only
 LAVAPIPE_DTYPES = ("f16:f32", "f16:f16", "s8:s32", "u8:u32")  # lavapipe has no bf16
 LAYOUTS = ("nn", "nt", "tn", "tt")
 REF_SHAPES = ((1, 7, 33), (33, 1, 7), (7, 33, 1), (33, 7, 45), (70, 129, 33))
@@ -57,7 +57,8 @@ def test_coop_on_ref(ref, dtype, layout):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_scalar_on_ref(ref, dtype):
     index = DTYPES.index(dtype)
-    problem = GemmProblem(*REF_SHAPES[index], parse_dtype(dtype), LAYOUTS[index % 4], alpha=-1.0, beta=2.0)
+    problem = GemmProblem(*REF_SHAPES[index % len(REF_SHAPES)], parse_dtype(dtype), LAYOUTS[index % 4], alpha=-1.0,
+                          beta=2.0)
     check(ref, problem, config_of(ref, problem, "scalar"), seed=index)
 
 
