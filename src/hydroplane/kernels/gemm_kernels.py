@@ -1,25 +1,26 @@
 """The GEMM kernels, written in the kernel language: D = act(alpha * op(A) @ op(B) + beta * C + bias).
 
-Two kernels, both specialized by constexprs (see gemm.py's GemmConfig, which produces them):
+Three kernels, each specialized by constexprs (gemm.py's GemmConfig and gemm_plan produce them; docs/gemm.md):
 
-- `coop_kernel(a, acc, out)`: cooperative matrices at subgroup scope. A workgroup of WM x WN
-  subgroups computes a BM x BN block of D; each subgroup owns SM x SN accumulator tiles of
-  TM x TN (the device's tile shape). Per K step of BK = KT * TK every invocation copies the A and
-  B blocks into shared memory (bounds-checked where the block crosses M, N or K: zeros outside),
-  then each subgroup multiplies its tiles out of shared memory; STAGES=2 double-buffers (the next
-  block is copied while this one is multiplied, one barrier per step). DIRECT=True loads the tiles
-  straight from the buffers for whole blocks (the reference executor's fast path) and stages only
-  the K tail and the edge blocks. The epilogue runs on each accumulator tile through coop.map:
-  alpha and beta scaling, + beta * C, + bias (a stride-0 tile), ReLU or GELU, conversion to the
-  output type. Whole tiles store straight to D; edge tiles go through shared memory and are written
-  element by element with bounds checks, so no size needs padding.
+- `coop_kernel(a, acc, out)`: KHR cooperative matrices at subgroup scope. A workgroup of WM x WN
+  subgroups computes a BM x BN block of D; each subgroup owns SM x SN accumulator tiles of TM x TN
+  (the device's tile shape). Per K step of BK = KT * TK every invocation copies the A and B blocks
+  into shared memory (bounds-checked where the block crosses M, N or K: zeros outside), then each
+  subgroup multiplies its tiles out of shared memory; STAGES=2 double-buffers (the next block is
+  copied while this one is multiplied, one barrier per step). DIRECT=True loads the tiles straight
+  from the buffers instead (edge tiles moved inside the matrices, the K tail staged per subgroup).
+  WIDE copies and loads 16 bytes at a time through V4 views of A and B. The epilogue runs on each
+  accumulator tile through coop.map: alpha and beta scaling, + beta * C, + bias (a stride-0 tile),
+  ReLU or GELU, conversion to the output type. Whole tiles store straight to D; edge tiles go
+  through shared memory and are written element by element with bounds checks: no size needs padding.
+- `workgroup_kernel(a, acc, out)`: NV2 workgroup scope, one BM x BN matrix per workgroup.
 - `scalar_kernel(a, acc, out)`: no cooperative matrices (every Vulkan device, the fallback): each
   invocation accumulates an RM x RN register tile from shared-memory blocks.
 
 A and B are row-major (`AT`/`BT` False: A is M x K, B is K x N) or transposed (`AT`: A is stored
 K x M, `BT`: B is stored N x K): layouts nn, nt, tn, tt. Buffer element types cannot be
 constexprs, so each (input, accumulator, output) dtype triple gets its own kernel object (cached).
-This module imports only the language (and spirv types).
+This module imports only the language.
 """
 
 import functools
