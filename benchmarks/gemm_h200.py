@@ -30,6 +30,7 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from hydroplane.kernels import GemmConfig, GemmProblem, candidate_configs, parse_dtype  # noqa: E402
-from hydroplane.kernels.gemm import random_inputs, reference, relative_error  # noqa: E402
+from hydroplane.kernels.gemm import random_inputs, reference, relative_error, verification_problem  # noqa: E402
 from hydroplane.kernels_run import GemmRunner  # noqa: E402
 
 ICD = "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"
@@ -111,7 +112,6 @@ def relative_error_gpu(d: np.ndarray, exact, torch) -> float:
 
 def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> tuple[GemmConfig, float, list]:
     problem = GemmProblem(size, size, size, dtype, layout)
-    odd = GemmProblem(515, 259, 300, dtype, layout, beta=1.0, bias=True)  # odd sizes: tails in M, N, K
     order = {"workgroup": 0, "coop": 1}  # NV2 workgroup scope first, then direct, then staged (if time runs out)
     candidates = sorted((c for c in candidate_configs(problem, runner.target) if c.kind != "scalar"),
                         key=lambda c: (order[c.kind], not c.direct))[:limit]
@@ -120,9 +120,7 @@ def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> 
     for index, config in enumerate(candidates):
         start = time.perf_counter()
         try:
-            small = odd
-            if config.kind == "workgroup":  # whole blocks in M and N (an edge block's staging may not fit), K odd
-                small = GemmProblem(2 * config.block[0], 2 * config.block[1], 300, dtype, layout, beta=1.0, bias=True)
+            small = verification_problem(replace(problem, beta=1.0, bias=True), config)  # the same code paths
             checked = runner.run(small, config, seed=index)
             if not checked.ok:
                 print(f"  tune {dtype} {index + 1}/{len(candidates)} {config.describe()}: WRONG (error "

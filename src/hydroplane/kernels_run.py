@@ -28,7 +28,7 @@ from hydroplane import launch, vk
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import (
     GemmConfig, GemmError, GemmProblem, candidate_configs, coop_shapes, default_config, gemm_plan, random_inputs,
-    reference, relative_error, tolerance,
+    reference, relative_error, tolerance, verification_problem,
 )
 from hydroplane.lang.kernel import Specialization
 
@@ -208,11 +208,13 @@ class GemmRunner:
             if progress:
                 progress(index, len(candidates), config, best)
             try:
-                checked = self.run(problem, config, inputs=data, repeat=1, warmup=0, check=True)
+                small = verification_problem(problem, config)  # the same code paths, checked quickly
+                checked = self.run(small, config, inputs=data if small == problem else None, repeat=1, warmup=0,
+                                   check=True, seed=index)
                 if not checked.ok:
                     continue  # a wrong answer never wins
                 timed = self.run(problem, config, inputs=data, repeat=repeat, warmup=1, check=False) \
-                    if repeat > 1 else checked
+                    if repeat > 1 or small != problem else checked
             except HydroplaneError:
                 continue
             timed.error, timed.ok = checked.error, checked.ok

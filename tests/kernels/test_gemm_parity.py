@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hydroplane.kernels import GemmConfig, GemmError, GemmProblem, candidate_configs, gemm_plan, parse_dtype
+from hydroplane.kernels.gemm import verification_problem
 from hydroplane.kernels_run import GemmRunner
 from hydroplane.spirv.target import Target
 
@@ -171,3 +172,17 @@ def test_bf16_refused_by_name_on_the_lavapipe_profile():
     problem = GemmProblem(16, 16, 16, parse_dtype("bf16:f32"))
     with pytest.raises(GemmError, match="no bf16 arithmetic type"):
         gemm_plan(problem, GemmConfig(kind="scalar"), Target.profile("lavapipe"))
+
+
+@pytest.mark.parametrize("profile", ["nvidia-h200", "lavapipe"])
+def test_verification_problems_take_the_same_paths(profile):
+    """An autotuner verifies each candidate on a smaller problem with the same WIDE, EDGE and TAIL choices."""
+    target = Target.profile(profile)
+    for size in ((4096, 4096, 4096), (4000, 4095, 1001)):
+        problem = GemmProblem(*size, parse_dtype("f16:f32"), "tn")
+        for config in candidate_configs(problem, target):
+            small = verification_problem(problem, config)
+            assert small.m * small.n * small.k < problem.m * problem.n * problem.k / 100
+            full, reduced = gemm_plan(problem, config, target).constexprs, gemm_plan(small, config, target).constexprs
+            assert full.get("WIDE") == reduced.get("WIDE")
+            assert full.get("EDGE", False) <= reduced.get("EDGE", False)

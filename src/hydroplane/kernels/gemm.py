@@ -392,6 +392,22 @@ def with_size(problem: GemmProblem, m: int, n: int, k: int) -> GemmProblem:
     return replace(problem, m=m, n=n, k=k)
 
 
+def verification_problem(problem: GemmProblem, config: GemmConfig) -> GemmProblem:
+    """A smaller problem that takes the same code paths as `problem` under `config` (tails in M, N and K; 16-byte
+    loads when `problem` gets them; whole blocks for the workgroup kernel when `problem` has no edges), for an
+    autotuner to verify a candidate before timing it at full size. Small problems verify as they are."""
+    if problem.m * problem.n * problem.k <= 512 ** 3:
+        return problem
+    bm, bn, _ = config.block
+    wide = wide_elements(problem, config)
+    m, n, k = (528, 272, 304) if wide else (515, 259, 300)  # multiples of 16 bytes of the input, or odd
+    if config.kind == "workgroup":
+        edge, _ = workgroup_edges(config, problem)
+        m, n = (m, n) if edge else (2 * bm, 2 * bn)
+        m, n = max(m, bm), max(n, bn)
+    return with_size(problem, min(problem.m, m), min(problem.n, n), min(problem.k, k))
+
+
 # inputs and the NumPy reference ---------------------------------------------------------------------
 def random_inputs(problem: GemmProblem, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """A, B (stored as the layout says), C and bias: small integers (exact in every input type), float32 sums
