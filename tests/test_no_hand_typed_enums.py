@@ -13,7 +13,7 @@ The table of enumerants is the grammar's, so the scan follows the grammar as it 
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from conftest import REPO
@@ -42,7 +42,7 @@ def _norm(name: str) -> str:
     return name.replace("_", "").lower()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _vendor_suffixes() -> tuple[str, ...]:
     """KHR, EXT, NV, INTEL, ...: the vendor parts of every extension the grammar names."""
     vendors = set()
@@ -63,7 +63,7 @@ def _spellings(name: str) -> set[str]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _enumerants() -> dict[str, list[tuple[set[str], int]]]:
     """Operand kind -> [(normalised spellings of an enumerant and its aliases, value)]."""
     table: dict[str, list[tuple[set[str], int]]] = {}

@@ -48,6 +48,15 @@ def matmul(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32],
     coop.store(acc, c, row * N_TOTAL + col, N_TOTAL)
 
 
+@hydroplane.kernel(local_size="WG")
+def tile_workgroup(a: Buffer[f16, readonly], b: Buffer[f16, readonly], d: Buffer[f32], T: constexpr, WG: constexpr):
+    """NV2 workgroup scope: the WG invocations of the workgroup hold each T x T matrix together."""
+    ta = coop.load(coop.Matrix[f16, T, T, coop.A, coop.Workgroup], a, 0, T)
+    tb = coop.load(coop.Matrix[f16, T, T, coop.B, coop.Workgroup], b, 0, T)
+    acc = coop.fill(coop.Matrix[f32, T, T, coop.Accumulator, coop.Workgroup], 1.0)
+    coop.store(coop.mul_add(ta, tb, acc), d, 0, T)
+
+
 @hydroplane.func
 def scale_by_position(row, col, x, bias):
     return x * f32(row + 1) + f32(col) * bias
@@ -124,6 +133,19 @@ def main() -> None:
         outs[device] = {"c": cc.reshape(mt, nt)}
     check(f"K-loop GEMM {mt}x{nt}x{kt} in {m}x{n}x{k} tiles", outs[0], outs["ref"],
           {"c": a.astype(np.float32) @ b.astype(np.float32)}, "vk:0")
+    workgroup = sorted({(s.m, s.workgroup_invocations) for s in info.coop_nv2_flexible
+                        if s.scope == "workgroup" and (s.a, s.c) == ("f16", "f32")})
+    for unit, invocations in workgroup:
+        t = 2 * unit
+        a = (rng.integers(-8, 8, (t, t)) / 4).astype(np.float16)
+        b = (rng.integers(-8, 8, (t, t)) / 4).astype(np.float16)
+        outs = {}
+        for device in (0, "ref"):
+            d = np.full(t * t, -1, np.float32)
+            tile_workgroup[(1,)](a.ravel(), b.ravel(), d, T=t, WG=invocations, device=device)
+            outs[device] = {"d": d.reshape(t, t)}
+        check(f"NV2 workgroup-scope f16 tile {t}x{t}x{t}, {invocations} invocations", outs[0], outs["ref"],
+              {"d": a.astype(np.float32) @ b.astype(np.float32) + 1}, "vk:0")
     x = (rng.integers(-16, 16, (m, m)) / 4).astype(np.float32)
     outs, lowered = {}, None
     for device in (0, "ref"):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import hydroplane
 from hydroplane.lang import (
-    Buffer, abs_, bitcast, constexpr, exp, f16, f32, fma, global_id, kernel, maximum, minimum, readonly, s8, s32,
-    select, sqrt, u8, u32,
+    Buffer, abs_, barrier, bitcast, constexpr, exp, f16, f32, fma, global_id, kernel, local_index, maximum, minimum,
+    readonly, s8, s32, select, shared_array, sqrt, u8, u32,
 )
+from hydroplane.spirv import decode, types
 from lang_helpers import compiled, poisoned, run_everywhere
 
 pytestmark = pytest.mark.vulkan
@@ -142,3 +144,32 @@ def test_spirv_and_asm_are_cached_per_specialization():
     assert other is not first and list(other) != list(first)
     text = vector_add_typed.asm(SCALE=3.0)
     assert "OpLine" in text and "test_lang_basics.py" in text and "OpFMul %half" in text
+
+
+def test_shared_arrays_are_sized_to_16_byte_multiples():
+    """Each shared array's byte size is a multiple of 16, so every Workgroup variable starts 16-byte aligned
+    whatever order a driver places them in: the H200's driver loaded cooperative matrices from misaligned
+    shared tiles (a 2-byte array declared beside them) as shifted garbage, which ref and lavapipe do not show."""
+    @hydroplane.kernel(local_size=32)
+    def odd_sizes(x: Buffer[f16, readonly], out: Buffer[f16]):
+        one = shared_array(f16, 1)
+        three = shared_array(f32, 3)
+        tile = shared_array(f16, 256)
+        i = local_index()
+        if i == 0:
+            one[0] = x[0]
+            three[2] = f32(x[1])
+        tile[i] = x[i]
+        barrier()
+        out[i] = tile[31 - i] + one[0] + f16(three[2])
+
+    table = types.read_types(decode(odd_sizes.spirv()))
+    workgroup = [table[i.result_type] for i in decode(odd_sizes.spirv()).instructions
+                 if i.opcode == types.Op.Variable and i.operands[0].value == types.StorageClass.Workgroup]
+    sizes = sorted(types.size(t.pointee, "scalar") for t in workgroup)
+    assert sizes and all(s % 16 == 0 for s in sizes), sizes
+    x = np.random.default_rng().integers(-8, 8, 32).astype(np.float16)
+    for device in ("ref", 0):
+        out = np.full(32, np.nan, np.float16)
+        odd_sizes[(1,)](x, out, device=device)
+        np.testing.assert_array_equal(out, x[::-1] + x[0] + x[1])

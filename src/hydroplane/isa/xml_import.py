@@ -13,8 +13,20 @@ import xml.etree.ElementTree as ET
 
 from hydroplane.isa.errors import SpecFormatError
 from hydroplane.isa.model import (
-    ArchitectureSpec, BitRange, Condition, DataField, DataFormat, Document, Encoding, Field,
-    FunctionalGroup, Instruction, InstructionEncoding, Operand, OperandType, PredefinedValue,
+    ArchitectureSpec,
+    BitRange,
+    Condition,
+    DataField,
+    DataFormat,
+    Document,
+    Encoding,
+    Field,
+    FunctionalGroup,
+    Instruction,
+    InstructionEncoding,
+    Operand,
+    OperandType,
+    PredefinedValue,
 )
 
 FLAG_NAMES = ("IsBranch", "IsConditionalBranch", "IsIndirectBranch", "IsProgramTerminator",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hydroplane.lang.errors import SemanticError
-from hydroplane.lang.semantic import BufferRef, Semantic, SharedArray, Value, describe, is_literal, scalar_kind
+from hydroplane.lang.semantic import (NON_PRIVATE, BufferRef, Semantic, SharedArray, Value, describe, is_literal,
+                                      scalar_kind)
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixOperands, CooperativeMatrixReduce
 from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
@@ -93,7 +94,7 @@ class CoopSemantic(Semantic):
             raise SemanticError(f"coop.load from the write-only buffer {memory.name}")
         pointer = self.element_pointer(memory, offset)
         return Value(t, self.b.emit(Op.CooperativeMatrixLoadKHR, self.type_id(t), pointer, self._layout(layout),
-                                    self._stride(stride)))
+                                    self._stride(stride), NON_PRIVATE))
 
     def coop_store(self, m, memory, offset, stride, layout) -> None:
         m = _matrix(m, "coop.store's matrix")
@@ -101,7 +102,8 @@ class CoopSemantic(Semantic):
         if memory.access == "readonly":
             raise SemanticError(f"coop.store into the read-only buffer {memory.name}")
         pointer = self.element_pointer(memory, offset)
-        self.b.emit(Op.CooperativeMatrixStoreKHR, pointer, m.id, self._layout(layout), self._stride(stride))
+        self.b.emit(Op.CooperativeMatrixStoreKHR, pointer, m.id, self._layout(layout), self._stride(stride),
+                    NON_PRIVATE)
 
     def coop_mul_add(self, a, b, c, saturating: bool) -> Value:
         a, b, c = _matrix(a, "mul_add's a"), _matrix(b, "mul_add's b"), _matrix(c, "mul_add's c")

@@ -213,6 +213,7 @@ ATOMICS = {
 BUILTIN_VECTORS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId", "NumWorkgroups")
 BUILTIN_SCALARS = ("LocalInvocationIndex", "SubgroupLocalInvocationId", "SubgroupSize", "SubgroupId",
                    "NumSubgroups")
+SHARED_ALIGNMENT = 16  # bytes: every shared array's size is a multiple, so each one starts 16-byte aligned
 NON_PRIVATE = "NonPrivatePointer"  # Vulkan memory model: the access takes part in barriers' ordering
 
 
@@ -591,7 +592,10 @@ class Semantic:
             raise SemanticError(f"a shared array holds numbers or vectors, not {element}")
         if isinstance(length, bool) or not isinstance(length, int) or length < 1:
             raise SemanticError(f"a shared array's length must be a positive constexpr int, not {length!r}")
-        array = self.type_id(types.Array(element, length))
+        item = types.size(element, "scalar")
+        padded = -(-length * item // SHARED_ALIGNMENT) * SHARED_ALIGNMENT // item if SHARED_ALIGNMENT % item == 0 \
+            else length
+        array = self.type_id(types.Array(element, padded))
         variable = self.b.variable(self.b.type_pointer("Workgroup", array), "Workgroup")
         pointer = self.type_id(types.Pointer(StorageClass.Workgroup, element))
         return SharedArray(element, length, variable, pointer)
@@ -627,7 +631,13 @@ class Semantic:
         return Value(types.S32, self.b.emit(Op.Bitcast, self.type_id(types.S32), loaded))  # ids are s32
 
     def barrier(self) -> None:
-        semantics = MemorySemantics.AcquireRelease | MemorySemantics.WorkgroupMemory | MemorySemantics.UniformMemory
+        """Workgroup execution and memory barrier. Under the Vulkan memory model the barrier itself makes the
+        workgroup's earlier non-private writes (shared arrays, buffers, matrices stored there) available and
+        visible to the accesses after it (MakeAvailable | MakeVisible); without those bits a driver may keep
+        shared-memory values in registers across the barrier (seen on the H200: staged GEMMs read stale
+        tiles), while the reference executor and lavapipe synchronise regardless."""
+        semantics = (MemorySemantics.AcquireRelease | MemorySemantics.WorkgroupMemory | MemorySemantics.UniformMemory
+                     | MemorySemantics.MakeAvailable | MemorySemantics.MakeVisible)
         workgroup = self.b.scope("Workgroup")
         self.b.emit(Op.ControlBarrier, workgroup, workgroup, self.b.u32(int(semantics)))
 

@@ -18,10 +18,10 @@ add more on purpose.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Iterator, Sequence
+from functools import cache
 
 from hydroplane.spirv import enums, grammar, literals, requirements, types
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
@@ -753,7 +753,7 @@ def _enum_value(kind: str, value: str | int) -> int:
         raise BuildError(str(err)) from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _facts(op: int | str) -> tuple[grammar.InstructionInfo, bool, bool, bool]:
     """(grammar, has result type, has result id, de-duplicated) of an opcode or name."""
     if isinstance(op, bool) or not isinstance(op, (int, str)):

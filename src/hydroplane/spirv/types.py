@@ -22,6 +22,7 @@ Enumerant values come from the generated `hydroplane.spirv.enums`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -235,7 +236,8 @@ class CoopMatrix(Type):
         if self.family not in ("KHR", "NV"):
             raise TypeModelError(f"cooperative-matrix family must be 'KHR' or 'NV', not {self.family!r}")
         if (self.use is None) != (self.family == "NV"):
-            raise TypeModelError(f"a {self.family} cooperative matrix {'has no' if self.family == 'NV' else 'needs a'} Use")
+            needs = "has no" if self.family == "NV" else "needs a"
+            raise TypeModelError(f"a {self.family} cooperative matrix {needs} Use")
         if self.rows <= 0 or self.cols <= 0:
             raise TypeModelError(f"a cooperative matrix needs positive dimensions, not {self.rows}x{self.cols}")
         object.__setattr__(self, "scope", Scope(self.scope))
@@ -463,14 +465,14 @@ class TypeTable:
             ops = inst.operands
             try:
                 if inst.opcode == Op.Decorate:
-                    self.decorations.setdefault(ops[0].value, {})[ops[1].value] = tuple(o.value for o in ops[2:])
+                    self.decorations.setdefault(ops[0].number, {})[ops[1].number] = tuple(o.value for o in ops[2:])
                 elif inst.opcode == Op.MemberDecorate:
-                    key = (ops[0].value, ops[1].value)
-                    self.member_decorations.setdefault(key, {})[ops[2].value] = tuple(o.value for o in ops[3:])
+                    key = (ops[0].number, ops[1].number)
+                    self.member_decorations.setdefault(key, {})[ops[2].number] = tuple(o.value for o in ops[3:])
                 elif inst.opcode == Op.Name:
-                    self.names[ops[0].value] = ops[1].value
+                    self.names[ops[0].number] = ops[1].text
                 elif inst.opcode == Op.MemberName:
-                    self.member_names[(ops[0].value, ops[1].value)] = ops[2].value
+                    self.member_names[(ops[0].number, ops[1].number)] = ops[2].text
             except IndexError:
                 raise SpirvError(f"{inst.name} has too few operands", inst.offset) from None
 
@@ -514,10 +516,10 @@ class TypeTable:
         if inst.opcode in (Op.ConstantFalse, Op.SpecConstantFalse):
             return False
         if inst.opcode in (Op.Constant, Op.SpecConstant):
-            t = self[inst.result_type]
+            t = self[inst.checked_result_type]
             if not isinstance(t, Scalar):
                 raise SpirvError(f"%{const_id}: a constant of non-scalar type {t}", inst.offset)
-            return decode_literal(t, inst.operands[0].value)
+            return decode_literal(t, inst.operands[0].number)
         if inst.opcode == Op.ConstantNull:
             return 0
         raise SpirvError(f"%{const_id} ({inst.name}) is not a scalar constant", inst.offset)
@@ -540,15 +542,15 @@ def decode_literal(t: Scalar, bits: int) -> int | float | bool:
 
 
 def _read_int(table: TypeTable, inst: Instruction) -> Type:
-    width, signed = inst.operands[0].value, inst.operands[1].value
+    width, signed = inst.operands[0].number, inst.operands[1].number
     if width not in (8, 16, 32, 64):
         raise SpirvError(f"OpTypeInt of width {width} is not supported", inst.offset)
     return Scalar("int", width, bool(signed))
 
 
 def _read_float(table: TypeTable, inst: Instruction) -> Type:
-    width = inst.operands[0].value
-    encoding = FPEncoding(inst.operands[1].value) if len(inst.operands) > 1 else None
+    width = inst.operands[0].number
+    encoding = FPEncoding(inst.operands[1].number) if len(inst.operands) > 1 else None
     t = Scalar("float", width, False, encoding)
     if t not in _SCALAR_NAMES:
         raise SpirvError(f"OpTypeFloat {width} {encoding.name if encoding else ''} is not supported", inst.offset)
@@ -556,17 +558,17 @@ def _read_float(table: TypeTable, inst: Instruction) -> Type:
 
 
 def _read_vector(table: TypeTable, inst: Instruction) -> Type:
-    component = table[inst.operands[0].value]
+    component = table[inst.operands[0].number]
     if not isinstance(component, Scalar):
         raise SpirvError(f"a vector of {component}", inst.offset)
-    return Vector(component, inst.operands[1].value)
+    return Vector(component, inst.operands[1].number)
 
 
 def _read_matrix(table: TypeTable, inst: Instruction) -> Type:
-    column = table[inst.operands[0].value]
+    column = table[inst.operands[0].number]
     if not isinstance(column, Vector):
         raise SpirvError(f"a matrix of {column} columns", inst.offset)
-    return Matrix(column, inst.operands[1].value)
+    return Matrix(column, inst.operands[1].number)
 
 
 def _stride(table: TypeTable, type_id: int) -> int | None:
@@ -575,20 +577,20 @@ def _stride(table: TypeTable, type_id: int) -> int | None:
 
 
 def _read_array(table: TypeTable, inst: Instruction) -> Type:
-    return Array(table[inst.operands[0].value], table.constant_int(inst.operands[1].value),
-                 _stride(table, inst.result_id))
+    return Array(table[inst.operands[0].number], table.constant_int(inst.operands[1].number),
+                 _stride(table, inst.checked_result_id))
 
 
 def _read_runtime_array(table: TypeTable, inst: Instruction) -> Type:
-    return Array(table[inst.operands[0].value], None, _stride(table, inst.result_id))
+    return Array(table[inst.operands[0].number], None, _stride(table, inst.checked_result_id))
 
 
 def _read_struct(table: TypeTable, inst: Instruction) -> Type:
-    sid = inst.result_id
+    sid = inst.checked_result_id
     members = []
     for i, operand in enumerate(inst.operands):
         deco = table.member_decorations.get((sid, i), {})
-        members.append(Member(table[operand.value],
+        members.append(Member(table[operand.number],
                               offset=deco[Decoration.Offset][0] if Decoration.Offset in deco else None,
                               matrix_stride=deco[Decoration.MatrixStride][0] if Decoration.MatrixStride in deco
                               else None,
@@ -598,16 +600,16 @@ def _read_struct(table: TypeTable, inst: Instruction) -> Type:
 
 
 def _read_pointer(table: TypeTable, inst: Instruction) -> Type:
-    return Pointer(StorageClass(inst.operands[0].value), table[inst.operands[1].value],
-                   _stride(table, inst.result_id))
+    return Pointer(StorageClass(inst.operands[0].number), table[inst.operands[1].number],
+                   _stride(table, inst.checked_result_id))
 
 
 def _read_function(table: TypeTable, inst: Instruction) -> Type:
-    return Function(table[inst.operands[0].value], tuple(table[o.value] for o in inst.operands[1:]))
+    return Function(table[inst.operands[0].number], tuple(table[o.number] for o in inst.operands[1:]))
 
 
 def _read_coop(table: TypeTable, inst: Instruction) -> Type:
-    ops = [o.value for o in inst.operands]
+    ops = [o.number for o in inst.operands]
     component = table[ops[0]]
     if not isinstance(component, Scalar):
         raise SpirvError(f"a cooperative matrix of {component}", inst.offset)
@@ -620,7 +622,7 @@ def _read_coop(table: TypeTable, inst: Instruction) -> Type:
         raise SpirvError(str(err), inst.offset) from None
 
 
-_READERS = {
+_READERS: dict[int, Callable[[TypeTable, Instruction], Type]] = {
     Op.TypeVoid: lambda table, inst: Void(), Op.TypeBool: lambda table, inst: BOOL,
     Op.TypeInt: _read_int, Op.TypeFloat: _read_float, Op.TypeVector: _read_vector, Op.TypeMatrix: _read_matrix,
     Op.TypeArray: _read_array, Op.TypeRuntimeArray: _read_runtime_array, Op.TypeStruct: _read_struct,

@@ -153,7 +153,8 @@ def muladd(a: np.ndarray, b: np.ndarray, c: np.ndarray, result_dtype, operands: 
     result_dtype = np.dtype(result_dtype)
     kinds = [is_float(x.dtype) for x in (a, b, c)] + [is_float(result_dtype)]
     if all(kinds):
-        exact = np.matmul(a.astype(F64), b.astype(F64)) + c.astype(F64)
+        exact = np.matmul(a.astype(F64, copy=False), b.astype(F64, copy=False))
+        exact += c.astype(F64, copy=False)
         return round_from_f64(exact, result_dtype)
     if any(kinds) or not all(is_int(x.dtype) for x in (a, b, c)) or not is_int(result_dtype):
         raise CoopMatError(f"MulAdd mixes float and integer components: A {a.dtype}, B {b.dtype}, "

@@ -45,7 +45,11 @@ def coop_handler(*opcodes, type=None):
 def _element_offsets(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> np.ndarray:
     base = per_instance(ctx, sc, ptr.offset, "the cooperative-matrix pointer")[inst_idx].astype(np.int64)
     stride = as_signed(np.asarray(stride)).astype(np.int64)[inst_idx]
-    offsets = mm.element_offsets(t.rows, t.cols, layout, stride, size_of(ptr.type), t.component.dtype.itemsize)
+    if len(stride) and (stride == stride[0]).all():  # one stride (the usual case): one (rows, cols) table
+        offsets = mm.element_offsets(t.rows, t.cols, layout, int(stride[0]), size_of(ptr.type),
+                                     t.component.dtype.itemsize)
+    else:
+        offsets = mm.element_offsets(t.rows, t.cols, layout, stride, size_of(ptr.type), t.component.dtype.itemsize)
     return base[:, None, None] + offsets
 
 
@@ -54,17 +58,33 @@ def _region_rows(ptr, lanes: np.ndarray):
     return rows[:, None, None] if isinstance(rows, np.ndarray) else rows
 
 
+def _holders(ctx, sc, inst_idx: np.ndarray, t: CM) -> np.ndarray:
+    """(instances, rows, cols): the lane holding each element of each active instance. With every
+    instance active it is one array per matrix shape and scope for the batch (never changed), so
+    memory's per-lanes bookkeeping (race tracking) is reused."""
+    if len(inst_idx) != sc.count:
+        return sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    kept = ctx.__dict__.setdefault("_coop_holders", {})
+    key = (t.scope, t.rows, t.cols)
+    if key not in kept:
+        kept[key] = sc.first_lane[:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    return kept[key]
+
+
 def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
     """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
     sc = ScopeLanes(ctx, t.scope)
-    out = np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
-        return out
+        return np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
-    out[inst_idx] = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
+    lanes = _holders(ctx, sc, inst_idx, t)
+    values = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
+    if len(inst_idx) == sc.count:
+        return values
+    out = np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
+    out[inst_idx] = values
     return out
 
 
@@ -75,7 +95,7 @@ def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_va
         return
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    lanes = _holders(ctx, sc, inst_idx, t)
     values = full(mats, sc.count)[inst_idx].astype(t.component.dtype, copy=False)
     ctx.memory.write(ptr.region, _region_rows(ptr, first), offs, values, lanes)
 
@@ -136,7 +156,27 @@ def _muladd_khr(ctx, inst):
     n = ScopeLanes(ctx, t.scope).count
     a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
     operands = inst.literals[0] if inst.literals else 0
+    if ar.is_float(a.dtype) and ar.is_float(b.dtype):
+        a, b = _float64_operand(ctx, a), _float64_operand(ctx, b)
     ctx.set(inst.result_id, ar.muladd(a, b, c, t.component.dtype, operands))
+
+
+F64_OPERANDS_KEPT = 8
+
+
+def _float64_operand(ctx, value: np.ndarray) -> np.ndarray:
+    """A float MulAdd operand as float64 (exact); the same array object used again (a GEMM's A and B
+    tiles meet several MulAdds) reuses its conversion. Values are never changed in place, and the
+    batch's context keeps the last few conversions with their arrays, so an id is never reused."""
+    kept = ctx.__dict__.setdefault("_float64_operands", [])
+    for source, converted in kept:
+        if source is value:
+            return converted
+    converted = value.astype(np.float64)
+    kept.append((value, converted))
+    if len(kept) > F64_OPERANDS_KEPT:
+        kept.pop(0)
+    return converted
 
 
 @coop_handler(Op.CooperativeMatrixMulAddNV)
