@@ -20,6 +20,8 @@ ALLOWED = {
     "launch": {"spirv", "ref", "vk", "launch_checks"},
     "launch_commands": {"launch", "launch_checks", "spirv", "ref", "vk"},
     "jit": {"lang", "launch", "launch_checks", "spirv"},  # launching language kernels sits above lang and launch
+    "kernels_run": {"kernels", "lang", "launch", "vk", "spirv"},  # runs, times and tunes the library's kernels
+    "kernels_cli": {"kernels", "kernels_run"},  # `hydroplane gemm`
     "cli": None,  # the command line sits on top of everything
     "__init__": set(),  # hydroplane.kernel, .func, .coop: loaded lazily from jit and lang by name
     "__main__": {"cli"},

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "hydroplane.isa.commands",
     "hydroplane.vk.commands",
     "hydroplane.launch_commands",
+    "hydroplane.kernels_cli",
 )
 
 

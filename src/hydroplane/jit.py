@@ -174,16 +174,16 @@ class JitKernel:
         for p in spec.buffers:
             value = runtime[p.name]
             if isinstance(value, DeviceArray):
-                if value.dtype != p.dtype.dtype:
+                if value.dtype != _numpy_dtype(p.dtype):
                     raise JitLaunchError(f"{p.name}: a device array of {value.dtype}, the kernel takes {p.dtype}")
                 buffers[p.binding] = value.buffer
                 continue
             if not isinstance(value, np.ndarray):
                 raise JitLaunchError(f"{p.name}: expected a NumPy array (or DeviceArray) of {p.dtype}, "
                                      f"got {type(value).__name__}")
-            if value.dtype != p.dtype.dtype:
+            if value.dtype != _numpy_dtype(p.dtype):
                 raise JitLaunchError(f"{p.name}: an array of {value.dtype}, the kernel takes {p.dtype} "
-                                     f"({p.dtype.dtype}); convert it with .astype()")
+                                     f"({_numpy_dtype(p.dtype)}); convert it with .astype()")
             buffers[p.binding] = executor.buffer(np.ascontiguousarray(value))
             temporary.append(buffers[p.binding])
             if p.access != Access.readonly.value:
@@ -255,6 +255,11 @@ def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -
     return KernelError(f"{location}: {name}: {err}\n    {text}\n    {caret}", location, diagnostic)
 
 
+def _numpy_dtype(t) -> np.dtype:
+    """The NumPy dtype of a buffer's elements (a vector buffer takes a flat array of its component)."""
+    return getattr(t, "component", t).dtype
+
+
 def _grid(grid, constexprs) -> tuple[int, int, int]:
     if callable(grid):
         grid = grid(dict(constexprs))
@@ -274,10 +279,10 @@ def _push_constants(spec: Specialization, runtime: dict) -> bytes | None:
             raise JitLaunchError(f"{p.name}: expected a {p.dtype} number, got {type(value).__name__}")
         if p.dtype.kind == "int" and not float(value).is_integer():
             raise JitLaunchError(f"{p.name}: {value!r} is not an integer ({p.dtype})")
-        info = np.iinfo(p.dtype.dtype) if p.dtype.kind == "int" else None
+        info = np.iinfo(_numpy_dtype(p.dtype)) if p.dtype.kind == "int" else None
         if info is not None and not info.min <= int(value) <= info.max:
             raise JitLaunchError(f"{p.name}: {value} does not fit {p.dtype}")
-        raw = np.asarray(value, p.dtype.dtype).tobytes()
+        raw = np.asarray(value, _numpy_dtype(p.dtype)).tobytes()
         data[p.offset:p.offset + len(raw)] = raw
     return bytes(data)
 

@@ -18,7 +18,7 @@ from hydroplane.lang.core import (
     subgroup_broadcast, subgroup_broadcast_first, subgroup_elect, subgroup_exclusive_add, subgroup_id,
     subgroup_inclusive_add, subgroup_max, subgroup_min, subgroup_mul, subgroup_or, subgroup_shuffle,
     subgroup_shuffle_down, subgroup_shuffle_up, subgroup_shuffle_xor, subgroup_size, subgroup_xor, tan, tanh,
-    target_subgroup_size, trunc, u16, u32, u64, u8, vec, workgroup_id, writeonly,
+    target_subgroup_size, trunc, u16, u32, u64, u8, vec, vector_type, workgroup_id, writeonly,
 )
 from hydroplane.lang.errors import CompilationError
 from hydroplane.lang.kernel import Func, Kernel, KernelParam, Specialization, func, kernel

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from hydroplane.lang import core
 from hydroplane.lang.errors import CompilationError, SemanticError
-from hydroplane.lang.semantic import BufferRef, Local, LocalArray, SharedArray, Value, is_literal
+from hydroplane.lang.semantic import SYMBOLS, BufferRef, Local, LocalArray, SharedArray, Value, is_literal
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.enums import StorageClass
 
@@ -521,7 +521,21 @@ class CodeGenerator(ast.NodeVisitor):
     def operate(self, op: str, lhs, rhs):
         if is_compile_time(lhs) and is_compile_time(rhs):
             return PYTHON_OPERATORS[op](lhs, rhs)
+        if isinstance(lhs, tuple) or isinstance(rhs, tuple):
+            return self._tuple_operation(op, lhs, rhs)
         return self.semantic.binary(op, lhs, rhs)
+
+    @staticmethod
+    def _tuple_operation(op: str, lhs, rhs) -> tuple:
+        """Tuples holding run-time values concatenate (`t + (m,)`) and repeat by a constexpr int (`(m,) * 4`),
+        as in Python: the result is a compile-time tuple of the same values (a GEMM's accumulators)."""
+        if op == "add" and isinstance(lhs, tuple) and isinstance(rhs, tuple):
+            return lhs + rhs
+        count = rhs if isinstance(lhs, tuple) else lhs
+        if op == "mul" and isinstance(count, int) and not isinstance(count, bool):
+            return (lhs if isinstance(lhs, tuple) else rhs) * count
+        raise SemanticError(f"{SYMBOLS.get(op, op)} of a tuple: tuples take + (another tuple) and "
+                            "* (a constexpr int) only")
 
     def visit_BinOp(self, node: ast.BinOp):
         op = BINARY_OPS.get(type(node.op))

@@ -69,10 +69,14 @@ class CoopSemantic(Semantic):
         return self.b.u32(int(layout))
 
     def _memory(self, memory, element: types.Scalar, what: str):
+        """Memory of the matrix's component type, or (KHR: the stride then counts the memory's elements) of
+        another numeric scalar or vector type, e.g. a `vector_type(u32, 4)` array for 16-byte accesses."""
         if not isinstance(memory, BufferRef | SharedArray):
             raise SemanticError(f"{what}: matrices load from and store to a buffer or shared array, "
                                 f"not {describe(memory)}")
-        if memory.element != element:
+        held = memory.element.component if isinstance(memory.element, types.Vector) else memory.element
+        if memory.element != element and (not isinstance(held, types.Scalar) or held.kind == "bool"
+                                          or types.size(memory.element, "std430") % (element.width // 8)):
             raise SemanticError(f"{what}: the memory holds {memory.element}, the matrix {element}; "
                                 "convert the matrix (coop.convert) or use memory of its type")
 

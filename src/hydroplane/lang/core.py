@@ -37,11 +37,18 @@ class Access(enum.Enum):
 readonly, writeonly, readwrite = Access.readonly, Access.writeonly, Access.readwrite
 
 
+def vector_type(dtype: types.Scalar, count: int) -> types.Vector:
+    """The type of a 2- to 4-component vector (`vector_type(u32, 4)`: 16 bytes), for buffers and shared arrays."""
+    if not isinstance(dtype, types.Scalar) or dtype == types.BOOL or count not in (2, 3, 4):
+        raise SemanticError(f"vector_type takes a numeric dtype and 2, 3 or 4 components, not {dtype!r}, {count!r}")
+    return types.Vector(dtype, count)
+
+
 @dataclass(frozen=True, slots=True)
 class BufferType:
-    """The annotation of a storage-buffer parameter: element dtype and access."""
+    """The annotation of a storage-buffer parameter: element dtype (a scalar or vector type) and access."""
 
-    element: types.Scalar
+    element: types.Scalar | types.Vector
     access: Access = Access.readwrite
 
     def __str__(self) -> str:
@@ -49,12 +56,15 @@ class BufferType:
 
 
 class Buffer:
-    """`Buffer[f32]` (read-write), `Buffer[f16, readonly]`, `Buffer[u32, writeonly]`: a storage buffer."""
+    """`Buffer[f32]` (read-write), `Buffer[f16, readonly]`, `Buffer[u32, writeonly]`: a storage buffer;
+    `Buffer[vector_type(u32, 4)]` one of vectors (16-byte elements: wide loads)."""
 
     def __class_getitem__(cls, item) -> BufferType:
         element, access = item if isinstance(item, tuple) else (item, Access.readwrite)
-        if not isinstance(element, types.Scalar) or element == types.BOOL:
-            raise SemanticError(f"Buffer[...] takes a numeric dtype (f32, u8, ...), not {element!r}")
+        numeric_vector = isinstance(element, types.Vector) and element.component != types.BOOL
+        if not numeric_vector and (not isinstance(element, types.Scalar) or element == types.BOOL):
+            raise SemanticError(f"Buffer[...] takes a numeric dtype (f32, u8, ...) or vector_type(dtype, n), "
+                                f"not {element!r}")
         if not isinstance(access, Access):
             raise SemanticError(f"Buffer[{element}, ...]: access must be readonly, writeonly or readwrite, "
                                 f"not {access!r}")

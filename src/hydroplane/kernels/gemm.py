@@ -1,0 +1,472 @@
+"""The GEMM library: problems, dtypes, tile configurations and the kernel launch plan, as plain data.
+
+    problem = GemmProblem(m=1000, n=33, k=255, dtype=parse_dtype("f16:f32"), layout="nt")
+    config = default_config(problem, target)        # tile shape asked of the target (Target.shapes)
+    plan = gemm_plan(problem, config, target)       # kernel, constexprs, grid, push-constant values
+    plan.kernel.compile(target, **plan.constexprs)  # the SPIR-V
+
+D = act(alpha * op(A) @ op(B) + beta * C + bias) with op(X) = X or X^T (layout: nn, nt, tn, tt; a "t"
+means that matrix is stored transposed: A as K x M, B as N x K), C and D M x N row-major, bias N.
+Launching, timing and autotuning live above this layer (hydroplane.kernels_run); the kernels are in
+gemm_kernels.py. Imports only lang and spirv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from hydroplane.errors import HydroplaneError
+from hydroplane.kernels import gemm_kernels
+from hydroplane.spirv import types
+from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
+from hydroplane.spirv.target import Target, UnsupportedOnTarget
+
+LAYOUTS = ("nn", "nt", "tn", "tt")
+ACTIVATIONS = ("none", "relu", "gelu")
+# The dtype names `hydroplane gemm --dtype` takes: A/B element : accumulator (C, D and bias have the accumulator's type
+# unless a third part names the output type, e.g. f16:f32:f16).
+DTYPE_NAMES = ("f16:f16", "f16:f32", "bf16:f32", "s8:s32", "u8:u32", "e4m3:f32", "e5m2:f32")
+
+
+class GemmError(HydroplaneError):
+    """A GEMM request that cannot be run as asked (bad dtype, layout, size, or configuration)."""
+
+
+@dataclass(frozen=True)
+class GemmDtype:
+    """A/B element type, accumulator type, and output type (of C, bias and D)."""
+
+    a: types.Scalar
+    acc: types.Scalar
+    out: types.Scalar
+
+    @property
+    def name(self) -> str:
+        base = f"{self.a}:{self.acc}"
+        return base if self.out == self.acc else f"{base}:{self.out}"
+
+    @property
+    def integer(self) -> bool:
+        return self.acc.kind == "int"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def parse_dtype(text: str) -> GemmDtype:
+    """'f16:f32' (A/B f16, accumulate and output f32), 'f16:f32:f16' (output f16), 's8:s32', ..."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise GemmError(f"a GEMM dtype is A:ACCUMULATOR[:OUTPUT] (e.g. f16:f32), not {text!r}")
+    try:
+        a, acc, *rest = (types.scalar(p) for p in parts)
+    except (types.TypeModelError, KeyError, ValueError) as err:
+        raise GemmError(f"GEMM dtype {text!r}: {err}") from None
+    out = rest[0] if rest else acc
+    if (a.kind == "int") != (acc.kind == "int") or (acc.kind == "int" and a.signed != acc.signed):
+        raise GemmError(f"GEMM dtype {text!r}: integer inputs take an integer accumulator of their signedness "
+                        "(s8:s32, u8:u32); float inputs a float accumulator")
+    if a.width > acc.width or acc.width < 16:
+        raise GemmError(f"GEMM dtype {text!r}: the accumulator must be at least as wide as the inputs")
+    return GemmDtype(a, acc, out)
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """One GEMM: sizes, dtype, layout, scalars and the epilogue."""
+
+    m: int
+    n: int
+    k: int
+    dtype: GemmDtype
+    layout: str = "nn"
+    alpha: float = 1.0
+    beta: float = 0.0
+    bias: bool = False
+    activation: str = "none"
+    saturate: bool = False
+
+    def __post_init__(self):
+        for name in ("m", "n", "k"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise GemmError(f"GEMM size {name.upper()} must be a positive int, not {value!r}")
+        if self.m * self.k >= 1 << 31 or self.k * self.n >= 1 << 31 or self.m * self.n >= 1 << 31:
+            raise GemmError(f"GEMM {self.m}x{self.n}x{self.k}: a matrix over 2**31 elements (32-bit indices)")
+        if self.layout not in LAYOUTS:
+            raise GemmError(f"GEMM layout is one of {', '.join(LAYOUTS)}, not {self.layout!r}")
+        if self.activation not in ACTIVATIONS:
+            raise GemmError(f"GEMM activation is one of {', '.join(ACTIVATIONS)}, not {self.activation!r}")
+        if self.activation == "gelu" and self.dtype.integer:
+            raise GemmError(f"GELU needs a float accumulator, not {self.dtype.acc}")
+        if self.saturate and not self.dtype.integer:
+            raise GemmError("saturating accumulation is for integer GEMMs")
+        if self.dtype.integer and not (float(self.alpha).is_integer() and float(self.beta).is_integer()):
+            raise GemmError(f"an integer GEMM takes integer alpha and beta, not {self.alpha}, {self.beta}")
+
+    @property
+    def a_transposed(self) -> bool:
+        return self.layout[0] == "t"
+
+    @property
+    def b_transposed(self) -> bool:
+        return self.layout[1] == "t"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def size_class(self) -> str:
+        """The autotune cache's bucket: the power of two at or above the geometric mean of M, N, K."""
+        mean = (self.m * self.n * self.k) ** (1 / 3)
+        return f"{1 << max(0, int(np.ceil(np.log2(max(mean, 1)))))}"
+
+    def describe(self) -> str:
+        extras = [f"alpha={self.alpha:g}", f"beta={self.beta:g}"] if (self.alpha, self.beta) != (1.0, 0.0) else []
+        extras += ["+bias"] if self.bias else []
+        extras += [self.activation] if self.activation != "none" else []
+        return f"{self.m}x{self.n}x{self.k} {self.dtype} {self.layout}" + (f" ({', '.join(extras)})" if extras else "")
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """A tile configuration.
+
+    kind 'coop' (KHR subgroup scope): tile (TM, TN, TK) per cooperative matrix, subgroups (WM, WN) per workgroup,
+    tiles (SM, SN) per subgroup, k_tiles TK-steps per K block, stages 1 or 2 (double buffering), direct (tiles
+    loaded straight from the buffers, edge tiles moved inside, the K tail staged).
+    kind 'workgroup' (NV2 workgroup scope): tile is the block (BM, BN, BK) one workgroup-scope matrix covers,
+    threads[0] the workgroup's invocations.
+    kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN) per invocation, bk per K block.
+    wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements)."""
+
+    kind: str = "coop"
+    tile: tuple[int, int, int] = (16, 16, 16)
+    subgroups: tuple[int, int] = (2, 2)
+    tiles: tuple[int, int] = (2, 2)
+    k_tiles: int = 1
+    stages: int = 2
+    direct: bool = False
+    threads: tuple[int, int] = (16, 8)
+    registers: tuple[int, int] = (4, 4)
+    bk: int = 16
+    wide: bool = True
+
+    def __post_init__(self):
+        if self.kind not in ("coop", "workgroup", "scalar"):
+            raise GemmError(f"a GEMM config's kind is 'coop', 'workgroup' or 'scalar', not {self.kind!r}")
+        if self.stages not in (1, 2):
+            raise GemmError(f"a GEMM config has 1 or 2 stages, not {self.stages}")
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """(BM, BN, BK): the block of D one workgroup computes and its K step."""
+        if self.kind == "scalar":
+            return self.threads[1] * self.registers[0], self.threads[0] * self.registers[1], self.bk
+        if self.kind == "workgroup":
+            return tuple(self.tile)
+        tm, tn, tk = self.tile
+        return self.subgroups[0] * self.tiles[0] * tm, self.subgroups[1] * self.tiles[1] * tn, self.k_tiles * tk
+
+    def describe(self) -> str:
+        bm, bn, bk = self.block
+        if self.kind == "workgroup":
+            return (f"NV2 workgroup scope: block {bm}x{bn}x{bk} in one matrix, {self.threads[0]} invocations"
+                    + ("" if self.wide else ", no wide loads"))
+        if self.kind == "scalar":
+            return (f"scalar: block {bm}x{bn}x{bk}, {self.threads[0]}x{self.threads[1]} invocations of "
+                    f"{self.registers[0]}x{self.registers[1]} registers")
+        tm, tn, tk = self.tile
+        return (f"coop {tm}x{tn}x{tk} tiles: block {bm}x{bn}x{bk}, {self.subgroups[0]}x{self.subgroups[1]} subgroups "
+                f"of {self.tiles[0]}x{self.tiles[1]} tiles, {self.stages} stage{'s' * (self.stages > 1)}"
+                + (", direct loads" if self.direct else "") + ("" if self.wide else ", no wide loads"))
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GemmConfig:
+        try:
+            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        except TypeError as err:
+            raise GemmError(f"a malformed GEMM config {d!r}: {err}") from None
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """What a launcher needs: the kernel (a lang Kernel), its constexprs, the grid, the push-constant values."""
+
+    kernel: object
+    constexprs: dict
+    grid: tuple[int, int, int]
+    scalars: dict
+    config: GemmConfig
+    problem: GemmProblem
+    shared_bytes: int = field(default=0)
+
+
+def flexible_tiles(dtype: GemmDtype, target: Target) -> list[tuple[int, int, int]]:
+    """Larger subgroup-scope tiles from NV2 flexible dimensions (multiples of the granularity), where offered."""
+    found = []
+    for s in target.coop_nv2_flexible:
+        if s.scope == Scope.Subgroup and (s.a, s.c) == (dtype.a, dtype.acc):
+            found += [(2 * s.m, 2 * s.n, s.k), (4 * s.m, 2 * s.n, s.k)]
+    return found
+
+
+def offers_tile(dtype: GemmDtype, tile, target: Target) -> bool:
+    """Whether the target runs subgroup-scope A, B, accumulator matrices of this tile and their MulAdd."""
+    tm, tn, tk = tile
+    a = types.CoopMatrix(dtype.a, tm, tk, CooperativeMatrixUse.MatrixAKHR)
+    b = types.CoopMatrix(dtype.a, tk, tn, CooperativeMatrixUse.MatrixBKHR)
+    c = types.CoopMatrix(dtype.acc, tm, tn, CooperativeMatrixUse.MatrixAccumulatorKHR)
+    out = types.CoopMatrix(dtype.out, tm, tn, CooperativeMatrixUse.MatrixAccumulatorKHR)
+    return all(target.offers(t) for t in (a, b, c, out)) and target.offers_muladd(a, b, c, c)
+
+
+def coop_shapes(dtype: GemmDtype, target: Target) -> list[tuple[int, int, int]]:
+    """The subgroup-scope tile shapes (m, n, k) the target offers for the dtype, largest first (any on ref)."""
+    if target.is_reference:
+        return [(16, 16, 16), (32, 32, 32), (64, 64, 64), (64, 64, 32)]
+    return [(s.m, s.n, s.k) for s in target.shapes(dtype.a, dtype.acc) if not s.granularity]
+
+
+def workgroup_shapes(dtype: GemmDtype, target: Target) -> list:
+    """The NV2 workgroup-scope granularities the target offers for the dtype (CoopShape records)."""
+    return [s for s in target.coop_nv2_flexible if s.scope == Scope.Workgroup and (s.a, s.c) == (dtype.a, dtype.acc)]
+
+
+def wide_elements(problem: GemmProblem, config: GemmConfig) -> int:
+    """Elements per 16-byte load (8 for 16-bit inputs, 16 for 8-bit), or 0: wide loads need M, N, K and every
+    tile (block) dimension a multiple of it, so that each 16-byte chunk lies inside a row and is aligned."""
+    per = 16 // (problem.dtype.a.width // 8)
+    dims = (problem.m, problem.n, problem.k, *(config.block if config.kind == "workgroup" else config.tile))
+    if not config.wide or config.kind == "scalar" or any(d % per for d in dims):
+        return 0
+    return per
+
+
+def workgroup_edges(config: GemmConfig, problem: GemmProblem) -> tuple[bool, bool]:
+    """(EDGE, TAIL) of the workgroup kernel: M or N no multiple of the block; K no multiple of its step."""
+    bm, bn, bk = config.block
+    return bool(problem.m % bm or problem.n % bn), bool(problem.k % bk)
+
+
+def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    dtype = problem.dtype
+    bm, bn, bk = config.block
+    a_bytes, out_bytes = dtype.a.width // 8, dtype.out.width // 8
+    if config.kind == "scalar":
+        return (bm + bn) * bk * a_bytes
+    if config.kind == "workgroup":
+        edge, tail = workgroup_edges(config, problem)
+        return (bm + bn) * bk * a_bytes * tail + bm * bn * out_bytes * edge
+    tm, tn, _ = config.tile
+    return config.stages * (bm + bn) * bk * a_bytes + config.subgroups[0] * config.subgroups[1] * tm * tn * out_bytes
+
+
+def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> None:
+    """Refuse (GemmError) a configuration the target cannot run: tile shape, workgroup size, shared memory."""
+    dtype = problem.dtype
+    needed = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}.get(str(dtype.a))
+    if needed and not target.is_reference and needed not in target.support:
+        raise GemmError(f"{target.name} has no {dtype.a} arithmetic type (Vulkan feature {needed})")
+    if config.kind == "coop":
+        if not target.is_reference:
+            if not offers_tile(dtype, config.tile, target):
+                raise GemmError(f"{target.name} offers no {dtype} cooperative-matrix tile "
+                                f"{'x'.join(map(str, config.tile))} (it offers: "
+                                f"{', '.join('x'.join(map(str, s)) for s in coop_shapes(dtype, target)) or 'none'})")
+        if problem.saturate and not target.is_reference and not any(
+                s.saturating for s in target.shapes(dtype.a, dtype.acc)):
+            raise GemmError(f"{target.name} offers no saturating accumulation")
+        invocations = config.subgroups[0] * config.subgroups[1] * target.subgroup_size
+    elif config.kind == "workgroup":
+        invocations = config.threads[0]
+        bm, bn, bk = config.block
+        if problem.m < bm or problem.n < bn:
+            raise GemmError(f"{config.describe()}: needs M >= {bm} and N >= {bn} (the block moves inside the matrix)")
+        if not target.is_reference and not any(
+                s.scope == Scope.Workgroup and s.workgroup_invocations == invocations and bm % s.m == 0
+                and bn % s.n == 0 and bk % s.k == 0 for s in workgroup_shapes(dtype, target)):
+            raise GemmError(f"{target.name} offers no NV2 workgroup-scope {dtype} block {bm}x{bn}x{bk} for "
+                            f"{invocations} invocations")
+    else:
+        invocations = config.threads[0] * config.threads[1]
+    if invocations > target.max_workgroup_invocations:
+        raise GemmError(f"{config.describe()}: {invocations} invocations per workgroup, {target.name} allows "
+                        f"{target.max_workgroup_invocations}")
+    shared = _shared_bytes(config, problem)
+    if shared > target.shared_memory:
+        raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has "
+                        f"{target.shared_memory}")
+
+
+def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmPlan:
+    """The kernel, constexprs, grid and push-constant values of `problem` under `config` for `target`."""
+    check_config(problem, config, target)
+    dtype = problem.dtype
+    bm, bn, _ = config.block
+    grid = (-(-problem.n // bn), -(-problem.m // bm), 1)
+    common = dict(AT=problem.a_transposed, BT=problem.b_transposed, USE_C=problem.beta != 0, BIAS=problem.bias,
+                  ACT=problem.activation)
+    if config.kind == "coop":
+        tm, tn, tk = config.tile
+        kernel = gemm_kernels.coop_kernel(dtype.a, dtype.acc, dtype.out)
+        constexprs = dict(common, TM=tm, TN=tn, TK=tk, WM=config.subgroups[0], WN=config.subgroups[1],
+                          SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
+                          DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
+                          WIDE=wide_elements(problem, config))
+    elif config.kind == "workgroup":
+        bm, bn, bk = config.block
+        kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
+        edge, tail = workgroup_edges(config, problem)
+        constexprs = dict(common, BM=bm, BN=bn, BK=bk, THREADS=config.threads[0], SATURATE=problem.saturate,
+                          EDGE=edge, TAIL=tail, WIDE=wide_elements(problem, config))
+    else:
+        kernel = gemm_kernels.scalar_kernel(dtype.a, dtype.acc, dtype.out)
+        constexprs = dict(common, RM=config.registers[0], RN=config.registers[1], TX=config.threads[0],
+                          TY=config.threads[1], BK=config.bk)
+    scalars = dict(alpha=float(problem.alpha), beta=float(problem.beta), M=problem.m, N=problem.n, K=problem.k)
+    return GemmPlan(kernel, constexprs, grid, scalars, config, problem, _shared_bytes(config, problem))
+
+
+def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
+    """A reasonable configuration without tuning: the target's largest tile (or the scalar kernel without one)."""
+    candidates = candidate_configs(problem, target)
+    if target.is_reference and min(problem.m, problem.n, problem.k) < 64:  # small: the small direct tiles
+        return next((c for c in candidates if c.kind == "coop" and c.tile == (16, 16, 16) and c.direct), candidates[0])
+    return candidates[0]
+
+
+def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool = False) -> list[GemmConfig]:
+    """The configurations an autotuner tries for `problem` on `target`, the default first; each runs there."""
+    found = []
+    shapes = [] if scalar_only else coop_shapes(problem.dtype, target)
+    if target.is_reference and not scalar_only:
+        found += [GemmConfig(tile=(64, 64, 64), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True),
+                  GemmConfig(tile=(32, 32, 32), subgroups=(1, 1), tiles=(4, 4), stages=1, direct=True),
+                  GemmConfig(tile=(64, 64, 32), subgroups=(2, 2), tiles=(1, 1), stages=1, direct=True),
+                  GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True),
+                  GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2)]
+    else:
+        for tile in shapes:
+            for subgroups, tiles, k_tiles, stages in (((2, 2), (2, 2), 2, 2), ((2, 2), (4, 2), 1, 2),
+                                                      ((4, 2), (2, 2), 2, 2), ((2, 2), (2, 2), 2, 1)):
+                found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, k_tiles=k_tiles, stages=stages))
+            for subgroups, tiles in (((2, 2), (2, 2)), ((2, 2), (4, 2))):
+                found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))
+            found += [GemmConfig(tile=tile, subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2, wide=False),
+                      GemmConfig(tile=tile, subgroups=(2, 2), tiles=(2, 2), stages=1, direct=True, wide=False)]
+        for tile in flexible_tiles(problem.dtype, target):
+            for subgroups, tiles in (((2, 2), (1, 1)), ((2, 2), (2, 2))):
+                found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, stages=1, direct=True))
+    if not scalar_only:
+        if target.is_reference:
+            found.append(GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1)))
+        for shape in workgroup_shapes(problem.dtype, target):
+            if shape.workgroup_invocations < 128:
+                continue
+            for scale in ((4, 4, 2), (2, 4, 2)) if shape.workgroup_invocations >= 256 else ((4, 4, 2),):
+                block = (shape.m * scale[0], shape.n * scale[1], shape.k * scale[2])
+                found.append(GemmConfig(kind="workgroup", tile=block, threads=(shape.workgroup_invocations, 1)))
+    found += [GemmConfig(kind="scalar", threads=(16, 8), registers=(4, 4), bk=16),
+              GemmConfig(kind="scalar", threads=(16, 16), registers=(4, 4), bk=8),
+              GemmConfig(kind="scalar", threads=(8, 8), registers=(2, 2), bk=16)]
+    runnable = []
+    for config in found:
+        try:
+            check_config(problem, config, target)
+        except GemmError:
+            continue
+        runnable.append(config)
+    if not runnable:
+        raise UnsupportedOnTarget(f"{target.name}: no GEMM configuration fits for {problem.describe()}")
+    return runnable
+
+
+def with_size(problem: GemmProblem, m: int, n: int, k: int) -> GemmProblem:
+    return replace(problem, m=m, n=n, k=k)
+
+
+def verification_problem(problem: GemmProblem, config: GemmConfig) -> GemmProblem:
+    """A smaller problem that takes the same code paths as `problem` under `config` (tails in M, N and K; 16-byte
+    loads when `problem` gets them; whole blocks for the workgroup kernel when `problem` has no edges), for an
+    autotuner to verify a candidate before timing it at full size. Small problems verify as they are."""
+    if problem.m * problem.n * problem.k <= 512 ** 3:
+        return problem
+    bm, bn, _ = config.block
+    wide = wide_elements(problem, config)
+    m, n, k = (528, 272, 304) if wide else (515, 259, 300)  # multiples of 16 bytes of the input, or odd
+    if config.kind == "workgroup":
+        edge, _ = workgroup_edges(config, problem)
+        m, n = (m, n) if edge else (2 * bm, 2 * bn)
+        m, n = max(m, bm), max(n, bn)
+    return with_size(problem, min(problem.m, m), min(problem.n, n), min(problem.k, k))
+
+
+# inputs and the NumPy reference ---------------------------------------------------------------------
+def random_inputs(problem: GemmProblem, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """A, B (stored as the layout says), C and bias: small integers (exact in every input type), float32 sums
+    stay exact up to K of a few thousand for f16:f32."""
+    dtype = problem.dtype
+    m, n, k = problem.m, problem.n, problem.k
+    a_shape = (k, m) if problem.a_transposed else (m, k)
+    b_shape = (n, k) if problem.b_transposed else (k, n)
+
+    def values(shape, np_dtype, signed):
+        low = -8 if signed else 0
+        return rng.integers(low, 8, shape).astype(np.float32).astype(np_dtype) if np.dtype(np_dtype).kind not in "iu" \
+            else rng.integers(low, 8, shape).astype(np_dtype)
+
+    signed_in = dtype.a.kind == "float" or dtype.a.signed
+    signed_out = dtype.out.kind == "float" or dtype.out.signed
+    return {"a": values(a_shape, dtype.a.dtype, signed_in), "b": values(b_shape, dtype.a.dtype, signed_in),
+            "c": values((m, n), dtype.out.dtype, signed_out), "bias": values((n,), dtype.out.dtype, signed_out)}
+
+
+def reference(problem: GemmProblem, a: np.ndarray, b: np.ndarray, c: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """D in float64 (exact integers as int64 for integer GEMMs, wrapped to the output type's width)."""
+    work = np.int64 if problem.dtype.integer else np.float64
+    op_a = a.astype(np.float64).T if problem.a_transposed else a.astype(np.float64)
+    op_b = b.astype(np.float64).T if problem.b_transposed else b.astype(np.float64)
+    result = op_a @ op_b  # float64 BLAS; exact for 8-bit integers (|sum| < 2**14 * K < 2**53)
+    if problem.dtype.integer:
+        result = result.astype(np.int64)
+    result = result * work(problem.alpha)
+    if problem.beta != 0:
+        result = result + work(problem.beta) * c.astype(work)
+    if problem.bias:
+        result = result + bias.astype(work)[None, :]
+    if problem.activation == "relu":
+        result = np.maximum(result, 0)
+    elif problem.activation == "gelu":
+        result = 0.5 * result * (1 + np.tanh(gemm_kernels.GELU_C * (result + gemm_kernels.GELU_CUBIC * result ** 3)))
+    if problem.dtype.integer:
+        info = np.iinfo(problem.dtype.out.dtype)
+        if problem.saturate:
+            return np.clip(result, info.min, info.max)
+        bits = problem.dtype.out.width
+        wrapped = result & ((1 << bits) - 1)
+        return np.where(wrapped > info.max, wrapped - (1 << bits), wrapped) if info.min < 0 else wrapped
+    return result
+
+
+def relative_error(d: np.ndarray, exact: np.ndarray) -> float:
+    """||D - R|| / ||R|| (Frobenius; 0 when both are 0)."""
+    d64 = d.astype(np.float64)
+    norm = float(np.linalg.norm(exact))
+    diff = float(np.linalg.norm(d64 - exact))
+    return diff / norm if norm else diff
+
+
+def tolerance(problem: GemmProblem) -> float:
+    """The verification bound: 0 (exact) for integers, 1e-3 for f32 output, looser for 16-bit and fp8 outputs."""
+    if problem.dtype.integer:
+        return 0.0
+    if problem.dtype.out.width == 32:
+        return 1e-3
+    return 1e-2

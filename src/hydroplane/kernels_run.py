@@ -1,0 +1,340 @@
+"""Run the GEMM library on a device: pick the device, launch, time, verify, autotune with an on-disk cache.
+
+    runner = GemmRunner.open(None)            # the best device: coop-matrix Vulkan, any Vulkan, else ref
+    result = runner.run(problem, config=None)  # the tuned (or default) configuration, verified against NumPy
+    print(result.text())
+
+Time is GPU timestamps on Vulkan (vk.bench over a recorded dispatch, warm-up first) and wall time on
+the reference executor. The autotuner tries `kernels.candidate_configs` for (device, driver, dtype,
+layout, size class), verifies each candidate before timing it, and keeps the winner in
+$XDG_CACHE_HOME/hydroplane/gemm.json (~/.cache when unset); the package ships a small table of
+winners for known devices (kernels/gemm_table.json). This layer sits above kernels, lang, launch and vk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from hydroplane import launch, vk
+from hydroplane.errors import HydroplaneError
+from hydroplane.kernels.gemm import (
+    GemmConfig, GemmError, GemmProblem, candidate_configs, coop_shapes, default_config, gemm_plan, random_inputs,
+    reference, relative_error, tolerance, verification_problem,
+)
+from hydroplane.lang.kernel import Specialization
+
+POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
+
+
+def cache_path() -> Path:
+    """$XDG_CACHE_HOME/hydroplane/gemm.json, or ~/.cache/hydroplane/gemm.json."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "hydroplane" / "gemm.json"
+
+
+def push_bytes(spec: Specialization, scalars: dict) -> bytes:
+    """The push-constant block of a specialization from {name: value}, at the offsets the kernel declares."""
+    data = bytearray(-(-spec.push_constant_size // 4) * 4)
+    for p in spec.scalars:
+        raw = np.asarray(scalars[p.name], p.dtype.dtype).tobytes()
+        data[p.offset:p.offset + len(raw)] = raw
+    return bytes(data)
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    """An output array holding a value no correct GEMM of the test inputs writes."""
+    dtype = np.dtype(dtype)
+    kind = dtype.kind if dtype.kind in "iu" else ("f" if dtype.itemsize >= 4 else "h")
+    return np.full(shape, POISON[kind], dtype)
+
+
+@dataclass
+class GemmResult:
+    """One verified (or failed) GEMM run."""
+
+    problem: GemmProblem
+    config: GemmConfig
+    device: str
+    seconds: float  # median time per GEMM
+    timing: str  # "GPU timestamps" or "wall time"
+    runs: int
+    error: float | None = None  # relative error against NumPy (None: not checked)
+    ok: bool = True
+    output: np.ndarray | None = field(default=None, repr=False)
+    note: str = ""
+
+    @property
+    def tflops(self) -> float:
+        return self.problem.flops / self.seconds / 1e12 if self.seconds > 0 else 0.0
+
+    def text(self) -> str:
+        unit = "TOP/s" if self.problem.dtype.integer else "TFLOP/s"
+        lines = [f"gemm {self.problem.describe()} on {self.device}",
+                 f"  time    {self.seconds * 1e3:.3f} ms ({self.timing}, median of {self.runs})",
+                 f"  speed   {self.tflops:.4g} {unit}",
+                 f"  config  {self.config.describe()}"]
+        if self.error is not None:
+            bound = tolerance(self.problem)
+            verdict = "ok" if self.ok else "FAILED"
+            what = "exact" if bound == 0 else f"||D-R||/||R|| = {self.error:.3g} (bound {bound:g})"
+            if bound == 0 and self.error:
+                what = f"not exact: ||D-R||/||R|| = {self.error:.3g}"
+            lines.append(f"  check   {verdict}: {what} against NumPy (float64)")
+        if self.note:
+            lines.append(f"  note    {self.note}")
+        return "\n".join(lines)
+
+
+class GemmRunner:
+    """One executor (Vulkan device or reference) and the GEMM pipelines made on it."""
+
+    def __init__(self, device, executor, note: str = ""):
+        self.device = device
+        self.executor = executor
+        self.target = executor.target
+        self.note = note
+        self._kernels: dict = {}
+
+    @classmethod
+    def open(cls, device=None, dtype=None) -> GemmRunner:
+        """Device "ref", N, or None: the first Vulkan device with cooperative matrices for `dtype`, else the first
+        Vulkan device, else the reference executor (with a note saying why)."""
+        if device is not None:
+            return cls(device, launch.get_executor(device))
+        try:
+            infos = vk.devices()
+        except HydroplaneError as err:
+            reason = str(err).split(":")[0]
+            return cls("ref", launch.get_executor("ref"), f"no Vulkan device ({reason}); ran on the reference "
+                                                          "executor")
+        if not infos:
+            return cls("ref", launch.get_executor("ref"), "no Vulkan device; ran on the reference executor")
+        chosen = 0
+        for index in range(len(infos)):
+            executor = launch.get_executor(index)
+            if dtype is None or coop_shapes(dtype, executor.target):
+                return cls(index, executor)
+            executor.close()
+        return cls(chosen, launch.get_executor(chosen))
+
+    @property
+    def name(self) -> str:
+        return "ref (the reference executor)" if self.device == "ref" else self.executor.name
+
+    @property
+    def is_reference(self) -> bool:
+        return self.device == "ref"
+
+    def close(self) -> None:
+        self.executor.close()
+
+    def __enter__(self) -> GemmRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def device_key(self) -> str:
+        """The autotune cache's device key: name and driver."""
+        if self.is_reference:
+            return "ref"
+        info = self.executor.info
+        return f"{info.name} | {info.driver_version}"
+
+    def _kernel(self, spec: Specialization):
+        key = id(spec)
+        if key not in self._kernels:
+            self._kernels[key] = (spec, self.executor.kernel(spec.words))
+        return self._kernels[key][1]
+
+    def prepare(self, problem: GemmProblem, config: GemmConfig, inputs: dict) -> PreparedGemm:
+        """The kernel made for this device and the inputs in its buffers, D poisoned: dispatch, time, read."""
+        plan = gemm_plan(problem, config, self.target)
+        spec = plan.kernel.compile(self.target, **plan.constexprs)
+        return PreparedGemm(self, plan, spec, self._kernel(spec), inputs)
+
+    def run(self, problem: GemmProblem, config: GemmConfig | None = None, *, inputs: dict | None = None,
+            repeat: int = 1, warmup: int = 1, check: bool = True, seed: int = 0) -> GemmResult:
+        """Run `problem` (config: the cached/shipped/default one), time `repeat` runs, verify against NumPy."""
+        config = config or self.tuned_config(problem)
+        data = inputs if inputs is not None else random_inputs(problem, np.random.default_rng(seed))
+        with self.prepare(problem, config, data) as prepared:
+            start = time.perf_counter()
+            prepared.dispatch()  # the checked run (also the warm-up)
+            first = time.perf_counter() - start
+            d = prepared.read()
+            times = [first] if self.is_reference and repeat <= 1 else prepared.time(repeat, max(warmup - 1, 0))
+        result = GemmResult(problem, config, self.name, statistics.median(times),
+                            "wall time" if self.is_reference else "GPU timestamps", len(times), output=d,
+                            note=self.note)
+        if check:
+            exact = reference(problem, data["a"], data["b"], data["c"], data["bias"])
+            result.error = relative_error(d, exact)
+            result.ok = bool(np.isfinite(result.error)) and result.error <= tolerance(problem)
+        return result
+
+    # autotuning --------------------------------------------------------------------------------
+    def cache_key(self, problem: GemmProblem) -> str:
+        return f"{problem.dtype} {problem.layout} {problem.size_class}"
+
+    def tuned_config(self, problem: GemmProblem) -> GemmConfig:
+        """The cached winner for this device and problem class, else the shipped table's, else the default."""
+        for table in (load_cache(), shipped_table()):
+            found = table.get(self.device_key(), {}).get(self.cache_key(problem))
+            if found:
+                try:
+                    config = GemmConfig.from_dict(found["config"])
+                    gemm_plan(problem, config, self.target)  # still valid here
+                    return config
+                except HydroplaneError:
+                    continue
+        return default_config(problem, self.target)
+
+    def tune(self, problem: GemmProblem, *, repeat: int = 5, progress=None, limit: int | None = None) -> GemmResult:
+        """Try every candidate configuration (verified first, then timed); store the fastest in the cache."""
+        candidates = candidate_configs(problem, self.target)[:limit]
+        data = random_inputs(problem, np.random.default_rng(1))
+        best: GemmResult | None = None
+        for index, config in enumerate(candidates):
+            if progress:
+                progress(index, len(candidates), config, best)
+            try:
+                small = verification_problem(problem, config)  # the same code paths, checked quickly
+                checked = self.run(small, config, inputs=data if small == problem else None, repeat=1, warmup=0,
+                                   check=True, seed=index)
+                if not checked.ok:
+                    continue  # a wrong answer never wins
+                timed = self.run(problem, config, inputs=data, repeat=repeat, warmup=1, check=False) \
+                    if repeat > 1 or small != problem else checked
+            except HydroplaneError:
+                continue
+            timed.error, timed.ok = checked.error, checked.ok
+            if best is None or timed.seconds < best.seconds:
+                best = timed
+        if progress:
+            progress(len(candidates), len(candidates), None, best)
+        if best is None:
+            raise GemmError(f"no configuration verified for {problem.describe()} on {self.name}")
+        store_winner(self.device_key(), self.cache_key(problem), best)
+        return best
+
+
+class PreparedGemm:
+    """One GEMM ready on a device: its buffers (inputs copied in, D poisoned), push constants and kernel."""
+
+    def __init__(self, runner: GemmRunner, plan, spec: Specialization, kernel, inputs: dict):
+        self.runner, self.plan, self.kernel = runner, plan, kernel
+        problem = plan.problem
+        executor = runner.executor
+        self.poison = poisoned((problem.m, problem.n), problem.dtype.out.dtype)
+        filler = self.poison[0, :1].copy()
+        arrays = {"a": inputs["a"], "b": inputs["b"], "c": inputs["c"] if problem.beta != 0 else filler,
+                  "bias": inputs["bias"] if problem.bias else filler, "d": self.poison}
+        made = {name: executor.buffer(np.ascontiguousarray(array)) for name, array in arrays.items()}
+        made.update(a4=made["a"], b4=made["b"])  # the V4 views of A and B bind the same buffers
+        self.buffers = {p.binding: made[p.name] for p in spec.buffers}
+        self._owned = list(made.values())[:len(arrays)]
+        self.d_binding = next(p.binding for p in spec.buffers if p.name == "d")
+        self.push = push_bytes(spec, plan.scalars)
+        self._recording = None
+
+    def dispatch(self) -> None:
+        """One run through the executor's checked dispatch."""
+        self.runner.executor.dispatch(self.kernel, self.plan.grid, self.buffers, self.push)
+
+    def read(self) -> np.ndarray:
+        return self.runner.executor.read(self.buffers[self.d_binding], self.poison.dtype, self.poison.shape)
+
+    def repoison(self) -> None:
+        """D back to the poison value (before a run whose output is checked)."""
+        self.runner.executor.write(self.buffers[self.d_binding], self.poison)
+
+    def timed_run(self) -> float:
+        """One run; seconds by GPU timestamps on Vulkan, by the wall clock on the reference executor."""
+        if self.runner.is_reference:
+            start = time.perf_counter()
+            self.dispatch()
+            return time.perf_counter() - start
+        if self._recording is None:
+            self._recording = self.runner.executor.device.record(self.kernel.native, self.plan.grid,
+                                                                 dict(self.buffers), self.push, timestamps=True)
+        self._recording.run()
+        return self._recording.device_time_ns() / 1e9
+
+    def time(self, repeat: int, warmup: int = 0) -> list[float]:
+        for _ in range(warmup):
+            self.timed_run()
+        return [self.timed_run() for _ in range(max(repeat, 1))]
+
+    def close(self) -> None:
+        if self._recording is not None:
+            self._recording.close()
+            self._recording = None
+        for buf in self._owned:
+            (getattr(buf, "close", None) or buf.release)()
+        self.buffers, self._owned = {}, []
+
+    def __enter__(self) -> PreparedGemm:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def load_cache() -> dict:
+    path = cache_path()
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def shipped_table() -> dict:
+    """The winners shipped with the package (kernels/gemm_table.json): {device key: {problem key: entry}}."""
+    try:
+        text = resources.files("hydroplane.kernels").joinpath("gemm_table.json").read_text()
+        return json.loads(text).get("devices", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def store_winner(device_key: str, problem_key: str, result: GemmResult) -> None:
+    cache = load_cache()
+    cache.setdefault(device_key, {})[problem_key] = {
+        "config": result.config.to_dict(), "seconds": result.seconds, "tflops": result.tflops,
+        "size": [result.problem.m, result.problem.n, result.problem.k],
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    path = cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def terminal_progress(stream=None):
+    """A tune() progress callback drawing one line: candidate i/n, the config, the best so far."""
+    out = stream or sys.stderr
+    interactive = out.isatty()
+
+    def progress(done: int, total: int, config, best) -> None:
+        best_text = f", best {best.tflops:.3g} T/s" if best else ""
+        if config is None:
+            line = f"tuning: {total}/{total} done{best_text}"
+        else:
+            line = f"tuning: {done + 1}/{total} {config.describe()}{best_text}"
+        if interactive:
+            out.write("\r\x1b[K" + line[:150] + ("\n" if config is None else ""))
+        else:
+            out.write(line + "\n")
+        out.flush()
+
+    return progress

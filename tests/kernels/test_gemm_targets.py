@@ -1,0 +1,30 @@
+"""Every candidate configuration the autotuner would try on the shipped device profiles compiles for that
+target, lowers (EXT -> NV2 where needed) and passes spirv-val: the H200's kernels are checked here before the
+lead runs them on the device."""
+
+from __future__ import annotations
+
+import pytest
+
+from hydroplane.kernels import GemmProblem, candidate_configs, gemm_plan, parse_dtype
+from hydroplane.spirv import validate
+from hydroplane.spirv.compiled import compile_kernel
+from hydroplane.spirv.target import Target
+
+pytestmark = pytest.mark.tools
+
+
+@pytest.mark.parametrize("profile, dtype", [("nvidia-h200", "f16:f32"), ("nvidia-h200", "f16:f16"),
+                                            ("nvidia-h200", "bf16:f32"), ("nvidia-h200", "s8:s32"),
+                                            ("nvidia-h200", "u8:u32"), ("lavapipe", "f16:f32"), ("lavapipe", "s8:s32")])
+def test_every_candidate_compiles_and_validates(profile, dtype):
+    target = Target.profile(profile)
+    problem = GemmProblem(4096, 4096, 4095, parse_dtype(dtype), "nt", beta=1.0, bias=True, activation="relu")
+    kinds = set()
+    for config in candidate_configs(problem, target):
+        plan = gemm_plan(problem, config, target)
+        spec = plan.kernel.compile(target, **plan.constexprs)
+        validate(compile_kernel(spec.words, target).words, env="vulkan1.3")
+        kinds.add(config.kind)
+    expected = {"coop", "scalar", "workgroup"} if profile == "nvidia-h200" else {"coop", "scalar"}
+    assert kinds == expected
