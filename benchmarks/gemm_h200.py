@@ -37,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from hydroplane import vk  # noqa: E402
 from hydroplane.kernels import GemmConfig, GemmProblem, candidate_configs, parse_dtype  # noqa: E402
 from hydroplane.kernels.gemm import random_inputs, reference, relative_error, verification_problem  # noqa: E402
 from hydroplane.kernels_run import GemmRunner  # noqa: E402
@@ -131,6 +132,8 @@ def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> 
         except Exception as err:  # noqa: BLE001 -- a candidate the driver refuses is skipped, and said so
             print(f"  tune {dtype} {index + 1}/{len(candidates)} {config.describe()}: {type(err).__name__}: "
                   f"{str(err)[:200]}", file=out)
+            if isinstance(err, vk.DeviceLost):
+                runner.reopen()  # the candidate lost the device: the others run on a new one
             continue
         tflops = problem.flops / seconds / 1e12
         tried.append((config, tflops))

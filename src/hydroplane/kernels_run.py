@@ -27,8 +27,18 @@ import numpy as np
 from hydroplane import launch, vk
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import (
-    GemmConfig, GemmError, GemmProblem, candidate_configs, coop_shapes, default_config, gemm_plan, random_inputs,
-    reference, relative_error, tolerance, verification_problem,
+    GemmConfig,
+    GemmError,
+    GemmProblem,
+    candidate_configs,
+    coop_shapes,
+    default_config,
+    gemm_plan,
+    random_inputs,
+    reference,
+    relative_error,
+    tolerance,
+    verification_problem,
 )
 from hydroplane.lang.kernel import Specialization
 
@@ -137,6 +147,15 @@ class GemmRunner:
     def close(self) -> None:
         self.executor.close()
 
+    def reopen(self) -> None:
+        """A new executor on the same device, after the old one's device was lost (its objects are left alone)."""
+        try:
+            self.executor.close()
+        except HydroplaneError:
+            pass  # a lost device may refuse an orderly close; nothing of it is used again
+        self.executor = launch.get_executor(self.device)
+        self._kernels.clear()
+
     def __enter__(self) -> GemmRunner:
         return self
 
@@ -215,6 +234,9 @@ class GemmRunner:
                     continue  # a wrong answer never wins
                 timed = self.run(problem, config, inputs=data, repeat=repeat, warmup=1, check=False) \
                     if repeat > 1 or small != problem else checked
+            except vk.DeviceLost:
+                self.reopen()  # this candidate lost the device (seen on the H200): skip it on a new one
+                continue
             except HydroplaneError:
                 continue
             timed.error, timed.ok = checked.error, checked.ok
