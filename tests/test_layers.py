@@ -17,8 +17,9 @@ ALLOWED = {
     "kernels": {"lang", "spirv"},
     "isa": set(),
     "launch_checks": {"spirv"},
-    "launch": {"spirv", "ref", "vk", "launch_checks"},
-    "launch_commands": {"launch", "launch_checks", "spirv", "ref", "vk"},
+    "launch_limits": {"spirv", "launch_checks"},
+    "launch": {"spirv", "ref", "vk", "launch_checks", "launch_limits"},
+    "launch_commands": {"launch", "launch_checks", "launch_limits", "spirv", "ref", "vk"},
     "cli": None,  # the command line sits on top of everything
     "__init__": set(),
     "__main__": {"cli"},

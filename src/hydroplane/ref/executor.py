@@ -8,10 +8,15 @@
 
 Workgroups run in batches (at most `max_lanes` lanes at once); every batch is one lane vector.
 With diagnostics="collect", `dispatch` returns the list of `Diagnostic`s instead of raising.
+
+Two limits stop a run that would not end: `max_blocks` (the step budget: basic-block executions of
+one batch, DEFAULT_MAX_BLOCKS unless given) and `time_limit` (seconds of wall clock per dispatch, none
+unless given); either raises ExecutionLimitError naming the limit and how to raise it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,6 +37,7 @@ from hydroplane.spirv import grammar
 
 SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
 MAX_WORKGROUP_INVOCATIONS = 1 << 16
+DEFAULT_MAX_BLOCKS = 1 << 20  # an endless loop stops within seconds; a longer kernel raises max_blocks
 
 
 class Buffer:
@@ -69,7 +75,7 @@ class Executor:
 
     def __init__(self, subgroup_size: int = 32, diagnostics: str = "raise", checks: bool = True,
                  max_lanes: int = 1 << 15, *, coopmat_distribution: str | None = None, max_blocks: int | None = None,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None, time_limit: float | None = None):
         if subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
         if diagnostics not in ("raise", "collect"):
@@ -82,8 +88,13 @@ class Executor:
         self.options: dict = {}  # read by the op handlers (ref.coopmat_ops, ExecContext)
         if coopmat_distribution is not None:
             self.options["coopmat_distribution"] = coopmat_distribution
-        if max_blocks is not None:
-            self.options["max_blocks"] = max_blocks
+        if max_blocks is not None and (isinstance(max_blocks, bool) or not isinstance(max_blocks, int)
+                                       or max_blocks < 1):
+            raise InvalidModuleError(f"max_blocks must be a positive integer, not {max_blocks!r}")
+        if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+            raise InvalidModuleError(f"time_limit must be a positive number of seconds, not {time_limit!r}")
+        self.options["max_blocks"] = DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks
+        self.time_limit = time_limit
         self.buffers: list[Buffer] = []
         self.last_report: list[Diagnostic] = []
         self.last_stats: dict = {}
@@ -155,6 +166,8 @@ class Executor:
         per_batch = max(1, self.max_lanes // wg_lanes)
         report: list[Diagnostic] | None = [] if self.diagnostics == "collect" else None
         stats = {"instructions": 0, "batches": 0}
+        if self.time_limit is not None:
+            self.options["deadline"] = (time.monotonic() + self.time_limit, self.time_limit)
         constants = kernel.program.constants
         if kernel.program.dispatch_constants:
             one_workgroup = Lanes(sg, kernel.local_size, np.zeros((1, 3), np.uint32), grid)

@@ -1,0 +1,165 @@
+"""What a module asks of a device, checked against the device's limits before any driver sees it.
+
+A driver trusts the module it is given: lavapipe crashes (SIGSEGV, SIGFPE, the OOM killer) on
+modules that spirv-val accepts but that ask for more than the device reports, and on modules that
+spirv-val rejects. So every launch checks first, the same on every executor:
+
+- `check_target_limits(compiled, target, spec)`: the entry point and its workgroup size (LocalSize,
+  LocalSizeId or a WorkgroupSize constant, with the given spec constants applied) per axis and in
+  total invocations, descriptor sets below maxBoundDescriptorSets, the push-constant block within
+  maxPushConstantsSize, the shared (Workgroup) memory of all its variables within
+  maxComputeSharedMemorySize, cooperative-matrix dimensions within what the device reports (NV2
+  flexible dimensions up to cooperativeMatrixFlexibleDimensionsMaxDimension), and Input variables
+  that are built-ins (a compute shader has no other inputs).
+- `check_with_validator(words, env)`: spirv-val on a module from outside hydroplane's own builder,
+  cached per module; when spirv-val is missing it says so once on stderr and lets the module pass.
+
+Each refusal is a `LimitError` (a LaunchError) whose one-line message names the limit and its value.
+Imports launch_checks and spirv only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Mapping
+
+from hydroplane.launch_checks import LaunchError, check_entry
+from hydroplane.spirv import grammar, types
+from hydroplane.spirv.binary import SpirvError, as_words, decode, to_bytes
+from hydroplane.spirv.compiled import CompiledKernel
+from hydroplane.spirv.enums import Decoration, StorageClass
+from hydroplane.spirv.target import Target
+from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, ValidatorTooOld, validate
+
+Op = grammar.Op
+
+
+class LimitError(LaunchError):
+    """A module that asks for more than the device offers (workgroup size, shared memory, sets ...)."""
+
+
+def effective_local_size(compiled: CompiledKernel, spec: Mapping[int, bytes] | None = None) -> tuple[int, int, int]:
+    """The entry point's workgroup size with the packed spec constants `spec` ({SpecId: bytes}) applied."""
+    ep = compiled.interface.entry_point(compiled.entry)
+    if ep.local_size is None:
+        raise LimitError(f"entry point {compiled.entry!r} has no LocalSize, LocalSizeId or WorkgroupSize: "
+                         "its workgroup size is unknown")
+    size = list(ep.local_size)
+    for axis, spec_id in enumerate(ep.local_size_spec_ids):
+        if spec_id is not None and spec and spec_id in spec:
+            size[axis] = int.from_bytes(spec[spec_id][:4], "little")
+    return size[0], size[1], size[2]
+
+
+def _check_workgroup(size: tuple[int, int, int], target: Target, entry: str) -> None:
+    for axis, (n, limit) in enumerate(zip(size, target.max_workgroup_size)):
+        if n < 1:
+            raise LimitError(f"entry point {entry!r}: workgroup size {size} has {'xyz'[axis]} = {n}; each axis "
+                             "needs at least 1")
+        if n > limit:
+            raise LimitError(f"entry point {entry!r}: workgroup size {'xyz'[axis]} = {n} is above {target.name}'s "
+                             f"maxComputeWorkGroupSize {tuple(target.max_workgroup_size)}")
+    total = size[0] * size[1] * size[2]
+    if total > target.max_workgroup_invocations:
+        raise LimitError(f"entry point {entry!r}: workgroup size {size} is {total} invocations; {target.name}'s "
+                         f"maxComputeWorkGroupInvocations is {target.max_workgroup_invocations}")
+
+
+def _check_sets_and_push(compiled: CompiledKernel, target: Target) -> None:
+    iface = compiled.interface
+    for b in iface.bindings:
+        if b.set >= target.max_bound_descriptor_sets:
+            raise LimitError(f"set {b.set} binding {b.binding}: descriptor set {b.set} is beyond {target.name}'s "
+                             f"maxBoundDescriptorSets {target.max_bound_descriptor_sets} (sets 0 .. "
+                             f"{target.max_bound_descriptor_sets - 1})")
+    if iface.push_constant_size > target.max_push_constants:
+        raise LimitError(f"the push-constant block is {iface.push_constant_size} bytes; {target.name}'s "
+                         f"maxPushConstantsSize is {target.max_push_constants}")
+
+
+def shared_memory_bytes(module) -> int:
+    """Bytes of all Workgroup-storage variables of a module (the driver's shared-memory demand)."""
+    table = types.read_types(module)
+    total = 0
+    for inst in module.instructions:
+        if inst.opcode == Op.Variable and inst.operands and inst.operands[0].value == StorageClass.Workgroup:
+            pointer = table[inst.result_type]
+            if not isinstance(pointer, types.Pointer):
+                raise LimitError(f"Workgroup variable %{inst.result_id} has the non-pointer type {pointer}")
+            try:
+                total += types.size(pointer.pointee)
+            except (types.TypeModelError, SpirvError) as err:
+                raise LimitError(f"Workgroup variable %{inst.result_id}: its size is unknown ({err})") from None
+    return total
+
+
+def _check_inputs(module, entry: str) -> None:
+    """Every Input variable is a built-in: compute shaders have no user inputs (lavapipe crashes on one)."""
+    table = types.read_types(module)
+    for inst in module.instructions:
+        if inst.opcode == Op.Variable and inst.operands and inst.operands[0].value == StorageClass.Input:
+            if table.decoration(inst.result_id, Decoration.BuiltIn) is None:
+                name = table.names.get(inst.result_id) or f"%{inst.result_id}"
+                raise LimitError(f"entry point {entry!r}: Input variable {name} has no BuiltIn decoration "
+                                 "(a compute shader's only inputs are built-ins)")
+
+
+def _check_matrices(compiled: CompiledKernel, target: Target) -> None:
+    """Cooperative-matrix dimensions: a fixed shape the device lists, or NV2 flexible within its maximum."""
+    limit = target.nv2_max_dimension
+    for t in compiled.matrix_types:
+        fixed = any(s.covers(t) for s in (*target.coop_khr, *target.coop_nv) if not s.granularity)
+        if fixed or not limit:
+            continue
+        if max(t.rows, t.cols) > limit:
+            raise LimitError(f"{t}: {max(t.rows, t.cols)} is above {target.name}'s "
+                             f"cooperativeMatrixFlexibleDimensionsMaxDimension {limit}")
+
+
+def check_target_limits(compiled: CompiledKernel, target: Target | None = None,
+                        spec: Mapping[int, bytes] | None = None) -> tuple[int, int, int]:
+    """Refuse a module that asks more than `target` (default: the kernel's own) offers; return its local size."""
+    target = target or compiled.target
+    check_entry(compiled.interface, compiled.entry)
+    size = effective_local_size(compiled, spec)
+    _check_workgroup(size, target, compiled.entry)
+    _check_sets_and_push(compiled, target)
+    module = decode(compiled.words)
+    try:
+        _check_inputs(module, compiled.entry)
+        shared = shared_memory_bytes(module)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as err:
+        raise LimitError(f"cannot read the module's variables: {type(err).__name__}: {err}") from None
+    if shared > target.shared_memory:
+        raise LimitError(f"the module's Workgroup variables need {shared} bytes of shared memory; {target.name}'s "
+                         f"maxComputeSharedMemorySize is {target.shared_memory}")
+    if not target.is_reference:
+        _check_matrices(compiled, target)
+    return size
+
+
+_validated: dict[tuple[str, str], None] = {}  # (module hash, env) of modules spirv-val accepted
+_said_missing: list[str] = []
+
+
+def check_with_validator(words, env: str = "vulkan1.3") -> bool:
+    """spirv-val on a module before a driver sees it (cached per module); False when no validator ran.
+
+    A missing (or too old) spirv-val is said once on stderr; the module then reaches the driver unchecked."""
+    data = to_bytes(as_words(words))
+    key = (hashlib.sha256(data).hexdigest(), env)
+    if key in _validated:
+        return True
+    try:
+        validate(data, env)
+    except (ValidatorNotFound, ValidatorTooOld) as err:
+        if not _said_missing:
+            _said_missing.append(str(err))
+            print(f"hydroplane: warning: modules reach the Vulkan driver unvalidated: {err}", file=sys.stderr)
+        return False
+    except ValidationError as err:
+        first = err.message.strip().splitlines()[0] if err.message.strip() else "rejected"
+        raise LimitError(f"spirv-val ({env}) rejects the module, so it is not given to the driver: {first}") from None
+    _validated[key] = None
+    return True
