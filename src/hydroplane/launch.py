@@ -30,7 +30,7 @@ from hydroplane.launch_checks import (BindingError, GridError, LaunchError, Outp
                                       RawBytes, SpecConstantError, check_bound, check_buffers, check_entry,
                                       check_grid,
                                       check_push_constants, pack_spec_constants)
-from hydroplane.launch_limits import LimitError, check_target_limits, check_with_validator
+from hydroplane.launch_limits import LimitError, check_buffer_sizes, check_target_limits, check_with_validator
 from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.reflection import ModuleInterface
@@ -101,6 +101,7 @@ def _checked_dispatch(kernel: CheckedKernel, grid, buffers: Mapping | None, push
                       limit: tuple[int, int, int]) -> tuple[tuple[int, int, int], bytes | None]:
     """The checks every dispatch passes, the same on both executors: bindings, push constants, grid."""
     check_bound(kernel.interface, buffers or {})
+    check_buffer_sizes(kernel.interface, {k: getattr(b, "nbytes", None) for k, b in (buffers or {}).items()})
     data = _push_bytes(push)
     check_push_constants(kernel.interface, data)
     return check_grid(grid, limit), data
@@ -282,11 +283,12 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
         iface = compiled.interface
         check_entry(iface, entry)
         check_buffers(iface, buffers or {})
+        arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
+        check_buffer_sizes(iface, {k: a.nbytes for k, a in arrays.items()})
         check_push_constants(iface, _push_bytes(push))
         packed = pack_spec_constants(iface, spec)
         check_target_limits(compiled, compiled.target, packed)
         dims = check_grid(grid, executor.max_workgroup_count)
-        arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
         bound = {k: executor.buffer(a) for k, a in arrays.items()}
         if isinstance(executor, VulkanExecutor):
             kernel = executor.kernel(compiled, entry=entry, spec=packed, subgroup_size=subgroup_size, validate=False)

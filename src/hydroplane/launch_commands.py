@@ -252,7 +252,7 @@ def register(subparsers) -> None:
                         "is 60 s, the reference executor has none besides its step budget)")
     p.add_argument("--max-steps", type=_positive_int, default=None, metavar="N",
                    help="reference executor: the step budget, in block executions per batch of workgroups "
-                        "(default 1048576); raise it for long loops")
+                        "(default 262144); raise it for long loops")
     p.add_argument("--explain", action="store_true",
                    help="print what lowering for the device changed (e.g. EXT maintenance1 -> NV2) on stderr")
     p.add_argument("--collect", action="store_true",

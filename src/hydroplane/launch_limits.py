@@ -11,6 +11,8 @@ spirv-val rejects. So every launch checks first, the same on every executor:
   maxComputeSharedMemorySize, cooperative-matrix dimensions within what the device reports (NV2
   flexible dimensions up to cooperativeMatrixFlexibleDimensionsMaxDimension), and Input variables
   that are built-ins (a compute shader has no other inputs).
+- `check_buffer_sizes(iface, sizes)`: every buffer holds at least its block's fixed part (a member Offset
+  or ArrayStride far beyond the buffer is refused here, not left to the driver).
 - `check_with_validator(words, env)`: spirv-val on a module from outside hydroplane's own builder,
   cached per module; when spirv-val is missing it says so once on stderr and lets the module pass.
 
@@ -24,7 +26,7 @@ import hashlib
 import sys
 from collections.abc import Mapping
 
-from hydroplane.launch_checks import LaunchError, check_entry
+from hydroplane.launch_checks import BindingError, LaunchError, binding_key, binding_name, check_entry
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.binary import SpirvError, as_words, decode, to_bytes
 from hydroplane.spirv.compiled import CompiledKernel
@@ -33,6 +35,11 @@ from hydroplane.spirv.target import Target
 from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, ValidatorTooOld, validate
 
 Op = grammar.Op
+
+
+# No device offers a larger cooperative matrix; the reference executor refuses one rather than
+# spending gigabytes (a 32784 x 32784 matrix per subgroup) on a module that no GPU would run.
+REFERENCE_MAX_MATRIX_DIMENSION = 4096
 
 
 class LimitError(LaunchError):
@@ -78,6 +85,19 @@ def _check_sets_and_push(compiled: CompiledKernel, target: Target) -> None:
                          f"maxPushConstantsSize is {target.max_push_constants}")
 
 
+def check_buffer_sizes(iface, sizes: Mapping) -> None:
+    """Each buffer ({key: bytes}) holds at least the fixed part of its binding's block."""
+    declared = {(b.set, b.binding): b for b in iface.bindings}
+    for key, nbytes in sizes.items():
+        b = declared.get(binding_key(key))
+        if b is None or b.descriptor_type not in ("storage_buffer", "uniform_buffer") or nbytes is None:
+            continue
+        if nbytes < b.size:
+            label = f" ({b.name})" if b.name else ""
+            raise BindingError(f"{binding_name(binding_key(key))}{label}: the buffer has {nbytes} bytes; the block "
+                               f"{b.element} needs at least {b.size} (its fixed part, by its Offsets and strides)")
+
+
 def shared_memory_bytes(module) -> int:
     """Bytes of all Workgroup-storage variables of a module (the driver's shared-memory demand)."""
     table = types.read_types(module)
@@ -94,6 +114,27 @@ def shared_memory_bytes(module) -> int:
     return total
 
 
+def _check_entry_function(module, entry: str) -> None:
+    """The entry point names an OpFunction of the module."""
+    functions = {i.result_id for i in module.instructions if i.opcode == Op.Function}
+    for inst in module.instructions:
+        if inst.opcode == Op.EntryPoint and inst.operands[2].value == entry and inst.operands[1].value not in functions:
+            raise LimitError(f"entry point {entry!r} names %{inst.operands[1].value}, which is no OpFunction "
+                             "of the module")
+
+
+def _check_matrix_dimensions(module) -> None:
+    """Every cooperative-matrix type whose dimensions are constants has positive ones."""
+    table = types.read_types(module)
+    for inst in module.instructions:
+        if inst.opcode in (Op.TypeCooperativeMatrixKHR, Op.TypeCooperativeMatrixNV):
+            for operand in inst.operands[2:4]:
+                const = table.defs.get(operand.value)
+                if const is not None and const.opcode == Op.Constant and table.constant_int(operand.value) <= 0:
+                    raise LimitError(f"cooperative-matrix type %{inst.result_id}: a cooperative matrix needs positive "
+                                     f"dimensions, not {table.constant_int(operand.value)}")
+
+
 def _check_inputs(module, entry: str) -> None:
     """Every Input variable is a built-in: compute shaders have no user inputs (lavapipe crashes on one)."""
     table = types.read_types(module)
@@ -107,6 +148,12 @@ def _check_inputs(module, entry: str) -> None:
 
 def _check_matrices(compiled: CompiledKernel, target: Target) -> None:
     """Cooperative-matrix dimensions: a fixed shape the device lists, or NV2 flexible within its maximum."""
+    if target.is_reference:
+        for t in compiled.matrix_types:
+            if max(t.rows, t.cols) > REFERENCE_MAX_MATRIX_DIMENSION:
+                raise LimitError(f"{t}: {max(t.rows, t.cols)} is above the reference executor's largest matrix "
+                                 f"dimension {REFERENCE_MAX_MATRIX_DIMENSION} (no device offers more)")
+        return
     limit = target.nv2_max_dimension
     for t in compiled.matrix_types:
         fixed = any(s.covers(t) for s in (*target.coop_khr, *target.coop_nv) if not s.granularity)
@@ -127,6 +174,8 @@ def check_target_limits(compiled: CompiledKernel, target: Target | None = None,
     _check_sets_and_push(compiled, target)
     module = decode(compiled.words)
     try:
+        _check_entry_function(module, compiled.entry)
+        _check_matrix_dimensions(module)
         _check_inputs(module, compiled.entry)
         shared = shared_memory_bytes(module)
     except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as err:
@@ -134,8 +183,7 @@ def check_target_limits(compiled: CompiledKernel, target: Target | None = None,
     if shared > target.shared_memory:
         raise LimitError(f"the module's Workgroup variables need {shared} bytes of shared memory; {target.name}'s "
                          f"maxComputeSharedMemorySize is {target.shared_memory}")
-    if not target.is_reference:
-        _check_matrices(compiled, target)
+    _check_matrices(compiled, target)
     return size
 
 

@@ -37,7 +37,8 @@ from hydroplane.spirv import grammar
 
 SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
 MAX_WORKGROUP_INVOCATIONS = 1 << 16
-DEFAULT_MAX_BLOCKS = 1 << 20  # an endless loop stops within seconds; a longer kernel raises max_blocks
+DEFAULT_MAX_BLOCKS = 1 << 18  # an endless loop stops within 10 s on a busy 2-core machine; longer kernels raise it
+BATCH_MEMORY_BYTES = 1 << 30  # the variables of one batch of workgroups: more workgroups, smaller batches
 
 
 class Buffer:
@@ -153,6 +154,7 @@ class Executor:
         return Kernel(program, entry, ep.function, local_size, subgroup_size)
 
     # -- dispatch ------------------------------------------------------------------------------------
+    @np.errstate(all="ignore")  # IEEE results are the semantics: NaN, inf and overflow are values, not warnings
     def dispatch(self, kernel: Kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None):
         grid = tuple(int(g) for g in (tuple(grid) + (1, 1, 1))[:3])
         if any(g < 0 for g in grid):
@@ -164,6 +166,12 @@ class Executor:
         invocations = int(np.prod(kernel.local_size))
         wg_lanes = -(-invocations // sg) * sg
         per_batch = max(1, self.max_lanes // wg_lanes)
+        per_workgroup, largest = _memory_per_workgroup(kernel.program, invocations)
+        if per_workgroup > BATCH_MEMORY_BYTES:
+            raise InvalidModuleError(f"{largest}: one workgroup's variables need {per_workgroup} bytes (with race "
+                                     f"tracking), more than the executor's {BATCH_MEMORY_BYTES} bytes")
+        if per_workgroup:  # batches whose Function, Private and Workgroup variables fit the budget
+            per_batch = max(1, min(per_batch, BATCH_MEMORY_BYTES // per_workgroup))
         report: list[Diagnostic] | None = [] if self.diagnostics == "collect" else None
         stats = {"instructions": 0, "batches": 0}
         if self.time_limit is not None:
@@ -208,6 +216,31 @@ class Executor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _memory_per_workgroup(program: Program, invocations: int) -> tuple[int, str]:
+    """Bytes that the memory-backed variables of one workgroup take (a per-invocation copy of each Function
+    and Private variable, one of each Workgroup variable with its race-tracking arrays), and the largest."""
+    per_lane = per_group = 0
+    largest = (0, "")
+    variables = list(program.global_variables) + [v for fn in program.functions.values() for v in fn.variables]
+    for var in variables:
+        if var.result_id in program.register_variables:
+            continue
+        try:
+            nbytes = T.size_of(var.type.pointee)
+        except (HydroplaneError, AttributeError, TypeError, ValueError):
+            continue  # the dispatch reports what is wrong with it
+        storage = var.type.storage
+        name = program.names.get(var.result_id) or f"%{var.result_id}"
+        if storage in ("Function", "Private"):
+            per_lane += nbytes
+            largest = max(largest, (nbytes * invocations,
+                                    f"{storage} variable {name} needs {nbytes} bytes x {invocations} invocations"))
+        elif storage == "Workgroup":
+            per_group += nbytes * 10  # the bytes, written flags, writer and reader ids
+            largest = max(largest, (nbytes * 10, f"Workgroup variable {name} needs {nbytes} bytes"))
+    return per_lane * invocations + per_group, largest[1]
 
 
 def _workgroup_ids(grid: tuple[int, int, int], start: int, stop: int) -> np.ndarray:
