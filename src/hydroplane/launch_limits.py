@@ -9,8 +9,9 @@ spirv-val rejects. So every launch checks first, the same on every executor:
   total invocations, descriptor sets below maxBoundDescriptorSets, the push-constant block within
   maxPushConstantsSize, the shared (Workgroup) memory of all its variables within
   maxComputeSharedMemorySize, cooperative-matrix dimensions within what the device reports (NV2
-  flexible dimensions up to cooperativeMatrixFlexibleDimensionsMaxDimension), and Input variables
-  that are built-ins (a compute shader has no other inputs).
+  flexible dimensions up to cooperativeMatrixFlexibleDimensionsMaxDimension; positive everywhere; on the
+  reference executor up to REFERENCE_MAX_MATRIX_DIMENSION), an entry point that names a function, and
+  Input variables that are built-ins (a compute shader has no other inputs).
 - `check_buffer_sizes(iface, sizes)`: every buffer holds at least its block's fixed part (a member Offset
   or ArrayStride far beyond the buffer is refused here, not left to the driver).
 - `check_with_validator(words, env)`: spirv-val on a module from outside hydroplane's own builder,
@@ -40,6 +41,10 @@ Op = grammar.Op
 # No device offers a larger cooperative matrix; the reference executor refuses one rather than
 # spending gigabytes (a 32784 x 32784 matrix per subgroup) on a module that no GPU would run.
 REFERENCE_MAX_MATRIX_DIMENSION = 4096
+# Vulkan puts no bound on a binding number, but drivers size a set's tables by the largest one (lavapipe
+# crashes on binding 4294967295): hydroplane's Vulkan executor takes binding numbers up to this.
+MAX_BINDING_NUMBER = 65535
+BUFFER_DESCRIPTORS = ("storage_buffer", "uniform_buffer")
 
 
 class LimitError(LaunchError):
@@ -76,6 +81,12 @@ def _check_workgroup(size: tuple[int, int, int], target: Target, entry: str) -> 
 def _check_sets_and_push(compiled: CompiledKernel, target: Target) -> None:
     iface = compiled.interface
     for b in iface.bindings:
+        if not target.is_reference and b.descriptor_type not in BUFFER_DESCRIPTORS:
+            raise LimitError(f"set {b.set} binding {b.binding}{f' ({b.name})' if b.name else ''} is a "
+                             f"{b.descriptor_type.replace('_', ' ')}: hydroplane's Vulkan executor binds buffers only")
+        if not target.is_reference and b.binding > MAX_BINDING_NUMBER:
+            raise LimitError(f"set {b.set} binding {b.binding}: binding numbers above {MAX_BINDING_NUMBER} are "
+                             "refused (drivers size descriptor tables by the largest one)")
         if b.set >= target.max_bound_descriptor_sets:
             raise LimitError(f"set {b.set} binding {b.binding}: descriptor set {b.set} is beyond {target.name}'s "
                              f"maxBoundDescriptorSets {target.max_bound_descriptor_sets} (sets 0 .. "

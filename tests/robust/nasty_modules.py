@@ -25,14 +25,15 @@ RUN_LIMIT_S = 120
 STORE = """
                OpCapability Shader
                OpMemoryModel Logical GLSL450
-               OpEntryPoint GLCompute %main "main" %gid %buf
+               OpEntryPoint GLCompute %main "main" %gid %buf {extra_interface}
                OpExecutionMode %main LocalSize {lsx} {lsy} {lsz}
                {builtin}
+               {extra_decorations}
                OpDecorate %arr ArrayStride {stride}
                OpDecorate %blk Block
                OpMemberDecorate %blk 0 Offset {offset}
                OpDecorate %buf DescriptorSet {dset}
-               OpDecorate %buf Binding 0
+               OpDecorate %buf Binding {binding}
        %void = OpTypeVoid
          %fn = OpTypeFunction %void
        %uint = OpTypeInt 32 0
@@ -46,6 +47,7 @@ STORE = """
      %ptr_sb = OpTypePointer StorageBuffer %uint
         %gid = OpVariable %ptr_i Input
         %buf = OpVariable %ptr_b StorageBuffer
+               {extra_types}
       %uint0 = OpConstant %uint 0
       %uint2 = OpConstant %uint 2
       %shift = OpConstant %uint {index_offset}
@@ -61,7 +63,12 @@ STORE = """
                OpFunctionEnd
 """
 STORE_DEFAULTS = dict(lsx=64, lsy=1, lsz=1, builtin="OpDecorate %gid BuiltIn GlobalInvocationId", stride=4, offset=0,
-                      dset=0, length=16, array="OpTypeRuntimeArray %uint", index_offset=0)
+                      dset=0, binding=0, length=16, array="OpTypeRuntimeArray %uint", index_offset=0,
+                      extra_interface="", extra_decorations="", extra_types="")
+IMAGE = dict(extra_interface="%image", extra_decorations="OpDecorate %image DescriptorSet 0\n"
+             "OpDecorate %image Binding 1", extra_types="%float = OpTypeFloat 32\n"
+             "%img = OpTypeImage %float 2D 0 0 0 2 R32f\n%ptr_img = OpTypePointer UniformConstant %img\n"
+             "%image = OpVariable %ptr_img UniformConstant")
 
 COOP = """
                OpCapability Shader
@@ -230,13 +237,14 @@ def run_cli(module: Path, device: str, *args: str, limit_s: float = RUN_LIMIT_S)
 DRIVER = """
 import sys, numpy as np
 from hydroplane.errors import HydroplaneError
-from hydroplane.launch import run
+from hydroplane.launch import RawBytes, run
 from pathlib import Path
 words = Path(sys.argv[1]).read_bytes()
 device = sys.argv[2] if sys.argv[2] == "ref" else int(sys.argv[2])
-key = tuple(int(k) for k in sys.argv[3].split(","))
+keys = [tuple(int(k) for k in key.split(",")) for key in sys.argv[3].split(";")]
+key = keys[0]
 try:
-    out = run(words, (1, 1, 1), {key: np.zeros(int(sys.argv[4]), np.uint32)}, device=device)
+    out = run(words, (1, 1, 1), {k: RawBytes(np.zeros(int(sys.argv[4]), np.uint32)) for k in keys}, device=device)
 except HydroplaneError as exc:
     print(f"hydroplane: error: {exc}", file=sys.stderr)
     sys.exit(1)
@@ -245,7 +253,8 @@ np.save(sys.argv[5], out[key])
 
 
 def run_driver(module: Path, device: str, key: str, count: int, out: Path) -> Outcome:
-    """run(words, buffers={(set, binding): zeros(count, uint32)}, device=D) in a subprocess, saved to out."""
+    """run(words, buffers={(set, binding): zeros(count, uint32)}, device=D) in a subprocess (`key` 'S,B', or
+    several 'S,B;S,B'), the first key's buffer saved to out."""
     return _run([sys.executable, "-c", DRIVER, str(module), device, key, str(count), str(out)], RUN_LIMIT_S)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nasty_modules import COOP, LOOP, run_cli, run_driver, local_array_module, store_module, write_module
+from nasty_modules import COOP, IMAGE, LOOP, run_cli, run_driver, local_array_module, store_module, write_module
 
 DEVICES = ("ref", "0")
 DEVICE_IDS = ["ref", "lavapipe"]
@@ -51,6 +51,26 @@ def test_descriptor_set_beyond_the_device(tmp_path, device, dset):
         assert (np.load(tmp_path / "out.npy") == 2 * np.arange(64)).all()
     else:
         assert "maxBoundDescriptorSets" in outcome.error_line
+
+
+def test_binding_number_beyond_what_drivers_take(tmp_path, device):
+    module = write_module(tmp_path, "binding", store_module(binding=4294967295))
+    outcome = run_driver(module, device, "0,4294967295", 64, tmp_path / "out.npy")
+    if device == "ref":
+        outcome.assert_clean_success()
+        assert (np.load(tmp_path / "out.npy") == 2 * np.arange(64)).all()
+    else:
+        assert "binding numbers above 65535 are refused" in outcome.error_line
+
+
+def test_image_binding_given_a_buffer(tmp_path, device):
+    module = write_module(tmp_path, "image", store_module(**IMAGE))
+    outcome = run_driver(module, device, "0,0;0,1", 64, tmp_path / "out.npy")
+    if device == "ref":  # the image is never read: the reference executor runs the rest
+        outcome.assert_clean_success()
+        assert (np.load(tmp_path / "out.npy") == 2 * np.arange(64)).all()
+    else:
+        assert "is a storage image: hydroplane's Vulkan executor binds buffers only" in outcome.error_line
 
 
 @pytest.mark.parametrize("size", [(65536, 1, 1), (1048576, 1, 1), (4294967295, 1, 1), (64, 1, 32767)])
