@@ -231,7 +231,7 @@ def _env() -> dict:
 
 def run_cli(module: Path, device: str, *args: str, limit_s: float = RUN_LIMIT_S) -> Outcome:
     """`hydroplane run MODULE --device D ARGS...` in a subprocess; a signal or a hang fails here."""
-    return _run([sys.executable, "-m", "hydroplane", "run", str(module), "--device", device, *args], limit_s)
+    return run_process([sys.executable, "-m", "hydroplane", "run", str(module), "--device", device, *args], limit_s)
 
 
 DRIVER = """
@@ -255,10 +255,10 @@ np.save(sys.argv[5], out[key])
 def run_driver(module: Path, device: str, key: str, count: int, out: Path) -> Outcome:
     """run(words, buffers={(set, binding): zeros(count, uint32)}, device=D) in a subprocess (`key` 'S,B', or
     several 'S,B;S,B'), the first key's buffer saved to out."""
-    return _run([sys.executable, "-c", DRIVER, str(module), device, key, str(count), str(out)], RUN_LIMIT_S)
+    return run_process([sys.executable, "-c", DRIVER, str(module), device, key, str(count), str(out)], RUN_LIMIT_S)
 
 
-def _run(argv: list[str], limit_s: float) -> Outcome:
+def run_process(argv: list[str], limit_s: float) -> Outcome:
     start = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s, env=_env())

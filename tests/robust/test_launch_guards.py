@@ -6,6 +6,8 @@ Runs that could crash or hang go to a subprocess.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ from hydroplane.ref import Executor
 from hydroplane.ref.errors import ExecutionLimitError
 from hydroplane.spirv import text
 
-from nasty_modules import LOOP, _run, store_module
+from nasty_modules import LOOP, run_process, store_module
 
 GUARDED = """
 import os, sys, numpy as np
@@ -70,7 +72,7 @@ for value in (1, 2):
 print("trusted run done", file=sys.stderr)
 out = run(words, (1, 1, 1), {0: np.zeros(64, np.uint32)}, device=0)
 """
-    outcome = _run(["python3", "-c", script, store_module()], 120)
+    outcome = run_process([sys.executable, "-c", script, store_module()], 120)
     assert outcome.returncode == 0, outcome.stderr
     lines = outcome.stderr.strip().splitlines()
     assert len(lines) == 2 and "unvalidated" in lines[0] and "/nonexistent/spirv-val" in lines[0], lines
@@ -94,7 +96,7 @@ def test_robust_access_is_on_by_default_and_can_be_turned_off():
 
 def test_vulkan_timeout_marks_the_device_hung_and_leaves_it_alone():
     endless = LOOP.format(limit=4294967295, compare="ULessThanEqual")
-    outcome = _run(["python3", "-c", GUARDED, endless, "2"], 120)
+    outcome = run_process([sys.executable, "-c", GUARDED, endless, "2"], 120)
     assert outcome.returncode == 0, outcome.stderr
     lines = outcome.stdout.strip().splitlines()
     assert lines[0].startswith("timeout: a dispatch did not finish within 2 s") and lines[0].endswith("hung: True")
