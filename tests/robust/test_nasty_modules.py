@@ -151,6 +151,17 @@ def test_grid_beyond_the_limit(tmp_path, device, grid):
     assert "maxComputeWorkGroupCount" in outcome.error_line
 
 
+def test_huge_grid_stops_at_the_timeout(tmp_path, device):
+    module = write_module(tmp_path, "once", LOOP.format(limit=1, compare="ULessThan"))
+    outcome = run_cli(module, device, "--grid", "65535,65535,1", "--timeout", "2", "--out", "0=4:u32")
+    line = outcome.error_line
+    assert outcome.seconds < 30
+    if device == "ref":
+        assert "time limit: the dispatch ran longer than 2 s" in line and "of 4294836225 workgroups done" in line
+    else:
+        assert "did not finish within 2 s" in line
+
+
 def test_shared_memory_beyond_the_device(tmp_path, device):
     module = write_module(tmp_path, "shared", local_array_module(4 << 20, storage="Workgroup"))
     out = tmp_path / "out.npy"

@@ -28,7 +28,7 @@ from hydroplane.ref.access import store_value
 from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
-from hydroplane.ref.errors import Diagnostic, InvalidModuleError
+from hydroplane.ref.errors import Diagnostic, ExecutionLimitError, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.memory import PSB_REGION_SHIFT, Region
 from hydroplane.ref.program import Program
@@ -202,6 +202,12 @@ class Executor:
             stats["batches"] += 1
             if self.progress is not None:
                 self.progress(min(total, start + per_batch), total)
+            deadline = self.options.get("deadline") if self.time_limit is not None else None
+            if deadline is not None and start + per_batch < total and time.monotonic() > deadline[0]:
+                raise ExecutionLimitError(Diagnostic("limit", f"time limit: the dispatch ran longer than "
+                                                     f"{deadline[1]:g} s ({min(total, start + per_batch)} of {total} "
+                                                     "workgroups done); raise it with Executor(time_limit=...) or "
+                                                     "`hydroplane run --timeout S`"))
         self.last_report = report or []
         self.last_stats = stats
         return report if report is not None else None
