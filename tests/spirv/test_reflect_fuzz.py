@@ -96,7 +96,8 @@ def test_reflect_names_the_variable_whose_type_is_undefined():
 
 
 def test_reflect_refuses_a_struct_that_contains_itself():
-    for block in ("        %blk = OpTypeStruct %blk", "        %blk = OpTypeStruct %two\n        %two = OpTypeStruct %blk"):
+    cycles = ("        %blk = OpTypeStruct %blk", "        %blk = OpTypeStruct %two\n        %two = OpTypeStruct %blk")
+    for block in cycles:
         words = _planted(block)
         try:
             reflect(words)
