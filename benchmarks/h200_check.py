@@ -6,8 +6,8 @@ D = A*B + C) at 16x16x16 for f16 -> f32 and for s8 -> s32 / u8 -> u32 with signe
 (falling back to a shape the device reports, and saying so, when 16x16x16 is not offered), compares
 each with NumPy, times them with GPU timestamps, prints the driver's pipeline statistics, and runs
 the dispatch-overhead benchmark (its C loop too when gcc is there). Where NV2 offers workgroup
-scope, the builder's workgroup-scope tile runs too, at the largest flexible shape reported. Everything goes to stdout and,
-when $OUT is set, to $OUT/h200_check.txt (plus the benchmark's own files).
+scope, the builder's workgroup-scope tile runs too, at the largest flexible shape reported.
+Everything goes to stdout and, when $OUT is set, to $OUT/h200_check.txt (plus the benchmark's own files).
 
     VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json \\
         PYTHONPATH=src python3 benchmarks/h200_check.py
@@ -121,7 +121,8 @@ def run_checks() -> int:
     from hydroplane.cli import main as cli
     from hydroplane.vk import Device, Instance, devices, pick_device
 
-    print(f"hydroplane h200_check, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python {sys.version.split()[0]}")
+    print(f"hydroplane h200_check, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"Python {sys.version.split()[0]}")
     print("\n== hydroplane devices")
     cli(["devices"])
     failures = 0

@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from hydroplane.isa import IsaLibrary, SpecCache, decode  # noqa: E402
 from hydroplane.isa.page import build_page, render_text  # noqa: E402
 from hydroplane.isa.sources import XmlSource  # noqa: E402
-from hydroplane.isa.synthetic import grow_excerpt  # noqa: E402
 from hydroplane.isa.syntax import assemble  # noqa: E402
+from hydroplane.isa.synthetic import grow_excerpt  # noqa: E402
 
 # excerpt -> size of AMD's original file (README of the excerpts)
 ORIGINAL_SIZES = {"amdgpu_isa_rdna3.excerpt.xml": 12_123_219, "amdgpu_isa_cdna5.excerpt.xml": 17_163_258}
@@ -84,7 +84,7 @@ def main() -> int:
             rows[name.split("_")[2].split(".")[0]] = bench_one(args.amd / name, size, args.repeat, Path(tmp))
     print(f"machine: {platform.node()} {platform.machine()} {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, {platform.platform()}")
-    print(f"date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
+    print(f"date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     print(f"command: python3 benchmarks/isa_import.py --repeat {args.repeat}\n")
     keys = list(next(iter(rows.values())))
     print("| file | " + " | ".join(keys) + " |")

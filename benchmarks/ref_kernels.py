@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--elements", type=int, default=1 << 18)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    print(f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+    print(f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}")
     print(f"# elements {args.elements}, repeat {args.repeat}")
     for name, source, data, groups, n_out, out_dtype, want in cases(args.elements):

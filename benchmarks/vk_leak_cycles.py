@@ -65,7 +65,8 @@ def main(argv=None) -> int:
         "rss_growth_after_first_tenth": last["rss"] - warm["rss"],
         "driver_heap_usage_start": first["driver"], "driver_heap_usage_end": last["driver"],
         "objects_left_open": open_children,
-        "samples": [[x["cycle"], x["rss"], x["driver"]] for x in samples],  # cycle, RSS, driver heapUsage "validation": args.validation,
+        "samples": [[x["cycle"], x["rss"], x["driver"]] for x in samples],  # cycle, RSS, driver heapUsage
+        "validation": args.validation,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
     print(json.dumps(result, indent=2))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import run_tool
+
 from hydroplane import launch
 from hydroplane.cli import main
 

@@ -8,8 +8,8 @@ import io
 
 import numpy as np
 import pytest
-
 from conftest import run_tool
+
 from hydroplane import launch
 from hydroplane.launch_checks import check_output_path
 from hydroplane.ref import Executor as PlainRefExecutor

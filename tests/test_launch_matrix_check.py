@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO
+
 from hydroplane import launch
 from hydroplane.spirv import decode, reflect
 from hydroplane.spirv.lower import check_matrices

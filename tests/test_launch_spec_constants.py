@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import run_tool
+
 from hydroplane import launch
 from hydroplane.launch_checks import SpecConstantError
 from hydroplane.spirv import reflect

@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import REPO, run_tool
+
 from hydroplane.spirv import text
 
 KERNEL = """#version 450

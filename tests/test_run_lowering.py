@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO, run_tool
 
 SOURCE = REPO / "tests/data/ext_maint1_f16.comp"

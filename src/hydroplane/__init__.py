@@ -5,4 +5,18 @@ Layers (see DESIGN.md in the shared folder and docs/architecture.md):
 ``lang`` (kernel language), ``kernels`` (library), ``isa`` (native GPU ISA reference).
 """
 
+
+import importlib
+
 __version__ = "0.1.0"
+# The kernel language's entry points (hydroplane.kernel, .func, .coop ...), loaded on first use so
+# that `hydroplane.isa` and the command line do not pay for NumPy, ml_dtypes and the grammar tables.
+_LAZY = {"kernel": "hydroplane.jit", "func": "hydroplane.jit", "device_array": "hydroplane.jit",
+         "DeviceArray": "hydroplane.jit", "LaunchResult": "hydroplane.jit", "coop": "hydroplane.lang"}
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hydroplane' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -20,16 +20,27 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO, Union, runtime_checkable
+from typing import Any, Protocol, TextIO, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from hydroplane import vk
-from hydroplane.launch_checks import (BindingError, GridError, LaunchError, OutputPathError, PushConstantError,
-                                      RawBytes, SpecConstantError, check_bound, check_buffers, check_entry,
-                                      check_grid,
-                                      check_push_constants, pack_spec_constants)
+from hydroplane.launch_checks import (
+    BindingError,
+    GridError,
+    LaunchError,
+    OutputPathError,
+    PushConstantError,
+    RawBytes,
+    SpecConstantError,
+    check_bound,
+    check_buffers,
+    check_entry,
+    check_grid,
+    check_push_constants,
+    pack_spec_constants,
+)
 from hydroplane.launch_limits import LimitError, check_buffer_sizes, check_target_limits, check_with_validator
 from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
@@ -43,10 +54,10 @@ __all__ = [
     "run", "terminal_progress",
 ]
 
-Words = Union[bytes, Sequence[int], np.ndarray, CompiledKernel]
-BindingKey = Union[int, tuple[int, int]]
-SpecValue = Union[bool, int, float, bytes, np.generic]
-PushData = Union[bytes, bytearray, np.ndarray, np.generic, None]
+Words = bytes | Sequence[int] | np.ndarray | CompiledKernel
+BindingKey = int | tuple[int, int]
+SpecValue = bool | int | float | bytes | np.generic
+PushData = bytes | bytearray | np.ndarray | np.generic | None
 
 
 @runtime_checkable
@@ -65,7 +76,7 @@ class Executor(Protocol):
     def write(self, buf: Any, array: np.ndarray) -> None: ...
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
-               subgroup_size: int | None = None) -> Any: ...
+               subgroup_size: int | None = None, *, validate: bool = True) -> Any: ...
 
     def dispatch(self, kernel: Any, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, Any] | None = None,
                  push: PushData = None) -> object: ...
@@ -113,18 +124,23 @@ class ReferenceExecutor(_RefExecutor):
 
     target = Target.reference()
 
-    def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
-               subgroup_size: int | None = None) -> CheckedKernel:
+    # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
+    # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
+    def kernel(self, words: Words, entry: str = "main",  # type: ignore[override]
+               spec: Mapping[int, SpecValue] | None = None, subgroup_size: int | None = None, *,
+               validate: bool = True) -> CheckedKernel:
+        """`validate` is the Vulkan executor's (spirv-val before the driver); the reference executor runs any
+        module and diagnoses it itself: it takes the keyword, so one call fits both, and ignores it."""
         compiled = compile_kernel(words, self.target, entry)
         packed = pack_spec_constants(compiled.interface, spec)
         check_target_limits(compiled, self.target, packed)
         native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size)
         return CheckedKernel(native, compiled)
 
-    def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
+    def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),  # type: ignore[override]
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> object:
         dims, data = _checked_dispatch(kernel, grid, buffers, push, self.max_workgroup_count)
-        return super().dispatch(kernel.native, dims, buffers, data)
+        return super().dispatch(kernel.native, dims, dict(buffers or {}), data)
 
 
 def terminal_progress(stream: TextIO | None = None, every_s: float = 0.2) -> Callable[[int, int], None] | None:
@@ -177,7 +193,8 @@ class VulkanExecutor:
             self.device.set_timeout(timeout)
         self.name = f"vk:{index} ({self.info.name})"
         self.target = Target.from_device_record(self.info.to_dict())
-        self.max_workgroup_count: tuple[int, int, int] = tuple(self.info.max_workgroup_count)
+        x, y, z = self.info.max_workgroup_count
+        self.max_workgroup_count: tuple[int, int, int] = (x, y, z)
 
     def buffer(self, array_or_nbytes: np.ndarray | int) -> Any:
         if isinstance(array_or_nbytes, (int, np.integer)):
@@ -204,7 +221,8 @@ class VulkanExecutor:
         check_target_limits(compiled, self.target, packed)
         bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
                     for b in iface.bindings]
-        pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=iface.push_constant_size,
+        push_range = -(-iface.push_constant_size // 4) * 4  # Vulkan ranges are multiples of 4 bytes
+        pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=push_range,
                                         spec=packed, entry=entry, capabilities=iface.capabilities,
                                         extensions=iface.extensions, subgroup_size=subgroup_size)
         return CheckedKernel(pipeline, compiled)
@@ -212,7 +230,8 @@ class VulkanExecutor:
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> None:
         dims, data = _checked_dispatch(kernel, grid, buffers, push, self.max_workgroup_count)
-        self.device.dispatch(kernel.native, dims, dict(buffers or {}), data)
+        padded = None if data is None else data + bytes(-len(data) % 4)  # to the 4-byte range
+        self.device.dispatch(kernel.native, dims, dict(buffers or {}), padded)
 
     def close(self) -> None:
         self.device.close()
@@ -238,8 +257,9 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
     """
     if timeout is not None and not timeout > 0:
         raise LaunchError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    ref_options = {"subgroup_size": subgroup_size, "diagnostics": diagnostics, "max_lanes": max_lanes,
-                   "max_blocks": max_blocks, "coopmat_distribution": coopmat_distribution, "progress": progress}
+    ref_options: dict[str, Any] = {"subgroup_size": subgroup_size, "diagnostics": diagnostics,
+                                   "max_lanes": max_lanes, "max_blocks": max_blocks,
+                                   "coopmat_distribution": coopmat_distribution, "progress": progress}
     given = {k: v for k, v in ref_options.items() if v is not None}
     if device is None or device == "ref":
         return ReferenceExecutor(**given, time_limit=timeout)
@@ -253,7 +273,8 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
 
 
 def run(words: Words, grid: Sequence[int] = (1, 1, 1),
-        buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *, spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
+        buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *,
+        spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
         subgroup_size: int | None = None, entry: str = "main", executor: Executor | None = None,
         diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None,
         validate: bool = True) -> dict:
@@ -269,8 +290,8 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
     `validate=False` (words from hydroplane's own builder), spirv-val.
     """
     own = executor is None
-    if own:
-        ref_only = {"diagnostics": diagnostics, "progress": progress}
+    if executor is None:
+        ref_only: dict[str, Any] = {"diagnostics": diagnostics, "progress": progress}
         if device is None or device == "ref":
             ref_only["subgroup_size"] = subgroup_size
         executor = get_executor(device, **{k: v for k, v in ref_only.items() if v is not None})

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.spirv.reflection import ModuleInterface
+from hydroplane.spirv.reflection import Binding, ModuleInterface
 from hydroplane.spirv.types import Scalar
 
 # The smallest maxComputeWorkGroupCount Vulkan allows a device; the reference executor's limit, so that
@@ -90,7 +90,7 @@ def binding_name(key: tuple[int, int]) -> str:
     return f"binding {key[1]}" if key[0] == 0 else f"set {key[0]} binding {key[1]}"
 
 
-def _declared(iface: ModuleInterface) -> dict[tuple[int, int], object]:
+def _declared(iface: ModuleInterface) -> dict[tuple[int, int], Binding]:
     return {(b.set, b.binding): b for b in iface.bindings}
 
 
@@ -156,12 +156,13 @@ def check_push_constants(iface: ModuleInterface, data: bytes | None) -> None:
 def check_grid(grid, limit: tuple[int, int, int]) -> tuple[int, int, int]:
     """The grid as three ints: each at least 1 and at most the executor's maxComputeWorkGroupCount."""
     try:
-        dims = tuple(int(g) for g in grid)
+        given = tuple(int(g) for g in grid)
     except (TypeError, ValueError):
         raise GridError(f"grid {grid!r} is not up to three integers") from None
-    if not 1 <= len(dims) <= 3:
+    if not 1 <= len(given) <= 3:
         raise GridError(f"grid {grid!r} is not up to three integers")
-    dims = dims + (1,) * (3 - len(dims))
+    x, y, z = given + (1,) * (3 - len(given))
+    dims = (x, y, z)
     if any(d < 1 for d in dims):
         raise GridError(f"grid {dims} has a dimension below 1: no workgroup would run")
     over = [axis for axis, (d, m) in enumerate(zip(dims, limit)) if d > m]

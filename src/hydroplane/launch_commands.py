@@ -25,8 +25,8 @@ import numpy as np
 
 from hydroplane.launch import LaunchError, RawBytes, get_executor, run, terminal_progress
 from hydroplane.launch_checks import check_output_path
-from hydroplane.spirv.compiled import compile_kernel
 from hydroplane.spirv.commands import file_kind, read_module
+from hydroplane.spirv.compiled import compile_kernel
 
 
 def _grid(text: str) -> tuple[int, int, int]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import require_tool, shared_dir
+
 from hydroplane.isa import IsaLibrary, SpecCache
 
 EXCERPTS = {"AMD RDNA 3": "amdgpu_isa_rdna3.excerpt.xml", "AMD CDNA 5": "amdgpu_isa_cdna5.excerpt.xml"}

@@ -7,14 +7,18 @@ import os
 from pathlib import Path
 
 import pytest
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS,
+    amd_dir,
+    library,
+    llvm_mc,
+    private_cache,
+    seed_page,
+)
 
 from hydroplane.isa import IsaLibrary, SpecCache, SpecFormatError, cache_dir, import_xml
 from hydroplane.isa.sources import XmlSource
 from hydroplane.isa.spec import Spec, build_image
-
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
-)
 
 
 def copy_excerpt(amd_dir: Path, dest: Path, arch: str = "AMD RDNA 3") -> Path:

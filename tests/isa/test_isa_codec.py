@@ -12,16 +12,15 @@ from __future__ import annotations
 import random
 
 import pytest
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import DecodeError, EncodeError, decode, disassemble, encode
-from hydroplane.isa.layouts import LITERAL_FIELD, layout_for
 from hydroplane.isa.errors import AssemblyError
+from hydroplane.isa.layouts import LITERAL_FIELD, layout_for
 from hydroplane.isa.llvm import assemble_lines
 from hydroplane.isa.model import BitRange, Field
 from hydroplane.isa.syntax import assemble
 from hydroplane.isa.targets import targets_of
-
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 SAMPLES_PER_FORM = 6
 # The gfx target llvm-mc checks each architecture with (the first of the table).
@@ -191,7 +190,8 @@ def test_decode_errors(library):
     dpp = (0x7E0A1C00 | 250).to_bytes(4, "little")  # SRC0 = 250 selects the DPP16 form
     with pytest.raises(DecodeError, match=r"breaks its condition \(SRC0 not in .*VOP1_VOP_DPP16"):
         decode(rdna3, dpp)
-    with pytest.raises(DecodeError, match="is V_CVT_OFF_F32_I4 ENC_VOP1, but 209 is not a value of operand type OPR_SRC"):
+    with pytest.raises(DecodeError,
+                       match="is V_CVT_OFF_F32_I4 ENC_VOP1, but 209 is not a value of operand type OPR_SRC"):
         decode(rdna3, (0x7E0A1C00 | 209).to_bytes(4, "little"))  # a reserved source value
     literal = (0x7E0A1C00 | 255).to_bytes(4, "little")  # SRC0 = 255: a literal dword must follow
     with pytest.raises(DecodeError, match="VOP1_INST_LITERAL needs 8 bytes, got 4"):

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import time
 
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS,
+    amd_dir,
+    library,
+    llvm_mc,
+    private_cache,
+    seed_page,
+)
+
 from hydroplane.isa import IsaLibrary, SpecCache
 from hydroplane.isa.sources import XmlSource
 from hydroplane.isa.synthetic import grow_excerpt
-
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
-)
 
 FULL_SIZE = 12 * 1024 * 1024
 

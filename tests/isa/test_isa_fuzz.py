@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS,
+    amd_dir,
+    library,
+    llvm_mc,
+    private_cache,
+    seed_page,
+)
 
 from hydroplane.isa import IsaError, decode, import_xml
 from hydroplane.isa.syntax import assemble, disassemble
-
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
-)
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TOKENS = ["v_cvt_off_f32_i4", "v_cvt_f32_f64", "v_mov_b16", "v_pipeflush", "v5", "v[2:3]", "s[3:4]", "s7",

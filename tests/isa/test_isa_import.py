@@ -6,15 +6,24 @@ import re
 import zipfile
 
 import pytest
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS,
+    amd_dir,
+    library,
+    llvm_mc,
+    private_cache,
+    seed_page,
+)
 
 from hydroplane.isa import (
-    IsaLibrary, SpecCache, SpecFormatError, SpecNotFoundError, import_xml, xml_sources,
+    IsaLibrary,
+    SpecCache,
+    SpecFormatError,
+    SpecNotFoundError,
+    import_xml,
+    xml_sources,
 )
 from hydroplane.isa.conditions import describe, evaluate
-
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
-)
 
 # What README.md of the excerpts states about each file.
 EXPECTED = {
@@ -110,7 +119,8 @@ def test_operand_type_values(imported):
     assert "OPR_SRC_VGPR" in src.subtypes
     assert len(spec.operand_types["OPR_VGPR"].values) == 256
     f32 = spec.data_formats["FMT_NUM_F32"]
-    assert (f32.data_type, f32.bit_count, [f.name for f in f32.fields]) == ("float", 32, ["Mantissa", "Exponent", "Sign"])
+    assert (f32.data_type, f32.bit_count) == ("float", 32)
+    assert [f.name for f in f32.fields] == ["Mantissa", "Exponent", "Sign"]
 
 
 def excerpt_text(amd_dir, arch="AMD RDNA 3") -> bytes:

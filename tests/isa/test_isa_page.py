@@ -8,13 +8,12 @@ import sys
 from html.parser import HTMLParser
 
 import pytest
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 from hydroplane.cli import main
 from hydroplane.isa import IsaLibrary, SpecCache
 from hydroplane.isa.page import build_page, render_text
 from hydroplane.isa.page_html import render_html
-
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 VOID = {"meta", "br"}
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import GFX_TARGETS, UnknownNameError, arch_key, architecture_of_target, targets_of
 from hydroplane.isa.llvm import assemble_lines
-
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 
 def test_architectures_newest_first(library):

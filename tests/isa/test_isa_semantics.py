@@ -9,11 +9,10 @@ import zlib
 
 import numpy as np
 import pytest
+from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import SEMANTICS, SemanticsError, execute
 from hydroplane.isa.semantics import lookup_table
-
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
 
 LANES = (32, 64)
 # the references cast out-of-range doubles to float32/float16 on purpose (they become inf)

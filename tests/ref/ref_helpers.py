@@ -13,6 +13,10 @@ import pytest
 
 from conftest import require_tool
 
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.enums import Scope
+from hydroplane.spirv.types import CoopMatrix, scalar_of_dtype
+
 CACHE = Path(tempfile.gettempdir()) / "hydroplane-ref-tests"
 
 
@@ -77,3 +81,8 @@ def run(words, inputs: dict, outputs: dict, grid=(1, 1, 1), spec=None, push=None
     kernel = ex.kernel(words, spec=spec)
     ex.dispatch(kernel, grid, bufs, push)
     return {b: ex.read(bufs[b], dtype, shape) for b, (shape, dtype) in outputs.items()}
+
+
+def coop_type(dtype, rows: int, cols: int, use=Use.MatrixAccumulatorKHR, scope=Scope.Subgroup) -> CoopMatrix:
+    """The cooperative-matrix type (hydroplane.spirv.types) of a NumPy component dtype."""
+    return CoopMatrix(scalar_of_dtype(dtype), rows, cols, use, scope)

@@ -6,6 +6,11 @@ import pytest
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref.coopmat import matrix as cm
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.enums import Scope
+from hydroplane.spirv.types import TypeModelError
+
+from ref_helpers import coop_type
 
 SHAPES = [(8, 8, 8), (16, 16, 32), (16, 8, 32), (8, 8, 32), (5, 7, 8), (16, 16, 64)]
 
@@ -105,7 +110,7 @@ def test_index_out_of_range_is_a_specific_error():
 
 
 def test_construct_uniform_and_per_lane_values():
-    t = cm.CoopMatType(np.float16, cm.Scope.Subgroup, 8, 8, cm.Use.MatrixAccumulator)
+    t = coop_type(np.float16, 8, 8, Use.MatrixAccumulatorKHR)
     uniform = cm.construct(np.float16(2.5), t, 8)
     assert uniform.shape == (1, 8, 8) and (uniform == 2.5).all() and uniform.dtype == np.float16
     per_lane = np.arange(16, dtype=np.float32).reshape(2, 8)
@@ -142,12 +147,12 @@ def test_uniform_per_instance_names_the_disagreeing_lane():
 
 
 def test_type_checks():
-    with pytest.raises(cm.CoopMatError, match="positive"):
-        cm.CoopMatType(np.float16, cm.Scope.Subgroup, 0, 8)
-    t = cm.CoopMatType(np.int8, 3, 8, 8, 0)
-    assert t.scope is cm.Scope.Subgroup and t.use is cm.Use.MatrixA
+    with pytest.raises(TypeModelError, match="positive"):
+        coop_type(np.float16, 0, 8)
+    t = coop_type(np.int8, 8, 8, 0)
+    assert t.scope is Scope.Subgroup and t.use is Use.MatrixAKHR
     with pytest.raises(cm.CoopMatError, match="needs"):
-        t.check_value(np.zeros((1, 8, 4), np.int8))
+        cm.check_value(t, np.zeros((1, 8, 4), np.int8))
 
 
 def test_element_pointer_helpers_read_and_write_the_lanes_elements():
@@ -156,12 +161,11 @@ def test_element_pointer_helpers_read_and_write_the_lanes_elements():
 
     from hydroplane.ref.coopmat import instances as coopmat_instances
     from hydroplane.ref.lanes import Lanes
-    from hydroplane.ref.types import CooperativeMatrixType, FloatType
     from hydroplane.ref.values import Pointer
 
     lanes = Lanes(8, (16, 1, 1), np.zeros((1, 3), np.uint32), (1, 1, 1))  # two subgroups of 8
     rng = np.random.default_rng(12)
-    t = CooperativeMatrixType(FloatType(32), 3, 8, 8, 2)
+    t = coop_type(np.float32, 8, 8)
     mats = rng.standard_normal((2, 8, 8)).astype(np.float32)
     index = rng.integers(0, 8, 16)
     mask = rng.random(16) < 0.7

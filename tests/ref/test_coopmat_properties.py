@@ -10,6 +10,9 @@ from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import arith as ar
 from hydroplane.ref.coopmat import memory as mem
 from hydroplane.ref.coopmat import reduce as rd
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+
+from ref_helpers import coop_type
 
 SETTINGS = settings(max_examples=60, deadline=None)
 DTYPES = [np.float16, np.float32, ml_dtypes.bfloat16, np.int8, np.uint8, np.int32, np.uint32]
@@ -36,7 +39,7 @@ def test_lane_views_round_trip_and_agree_with_coordinates(rows, cols, lanes, blo
        base_elems=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
 def test_store_then_load_round_trips(dtype, rows, cols, column_major, pad, pointee_factor, base_elems, seed):
     dtype = np.dtype(dtype)
-    layout = mem.Layout.ColumnMajor if column_major else mem.Layout.RowMajor
+    layout = mem.Layout.ColumnMajorKHR if column_major else mem.Layout.RowMajorKHR
     size = dtype.itemsize
     pointee = size * pointee_factor
     minor = rows if column_major else cols
@@ -47,7 +50,7 @@ def test_store_then_load_round_trips(dtype, rows, cols, column_major, pad, point
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, nbytes, dtype=np.uint8)
     before = raw.copy()
-    t = cm.CoopMatType(dtype, cm.Scope.Subgroup, rows, cols)
+    t = coop_type(dtype, rows, cols)
     mats = rng.integers(0, 100, (1, rows, cols)).astype(dtype)
     mem.store(raw, [base], mats, t, layout, stride, pointee)
     np.testing.assert_array_equal(mem.load(raw, [base], t, layout, stride, pointee).view(f"u{size}"),
@@ -66,8 +69,8 @@ def test_integer_sum_reductions_equal_numpy(rows, cols, mode, seed):
     mats = np.random.default_rng(seed).integers(-1000, 1000, (3, rows, cols)).astype(np.int32)
     flags = {"Row": 1, "Column": 2, "RowColumn": 3, "2x2": 4}[mode]
     out_shape = (rows // 2, cols // 2) if mode == "2x2" else (rows, cols)
-    src = cm.CoopMatType(np.int32, 3, rows, cols, cm.Use.MatrixAccumulator)
-    dst = cm.CoopMatType(np.int32, 3, *out_shape, cm.Use.MatrixAccumulator)
+    src = coop_type(np.int32, rows, cols, Use.MatrixAccumulatorKHR)
+    dst = coop_type(np.int32, *out_shape, Use.MatrixAccumulatorKHR)
     got = rd.reduce(mats, src, dst, flags, np.add)
     if mode == "2x2":
         want = mats.reshape(3, rows // 2, 2, cols // 2, 2).sum(axis=(2, 4))

@@ -5,12 +5,15 @@ import pytest
 
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import reduce as rd
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
 
-ACC = cm.Use.MatrixAccumulator
+from ref_helpers import coop_type
+
+ACC = Use.MatrixAccumulatorKHR
 
 
 def _t(dtype, rows, cols, use=ACC):
-    return cm.CoopMatType(dtype, cm.Scope.Subgroup, rows, cols, use)
+    return coop_type(dtype, rows, cols, use)
 
 
 def _counting(fn):
@@ -47,7 +50,7 @@ def test_2x2_combines_the_four_neighbours_in_the_documented_order():
     def combine(x, y):  # not commutative: exposes the order
         order.append(None)
         return x * 3 + y
-    got = rd.reduce(mats, _t(np.int32, 8, 16), _t(np.int32, 4, 8), rd.ReduceMode.Reduce2x2, combine)
+    got = rd.reduce(mats, _t(np.int32, 8, 16), _t(np.int32, 4, 8), rd.ReduceMode.CooperativeMatrixReduce2x2, combine)
     e00, e10, e01, e11 = mats[:, 0::2, 0::2], mats[:, 1::2, 0::2], mats[:, 0::2, 1::2], mats[:, 1::2, 1::2]
     np.testing.assert_array_equal(got, (e00 * 3 + e10) * 3 + (e01 * 3 + e11))
     assert len(order) == 3  # three vectorised calls, each over every output element
@@ -76,7 +79,7 @@ def test_reduce_shape_rules(mode, dst, message):
 def test_reduce_type_rules():
     mats = np.zeros((1, 8, 8), np.float32)
     with pytest.raises(cm.CoopMatError, match="MatrixAccumulatorKHR"):
-        rd.reduce(mats, _t(np.float32, 8, 8, cm.Use.MatrixA), _t(np.float32, 8, 8, cm.Use.MatrixA), 1, np.add)
+        rd.reduce(mats, _t(np.float32, 8, 8, Use.MatrixAKHR), _t(np.float32, 8, 8, Use.MatrixAKHR), 1, np.add)
     with pytest.raises(cm.CoopMatError, match="must match"):
         rd.reduce(mats, _t(np.float32, 8, 8), _t(np.float16, 8, 8), 1, np.add)
     with pytest.raises(cm.CoopMatError, match="CombineFunc returned shape"):

@@ -6,12 +6,16 @@ import pytest
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import tensor as tt
 from hydroplane.ref.coopmat.memory import CoopMatBoundsError
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.enums import Scope
+
+from ref_helpers import coop_type
 
 F32 = np.float32
 
 
 def _t(rows, cols, dtype=F32):
-    return cm.CoopMatType(dtype, cm.Scope.Workgroup, rows, cols, cm.Use.MatrixAccumulator)
+    return coop_type(dtype, rows, cols, Use.MatrixAccumulatorKHR, Scope.Workgroup)
 
 
 def _tensor(rng, *shape, dtype=F32):

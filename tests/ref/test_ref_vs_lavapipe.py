@@ -38,6 +38,27 @@ void main() {
     b[i] = acc;
 }""", lambda r: {0: r.integers(-5000, 5000, 256).astype(np.int32)}, {1: ((256,), np.int32)}, (4, 1, 1)),
 
+    "bools_in_memory": (HEADER + """
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer A { uint a[]; };
+layout(set = 0, binding = 1) buffer B { uint b[]; };
+shared bool flags[64];
+struct Pair { bool on; uint v; bool odd; };
+void main() {
+    uint i = gl_LocalInvocationIndex, g = gl_GlobalInvocationID.x;
+    flags[i] = (a[g] & 1u) == 1u;
+    Pair p[4];
+    for (int k = 0; k < 4; k++) {
+        p[k].on = ((a[g] >> k) & 1u) == 1u; p[k].v = a[g] + uint(k); p[k].odd = (k & 1) == 1;
+    }
+    barrier();
+    uint j = (a[g] >> 4) & 3u, r = 0u;
+    if (flags[(i + 1u) % 64u]) r += 1u;
+    if (p[j].on) r += p[j].v;
+    if (p[j].odd) r += 100u;
+    b[g] = r;
+}""", lambda r: {0: r.integers(0, 1 << 20, 128).astype(np.uint32)}, {1: ((128,), np.uint32)}, (2, 1, 1)),
+
     "subgroups": (HEADER + """
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require

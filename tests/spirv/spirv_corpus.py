@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
 from conftest import run_tool
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"

@@ -7,10 +7,10 @@ from array import array
 
 import numpy as np
 import pytest
+from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 from hydroplane.spirv import binary, grammar, text
 from hydroplane.spirv.binary import SpirvError
-from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 Op = grammar.Op
 
@@ -174,7 +174,8 @@ def test_strings_without_nul_and_bad_utf8():
 
 
 def test_encode_rejects_oversized_instructions():
-    inst = binary.Instruction(Op.Name, operands=[binary.Operand("IdRef", 1), binary.Operand("LiteralString", "x" * 300000)])
+    inst = binary.Instruction(Op.Name, operands=[binary.Operand("IdRef", 1),
+                                                 binary.Operand("LiteralString", "x" * 300000)])
     with pytest.raises(SpirvError, match="more than 65535"):
         binary.encode_instruction(inst)
 

@@ -9,13 +9,12 @@ and the errors bad requests raise.
 from __future__ import annotations
 
 import random
-import struct
 
 import ml_dtypes
 import numpy as np
 import pytest
-
 from conftest import run_tool
+
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import Op, decode, encode, grammar, to_bytes, types, validate
 from hydroplane.spirv.builder import BuildError, ModuleBuilder

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
+
 from hydroplane.spirv import Op, decode, validate
 from hydroplane.spirv.builder import ModuleBuilder
 

@@ -46,7 +46,7 @@ def random_module(rng: random.Random, version: tuple[int, int]):
     sources = []  # (type name, pointer-producing callable)
     push_members = []
     binding = 1
-    for i, (name, storage) in enumerate(chosen):
+    for name, storage in chosen:
         elem = b.scalar(name)
         info = scalar_info(name)
         if info.encoding is not None and info.encoding.name == "BFloat16KHR":

@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
+from spirv_corpus import corpus_binaries  # noqa: F401  (fixture)
+
 from hydroplane import cli
 from hydroplane.spirv import binary, text
-from spirv_corpus import corpus_binaries  # noqa: F401  (fixture)
 
 SOURCE = """\
                OpCapability Shader

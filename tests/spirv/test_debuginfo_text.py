@@ -6,8 +6,8 @@ and spirv-as accepts it (spirv-as insists on instruction names for the sets it k
 """
 
 import pytest
-
 from conftest import run_tool
+
 from hydroplane.spirv import disassemble
 
 SHADER = """#version 450

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-
 from conftest import REPO
+
 from hydroplane.spirv import decode, validate
 
 _spec = importlib.util.spec_from_file_location("make_examples", REPO / "tools" / "make_examples.py")

@@ -14,9 +14,10 @@ import time
 import traceback
 from array import array
 
+from spirv_corpus import corpus_binaries  # noqa: F401  (fixture)
+
 from hydroplane.spirv import binary, grammar, text
 from hydroplane.spirv.binary import SpirvError
-from spirv_corpus import corpus_binaries  # noqa: F401  (fixture)
 
 MUTANTS = 30_000
 SEED = 20260

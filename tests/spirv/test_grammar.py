@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, shared_dir
+
 from hydroplane.spirv import grammar
 
 GRAMMAR_DIR = Path("/usr/include/spirv/unified1")

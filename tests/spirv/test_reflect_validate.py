@@ -1,10 +1,9 @@
 """reflect() on glslang output, and validate() over spirv-val."""
 
-import os
 
 import pytest
-
 from conftest import run_tool
+
 from hydroplane.spirv import ValidationError, ValidatorNotFound, reflect, validate
 from hydroplane.spirv.binary import SpirvError, decode, encode
 

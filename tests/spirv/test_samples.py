@@ -11,8 +11,16 @@ import pytest
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import decode, grammar, reflect, validate
-from hydroplane.spirv.samples import (COOP_A_TYPES, COOP_C_TYPES, REDUCE_MODES, VECTOR_ADD_TYPES, SampleError,
-                                      coop_matmul_tile, coop_reduce_tile, vector_add)
+from hydroplane.spirv.samples import (
+    COOP_A_TYPES,
+    COOP_C_TYPES,
+    REDUCE_MODES,
+    VECTOR_ADD_TYPES,
+    SampleError,
+    coop_matmul_tile,
+    coop_reduce_tile,
+    vector_add,
+)
 
 Op = grammar.Op
 pytestmark = pytest.mark.tools

@@ -10,12 +10,12 @@ import struct
 from array import array
 
 import pytest
-
 from conftest import run_tool
+from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
+
 from hydroplane.spirv import binary, grammar, text, text_literals
 from hydroplane.spirv.assembler import AssemblyError
 from hydroplane.spirv.types import BF16, E4M3, E5M2, F16, F32, F64
-from spirv_corpus import CORPUS_NAMES, corpus_binaries  # noqa: F401  (fixture)
 
 
 def words_of(data: bytes) -> array:
@@ -66,7 +66,7 @@ def test_corpus_covers_the_families(corpus_binaries):
     # NV2 and EXT maintenance1 share the reduce / per-element capabilities (grammar aliases):
     # the extension each shader declares tells the families apart.
     by_extension = {}
-    for name, data in corpus_binaries.items():
+    for data in corpus_binaries.values():
         for i in binary.decode(data).instructions:
             if i.opcode == grammar.Op.Extension:
                 by_extension.setdefault(i.operands[0].value, set()).update(capabilities(data))
@@ -286,7 +286,8 @@ def test_wide_float_patterns_round_trip():
     for bits in samples:
         literal = text_literals.format_float(bits, f32)
         assert text_literals.encode_float(literal, 8, 23) == bits, (hex(bits), literal)
-    for bits in [0x7FF0000000000000, 0x0000000000000001, 0x8000000000000000] + [rng.getrandbits(64) for _ in range(4000)]:
+    special = [0x7FF0000000000000, 0x0000000000000001, 0x8000000000000000]
+    for bits in special + [rng.getrandbits(64) for _ in range(4000)]:
         literal = text_literals.format_float(bits, f64)
         assert text_literals.encode_float(literal, 11, 52) == bits, (hex(bits), literal)
 
@@ -363,10 +364,10 @@ def test_preserve_numeric_ids_fills_gaps_like_spirv_as(spirv_as):
 
 
 def test_disassembling_a_bad_hand_built_module_raises_spirv_error():
-    I, O = binary.Instruction, binary.Operand
-    for inst in (I(0xFFFE), I(grammar.Op.Capability, operands=[O("NoSuchKind", 1)]),
-                 I(grammar.Op.Capability, operands=[O("Capability", "Shader")]),
-                 I(grammar.Op.Name, operands=[O("IdRef", 1), O("LiteralString", 5)])):
+    Inst, Opnd = binary.Instruction, binary.Operand
+    for inst in (Inst(0xFFFE), Inst(grammar.Op.Capability, operands=[Opnd("NoSuchKind", 1)]),
+                 Inst(grammar.Op.Capability, operands=[Opnd("Capability", "Shader")]),
+                 Inst(grammar.Op.Name, operands=[Opnd("IdRef", 1), Opnd("LiteralString", 5)])):
         module = binary.Module(instructions=[inst])
         for raw in (False, True):
             with pytest.raises(binary.SpirvError, match="cannot print instruction") as info:

@@ -96,7 +96,7 @@ def test_device_addresses_need_the_feature(vk_info):
     with Device(vk_info) as plain, plain.buffer(16) as buf:
         assert not buf.addressable
         with pytest.raises(UnsupportedFeature, match="PhysicalStorageBufferAddresses"):
-            buf.address
+            _ = buf.address
     with Device(vk_info, capabilities=["PhysicalStorageBufferAddresses"]) as bda, bda.buffer(16) as buf:
         assert buf.address > 0
 

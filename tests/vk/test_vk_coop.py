@@ -9,8 +9,8 @@ import pytest
 from vk_support import (  # noqa: F401 - fixtures
     compile_glsl,
     device,
-    validated_instance,
     spirv_validate,
+    validated_instance,
     vk_info,
     vk_instance,
 )

@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import require_tool
 from vk_support import validated_instance  # noqa: F401 - autouse
+
 from hydroplane.vk import _ffi, enums, results, structs, structs_caps
 
 HEADER = Path("/usr/include/vulkan/vulkan_core.h")

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from vk_support import compile_glsl, device, validated_instance, vk_info, vk_instance  # noqa: F401
 
-from hydroplane.vk import ClosedError, Device, DeviceLost, Instance, OutOfDeviceMemory, VulkanError, check
-from hydroplane.vk import _ffi
+from hydroplane.vk import ClosedError, Device, DeviceLost, Instance, OutOfDeviceMemory, VulkanError, _ffi, check
 
 
 @pytest.fixture(scope="module")

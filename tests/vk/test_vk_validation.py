@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO, require_tool
 from vk_support import compile_glsl, device, validated_instance, vk_info, vk_instance  # noqa: F401
 
-from conftest import REPO, require_tool
 from hydroplane.vk import Device, Instance, ValidationMessage, devices
 from hydroplane.vk import structs as S
 

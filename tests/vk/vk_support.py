@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hydroplane.vk import Device, Instance, devices, take_all_messages, validation_requested
+from hydroplane.vk import Device, Instance, devices, validation_requested
 
 SHADERS = Path(__file__).resolve().parent / "shaders"
 

@@ -8,7 +8,13 @@ reference pages (`page`, `page_html`). See docs/isa.md.
 
 from hydroplane.isa.codec import Decoded, decode, encode
 from hydroplane.isa.errors import (
-    AssemblyError, DecodeError, EncodeError, IsaError, SemanticsError, SpecFormatError, SpecNotFoundError,
+    AssemblyError,
+    DecodeError,
+    EncodeError,
+    IsaError,
+    SemanticsError,
+    SpecFormatError,
+    SpecNotFoundError,
     UnknownNameError,
 )
 from hydroplane.isa.library import Comparison, IsaLibrary

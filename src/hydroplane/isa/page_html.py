@@ -27,7 +27,8 @@ def render_html(page: Page) -> str:
         bits = "".join(f"<td>{e(c.bits)}</td>" for c in page.cells)
         parts.append(f"<table class='layout'><tr>{names}</tr><tr class='bits'>{bits}</tr></table>")
     parts.append(f"<p>{e(page.layout_note)}</p><dl><dt>Format</dt><dd>{e(page.format_name)}</dd>"
-                 f"<dt>Width</dt><dd>{f'{page.width} bits' if page.width else 'unknown'}</dd><dt>Opcode</dt><dd>{page.opcode}</dd>")
+                 f"<dt>Width</dt><dd>{f'{page.width} bits' if page.width else 'unknown'}</dd>"
+                 f"<dt>Opcode</dt><dd>{page.opcode}</dd>")
     if page.identifier is not None:
         parts.append(f"<dt>Identifier</dt><dd>0x{page.identifier:0{page.width // 4}X}</dd>")
     parts.append("</dl><h3>All encodings</h3><ul>")

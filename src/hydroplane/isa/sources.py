@@ -71,7 +71,8 @@ def sniff_document(source: XmlSource) -> tuple[str, str] | None:
     name, date = (pattern.search(head) for pattern in HEAD_FIELDS)
     if name is None:
         return None
-    return name.group(1).decode("utf-8", "replace").strip(), date.group(1).decode("utf-8", "replace").strip() if date else ""
+    when = date.group(1).decode("utf-8", "replace").strip() if date else ""
+    return name.group(1).decode("utf-8", "replace").strip(), when
 
 
 def spec_location(location: str | os.PathLike | None = None) -> Path:

@@ -16,8 +16,15 @@ from dataclasses import dataclass
 
 from hydroplane.isa.errors import SpecFormatError, UnknownNameError
 from hydroplane.isa.model import (
-    ArchitectureSpec, DataFormat, Document, Encoding, FunctionalGroup, Instruction, OperandType,
-    pack, unpack,
+    ArchitectureSpec,
+    DataFormat,
+    Document,
+    Encoding,
+    FunctionalGroup,
+    Instruction,
+    OperandType,
+    pack,
+    unpack,
 )
 
 MAGIC = b"HYDROPLANE-ISA-CACHE 2\n"  # bump when the model or the image layout changes

@@ -30,7 +30,8 @@ def grow_excerpt(excerpt: bytes, target_bytes: int = 12 * 1024 * 1024) -> bytes:
         serial += 1
         suffix = b"_SYN%04d" % serial
         for element in originals:
-            copy = NAME.sub(lambda m: b"<InstructionName>" + m.group(1) + suffix + b"</InstructionName>", element)
+            copy = NAME.sub(lambda m, suffix=suffix: b"<InstructionName>" + m.group(1) + suffix + b"</InstructionName>",
+                            element)
             copies.append(copy)
             total += len(copy)
     line_start = excerpt.rfind(b"\n", 0, end) + 1

@@ -17,8 +17,20 @@ from xml.parsers import expat
 
 from hydroplane.isa.errors import SpecFormatError
 from hydroplane.isa.model import (
-    ArchitectureSpec, BitRange, Condition, DataField, DataFormat, Document, Encoding, Field,
-    FunctionalGroup, Instruction, InstructionEncoding, Operand, OperandType, PredefinedValue,
+    ArchitectureSpec,
+    BitRange,
+    Condition,
+    DataField,
+    DataFormat,
+    Document,
+    Encoding,
+    Field,
+    FunctionalGroup,
+    Instruction,
+    InstructionEncoding,
+    Operand,
+    OperandType,
+    PredefinedValue,
 )
 
 MAX_BITS = 1024  # no AMD encoding (with its literals) comes near: a larger bit count or offset is damage

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.coopmat.instances import load_element, store_element
 from hydroplane.ref.coopmat.matrix import CoopMatError
+from hydroplane.ref.layout import array_stride, element_template, member_offsets, value_dtype, value_shape
 from hydroplane.ref.memory import PSB
 from hydroplane.ref.values import Pointer, merge, zeros_of
+from hydroplane.spirv import types as T
 
 
 def load_value(ctx, ptr: Pointer, t: T.Type):
@@ -22,13 +23,11 @@ def load_value(ctx, ptr: Pointer, t: T.Type):
         return _load_matrix_element(ctx, ptr)
     if ptr.region is None:
         if ptr.var.value is None:
-            if isinstance(t, T.CooperativeMatrixType):
-                return np.zeros((1, t.rows, t.cols), t.dtype)
             return zeros_of(t, 1)
         return ptr.var.value
     lanes = ctx.active_lanes()
     if not len(lanes):
-        return zeros_of(t, 1) if t.shape is not None or isinstance(t, T.StructType) else None
+        return zeros_of(t, 1) if value_shape(t) is not None or isinstance(t, T.Struct) else None
     region = ptr.region
     if ptr.offset.shape[0] == 1 and region.row_of_lane is None:
         return _read(ctx, region, 0, ptr.offset, t, ptr.mstride, ptr.row_major, lanes[:1], ptr.vstride)
@@ -47,7 +46,7 @@ def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
             cell.value = value
         else:
             mask = ctx.mask
-            if isinstance(t, T.CooperativeMatrixType):
+            if isinstance(t, T.CoopMatrix):
                 mask = ctx.instance_mask(t.scope)
             cell.value = merge(mask, value, cell.value)
         return
@@ -62,7 +61,7 @@ def store_value(ctx, ptr: Pointer, t: T.Type, value) -> None:
 
 def _matrix_of(ptr: Pointer):
     t = ptr.elem_of
-    return ptr.var.value if ptr.var.value is not None else np.zeros((1, t.rows, t.cols), t.dtype)
+    return ptr.var.value if ptr.var.value is not None else zeros_of(t, 1)
 
 
 def _load_matrix_element(ctx, ptr: Pointer):
@@ -71,7 +70,7 @@ def _load_matrix_element(ctx, ptr: Pointer):
         return load_element(ctx, ptr, _matrix_of(ptr), ptr.elem_of)
     except CoopMatError as exc:
         ctx.diagnose("out-of-bounds", f"a load through an element pointer into {ptr.var.name}: {exc}")
-        return np.zeros(ctx.lanes.count, ptr.elem_of.dtype)  # collect mode: the load reads zeros
+        return np.zeros(ctx.lanes.count, ptr.elem_of.component.dtype)  # collect mode: the load reads zeros
 
 
 def _store_matrix_element(ctx, ptr: Pointer, value) -> None:
@@ -104,12 +103,12 @@ def _spread(value, lanes: np.ndarray, count: int):
 
 
 def element_offsets(t: T.Type, mstride=None, row_major=False) -> np.ndarray:
-    return T.element_template(t, mstride, row_major)
+    return element_template(t, mstride, row_major)
 
 
 def _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride):
     """Rows, byte offsets and lanes of every element of a scalar/vector/matrix `t`, per lane."""
-    tmpl = T.element_template(t, mstride, row_major, vstride)
+    tmpl = element_template(t, mstride, row_major, vstride)
     n = offs.shape[0]
     extra = (1,) * tmpl.ndim
     o = offs.reshape((n,) + extra) + tmpl
@@ -119,17 +118,17 @@ def _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride):
 
 def _read(ctx, region, rows, offs, t, mstride, row_major, lanes, vstride=None):
     n = offs.shape[0]
-    if isinstance(t, T.PointerType):
+    if isinstance(t, T.Pointer):
         addr = ctx.memory.read(region, rows, offs, np.dtype(np.uint64), lanes)
-        return Pointer(PSB, addr.astype(np.int64), t.pointee, elem_stride=t.stride)
-    if t.shape is not None:
+        return Pointer(PSB, addr.astype(np.int64), ctx.program.pointee(t), elem_stride=t.stride)
+    if value_shape(t) is not None:
         r, o, ln = _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride)
-        return ctx.memory.read(region, r, o, t.dtype, ln)
-    if isinstance(t, T.StructType):
-        return tuple(_read(ctx, region, rows, offs + off, m, t.matrix_strides[i], t.row_major[i], lanes)
-                     for i, (m, off) in enumerate(zip(t.members, T.member_offsets(t))))
-    if isinstance(t, T.ArrayType) and t.length is not None:
-        stride = T.array_stride(t)
+        return ctx.memory.read(region, r, o, value_dtype(t), ln)
+    if isinstance(t, T.Struct):
+        return tuple(_read(ctx, region, rows, offs + off, m.type, m.matrix_stride, m.row_major, lanes)
+                     for m, off in zip(t.members, member_offsets(t)))
+    if isinstance(t, T.Array) and t.length is not None:
+        stride = array_stride(t)
         return tuple(_read(ctx, region, rows, offs + i * stride, t.element, mstride, row_major, lanes)
                      for i in range(t.length))
     ctx.diagnose("unsupported", f"a load of type {t}")
@@ -137,19 +136,19 @@ def _read(ctx, region, rows, offs, t, mstride, row_major, lanes, vstride=None):
 
 def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes, vstride=None):
     n = offs.shape[0]
-    if isinstance(t, T.PointerType):
+    if isinstance(t, T.Pointer):
         ctx.memory.write(region, rows, offs, np.asarray(value).astype(np.uint64), lanes)
         return
-    if t.shape is not None:
+    if value_shape(t) is not None:
         r, o, ln = _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride)
-        ctx.memory.write(region, r, o, np.asarray(value).astype(t.dtype, copy=False), ln)
+        ctx.memory.write(region, r, o, np.asarray(value).astype(value_dtype(t), copy=False), ln)
         return
-    if isinstance(t, T.StructType):
-        for i, (m, off) in enumerate(zip(t.members, T.member_offsets(t))):
-            _write(ctx, region, rows, offs + off, m, t.matrix_strides[i], t.row_major[i], value[i], lanes)
+    if isinstance(t, T.Struct):
+        for i, (m, off) in enumerate(zip(t.members, member_offsets(t))):
+            _write(ctx, region, rows, offs + off, m.type, m.matrix_stride, m.row_major, value[i], lanes)
         return
-    if isinstance(t, T.ArrayType) and t.length is not None:
-        stride = T.array_stride(t)
+    if isinstance(t, T.Array) and t.length is not None:
+        stride = array_stride(t)
         for i in range(t.length):
             _write(ctx, region, rows, offs + i * stride, t.element, mstride, row_major, value[i], lanes)
         return

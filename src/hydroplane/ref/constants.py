@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.ref.handlers import handler_for
@@ -20,28 +19,29 @@ from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.ops_composite import construct
 from hydroplane.ref.values import zeros_of
 from hydroplane.spirv import grammar
+from hydroplane.spirv import types as T
 from hydroplane.spirv.binary import Instruction
 
 Op = grammar.Op
 
 
-def scalar_from_bits(t: T.Type, bits: int) -> np.ndarray:
+def scalar_from_bits(t: T.Scalar, bits: int) -> np.ndarray:
     """A (1,) array of scalar type `t` from the literal's bits."""
-    if isinstance(t, T.BoolType):
+    if t.kind == "bool":
         return np.array([bool(bits)])
     size = t.dtype.itemsize
     raw = np.array([bits & ((1 << (8 * size)) - 1)], dtype=np.dtype(f"u{size}"))
     return raw.view(t.dtype)
 
 
-def scalar_from_python(t: T.Type, value) -> np.ndarray:
+def scalar_from_python(t: T.Scalar, value) -> np.ndarray:
     """A (1,) array of scalar type `t` from a Python number, or its little-endian bytes, given as a
     specialization value (the launch layer packs by declared type; bool as a 32-bit VkBool32)."""
     if isinstance(value, (bytes, bytearray)):
         return scalar_from_bits(t, int.from_bytes(value, "little"))
-    if isinstance(t, T.BoolType):
+    if t.kind == "bool":
         return np.array([bool(value)])
-    if isinstance(t, T.FloatType):
+    if t.kind == "float":
         return np.array([value], np.float64).astype(t.dtype)
     return scalar_from_bits(t, int(value))
 
@@ -127,13 +127,10 @@ def evaluate(program, raw, into: dict | None = None, lanes=None, options=None) -
             parts = parts * _replicate_count(t)
         value = construct(t, parts)
     elif op in (Op.ConstantNull, Op.Undef):
-        if isinstance(t, T.CooperativeMatrixType):
-            value = np.zeros((1, t.rows, t.cols), t.dtype)
-        else:
-            try:
-                value = zeros_of(t, 1)
-            except TypeError:
-                return
+        try:
+            value = zeros_of(t, 1)
+        except TypeError:
+            return
     elif op == Op.SpecConstantOp:
         value = _spec_constant_op(program, raw, into, lanes, options)
     else:
@@ -142,13 +139,13 @@ def evaluate(program, raw, into: dict | None = None, lanes=None, options=None) -
 
 
 def _replicate_count(t: T.Type) -> int:
-    if isinstance(t, T.VectorType):
+    if isinstance(t, T.Vector):
         return t.count
-    if isinstance(t, T.MatrixType):
+    if isinstance(t, T.Matrix):
         return t.columns
-    if isinstance(t, T.ArrayType):
+    if isinstance(t, T.Array):
         return t.length
-    if isinstance(t, T.CooperativeMatrixType):
+    if isinstance(t, T.CoopMatrix):
         return 1
     return len(t.members)
 
@@ -164,7 +161,7 @@ def _spec_constant_op(program, raw, constants: dict, lanes, options):
         kind = kinds[i] if i < len(kinds) else kinds[-1] if kinds else o.kind
         operands.append(type(o)(kind, o.value, o.nwords))
     inst = Instr(Instruction(inner_op, raw.result_type, raw.result_id, operands, raw.offset))
-    inst.type = program.types.get(raw.result_type)
+    inst.set_type(program.types.get(raw.result_type))
     inst.handler = handler_for(program, inst)
     ctx = ExecContext(program, lanes if lanes is not None else Lanes.flat(1), options=options, globals=constants)
     ctx.inst = inst

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.control import run_function
 from hydroplane.ref.errors import ERROR_OF_KIND, Diagnostic, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.memory import Memory
 from hydroplane.ref.values import broadcast_lanes, merge
+from hydroplane.spirv import types as T
+from hydroplane.spirv.enums import Scope
 
 MAX_NAMED_INVOCATIONS = 4
 
@@ -60,7 +61,7 @@ class ExecContext:
             return
         t = self.program.value_types.get(ident)
         try:
-            frame[ident] = merge(self.instance_mask(t.scope) if isinstance(t, T.CooperativeMatrixType) else self.mask,
+            frame[ident] = merge(self.instance_mask(t.scope) if isinstance(t, T.CoopMatrix) else self.mask,
                                  value, frame[ident])
         except TypeError:
             self.unsupported(f"%{ident} would point to different objects in different lanes (variable pointers)")
@@ -82,16 +83,16 @@ class ExecContext:
     def active_lanes(self) -> np.ndarray:
         return np.flatnonzero(self.mask)
 
-    def instance_mask(self, scope: int) -> np.ndarray:
-        """Which instances of a scope (3 Subgroup, 2 Workgroup) have an active lane."""
-        if scope == T.SCOPE_SUBGROUP:
+    def instance_mask(self, scope: Scope) -> np.ndarray:
+        """Which instances of a scope (Subgroup, else Workgroup) have an active lane."""
+        if scope == Scope.Subgroup:
             return self.lanes.by_subgroup(self.mask).any(axis=1)
         return self.lanes.by_workgroup(self.mask).any(axis=1)
 
     def mask_for(self, t, mask: np.ndarray) -> np.ndarray:
         """A lane mask as the mask a value of type `t` merges under (instances for coop matrices)."""
-        if isinstance(t, T.CooperativeMatrixType):
-            lanes = self.lanes.by_subgroup(mask) if t.scope == T.SCOPE_SUBGROUP else self.lanes.by_workgroup(mask)
+        if isinstance(t, T.CoopMatrix):
+            lanes = self.lanes.by_subgroup(mask) if t.scope == Scope.Subgroup else self.lanes.by_workgroup(mask)
             return lanes.any(axis=1)
         return mask
 

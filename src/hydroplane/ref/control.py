@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.ref import types as T
 from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.ref.access import store_value
+from hydroplane.ref.layout import size_of
 from hydroplane.ref.memory import Region
 from hydroplane.ref.ops import Op
 from hydroplane.ref.values import Cell, Pointer, merge
@@ -38,7 +38,7 @@ def allocate_variables(ctx, fn) -> None:
             ctx.frame[rid] = Pointer(None, np.zeros(1, np.int64), t, var=cell)
             continue
         count = ctx.lanes.count
-        region = Region(program.names.get(rid, f"%{rid}"), "Function", T.size_of(t), rows=count,
+        region = Region(program.names.get(rid, f"%{rid}"), "Function", size_of(t), rows=count,
                         row_of_lane=np.arange(count))
         ptr = Pointer(region, np.zeros(1, np.int64), t)
         ctx.frame[rid] = ptr

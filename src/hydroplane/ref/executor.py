@@ -23,17 +23,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.ref import types as T
 from hydroplane.ref.access import store_value
 from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
 from hydroplane.ref.errors import Diagnostic, ExecutionLimitError, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
+from hydroplane.ref.layout import size_of, value_dtype, value_shape
 from hydroplane.ref.memory import PSB_REGION_SHIFT, Region
 from hydroplane.ref.program import Program
 from hydroplane.ref.values import Cell, Pointer
-from hydroplane.spirv import grammar
+from hydroplane.spirv import types as T
+from hydroplane.spirv.enums import BuiltIn, StorageClass
 
 SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
 MAX_WORKGROUP_INVOCATIONS = 1 << 16
@@ -331,9 +332,10 @@ def _builtin_value(lanes: Lanes, name: str, t: T.Type) -> np.ndarray:
     if fn is None:
         raise InvalidModuleError(f"built-in {name} is not available to compute shaders")
     value = np.asarray(fn(lanes))
-    if t.shape is not None and value.shape[1:] != t.shape:
-        value = value[(slice(None),) + tuple(slice(0, n) for n in t.shape)]
-    return value.astype(t.dtype)
+    shape = value_shape(t)
+    if shape is not None and value.shape[1:] != shape:
+        value = value[(slice(None),) + tuple(slice(0, n) for n in shape)]
+    return value.astype(value_dtype(t))
 
 
 def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) -> None:
@@ -341,12 +343,12 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
     lanes = ctx.lanes
     for var in program.global_variables:
         rid = var.result_id
-        t = var.type.pointee
+        t = program.pointee(var.type)
         storage = var.type.storage
-        name = program.names.get(rid) or program.names.get(var.type.pointee_id) or f"%{rid}"
+        name = program.names.get(rid) or (t.name if isinstance(t, T.Struct) else None) or f"%{rid}"
         init = var.args[0] if var.args else None
-        if storage in ("StorageBuffer", "Uniform", "ShaderRecordBufferKHR"):
-            if isinstance(t, T.ArrayType) and isinstance(t.element, T.StructType) and t.element.block:
+        if storage in (StorageClass.StorageBuffer, StorageClass.Uniform, StorageClass.ShaderRecordBufferKHR):
+            if isinstance(t, T.Array) and isinstance(t.element, T.Struct) and t.element.block:
                 raise InvalidModuleError(f"{name} is an array of descriptors; the reference executor binds "
                                          "one buffer per binding")
             ds = program.decoration(rid, "DescriptorSet")
@@ -356,17 +358,17 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
             if buf is None:
                 ctx.globals[rid] = _Unbound(key, name, t)
                 continue
-            region = Region(f"{name} (set {key[0]} binding {key[1]})", storage, buf.nbytes,
+            region = Region(f"{name} (set {key[0]} binding {key[1]})", storage.name, buf.nbytes,
                             data=buf.data.reshape(1, -1))
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
-        elif storage == "PushConstant":
-            need = T.size_of(t)
+        elif storage == StorageClass.PushConstant:
+            need = size_of(t)
             data = np.zeros((1, max(8, -(-max(need, len(push)) // 8) * 8)), np.uint8)
             data[0, :len(push)] = np.frombuffer(push, np.uint8)
-            region = Region(f"{name} (push constants)", storage, len(push), data=data)
+            region = Region(f"{name} (push constants)", storage.name, len(push), data=data)
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
-        elif storage == "Workgroup":
-            region = Region(name, storage, T.size_of(t), rows=lanes.workgroups, row_of_lane=lanes.workgroup,
+        elif storage == StorageClass.Workgroup:
+            region = Region(name, storage.name, size_of(t), rows=lanes.workgroups, row_of_lane=lanes.workgroup,
                             track=True)
             ctx.memory.tracked_regions.append(region)
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
@@ -375,27 +377,27 @@ def _bind_globals(ctx: ExecContext, kernel: Kernel, bound: dict, push: bytes) ->
                 store_value(ctx, ctx.globals[rid], t, ctx.get(init))
                 ctx.memory.checks = checks
                 region.written[:] = True
-        elif storage == "Private":
+        elif storage == StorageClass.Private:
             if rid in program.register_variables:
                 cell = Cell(int(np.count_nonzero(lanes.valid)), name, ctx.get(init) if init is not None else None)
                 ctx.globals[rid] = Pointer(None, np.zeros(1, np.int64), t, var=cell)
             else:
-                region = Region(name, storage, T.size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
+                region = Region(name, storage.name, size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
                 ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
                 if init is not None:
                     store_value(ctx, ctx.globals[rid], t, ctx.get(init))
-        elif storage == "Input":
+        elif storage == StorageClass.Input:
             builtin = program.decoration(rid, "BuiltIn")
             if builtin is None:
                 raise InvalidModuleError(f"input variable {name} is not a built-in")
-            bname = grammar.enumerant("BuiltIn", builtin[0]).name
+            bname = BuiltIn(builtin[0]).name
             value = _builtin_value(lanes, bname, t)
-            region = Region(bname, "Input", T.size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
+            region = Region(bname, storage.name, size_of(t), rows=lanes.count, row_of_lane=np.arange(lanes.count))
             region.data[:, :value.itemsize * int(np.prod(value.shape[1:], dtype=np.int64))] = \
                 np.ascontiguousarray(value).view(np.uint8).reshape(lanes.count, -1)
             ctx.globals[rid] = Pointer(region, np.zeros(1, np.int64), t)
         else:
-            ctx.globals[rid] = _Unbound(None, f"{name} ({storage})", t)
+            ctx.globals[rid] = _Unbound(None, f"{name} ({storage.name})", t)
 
 
 class _Unbound(Pointer):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hydroplane.ref.layout import value_dtype
 from hydroplane.spirv import binary, grammar
 
 
@@ -10,11 +11,12 @@ class Instr:
 
     opcode, name ('OpFAdd'), result_type (id), result_id, operands (binary.Operand list),
     offset (word offset), args (ids of the Id* operands, in order), literals (the other operand
-    values, in order), type (the resolved result Type or None), handler.
+    values, in order), type (the result's hydroplane.spirv.types Type or None), dtype (the NumPy
+    dtype of a numeric result, or of a cooperative matrix's component; None otherwise), handler.
     """
 
     __slots__ = ("opcode", "name", "result_type", "result_id", "operands", "offset", "args", "literals",
-                 "type", "handler", "extra")
+                 "type", "dtype", "handler", "extra")
 
     def __init__(self, raw: binary.Instruction):
         self.opcode = raw.opcode
@@ -29,5 +31,11 @@ class Instr:
         except grammar.GrammarError:
             self.name = f"Op<{raw.opcode}>"
         self.type = None
+        self.dtype = None
         self.handler = None
         self.extra = None  # per-instruction data a handler may cache
+
+    def set_type(self, t) -> None:
+        """Give the instruction its result type (and that type's value dtype)."""
+        self.type = t
+        self.dtype = value_dtype(t)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hydroplane.spirv.enums import Scope
+
 
 @dataclass(eq=False)
 class Lanes:
@@ -67,14 +69,14 @@ class Lanes:
         """(lanes, ...) -> (workgroups, wg_lanes, ...)."""
         return x.reshape((self.workgroups, self.wg_lanes) + x.shape[1:])
 
-    def first_lanes(self, scope: int) -> np.ndarray:
-        """The first lane of every scope instance (Scope 3 Subgroup, 2 Workgroup)."""
-        step = self.subgroup_size if scope == 3 else self.wg_lanes
+    def first_lanes(self, scope: Scope) -> np.ndarray:
+        """The first lane of every scope instance (Subgroup, else Workgroup)."""
+        step = self.subgroup_size if scope == Scope.Subgroup else self.wg_lanes
         return np.arange(0, self.count, step)
 
-    def instances(self, scope: int) -> int:
-        return self.subgroups if scope == 3 else self.workgroups
+    def instances(self, scope: Scope) -> int:
+        return self.subgroups if scope == Scope.Subgroup else self.workgroups
 
-    def instance_of_lane(self, scope: int) -> np.ndarray:
-        step = self.subgroup_size if scope == 3 else self.wg_lanes
+    def instance_of_lane(self, scope: Scope) -> np.ndarray:
+        step = self.subgroup_size if scope == Scope.Subgroup else self.wg_lanes
         return np.arange(self.count) // step

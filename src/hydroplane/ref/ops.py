@@ -1,6 +1,6 @@
 """The op table: opcode -> handler `fn(ctx, inst)`, plus handlers specialised by operand type.
 
-`register(Op.X, ...)` adds a handler; `register(Op.X, type=CooperativeMatrixType)` adds one used
+`register(Op.X, ...)` adds a handler; `register(Op.X, type=CoopMatrix)` adds one used
 when the instruction's result type or one of its operands' types is of that class (how the
 cooperative-matrix module takes over composite access, conversions and arithmetic on matrices).
 Per-op arithmetic lives in data tables in the ops_* modules; this module only routes. The handler modules

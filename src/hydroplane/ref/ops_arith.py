@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hydroplane.ref.layout import value_dtype
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, broadcast_lanes, merge, reinterpret, width
 
@@ -173,7 +174,7 @@ def _float_unary(fn):
 
 def _int_binary(how, fn):
     def handler(ctx, inst):
-        dt = inst.type.dtype
+        dt = inst.dtype
         a = _operand(ctx, inst.args[0], how, dt)
         b = _operand(ctx, inst.args[1], how, dt)
         with np.errstate(all="ignore"):
@@ -184,7 +185,7 @@ def _int_binary(how, fn):
 
 def _int_unary(how, fn):
     def handler(ctx, inst):
-        dt = inst.type.dtype
+        dt = inst.dtype
         with np.errstate(all="ignore"):
             r = fn(_operand(ctx, inst.args[0], how, dt))
         ctx.set(inst.result_id, reinterpret(np.asarray(r), dt))
@@ -254,7 +255,7 @@ def _select(ctx, inst):
 
 
 def _carry(ctx, inst, fn):
-    dt = inst.type.members[0].dtype
+    dt = value_dtype(inst.type.members[0].type)
     a = as_unsigned(reinterpret(ctx.get(inst.args[0]), dt))
     b = as_unsigned(reinterpret(ctx.get(inst.args[1]), dt))
     low, high = fn(a, b)
@@ -272,7 +273,7 @@ def _isub_borrow(ctx, inst):
 
 
 def _mul_extended(ctx, inst, signed: bool):
-    dt = inst.type.members[0].dtype
+    dt = value_dtype(inst.type.members[0].type)
     bits = dt.itemsize * 8
     a = reinterpret(ctx.get(inst.args[0]), dt)
     b = reinterpret(ctx.get(inst.args[1]), dt)
@@ -304,7 +305,7 @@ def _bitfield_mask(count, bits):
 @register(Op.BitFieldInsert)
 def _bitfield_insert(ctx, inst):
     base, insert, offset, count = (ctx.get(i) for i in inst.args)
-    dt = inst.type.dtype
+    dt = inst.dtype
     bits = dt.itemsize * 8
     ub = as_unsigned(reinterpret(base, dt)).astype(np.uint64)
     ui = as_unsigned(reinterpret(insert, dt)).astype(np.uint64)
@@ -316,7 +317,7 @@ def _bitfield_insert(ctx, inst):
 
 def _bitfield_extract(ctx, inst, signed):
     base, offset, count = (ctx.get(i) for i in inst.args)
-    dt = inst.type.dtype
+    dt = inst.dtype
     bits = dt.itemsize * 8
     u = as_unsigned(reinterpret(base, dt)).astype(np.uint64)
     field = (u >> offset.astype(np.uint64)) & _bitfield_mask(count, bits)
@@ -373,7 +374,7 @@ def _dot_vector(v: np.ndarray, signed: bool, packed: bool) -> np.ndarray:
 def _integer_dot(a_signed, b_signed, saturating):
     def handler(ctx, inst):
         packed = bool(inst.literals)
-        dt = inst.type.dtype
+        dt = inst.dtype
         a = _dot_vector(ctx.get(inst.args[0]), a_signed, packed)
         b = _dot_vector(ctx.get(inst.args[1]), b_signed, packed)
         total = (a * b).sum(axis=-1)

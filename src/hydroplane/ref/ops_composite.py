@@ -8,24 +8,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.ops import Op, register
+from hydroplane.ref.layout import value_dtype, value_shape
 from hydroplane.ref.values import broadcast_lanes, width
+from hydroplane.spirv import types as T
 
 
 def construct(t: T.Type, parts: list):
     """A composite of type `t` from its constituents (the rules of OpCompositeConstruct)."""
-    if isinstance(t, T.CooperativeMatrixType):
+    if isinstance(t, T.CoopMatrix):
         s = np.asarray(parts[0])
-        return np.broadcast_to(s.reshape(s.shape[0], 1, 1), (s.shape[0], t.rows, t.cols)).astype(t.dtype)
-    if t.shape is None or isinstance(t, T.StructType):
+        return np.broadcast_to(s.reshape(s.shape[0], 1, 1), (s.shape[0], t.rows, t.cols)).astype(t.component.dtype)
+    if value_shape(t) is None:
         return tuple(parts)
     w = max(width(p) for p in parts)
     parts = [broadcast_lanes(p, w) for p in parts]
-    if isinstance(t, T.VectorType):
+    if isinstance(t, T.Vector):
         cols = [p.reshape(w, -1) for p in parts]
-        return np.concatenate(cols, axis=1).astype(t.dtype, copy=False)
-    return np.stack(parts, axis=1).astype(t.dtype, copy=False)
+        return np.concatenate(cols, axis=1).astype(value_dtype(t), copy=False)
+    return np.stack(parts, axis=1).astype(value_dtype(t), copy=False)
 
 
 def extract(value, indexes):

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.memory import PSB
 from hydroplane.ref.ops import Op, register
+from hydroplane.ref.layout import value_shape
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
+from hydroplane.spirv import types as T
+from hydroplane.spirv.enums import FPRoundingMode
 
-ROUNDING_MODES = {0: "RTE", 1: "RTZ", 2: "RTP", 3: "RTN"}
+ROUNDING_MODES = {mode: mode.name for mode in FPRoundingMode}
 
 
 def _saturating_int(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -56,43 +58,43 @@ def _rounding(ctx, inst) -> str:
 
 @register(Op.ConvertFToU)
 def _f_to_u(ctx, inst):
-    ctx.set(inst.result_id, _saturating_int(ctx.get(inst.args[0]), inst.type.dtype).view(inst.type.dtype))
+    ctx.set(inst.result_id, _saturating_int(ctx.get(inst.args[0]), inst.dtype).view(inst.dtype))
 
 
 @register(Op.ConvertFToS)
 def _f_to_s(ctx, inst):
-    dt = inst.type.dtype
+    dt = inst.dtype
     signed = np.dtype(f"i{dt.itemsize}")
     ctx.set(inst.result_id, reinterpret(_saturating_int(ctx.get(inst.args[0]), signed), dt))
 
 
 @register(Op.ConvertSToF)
 def _s_to_f(ctx, inst):
-    ctx.set(inst.result_id, round_float(as_signed(ctx.get(inst.args[0])), inst.type.dtype, _rounding(ctx, inst)))
+    ctx.set(inst.result_id, round_float(as_signed(ctx.get(inst.args[0])), inst.dtype, _rounding(ctx, inst)))
 
 
 @register(Op.ConvertUToF)
 def _u_to_f(ctx, inst):
-    ctx.set(inst.result_id, round_float(as_unsigned(ctx.get(inst.args[0])), inst.type.dtype, _rounding(ctx, inst)))
+    ctx.set(inst.result_id, round_float(as_unsigned(ctx.get(inst.args[0])), inst.dtype, _rounding(ctx, inst)))
 
 
 @register(Op.UConvert)
 def _u_convert(ctx, inst):
-    dt = inst.type.dtype
+    dt = inst.dtype
     v = as_unsigned(ctx.get(inst.args[0])).astype(np.dtype(f"u{dt.itemsize}"))
     ctx.set(inst.result_id, reinterpret(v, dt))
 
 
 @register(Op.SConvert)
 def _s_convert(ctx, inst):
-    dt = inst.type.dtype
+    dt = inst.dtype
     v = as_signed(ctx.get(inst.args[0])).astype(np.dtype(f"i{dt.itemsize}"))
     ctx.set(inst.result_id, reinterpret(v, dt))
 
 
 @register(Op.FConvert)
 def _f_convert(ctx, inst):
-    ctx.set(inst.result_id, round_float(ctx.get(inst.args[0]), inst.type.dtype, _rounding(ctx, inst)))
+    ctx.set(inst.result_id, round_float(ctx.get(inst.args[0]), inst.dtype, _rounding(ctx, inst)))
 
 
 @register(Op.QuantizeToF16)
@@ -107,14 +109,14 @@ def _quantize_to_f16(ctx, inst):
 
 @register(Op.SatConvertSToU)
 def _sat_s_to_u(ctx, inst):
-    dt = inst.type.dtype
+    dt = inst.dtype
     v = as_signed(ctx.get(inst.args[0])).astype(np.int64)
     ctx.set(inst.result_id, np.clip(v, 0, np.iinfo(as_unsigned(np.zeros(1, dt)).dtype).max).astype(dt))
 
 
 @register(Op.SatConvertUToS)
 def _sat_u_to_s(ctx, inst):
-    dt = inst.type.dtype
+    dt = inst.dtype
     v = as_unsigned(ctx.get(inst.args[0])).astype(np.uint64)
     top = np.iinfo(np.dtype(f"i{dt.itemsize}")).max
     ctx.set(inst.result_id, reinterpret(np.minimum(v, top).astype(np.dtype(f"i{dt.itemsize}")), dt))
@@ -124,19 +126,20 @@ def _sat_u_to_s(ctx, inst):
 def _bitcast(ctx, inst):
     v = ctx.get(inst.args[0])
     t = inst.type
-    if isinstance(v, Pointer) or isinstance(t, T.PointerType):
+    if isinstance(v, Pointer) or isinstance(t, T.Pointer):
         if isinstance(v, Pointer):
             if v.region is not PSB:
                 ctx.unsupported("OpBitcast of a pointer that is not a PhysicalStorageBuffer pointer")
             raw = v.offset.astype(np.uint64)
-            ctx.set(inst.result_id, np.ascontiguousarray(raw).view(t.dtype).reshape((raw.shape[0],) + t.shape))
+            ctx.set(inst.result_id, np.ascontiguousarray(raw).view(inst.dtype).reshape((raw.shape[0],)
+                                                                                      + value_shape(t)))
         else:
             addr = np.ascontiguousarray(v).view(np.uint64).reshape(v.shape[0]).astype(np.int64)
-            ctx.set(inst.result_id, Pointer(PSB, addr, t.pointee, elem_stride=t.stride))
+            ctx.set(inst.result_id, Pointer(PSB, addr, ctx.program.pointee(t), elem_stride=t.stride))
         return
     w = v.shape[0]
-    raw = np.ascontiguousarray(v).view(t.dtype)
-    if isinstance(t, T.CooperativeMatrixType):
+    raw = np.ascontiguousarray(v).view(inst.dtype)
+    if isinstance(t, T.CoopMatrix):
         ctx.set(inst.result_id, raw)
         return
-    ctx.set(inst.result_id, raw.reshape((w,) + t.shape))
+    ctx.set(inst.result_id, raw.reshape((w,) + value_shape(t)))

@@ -21,9 +21,11 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref.access import store_value
+from hydroplane.ref.layout import value_dtype
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import as_signed, as_unsigned, reinterpret
 from hydroplane.spirv import grammar
+from hydroplane.spirv import types as T
 
 
 def _f64(fn):
@@ -305,18 +307,18 @@ def _ext_inst(ctx, inst):
     operands = [ctx.get(i) for i in ids]
     with np.errstate(all="ignore"):
         if name in GLSL_STD_450_STRUCT:
-            dtypes = [m.dtype for m in inst.type.members]
+            dtypes = [value_dtype(m.type) for m in inst.type.members]
             ctx.set(inst.result_id, tuple(GLSL_STD_450_STRUCT[name](dtypes, *operands)))
         elif name in GLSL_STD_450_OUT:
             pointer = operands[-1]
-            result, stored = GLSL_STD_450_OUT[name](inst.type.dtype, pointer.type.dtype, *operands[:-1])
+            result, stored = GLSL_STD_450_OUT[name](inst.dtype, value_dtype(pointer.type), *operands[:-1])
             store_value(ctx, pointer, pointer.type, stored)
             ctx.set(inst.result_id, result)
-        elif name in GEOMETRIC_VECTOR_OPERANDS and ctx.type_of(ids[0]).shape == ():
+        elif name in GEOMETRIC_VECTOR_OPERANDS and isinstance(ctx.type_of(ids[0]), T.Scalar):
             # scalar form: the vector operands get a one-component axis for the dot products
             count = GEOMETRIC_VECTOR_OPERANDS[name]
             operands = [x[..., None] if k < count else x for k, x in enumerate(operands)]
-            result = GLSL_STD_450[name](inst.type.dtype, *operands)
+            result = GLSL_STD_450[name](inst.dtype, *operands)
             ctx.set(inst.result_id, result[..., 0] if result.ndim > 1 else result)
         else:
-            ctx.set(inst.result_id, GLSL_STD_450[name](inst.type.dtype, *operands))
+            ctx.set(inst.result_id, GLSL_STD_450[name](inst.dtype, *operands))

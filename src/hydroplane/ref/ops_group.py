@@ -11,8 +11,7 @@ import numpy as np
 
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import as_signed, as_unsigned, reinterpret
-
-REDUCE, INCLUSIVE_SCAN, EXCLUSIVE_SCAN, CLUSTERED_REDUCE = 0, 1, 2, 3
+from hydroplane.spirv.enums import GroupOperation, Scope
 
 
 def _max_of(dt):
@@ -57,21 +56,28 @@ def _lanes(ctx, by_sg):
 
 def _check_scope(ctx, inst):
     scope = ctx.const_int(inst.args[0])
-    if scope != 3:
-        ctx.unsupported(f"{inst.name} with execution scope {scope} (only Subgroup, 3, is supported)")
+    if scope != Scope.Subgroup:
+        ctx.unsupported(f"{inst.name} with execution scope {_scope_name(scope)} (only Subgroup is supported)")
+
+
+def _scope_name(value: int) -> str:
+    try:
+        return Scope(value).name
+    except ValueError:
+        return str(value)
 
 
 def _arith(how, fn, identity):
     def handler(ctx, inst):
         _check_scope(ctx, inst)
         op = inst.literals[0]
-        dt = inst.type.dtype
+        dt = inst.dtype
         value = READ[how](reinterpret(ctx.get(inst.args[1]), dt) if dt.kind != "b" else ctx.get(inst.args[1]))
         v, active = _subgroups(ctx, value)
         ident = np.array(identity(v.dtype)).astype(v.dtype)
         m = active.reshape(active.shape + (1,) * (v.ndim - 2))
         v = np.where(m, v, ident)
-        if op == CLUSTERED_REDUCE:
+        if op == GroupOperation.ClusteredReduce:
             size = ctx.const_int(inst.args[2])
             s = v.shape[1]
             if size < 1 or size & (size - 1) or size > s:
@@ -79,11 +85,11 @@ def _arith(how, fn, identity):
             c = v.reshape((v.shape[0], s // size, size) + v.shape[2:])
             red = fn.accumulate(c, axis=2)[:, :, -1:]
             out = np.broadcast_to(red, c.shape).reshape(v.shape)
-        elif op == REDUCE:
+        elif op == GroupOperation.Reduce:
             out = np.broadcast_to(fn.accumulate(v, axis=1)[:, -1:], v.shape)
-        elif op == INCLUSIVE_SCAN:
+        elif op == GroupOperation.InclusiveScan:
             out = fn.accumulate(v, axis=1)
-        elif op == EXCLUSIVE_SCAN:
+        elif op == GroupOperation.ExclusiveScan:
             scan = fn.accumulate(v, axis=1)
             out = np.concatenate([np.broadcast_to(ident, (v.shape[0], 1) + v.shape[2:]), scan[:, :-1]], axis=1)
         else:
@@ -180,7 +186,7 @@ def _ballot_bits(ctx, pred_by_sg):
 def _ballot(ctx, inst):
     _check_scope(ctx, inst)
     v, active = _subgroups(ctx, ctx.get(inst.args[1]))
-    ctx.set(inst.result_id, _ballot_bits(ctx, v & active).astype(inst.type.dtype))
+    ctx.set(inst.result_id, _ballot_bits(ctx, v & active).astype(inst.dtype))
 
 
 def _bit_of(ctx, words, index):
@@ -216,15 +222,15 @@ def _ballot_bit_count(ctx, inst):
     bits = _ballot_bools(ctx, ctx.get(inst.args[1]))
     own = (ctx.lanes.local_index % ctx.lanes.subgroup_size)[:, None]
     j = np.arange(bits.shape[1])[None, :]
-    if op == REDUCE:
+    if op == GroupOperation.Reduce:
         sel = bits
-    elif op == INCLUSIVE_SCAN:
+    elif op == GroupOperation.InclusiveScan:
         sel = bits & (j <= own)
-    elif op == EXCLUSIVE_SCAN:
+    elif op == GroupOperation.ExclusiveScan:
         sel = bits & (j < own)
     else:
         ctx.unsupported(f"OpGroupNonUniformBallotBitCount with GroupOperation {op}")
-    ctx.set(inst.result_id, sel.sum(axis=1).astype(inst.type.dtype))
+    ctx.set(inst.result_id, sel.sum(axis=1).astype(inst.dtype))
 
 
 @register(Op.GroupNonUniformBallotFindLSB, Op.GroupNonUniformBallotFindMSB)
@@ -235,7 +241,7 @@ def _ballot_find(ctx, inst):
         idx = np.argmax(bits, axis=1)
     else:
         idx = bits.shape[1] - 1 - np.argmax(bits[:, ::-1], axis=1)
-    ctx.set(inst.result_id, np.where(bits.any(axis=1), idx, -1).astype(np.int64).astype(inst.type.dtype))
+    ctx.set(inst.result_id, np.where(bits.any(axis=1), idx, -1).astype(np.int64).astype(inst.dtype))
 
 
 SHUFFLES = {

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.access import load_value, store_value
+from hydroplane.ref.layout import array_stride, matrix_stride, member_offsets, size_of, value_dtype
 from hydroplane.ref.memory import PSB, PSB_REGION_SHIFT, SUBGROUP_ORDERED
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
+from hydroplane.spirv import types as T
+from hydroplane.spirv.enums import Scope
 
 
 @register(Op.Load)
@@ -34,32 +36,32 @@ def _index(v) -> np.ndarray:
     return as_signed(np.asarray(v)).astype(np.int64)
 
 
-def chain(ctx, base: Pointer, index_ids, result_type: T.PointerType) -> Pointer:
+def chain(ctx, base: Pointer, index_ids, result_type: T.Pointer) -> Pointer:
     """Walk struct members, array elements, vector components and matrix columns from `base`."""
     t, off = base.type, base.offset
     mstride, row_major, vstride = base.mstride, base.row_major, base.vstride
     for ident in index_ids:
-        if isinstance(t, T.StructType):
+        if isinstance(t, T.Struct):
             i = ctx.const_int(ident)
-            off = off + T.member_offsets(t)[i]
-            mstride, row_major = t.matrix_strides[i], t.row_major[i]
-            t = t.members[i]
-        elif isinstance(t, T.ArrayType):
-            off = off + _index(ctx.get(ident)) * T.array_stride(t)
+            off = off + member_offsets(t)[i]
+            member = t.members[i]
+            mstride, row_major, t = member.matrix_stride, member.row_major, member.type
+        elif isinstance(t, T.Array):
+            off = off + _index(ctx.get(ident)) * array_stride(t)
             t = t.element
-        elif isinstance(t, T.VectorType):
+        elif isinstance(t, T.Vector):
             off = off + _index(ctx.get(ident)) * (vstride or t.component.dtype.itemsize)
             t, vstride = t.component, None
-        elif isinstance(t, T.MatrixType):
+        elif isinstance(t, T.Matrix):
             if row_major:  # column c starts at c * item; its components are MatrixStride apart
                 off = off + _index(ctx.get(ident)) * t.column.component.dtype.itemsize
-                vstride = T.matrix_stride(t, mstride)
+                vstride = matrix_stride(t, mstride, row_major)
             else:
-                off = off + _index(ctx.get(ident)) * T.matrix_stride(t, mstride)
+                off = off + _index(ctx.get(ident)) * matrix_stride(t, mstride)
             t = t.column
         else:
             ctx.diagnose("invalid", f"access chain indexes into {t}")
-    stride = result_type.stride if isinstance(result_type, T.PointerType) else None
+    stride = result_type.stride if isinstance(result_type, T.Pointer) else None
     return Pointer(base.region, off, t, None, mstride, row_major, stride, vstride)
 
 
@@ -73,7 +75,7 @@ def _access_chain(ctx, inst):
 
 def _matrix_element_pointer(ctx, base: Pointer, index_ids) -> Pointer:
     """`m[i]` on a cooperative-matrix register variable: a pointer whose offset is the element index."""
-    if not isinstance(base.type, T.CooperativeMatrixType) or base.elem_of is not None:
+    if not isinstance(base.type, T.CoopMatrix) or base.elem_of is not None:
         ctx.unsupported(f"an access chain into a register variable of type {base.type} "
                         f"(only one index into a cooperative matrix is supported)")
     if len(index_ids) != 1:
@@ -87,7 +89,7 @@ def _ptr_access_chain(ctx, inst):
     base = ctx.get(inst.args[0])
     stride = base.elem_stride
     if stride is None:
-        stride = T.size_of(base.type)
+        stride = size_of(base.type)
     moved = base.with_offset(base.offset + _index(ctx.get(inst.args[1])) * stride, base.type)
     ctx.set(inst.result_id, chain(ctx, moved, inst.args[2:], inst.type))
 
@@ -97,16 +99,16 @@ def _array_length(ctx, inst):
     ptr = ctx.get(inst.args[0])
     member = inst.literals[0]
     st = ptr.type
-    arr = st.members[member]
-    start = ptr.offset + T.member_offsets(st)[member]
-    length = (ptr.region.nbytes - start) // T.array_stride(arr)
-    ctx.set(inst.result_id, np.maximum(length, 0).astype(inst.type.dtype))
+    arr = st.members[member].type
+    start = ptr.offset + member_offsets(st)[member]
+    length = (ptr.region.nbytes - start) // array_stride(arr)
+    ctx.set(inst.result_id, np.maximum(length, 0).astype(inst.dtype))
 
 
 @register(Op.ConvertUToPtr)
 def _convert_u_to_ptr(ctx, inst):
     addr = as_unsigned(ctx.get(inst.args[0])).astype(np.int64)
-    ctx.set(inst.result_id, Pointer(PSB, addr, inst.type.pointee, elem_stride=inst.type.stride))
+    ctx.set(inst.result_id, Pointer(PSB, addr, ctx.program.pointee(inst.type), elem_stride=inst.type.stride))
 
 
 @register(Op.ConvertPtrToU)
@@ -114,7 +116,7 @@ def _convert_ptr_to_u(ctx, inst):
     ptr = ctx.get(inst.args[0])
     if ptr.region is not PSB:
         ctx.unsupported(f"OpConvertPtrToU of a {getattr(ptr.region, 'storage', 'register')} pointer")
-    ctx.set(inst.result_id, ptr.offset.astype(np.uint64).astype(inst.type.dtype))
+    ctx.set(inst.result_id, ptr.offset.astype(np.uint64).astype(inst.dtype))
 
 
 def buffer_address(region_number: int) -> int:
@@ -187,7 +189,7 @@ def _atomic_write(mem, region, rows, offs, values, lanes):
 def _atomic_rmw(how, fn):
     def handler(ctx, inst):
         ptr = ctx.get(inst.args[0])
-        dt = inst.type.dtype
+        dt = inst.dtype
         value = reinterpret(ctx.get(inst.args[3]), dt)
         view = _VIEW[how]
 
@@ -205,7 +207,7 @@ for _op, (_how, _fn) in ATOMIC_RMW.items():
 @register(Op.AtomicIIncrement, Op.AtomicIDecrement)
 def _atomic_step(ctx, inst):
     ptr = ctx.get(inst.args[0])
-    dt = inst.type.dtype
+    dt = inst.dtype
     step = 1 if inst.opcode == Op.AtomicIIncrement else -1
     one = np.array([step]).astype(dt)
     with np.errstate(all="ignore"):
@@ -215,7 +217,7 @@ def _atomic_step(ctx, inst):
 @register(Op.AtomicCompareExchange)
 def _atomic_compare_exchange(ctx, inst):
     ptr = ctx.get(inst.args[0])
-    dt = inst.type.dtype
+    dt = inst.dtype
     value = reinterpret(ctx.get(inst.args[4]), dt)
     comparator = reinterpret(ctx.get(inst.args[5]), dt)
     ctx.set(inst.result_id, _atomic(ctx, ptr, dt, lambda old, v, c: np.where(old == c, v, old), [value, comparator]))
@@ -224,14 +226,14 @@ def _atomic_compare_exchange(ctx, inst):
 @register(Op.AtomicLoad)
 def _atomic_load(ctx, inst):
     ptr = ctx.get(inst.args[0])
-    dt = inst.type.dtype
+    dt = inst.dtype
     ctx.set(inst.result_id, _atomic(ctx, ptr, dt, lambda old: old, []))
 
 
 @register(Op.AtomicStore)
 def _atomic_store(ctx, inst):
     ptr = ctx.get(inst.args[0])
-    dt = ptr.type.dtype
+    dt = value_dtype(ptr.type)
     value = reinterpret(ctx.get(inst.args[3]), dt)
     _atomic(ctx, ptr, dt, lambda old, v: v, [value])
 
@@ -239,20 +241,20 @@ def _atomic_store(ctx, inst):
 # -- barriers --------------------------------------------------------------------------------
 
 def check_uniform(ctx, scope: int, what: str) -> None:
-    """Diagnose when part of a workgroup (scope 2) or subgroup (scope 3) is active, part not."""
+    """Diagnose when part of a workgroup or subgroup (by Scope) is active, part not."""
     lanes = ctx.lanes
     if lanes.virtual:
         return
-    if scope == T.SCOPE_WORKGROUP:
+    if scope == Scope.Workgroup:
         active, valid = lanes.by_workgroup(ctx.mask), lanes.by_workgroup(lanes.valid)
-    elif scope == T.SCOPE_SUBGROUP:
+    elif scope == Scope.Subgroup:
         active, valid = lanes.by_subgroup(ctx.mask), lanes.by_subgroup(lanes.valid)
     else:
         return
     some = active.any(axis=1)
     missing = valid & ~active & some[:, None]
     if missing.any():
-        name = "workgroup" if scope == T.SCOPE_WORKGROUP else "subgroup"
+        name = "workgroup" if scope == Scope.Workgroup else "subgroup"
         missing_lanes = np.flatnonzero(missing.reshape(-1))
         ctx.diagnose("non-uniform", f"{what} reached in non-uniform control flow: "
                      f"{len(missing_lanes)} invocations of the {name} did not reach it (listed)", missing_lanes)
@@ -262,11 +264,11 @@ def check_uniform(ctx, scope: int, what: str) -> None:
 def _control_barrier(ctx, inst):
     scope = ctx.const_int(inst.args[0])
     check_uniform(ctx, scope, "OpControlBarrier")
-    if scope in (T.SCOPE_WORKGROUP, 1, 0):
+    if scope in (Scope.Workgroup, Scope.Device, Scope.CrossDevice):
         rows = np.flatnonzero(ctx.lanes.by_workgroup(ctx.mask).any(axis=1))
         for region in ctx.memory.tracked_regions:
             region.reset_epoch(rows)
-    elif scope == T.SCOPE_SUBGROUP:
+    elif scope == Scope.Subgroup:
         # an access by a subgroup that met here is now ordered for every invocation of that
         # subgroup (recorded as SUBGROUP_ORDERED - subgroup), still racing with other subgroups;
         # accesses recorded for several readers (-2) cannot be attributed and stay

@@ -14,13 +14,15 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.ref import constants
-from hydroplane.ref import types as T
 from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionError
 from hydroplane.ref.handlers import handler_for
 from hydroplane.ref.instruction import Instr
+from hydroplane.ref.layout import has_layout
 from hydroplane.spirv import binary, grammar
 from hydroplane.spirv.disassembler import InstructionPrinter
 from hydroplane.spirv.locations import source_locations
+from hydroplane.spirv import types as T
+from hydroplane.spirv.enums import BuiltIn, StorageClass
 
 Op = grammar.Op
 
@@ -39,7 +41,7 @@ class Block:
 @dataclass(eq=False)
 class Function:
     id: int
-    type: T.FunctionType
+    type: T.Function
     params: list[int]
     blocks: dict[int, Block]
     order: list[int]  # labels in structured order (a construct's merge after its contents)
@@ -66,6 +68,17 @@ def _enum_name(kind: str, value: int) -> str:
         return str(value)
 
 
+@dataclass
+class _SpecializedTypes(T.TypeTable):
+    """`hydroplane.spirv.types`' reader, with the lengths and sizes it reads from constants taken as this
+    program has evaluated them (a spec constant's specialized value, an OpSpecConstantOp's result)."""
+
+    program: "Program | None" = None
+
+    def constant_int(self, const_id: int) -> int:
+        return self.program.const_int(const_id)
+
+
 class Program:
     def __init__(self, words_or_module, spec: dict[int, object] | None = None):
         module = words_or_module if isinstance(words_or_module, binary.Module) else binary.decode(words_or_module)
@@ -75,8 +88,8 @@ class Program:
         self.spec = dict(spec or {})
         self.names: dict[int, str] = {}
         self.decorations: dict[int, dict[str, list]] = {}
-        self.member_decorations: dict[tuple[int, int], dict[str, list]] = {}
-        self.types: dict[int, T.Type] = {}
+        self.types: dict[int, T.Type] = {}  # every declared type, read by hydroplane.spirv.types
+        self.type_table = _SpecializedTypes(module.instructions, program=self)
         self.value_types: dict[int, T.Type] = {}  # result id -> type of the value
         self.constants: dict[int, object] = {}  # id -> value with lane width 1
         self.dispatch_constants: list[binary.Instruction] = []  # evaluated per launch (constants.for_dispatch)
@@ -126,10 +139,6 @@ class Program:
             elif op in (Op.Decorate, Op.DecorateId, Op.DecorateString):
                 d = self.decorations.setdefault(raw.operands[0].value, {})
                 d[_decoration_name(raw.operands[1].value)] = [o.value for o in raw.operands[2:]]
-            elif op in (Op.MemberDecorate, Op.MemberDecorateString):
-                key = (raw.operands[0].value, raw.operands[1].value)
-                d = self.member_decorations.setdefault(key, {})
-                d[_decoration_name(raw.operands[2].value)] = [o.value for o in raw.operands[3:]]
             elif op == Op.ExtInstImport:
                 self.ext_sets[raw.result_id] = raw.operands[0].value
             elif op == Op.Capability:
@@ -159,19 +168,11 @@ class Program:
                 for ep in self.entry_points.values():
                     if ep.function == fn:
                         ep.modes[mode] = tuple(o.value for o in raw.operands[2:])
-            elif op == Op.TypeForwardPointer:
-                pid = raw.operands[0].value
-                self.types[pid] = T.PointerType(_enum_name("StorageClass", raw.operands[1].value), -1)
-            elif grammar.instruction(op).opclass == "Type-Declaration":
-                parsed = self._parse_type(raw)
-                existing = self.types.get(raw.result_id)
-                if isinstance(existing, T.PointerType) and isinstance(parsed, T.PointerType):
-                    existing.pointee_id, existing.stride = parsed.pointee_id, parsed.stride
-                else:
-                    self.types[raw.result_id] = parsed
+            elif grammar.instruction(op).opclass == "Type-Declaration" and raw.result_id is not None:
+                self.types[raw.result_id] = self._read_type(raw)
             elif op == Op.Variable:
                 inst = Instr(raw)
-                inst.type = self.types.get(raw.result_type)
+                inst.set_type(self.types.get(raw.result_type))
                 self.value_types[raw.result_id] = inst.type
                 self.global_variables.append(inst)
             elif op not in MODULE_OPS and op not in constants.CONSTANT_OPS:
@@ -180,63 +181,49 @@ class Program:
             elif raw.result_id is not None and raw.result_type is not None:
                 self.value_types[raw.result_id] = self.types.get(raw.result_type)
                 constants.evaluate(self, raw)
-        for t in self.types.values():
-            if isinstance(t, T.PointerType):
-                t.pointee = self.types.get(t.pointee_id)
         for group in fn_raw:
             self._parse_function(group)
         self._find_register_variables()
         self._find_block_local_values()
         for ident, deco in self.decorations.items():
-            if deco.get("BuiltIn") == [grammar.enumerant("BuiltIn", "WorkgroupSize").value]:
+            if deco.get("BuiltIn") == [BuiltIn.WorkgroupSize]:
                 self.workgroup_size_constant = ident
 
-    def _parse_type(self, raw: binary.Instruction) -> T.Type:
-        op, o = raw.opcode, raw.operands
-        rid = raw.result_id
-        ty = self.types
-        if op == Op.TypeVoid:
-            return T.VoidType()
-        if op == Op.TypeBool:
-            return T.BoolType()
-        if op == Op.TypeInt:
-            return T.IntType(o[0].value, bool(o[1].value))
-        if op == Op.TypeFloat:
-            enc = _enum_name("FPEncoding", o[1].value) if len(o) > 1 else None
-            try:
-                return T.FloatType(o[0].value, enc)
-            except KeyError:
-                raise InvalidModuleError(f"float type %{rid} ({enc or o[0].value}) is not supported") from None
-        if op == Op.TypeVector:
-            return T.VectorType(ty[o[0].value], o[1].value)
-        if op == Op.TypeMatrix:
-            return T.MatrixType(ty[o[0].value], o[1].value)
-        if op in (Op.TypeArray, Op.TypeRuntimeArray):
-            length = self.const_int(o[1].value) if op == Op.TypeArray else None
-            stride = self.decoration(rid, "ArrayStride")
-            return T.ArrayType(ty[o[0].value], length, stride[0] if stride else None)
-        if op == Op.TypeStruct:
-            n = len(o)
-            md = [self.member_decorations.get((rid, i), {}) for i in range(n)]
-            return T.StructType(
-                [ty[x.value] for x in o],
-                [d["Offset"][0] if "Offset" in d else None for d in md],
-                [d["MatrixStride"][0] if "MatrixStride" in d else None for d in md],
-                ["RowMajor" in d for d in md],
-                block=self.decoration(rid, "Block") is not None or self.decoration(rid, "BufferBlock") is not None,
-            )
-        if op == Op.TypePointer:
-            stride = self.decoration(rid, "ArrayStride")
-            return T.PointerType(_enum_name("StorageClass", o[0].value), o[1].value, stride[0] if stride else None)
-        if op == Op.TypeFunction:
-            return T.FunctionType(ty[o[0].value], [ty[x.value] for x in o[1:]])
-        if op == Op.TypeCooperativeMatrixKHR:
-            return T.CooperativeMatrixType(ty[o[0].value], self.const_int(o[1].value), self.const_int(o[2].value),
-                                           self.const_int(o[3].value), self.const_int(o[4].value), "KHR")
-        if op == Op.TypeCooperativeMatrixNV:
-            return T.CooperativeMatrixType(ty[o[0].value], self.const_int(o[1].value), self.const_int(o[2].value),
-                                           self.const_int(o[3].value), None, "NV")
-        return T.OpaqueType(op, list(o))
+    def _read_type(self, raw: binary.Instruction) -> T.Type:
+        """The type `raw` declares, read by hydroplane.spirv.types (refusals as InvalidModuleError)."""
+        try:
+            return self._settled(self.type_table[raw.result_id])
+        except HydroplaneError as err:
+            if isinstance(err, InvalidModuleError):
+                raise
+            raise InvalidModuleError(f"type %{raw.result_id} ({raw.name}): {err}") from None
+
+    def _settled(self, t: T.Type) -> T.Type:
+        """`t` with a Forward left only as a pointer's pointee: where the reader met a forward-declared
+        pointer while reading that pointer's own pointee, the member holds the pointer type itself."""
+        if isinstance(t, T.Forward):
+            raw = self.type_table.defs.get(t.type_id)
+            if raw is None or raw.opcode != Op.TypePointer:
+                raise InvalidModuleError(f"%{t.type_id} is used as a type before it is declared")
+            pointer = self.type_table[t.type_id]
+            return T.Pointer(pointer.storage, T.Forward(raw.operands[1].value), pointer.stride)
+        if isinstance(t, T.Array):
+            element = self._settled(t.element)
+            return t if element is t.element else T.Array(element, t.length, t.stride)
+        if isinstance(t, T.Struct):
+            members = tuple(m if (s := self._settled(m.type)) is m.type else
+                            T.Member(s, m.offset, m.matrix_stride, m.row_major, m.name) for m in t.members)
+            same = all(a is b for a, b in zip(members, t.members))
+            return t if same else T.Struct(members, t.block, t.name)
+        if isinstance(t, T.Pointer) and not isinstance(t.pointee, T.Forward):
+            pointee = self._settled(t.pointee)
+            return t if pointee is t.pointee else T.Pointer(t.storage, pointee, t.stride)
+        return t
+
+    def pointee(self, t: T.Pointer) -> T.Type:
+        """What a pointer type points to, a forward-declared pointee looked up by its id."""
+        pointee = t.pointee
+        return self.types[pointee.type_id] if isinstance(pointee, T.Forward) else pointee
 
     def _parse_function(self, group: list[binary.Instruction]) -> None:
         head = group[0]
@@ -261,7 +248,7 @@ class Program:
             if block is None:
                 raise InvalidModuleError(f"instruction at word {raw.offset} is outside any block")
             inst = Instr(raw)
-            inst.type = self.types.get(raw.result_type) if raw.result_type is not None else None
+            inst.set_type(self.types.get(raw.result_type) if raw.result_type is not None else None)
             if op == Op.Phi:
                 block.phis.append(inst)
             elif op == Op.Variable:
@@ -327,20 +314,13 @@ class Program:
 
         safe_params = only_loaded_and_stored(set(param_owner), None)
         candidates = {v.result_id for fn in self.functions.values() for v in fn.variables}
-        candidates |= {v.result_id for v in self.global_variables if v.type.storage == "Private"}
+        candidates |= {v.result_id for v in self.global_variables if v.type.storage == StorageClass.Private}
         registers = only_loaded_and_stored(candidates, safe_params)
         for var in [v for fn in self.functions.values() for v in fn.variables] + self.global_variables:
-            if var.type.storage in ("Function", "Private") and not _has_layout(var.type.pointee):
+            if var.type.storage in (StorageClass.Function, StorageClass.Private) \
+                    and not has_layout(self.pointee(var.type)):
                 registers.add(var.result_id)
         self.register_variables = registers
-
-
-def _has_layout(t) -> bool:
-    try:
-        T.size_of(t)
-        return True
-    except TypeError:
-        return False
 
 
 _IGNORED = {Op.Line, Op.NoLine, Op.Nop}

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hydroplane.ref.types import ArrayType, StructType, Type
+from hydroplane.ref.layout import value_dtype, value_shape
+from hydroplane.spirv.types import Array, CoopMatrix, Struct, Type
 
 
 class Cell:
@@ -123,12 +124,16 @@ def reinterpret(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def zeros_of(t: Type, lanes: int):
-    """A value of type `t` with every component zero (OpConstantNull, undefined values)."""
-    if t.shape is not None and t.dtype is not None:
-        return np.zeros((lanes,) + t.shape, t.dtype)
-    if isinstance(t, StructType):
-        return tuple(zeros_of(m, lanes) for m in t.members)
-    if isinstance(t, ArrayType) and t.length is not None:
+    """A value of type `t` with every component zero (OpConstantNull, undefined values; a cooperative
+    matrix has one instance, shared)."""
+    shape = value_shape(t)
+    if shape is not None:
+        return np.zeros((lanes,) + shape, value_dtype(t))
+    if isinstance(t, CoopMatrix):
+        return np.zeros((1, t.rows, t.cols), t.component.dtype)
+    if isinstance(t, Struct):
+        return tuple(zeros_of(m, lanes) for m in t.member_types)
+    if isinstance(t, Array) and t.length is not None:
         inner = zeros_of(t.element, lanes)
         return tuple(inner for _ in range(t.length))
     raise TypeError(f"no zero value for {t}")

@@ -274,7 +274,8 @@ class _Assembler:
         if t.kind == "float":
             fmt = float_format(t)
             if fmt is None:
-                self.error(f"no literal syntax for {t.width}-bit floats with encoding {t.encoding.name if t.encoding else None}", token)
+                encoding = t.encoding.name if t.encoding else None
+                self.error(f"no literal syntax for {t.width}-bit floats with encoding {encoding}", token)
             bits = encode_float(text, *fmt, no_infinity=t.encoding in NO_INFINITY)
             if bits is None:
                 self.error(f"{text!r} is not a {t.width}-bit float literal (or is out of range)", token)

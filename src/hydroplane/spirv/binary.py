@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import grammar
@@ -36,6 +37,20 @@ class Operand(NamedTuple):
     value: int | str  # id, literal integer (unsigned), enumerant value / mask, or string
     nwords: int = 1  # words a literal number occupies (2 for 64-bit constants)
 
+    @property
+    def number(self) -> int:
+        """The value of an id, literal number or enumerant operand; a string here is malformed SPIR-V."""
+        if isinstance(self.value, str):
+            raise SpirvError(f"a {self.kind} operand holds the string {self.value!r} where a number belongs")
+        return self.value
+
+    @property
+    def text(self) -> str:
+        """The value of a literal-string operand; a number here is malformed SPIR-V."""
+        if not isinstance(self.value, str):
+            raise SpirvError(f"a {self.kind} operand holds the number {self.value} where a string belongs")
+        return self.value
+
 
 @dataclass(slots=True)
 class Instruction:
@@ -52,6 +67,20 @@ class Instruction:
     @property
     def name(self) -> str:
         return grammar.instruction(self.opcode).name
+
+    @property
+    def checked_result_id(self) -> int:
+        """The result id of an instruction that must have one (SpirvError when it has none)."""
+        if self.result_id is None:
+            raise SpirvError(f"{self.name} has no result id", self.offset)
+        return self.result_id
+
+    @property
+    def checked_result_type(self) -> int:
+        """The result type id of an instruction that must have one (SpirvError when it has none)."""
+        if self.result_type is None:
+            raise SpirvError(f"{self.name} has no result type", self.offset)
+        return self.result_type
 
     def ids(self) -> list[int]:
         """The ids this instruction refers to (not its result), in operand order."""

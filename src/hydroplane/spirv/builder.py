@@ -18,10 +18,10 @@ add more on purpose.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Iterator, Sequence
+from functools import cache
 
 from hydroplane.spirv import enums, grammar, literals, requirements, types
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, encode
@@ -382,6 +382,30 @@ class ModuleBuilder:
             self.name(fn, name)
         return fn, [self.emit(Op.FunctionParameter, p) for p in params]
 
+    @contextmanager
+    def function_aside(self):
+        """Set the open function aside while another one is built (a callee met in its caller's body)."""
+        saved, self._current = self._current, None
+        try:
+            yield
+        except BaseException:
+            self._current = saved  # the error in flight says what went wrong
+            raise
+        if self._current is not None:
+            left_open, self._current = self._current, saved
+            raise BuildError(f"function %{left_open.id} was left open inside function_aside()")
+        self._current = saved
+
+    def set_return_type(self, function: int, return_type: int) -> None:
+        """Change a function's return type after its body is built (a language infers it from the body)."""
+        fn = next((f for f in self._functions if f.id == function), None)
+        if fn is None:
+            raise BuildError(f"%{function} is not a function of this builder")
+        head = fn.head[0]
+        head.result_type = self._check_id(grammar.instruction(Op.Function), "return type", return_type)
+        params = [p.result_type for p in fn.head[1:]]
+        head.operands[1] = Operand("IdRef", self.type_function(return_type, *params))
+
     def label(self, label_id: int | None = None) -> int:
         """Start a block (the previous one must be terminated)."""
         return self.emit(Op.Label, result_id=label_id)
@@ -729,7 +753,7 @@ def _enum_value(kind: str, value: str | int) -> int:
         raise BuildError(str(err)) from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _facts(op: int | str) -> tuple[grammar.InstructionInfo, bool, bool, bool]:
     """(grammar, has result type, has result id, de-duplicated) of an opcode or name."""
     if isinstance(op, bool) or not isinstance(op, (int, str)):

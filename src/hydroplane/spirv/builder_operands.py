@@ -8,7 +8,7 @@ an OpSpecConstantOp's opcode by name. A ready `binary.Operand` passes through un
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from hydroplane.spirv import grammar, literals
 from hydroplane.spirv.binary import Instruction, Operand
@@ -120,7 +120,7 @@ class OperandEncoder:
                 self.one(param.kind, args, f"{e.name} {param.name or param.kind}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _after_result(grammar_operands: tuple[grammar.OperandInfo, ...]) -> tuple[grammar.OperandInfo, ...]:
     """The operands a caller gives: all but the result type and the result id."""
     return tuple(o for o in grammar_operands if o.kind not in ("IdResultType", "IdResult"))

@@ -1,18 +1,19 @@
 """Typed look-ups over the generated SPIR-V grammar tables (_grammar_generated.py).
 
 Nothing here is hand-typed grammar: every opcode, operand kind, enumerant, capability
-and extension comes from the generated module. `Op` is an IntEnum of every opcode
-(names without the `Op` prefix, aliases included: `Op.FAdd`, `Op.CooperativeMatrixReduceNV`).
+and extension comes from the generated modules. `Op` is an IntEnum of every opcode
+(names without the `Op` prefix, aliases included: `Op.FAdd`, `Op.CooperativeMatrixReduceNV`),
+generated into hydroplane.spirv.enums and re-exported here.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import _grammar_generated as _g
+from hydroplane.spirv.enums import Op as Op  # re-exported: the generated opcode enum
 
 MAGIC = _g.MAGIC
 VERSION = _g.VERSION
@@ -121,12 +122,6 @@ COMPOSITE_KINDS: dict[str, tuple[str, ...]] = {
     for k in sorted(_kinds_in("Composite"))
 }
 
-Op = enum.IntEnum(
-    "Op",
-    [(n[2:], i.opcode) for n, i in INSTRUCTIONS_BY_NAME.items()],
-    module=__name__,
-)
-Op.__doc__ = "Every SPIR-V opcode, by its name without the Op prefix (aliases included)."
 
 
 def instruction(key: int | str) -> InstructionInfo:
@@ -149,7 +144,7 @@ def operand_kind(kind: str) -> KindInfo:
         raise GrammarError(f"unknown operand kind {kind!r}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _enumerant_maps(kind: str) -> tuple[dict[str, EnumerantInfo], dict[int, EnumerantInfo]]:
     info = operand_kind(kind)
     by_name: dict[str, EnumerantInfo] = {}

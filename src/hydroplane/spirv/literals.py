@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import struct
+
 from hydroplane.spirv.build_error import BuildError
 from hydroplane.spirv.enums import FPEncoding
 from hydroplane.spirv.types import Scalar

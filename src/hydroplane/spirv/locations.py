@@ -26,13 +26,13 @@ class SourceLocation:
 def source_locations(module: Module) -> dict[int, SourceLocation]:
     """Word offset of each instruction inside a function -> the OpLine in force for it (none after
     OpNoLine, a block's end or a function's end)."""
-    strings = {i.result_id: i.operands[0].value for i in module.instructions if i.opcode == Op.String}
+    strings = {i.checked_result_id: i.operands[0].text for i in module.instructions if i.opcode == Op.String}
     out: dict[int, SourceLocation] = {}
     current: SourceLocation | None = None
     for inst in module.instructions:
         op = inst.opcode
         if op == Op.Line:
-            file_id, line, column = (o.value for o in inst.operands[:3])
+            file_id, line, column = (o.number for o in inst.operands[:3])
             current = SourceLocation(strings.get(file_id, f"%{file_id}"), line, column)
             continue
         if op in (Op.NoLine, Op.Label, Op.FunctionEnd):

@@ -95,7 +95,7 @@ def check_matrices(module: Module, target: Target) -> None:
     missing: list[str] = []
     for inst in module.instructions:
         if inst.opcode in (Op.TypeCooperativeMatrixKHR, Op.TypeCooperativeMatrixNV):
-            t = table[inst.result_id]
+            t = table[inst.checked_result_id]
             assert isinstance(t, types.CoopMatrix)
             family_ok = target.cooperative_matrix_nv if t.family == "NV" else (
                 target.cooperative_matrix_khr or bool(target.coop_nv2_flexible))
@@ -105,16 +105,18 @@ def check_matrices(module: Module, target: Target) -> None:
             elif not target.offers(t):
                 missing.append(str(t))
         elif inst.opcode in (Op.CooperativeMatrixMulAddKHR, Op.CooperativeMatrixMulAddNV):
-            a, b, c = (table[_type_of(module, o.value)] for o in inst.operands[:3])
-            result = table[inst.result_type]
-            if all(isinstance(x, types.CoopMatrix) for x in (a, b, c, result)) and \
-                    not target.offers_muladd(a, b, c, result):  # type: ignore[arg-type]
-                missing.append(f"MulAdd {a.component}*{b.component}+{c.component}->{result.component} "  # type: ignore
-                               f"{a.rows}x{result.cols}x{a.cols} ({a.scope.name})")  # type: ignore[union-attr]
+            a, b, c = (table[_type_of(module, o.number)] for o in inst.operands[:3])
+            result = table[inst.checked_result_type]
+            if isinstance(a, types.CoopMatrix) and isinstance(b, types.CoopMatrix) and \
+                    isinstance(c, types.CoopMatrix) and isinstance(result, types.CoopMatrix) and \
+                    not target.offers_muladd(a, b, c, result):
+                missing.append(f"MulAdd {a.component}*{b.component}+{c.component}->{result.component} "
+                               f"{a.rows}x{result.cols}x{a.cols} ({a.scope.name})")
     if missing:
         unique = tuple(dict.fromkeys(missing))
         raise UnsupportedOnTarget(f"{target.name} does not offer these cooperative-matrix types of the module: "
-                                  + "; ".join(unique) + " (`hydroplane devices` lists what a device reports)", missing=unique)
+                                  + "; ".join(unique) + " (`hydroplane devices` lists what a device reports)",
+                                  missing=unique)
 
 
 def _type_of(module: Module, value_id: int) -> int:
@@ -164,22 +166,22 @@ def _value_type(b: ModuleBuilder, table: types.TypeTable, value: int, where: Ins
 
 
 def _lower_convert_use(b: ModuleBuilder, table: types.TypeTable, inst: Instruction, transpose: bool) -> str:
-    src = _value_type(b, table, inst.operands[0].value, inst)
-    dst = table[inst.result_type]
+    src = _value_type(b, table, inst.operands[0].number, inst)
+    dst = table[inst.checked_result_type]
     assert isinstance(dst, types.CoopMatrix)
     accumulator = CooperativeMatrixUse.MatrixAccumulatorKHR
     if transpose:
         if src.use != accumulator or dst.use != CooperativeMatrixUse.MatrixBKHR:
             raise LoweringError(
                 f"OpCooperativeMatrixConvertUseEXT %{inst.result_id} with CooperativeMatrixTransposeEXT from "
-                f"Matrix{src.use_name} to Matrix{dst.use_name} has no NV2 twin: OpCooperativeMatrixTransposeNV only takes "
-                "MatrixAccumulator to MatrixB", inst.offset)
+                f"Matrix{src.use_name} to Matrix{dst.use_name} has no NV2 twin: OpCooperativeMatrixTransposeNV "
+                "only takes MatrixAccumulator to MatrixB", inst.offset)
         inst.opcode = Op.CooperativeMatrixTransposeNV
         return f"%{inst.result_id}: ConvertUse with Transpose -> OpCooperativeMatrixTransposeNV"
     if src.use != accumulator:
         raise LoweringError(
-            f"OpCooperativeMatrixConvertUseEXT %{inst.result_id} from Matrix{src.use_name} to Matrix{dst.use_name} has no "
-            f"NV2 twin: OpCooperativeMatrixConvertNV converts MatrixAccumulator to MatrixA or MatrixB only",
+            f"OpCooperativeMatrixConvertUseEXT %{inst.result_id} from Matrix{src.use_name} to Matrix{dst.use_name} "
+            f"has no NV2 twin: OpCooperativeMatrixConvertNV converts MatrixAccumulator to MatrixA or MatrixB only",
             inst.offset)
     return f"%{inst.result_id}: ConvertUse -> OpCooperativeMatrixConvertNV"
 
@@ -195,7 +197,7 @@ class _CoordinateEmulator:
 
     def replace(self, function: int, inst: Instruction) -> str:
         b = self.b
-        matrix, index = inst.operands[0].value, inst.operands[1].value
+        matrix, index = inst.operands[0].number, inst.operands[1].number
         src = _value_type(b, self.table, matrix, inst)
         if max(src.rows, src.cols) > 1 << COORDINATE_SHIFT:
             raise LoweringError(f"GetCoordinate emulation packs row and column in {COORDINATE_SHIFT} bits; "
@@ -222,7 +224,7 @@ class _CoordinateEmulator:
         return f"%{inst.result_id}: GetCoordinate emulated through PerElementOp ({src})"
 
     def _vector_component(self, inst: Instruction) -> int:
-        t = self.table[inst.result_type]
+        t = self.table[inst.checked_result_type]
         if not isinstance(t, types.Vector) or t.count != 2:
             raise LoweringError("GetCoordinate result must be a 2-component vector", inst.offset)
         return self.b.declare(t.component)

@@ -6,8 +6,8 @@ import re
 
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import Instruction, Module
-from hydroplane.spirv.text_literals import format_literal, scalar_type
 from hydroplane.spirv.enums import FPEncoding
+from hydroplane.spirv.text_literals import format_literal, scalar_type
 from hydroplane.spirv.types import Scalar
 
 Op = grammar.Op

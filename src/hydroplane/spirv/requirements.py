@@ -11,8 +11,8 @@ not have in core. Works on any instruction list: built or decoded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from hydroplane.spirv import grammar
 from hydroplane.spirv.binary import Instruction, SpirvError

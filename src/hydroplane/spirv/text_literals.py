@@ -84,8 +84,8 @@ def format_float(bits: int, t: Scalar) -> str:
         subnormal = field == 0 and bits & ((1 << mant_bits) - 1)
         if field != (1 << exp_bits) - 1 and not subnormal:
             if t.width == 32:
-                return "%.9g" % struct.unpack("<f", struct.pack("<I", bits))[0]
-            return "%.17g" % struct.unpack("<d", struct.pack("<Q", bits))[0]
+                return f"{struct.unpack('<f', struct.pack('<I', bits))[0]:.9g}"
+            return f"{struct.unpack('<d', struct.pack('<Q', bits))[0]:.17g}"
     return hex_float(bits, exp_bits, mant_bits)
 
 

@@ -22,6 +22,7 @@ Enumerant values come from the generated `hydroplane.spirv.enums`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -235,7 +236,8 @@ class CoopMatrix(Type):
         if self.family not in ("KHR", "NV"):
             raise TypeModelError(f"cooperative-matrix family must be 'KHR' or 'NV', not {self.family!r}")
         if (self.use is None) != (self.family == "NV"):
-            raise TypeModelError(f"a {self.family} cooperative matrix {'has no' if self.family == 'NV' else 'needs a'} Use")
+            needs = "has no" if self.family == "NV" else "needs a"
+            raise TypeModelError(f"a {self.family} cooperative matrix {needs} Use")
         if self.rows <= 0 or self.cols <= 0:
             raise TypeModelError(f"a cooperative matrix needs positive dimensions, not {self.rows}x{self.cols}")
         object.__setattr__(self, "scope", Scope(self.scope))
@@ -310,7 +312,8 @@ def _check_rule(rule: str) -> None:
 
 
 def alignment(t: Type, rule: LayoutRule = "std430", *, row_major: bool = False) -> int:
-    """Base alignment of `t` under a layout rule (a matrix's depends on its majorness)."""
+    """Base alignment of `t` under a layout rule (a matrix's depends on its majorness); std140's is the
+    extended alignment (arrays, structs and matrices rounded up to 16), scalar's the largest scalar's."""
     _check_rule(rule)
     if isinstance(t, Scalar):
         if t.kind == "bool":
@@ -318,28 +321,24 @@ def alignment(t: Type, rule: LayoutRule = "std430", *, row_major: bool = False) 
         return t.nbytes
     if isinstance(t, Pointer):
         return 8
-    if rule == "scalar":
-        return alignment(component_of(t), "scalar") if not isinstance(t, Struct) else \
-            max((alignment(m.type, rule) for m in t.members), default=1)
-    if isinstance(t, Vector):
-        return t.component.nbytes * (2 if t.count == 2 else 4)
-    if isinstance(t, Matrix):
-        vector = Vector(t.column.component, t.columns) if row_major else t.column
-        return _round_up(alignment(vector, rule), 16) if rule == "std140" else alignment(vector, rule)
-    if isinstance(t, Array):
-        inner = alignment(t.element, rule, row_major=row_major)
-        return _round_up(inner, 16) if rule == "std140" else inner
     if isinstance(t, Struct):
         inner = max((alignment(m.type, rule, row_major=m.row_major) for m in t.members), default=1)
-        return _round_up(inner, 16) if rule == "std140" else inner
-    raise TypeModelError(f"{t} has no layout in memory")
+    elif isinstance(t, Array):
+        inner = alignment(t.element, rule, row_major=row_major)
+    elif rule == "scalar" and isinstance(t, Vector | Matrix):
+        return alignment(component_of(t), rule)
+    elif isinstance(t, Vector):
+        return t.component.nbytes * (2 if t.count == 2 else 4)
+    elif isinstance(t, Matrix):
+        inner = alignment(Vector(t.column.component, t.columns) if row_major else t.column, rule)
+    else:
+        raise TypeModelError(f"{t} has no layout in memory")
+    return _round_up(inner, 16) if rule == "std140" else inner
 
 
 def matrix_stride(t: Matrix, rule: LayoutRule = "std430", *, row_major: bool = False) -> int:
     """Bytes between the columns (or, row-major, the rows) of a matrix under a layout rule."""
     vector = Vector(t.column.component, t.columns) if row_major else t.column
-    if rule == "scalar":
-        return size(vector, rule)
     return _round_up(size(vector, rule), alignment(t, rule, row_major=row_major))
 
 
@@ -347,8 +346,11 @@ def size(t: Type, rule: LayoutRule = "std430", *, matrix_stride_: int | None = N
          row_major: bool = False) -> int:
     """Bytes `t` occupies: explicit decorations where it carries them, the rule elsewhere.
 
-    A runtime array counts 0. `matrix_stride_` and `row_major` are a struct member's decorations,
-    which apply to the matrices inside it."""
+    A struct ends where its last member ends (the padding a rule puts after a struct belongs to
+    whatever follows it: the next member's offset, an array's stride); an array is `length` strides,
+    but under scalar layout its last element is not padded (glslang's rule). A runtime array counts 0.
+    `matrix_stride_` and `row_major` are a struct member's decorations, which apply to the matrices
+    inside it."""
     _check_rule(rule)
     if isinstance(t, Scalar):
         return alignment(t, rule)
@@ -362,55 +364,65 @@ def size(t: Type, rule: LayoutRule = "std430", *, matrix_stride_: int | None = N
     if isinstance(t, Array):
         if t.length is None:
             return 0
-        return t.length * array_stride(t, rule, matrix_stride_=matrix_stride_, row_major=row_major)
+        stride = array_stride(t, rule, matrix_stride_=matrix_stride_, row_major=row_major)
+        if rule == "scalar":
+            return stride * (t.length - 1) + size(t.element, rule, matrix_stride_=matrix_stride_, row_major=row_major)
+        return t.length * stride
     if isinstance(t, Struct):
         offsets = member_offsets(t, rule)
-        end = max((off + size(m.type, rule, matrix_stride_=m.matrix_stride, row_major=m.row_major)
-                   for off, m in zip(offsets, t.members)), default=0)
-        explicit = bool(t.members) and all(m.offset is not None for m in t.members)
-        return end if explicit else _round_up(end, alignment(t, rule))
+        return max((off + size(m.type, rule, matrix_stride_=m.matrix_stride, row_major=m.row_major)
+                    for off, m in zip(offsets, t.members)), default=0)
     raise TypeModelError(f"{t} has no size in memory")
 
 
 def array_stride(t: Array, rule: LayoutRule = "std430", *, matrix_stride_: int | None = None,
                  row_major: bool = False) -> int:
-    """The ArrayStride of `t`: its decoration, else the element's size rounded up to its alignment."""
+    """The ArrayStride of `t`: its decoration, else the element's size rounded up to the array's alignment."""
     if t.stride is not None:
         return t.stride
     element = size(t.element, rule, matrix_stride_=matrix_stride_, row_major=row_major)
-    return _round_up(element, alignment(t, rule, row_major=row_major)) if rule != "scalar" else element
+    return _round_up(element, alignment(t, rule, row_major=row_major))
 
 
 def member_offsets(t: Struct, rule: LayoutRule = "std430") -> list[int]:
-    """The Offset of each member: its decoration where every member has one, else the rule's."""
+    """The Offset of each member: its decoration where every member has one, else the rule's.
+
+    Under std140 and std430 the member after a struct, an array or a matrix starts at a multiple of
+    that member's alignment (GLSL's rules 4 and 9: the padding at the end of a struct)."""
     if t.members and all(m.offset is not None for m in t.members):
         return [m.offset for m in t.members]  # type: ignore[misc]
     offsets, at = [], 0
     for m in t.members:
-        at = _round_up(at, alignment(m.type, rule, row_major=m.row_major))
+        aligned = alignment(m.type, rule, row_major=m.row_major)
+        at = _round_up(at, aligned)
         offsets.append(at)
         if isinstance(m.type, Array) and m.type.length is None:
             continue
         at += size(m.type, rule, matrix_stride_=m.matrix_stride, row_major=m.row_major)
-        if rule == "std140" and isinstance(m.type, Struct | Array | Matrix):
-            at = _round_up(at, 16)  # std140: the member after a struct, array or matrix starts aligned
+        if rule != "scalar" and isinstance(m.type, Struct | Array | Matrix):
+            at = _round_up(at, aligned)
     return offsets
 
 
 def laid_out(t: Type, rule: LayoutRule = "std430") -> Type:
     """`t` with every ArrayStride, Offset and MatrixStride filled in under `rule` (kept where present)."""
+    _check_rule(rule)
+    return _laid_out(t, rule, None, False)
+
+
+def _laid_out(t: Type, rule: LayoutRule, matrix_stride_: int | None, row_major: bool) -> Type:
+    """laid_out inside a struct member whose MatrixStride and majorness apply to the matrices in `t`."""
     if isinstance(t, Array):
-        element = laid_out(t.element, rule)
-        return replace(t, element=element, stride=array_stride(replace(t, element=element), rule))
+        inner = replace(t, element=_laid_out(t.element, rule, matrix_stride_, row_major))
+        return replace(inner, stride=array_stride(inner, rule, matrix_stride_=matrix_stride_, row_major=row_major))
     if isinstance(t, Struct):
         members = []
         for m in t.members:
-            inner = laid_out(m.type, rule)
-            matrix = component_matrix(inner)
+            matrix = component_matrix(m.type)
             stride = m.matrix_stride
             if stride is None and matrix is not None:
                 stride = matrix_stride(matrix, rule, row_major=m.row_major)
-            members.append(replace(m, type=inner, matrix_stride=stride))
+            members.append(replace(m, type=_laid_out(m.type, rule, stride, m.row_major), matrix_stride=stride))
         struct = replace(t, members=tuple(members))
         offsets = member_offsets(struct, rule)
         return replace(struct, members=tuple(replace(m, offset=o) for m, o in zip(members, offsets)))
@@ -453,14 +465,14 @@ class TypeTable:
             ops = inst.operands
             try:
                 if inst.opcode == Op.Decorate:
-                    self.decorations.setdefault(ops[0].value, {})[ops[1].value] = tuple(o.value for o in ops[2:])
+                    self.decorations.setdefault(ops[0].number, {})[ops[1].number] = tuple(o.value for o in ops[2:])
                 elif inst.opcode == Op.MemberDecorate:
-                    key = (ops[0].value, ops[1].value)
-                    self.member_decorations.setdefault(key, {})[ops[2].value] = tuple(o.value for o in ops[3:])
+                    key = (ops[0].number, ops[1].number)
+                    self.member_decorations.setdefault(key, {})[ops[2].number] = tuple(o.value for o in ops[3:])
                 elif inst.opcode == Op.Name:
-                    self.names[ops[0].value] = ops[1].value
+                    self.names[ops[0].number] = ops[1].text
                 elif inst.opcode == Op.MemberName:
-                    self.member_names[(ops[0].value, ops[1].value)] = ops[2].value
+                    self.member_names[(ops[0].number, ops[1].number)] = ops[2].text
             except IndexError:
                 raise SpirvError(f"{inst.name} has too few operands", inst.offset) from None
 
@@ -504,10 +516,10 @@ class TypeTable:
         if inst.opcode in (Op.ConstantFalse, Op.SpecConstantFalse):
             return False
         if inst.opcode in (Op.Constant, Op.SpecConstant):
-            t = self[inst.result_type]
+            t = self[inst.checked_result_type]
             if not isinstance(t, Scalar):
                 raise SpirvError(f"%{const_id}: a constant of non-scalar type {t}", inst.offset)
-            return decode_literal(t, inst.operands[0].value)
+            return decode_literal(t, inst.operands[0].number)
         if inst.opcode == Op.ConstantNull:
             return 0
         raise SpirvError(f"%{const_id} ({inst.name}) is not a scalar constant", inst.offset)
@@ -530,15 +542,15 @@ def decode_literal(t: Scalar, bits: int) -> int | float | bool:
 
 
 def _read_int(table: TypeTable, inst: Instruction) -> Type:
-    width, signed = inst.operands[0].value, inst.operands[1].value
+    width, signed = inst.operands[0].number, inst.operands[1].number
     if width not in (8, 16, 32, 64):
         raise SpirvError(f"OpTypeInt of width {width} is not supported", inst.offset)
     return Scalar("int", width, bool(signed))
 
 
 def _read_float(table: TypeTable, inst: Instruction) -> Type:
-    width = inst.operands[0].value
-    encoding = FPEncoding(inst.operands[1].value) if len(inst.operands) > 1 else None
+    width = inst.operands[0].number
+    encoding = FPEncoding(inst.operands[1].number) if len(inst.operands) > 1 else None
     t = Scalar("float", width, False, encoding)
     if t not in _SCALAR_NAMES:
         raise SpirvError(f"OpTypeFloat {width} {encoding.name if encoding else ''} is not supported", inst.offset)
@@ -546,17 +558,17 @@ def _read_float(table: TypeTable, inst: Instruction) -> Type:
 
 
 def _read_vector(table: TypeTable, inst: Instruction) -> Type:
-    component = table[inst.operands[0].value]
+    component = table[inst.operands[0].number]
     if not isinstance(component, Scalar):
         raise SpirvError(f"a vector of {component}", inst.offset)
-    return Vector(component, inst.operands[1].value)
+    return Vector(component, inst.operands[1].number)
 
 
 def _read_matrix(table: TypeTable, inst: Instruction) -> Type:
-    column = table[inst.operands[0].value]
+    column = table[inst.operands[0].number]
     if not isinstance(column, Vector):
         raise SpirvError(f"a matrix of {column} columns", inst.offset)
-    return Matrix(column, inst.operands[1].value)
+    return Matrix(column, inst.operands[1].number)
 
 
 def _stride(table: TypeTable, type_id: int) -> int | None:
@@ -565,20 +577,20 @@ def _stride(table: TypeTable, type_id: int) -> int | None:
 
 
 def _read_array(table: TypeTable, inst: Instruction) -> Type:
-    return Array(table[inst.operands[0].value], table.constant_int(inst.operands[1].value),
-                 _stride(table, inst.result_id))
+    return Array(table[inst.operands[0].number], table.constant_int(inst.operands[1].number),
+                 _stride(table, inst.checked_result_id))
 
 
 def _read_runtime_array(table: TypeTable, inst: Instruction) -> Type:
-    return Array(table[inst.operands[0].value], None, _stride(table, inst.result_id))
+    return Array(table[inst.operands[0].number], None, _stride(table, inst.checked_result_id))
 
 
 def _read_struct(table: TypeTable, inst: Instruction) -> Type:
-    sid = inst.result_id
+    sid = inst.checked_result_id
     members = []
     for i, operand in enumerate(inst.operands):
         deco = table.member_decorations.get((sid, i), {})
-        members.append(Member(table[operand.value],
+        members.append(Member(table[operand.number],
                               offset=deco[Decoration.Offset][0] if Decoration.Offset in deco else None,
                               matrix_stride=deco[Decoration.MatrixStride][0] if Decoration.MatrixStride in deco
                               else None,
@@ -588,16 +600,16 @@ def _read_struct(table: TypeTable, inst: Instruction) -> Type:
 
 
 def _read_pointer(table: TypeTable, inst: Instruction) -> Type:
-    return Pointer(StorageClass(inst.operands[0].value), table[inst.operands[1].value],
-                   _stride(table, inst.result_id))
+    return Pointer(StorageClass(inst.operands[0].number), table[inst.operands[1].number],
+                   _stride(table, inst.checked_result_id))
 
 
 def _read_function(table: TypeTable, inst: Instruction) -> Type:
-    return Function(table[inst.operands[0].value], tuple(table[o.value] for o in inst.operands[1:]))
+    return Function(table[inst.operands[0].number], tuple(table[o.number] for o in inst.operands[1:]))
 
 
 def _read_coop(table: TypeTable, inst: Instruction) -> Type:
-    ops = [o.value for o in inst.operands]
+    ops = [o.number for o in inst.operands]
     component = table[ops[0]]
     if not isinstance(component, Scalar):
         raise SpirvError(f"a cooperative matrix of {component}", inst.offset)
@@ -610,7 +622,7 @@ def _read_coop(table: TypeTable, inst: Instruction) -> Type:
         raise SpirvError(str(err), inst.offset) from None
 
 
-_READERS = {
+_READERS: dict[int, Callable[[TypeTable, Instruction], Type]] = {
     Op.TypeVoid: lambda table, inst: Void(), Op.TypeBool: lambda table, inst: BOOL,
     Op.TypeInt: _read_int, Op.TypeFloat: _read_float, Op.TypeVector: _read_vector, Op.TypeMatrix: _read_matrix,
     Op.TypeArray: _read_array, Op.TypeRuntimeArray: _read_runtime_array, Op.TypeStruct: _read_struct,

@@ -221,7 +221,8 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
     chain_structs(*chain)
     _ffi.core("vkGetPhysicalDeviceProperties2")(handle, ctypes.byref(top))
     limits = top.properties.limits
-    families = enumerate_structs(_ffi.core("vkGetPhysicalDeviceQueueFamilyProperties"), S.VkQueueFamilyProperties, handle)
+    families = enumerate_structs(_ffi.core("vkGetPhysicalDeviceQueueFamilyProperties"), S.VkQueueFamilyProperties,
+                                 handle)
     compute = next((i for i, f in enumerate(families) if f.queueFlags & E.VK_QUEUE_COMPUTE_BIT), -1)
     memory = S.VkPhysicalDeviceMemoryProperties()
     _ffi.core("vkGetPhysicalDeviceMemoryProperties")(handle, ctypes.byref(memory))
@@ -237,8 +238,8 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         subgroup_size=subgroup.subgroupSize,
         min_subgroup_size=size_control.minSubgroupSize if has_size_control else subgroup.subgroupSize,
         max_subgroup_size=size_control.maxSubgroupSize if has_size_control else subgroup.subgroupSize,
-        required_subgroup_size_compute=bool(has_size_control
-                                            and size_control.requiredSubgroupSizeStages & E.VK_SHADER_STAGE_COMPUTE_BIT),
+        required_subgroup_size_compute=bool(
+            has_size_control and size_control.requiredSubgroupSizeStages & E.VK_SHADER_STAGE_COMPUTE_BIT),
         shared_memory=limits.maxComputeSharedMemorySize,
         max_workgroup_invocations=limits.maxComputeWorkGroupInvocations,
         max_workgroup_size=tuple(limits.maxComputeWorkGroupSize), max_push_constants=limits.maxPushConstantsSize,

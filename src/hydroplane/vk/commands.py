@@ -35,7 +35,8 @@ def device_rows(d: DeviceInfo) -> list[tuple[str, str]]:
         ("subgroup size", f"{d.subgroup_size} (range {d.min_subgroup_size}-{d.max_subgroup_size}, "
                           f"required size for compute: {_yes(d.required_subgroup_size_compute)})"),
         ("shared memory", _size(d.shared_memory)),
-        ("workgroup", f"max {d.max_workgroup_invocations} invocations, size {'x'.join(map(str, d.max_workgroup_size))}"),
+        ("workgroup",
+         f"max {d.max_workgroup_invocations} invocations, size {'x'.join(map(str, d.max_workgroup_size))}"),
         ("timestamps", f"period {d.timestamp_period_ns:g} ns, {d.timestamp_valid_bits} valid bits"),
         ("memory heaps", ", ".join(f"{_size(h['size'])}{' device-local' if h['device_local'] else ''}"
                                    for h in d.memory_heaps)),

@@ -154,7 +154,8 @@ class Device(Owned):
         name_array = (ctypes.c_char_p * max(1, len(names)))(*names)
         create = S.VkDeviceCreateInfo(pNext=ctypes.addressof(top), queueCreateInfoCount=1,
                                       pQueueCreateInfos=ctypes.addressof(queue_info),
-                                      enabledExtensionCount=len(names), ppEnabledExtensionNames=ctypes.addressof(name_array))
+                                      enabledExtensionCount=len(names),
+                                      ppEnabledExtensionNames=ctypes.addressof(name_array))
         handle = ctypes.c_void_p()
         check(_ffi.core("vkCreateDevice")(info.handle, ctypes.byref(create), None, ctypes.byref(handle)),
               "vkCreateDevice")
@@ -172,8 +173,8 @@ class Device(Owned):
         self.command_pool = pool.value
         # Data from pipeline_cache_data() of an earlier run; the driver ignores data of another device.
         self._cache_seed = ctypes.create_string_buffer(cache_data, max(1, len(cache_data)))
-        cache_info = S.VkPipelineCacheCreateInfo(initialDataSize=len(cache_data),
-                                                 pInitialData=ctypes.addressof(self._cache_seed) if cache_data else None)
+        seed = ctypes.addressof(self._cache_seed) if cache_data else None
+        cache_info = S.VkPipelineCacheCreateInfo(initialDataSize=len(cache_data), pInitialData=seed)
         cache = ctypes.c_void_p()
         self.call("vkCreatePipelineCache", ctypes.byref(cache_info), None, ctypes.byref(cache))
         self.pipeline_cache = cache.value
@@ -216,8 +217,8 @@ class Device(Owned):
     def extension_proc(self, name: str, extension: str):
         """A device-level extension entry point; UnsupportedFeature unless the extension was enabled."""
         if extension not in self.enabled_extensions:
-            raise UnsupportedFeature(f"{name} needs {extension}, which {self.info.name} "
-                                     f"{'offers but was not enabled' if extension in self.info.extensions else 'lacks'}",
+            state = "offers but was not enabled" if extension in self.info.extensions else "lacks"
+            raise UnsupportedFeature(f"{name} needs {extension}, which {self.info.name} {state}",
                                      missing=(extension,))
         return _ffi.device_proc(self.handle, name)
 

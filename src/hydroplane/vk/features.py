@@ -46,6 +46,8 @@ FEATURE_STRUCTS: dict[str, FeatureStruct] = {
                                   VK_API_VERSION_1_2),
     "storage_16bit": FeatureStruct(C.VkPhysicalDevice16BitStorageFeatures, "VK_KHR_16bit_storage", VK_API_VERSION_1_1),
     "storage_8bit": FeatureStruct(C.VkPhysicalDevice8BitStorageFeatures, "VK_KHR_8bit_storage", VK_API_VERSION_1_2),
+    "scalar_block_layout": FeatureStruct(C.VkPhysicalDeviceScalarBlockLayoutFeatures, "VK_EXT_scalar_block_layout",
+                                         VK_API_VERSION_1_2),
     "vulkan_memory_model": FeatureStruct(C.VkPhysicalDeviceVulkanMemoryModelFeatures, "VK_KHR_vulkan_memory_model",
                                          VK_API_VERSION_1_2),
     "buffer_device_address": FeatureStruct(C.VkPhysicalDeviceBufferDeviceAddressFeatures,

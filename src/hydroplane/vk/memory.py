@@ -140,7 +140,8 @@ class Buffer(Owned):
         self._require_open("Buffer")
         data = _as_bytes_array(array)
         if offset < 0 or offset + data.nbytes > self.nbytes:
-            raise UsageError(f"writing {data.nbytes} bytes at offset {offset} overflows a buffer of {self.nbytes} bytes")
+            raise UsageError(f"writing {data.nbytes} bytes at offset {offset} overflows a buffer of "
+                             f"{self.nbytes} bytes")
         if self.mapped:
             self._view()[offset: offset + data.nbytes] = data
         else:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hydroplane.vk import _ffi
 from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk.errors import UnsupportedFeature, UsageError
@@ -51,7 +50,8 @@ def as_binding(item) -> Binding:
         kind = getattr(item, "kind", None) or REFLECTED_KINDS.get(getattr(item, "descriptor_type", "storage_buffer"))
         if kind is None:
             raise UsageError(f"binding ({item.set}, {item.binding}): descriptor type "
-                             f"{getattr(item, 'descriptor_type', '?')!r} is not a buffer; hydroplane.vk binds buffers only")
+                             f"{getattr(item, 'descriptor_type', '?')!r} is not a buffer; "
+                             "hydroplane.vk binds buffers only")
         return Binding(int(item.set), int(item.binding), kind)
     raise UsageError(f"cannot read a descriptor binding from {item!r}: give Binding(set, binding, kind)")
 
@@ -159,12 +159,14 @@ class Pipeline(Owned):
         flags, chained = 0, None
         if size is not None:
             info = device.info
-            if not device.has_bit("subgroup_size_control", "subgroupSizeControl") or not info.required_subgroup_size_compute:
+            if not (device.has_bit("subgroup_size_control", "subgroupSizeControl")
+                    and info.required_subgroup_size_compute):
                 raise UnsupportedFeature(f"{info.name} cannot require a subgroup size for compute shaders",
                                          missing=("subgroupSizeControl",))
             if size & (size - 1) or not info.min_subgroup_size <= size <= info.max_subgroup_size:
                 raise UnsupportedFeature(f"subgroup size {size} is outside {info.name}'s range "
-                                         f"[{info.min_subgroup_size}, {info.max_subgroup_size}] (or not a power of two)",
+                                         f"[{info.min_subgroup_size}, {info.max_subgroup_size}] "
+                                         "(or not a power of two)",
                                          missing=(f"subgroup size {size}",))
             chained = S.VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(requiredSubgroupSize=size)
         if require_full:

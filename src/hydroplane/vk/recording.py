@@ -20,7 +20,7 @@ from hydroplane.vk.errors import UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
 from hydroplane.vk.pipeline import DESCRIPTOR_KINDS
 from hydroplane.vk.results import check
-from hydroplane.vk.sync import Fence, submit
+from hydroplane.vk.sync import Fence
 from hydroplane.vk.transfer import barrier
 
 
@@ -145,7 +145,8 @@ class Recording(Owned):
         # Earlier work (host writes, a previous run, copies) must be visible to this dispatch.
         barrier(cmd, E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT | E.VK_ACCESS_HOST_WRITE_BIT,
                 E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT,
-                E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT | E.VK_PIPELINE_STAGE_HOST_BIT,
+                E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT
+                | E.VK_PIPELINE_STAGE_HOST_BIT,
                 E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
         if self.timestamps:
             core("vkCmdResetQueryPool")(cmd, self.query_pool, 0, 2)
@@ -164,7 +165,8 @@ class Recording(Owned):
         barrier(cmd, E.VK_ACCESS_SHADER_WRITE_BIT,
                 E.VK_ACCESS_HOST_READ_BIT | E.VK_ACCESS_TRANSFER_READ_BIT | E.VK_ACCESS_SHADER_READ_BIT,
                 E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                E.VK_PIPELINE_STAGE_HOST_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT | E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
+                E.VK_PIPELINE_STAGE_HOST_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT
+                | E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
         check(core("vkEndCommandBuffer")(cmd), "vkEndCommandBuffer")
         # The submit path is hot (see benchmarks/vk_dispatch_overhead.py): bind what it calls once.
         self._reset_fences, self._queue_submit = core("vkResetFences"), core("vkQueueSubmit")

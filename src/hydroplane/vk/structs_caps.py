@@ -184,6 +184,11 @@ class VkPhysicalDevice8BitStorageFeatures(_Struct):
         ("uniformAndStorageBuffer8BitAccess", c_uint32), ("storagePushConstant8", c_uint32)]
 
 
+class VkPhysicalDeviceScalarBlockLayoutFeatures(_Struct):
+    STYPE = 1000221000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SCALAR_BLOCK_LAYOUT_FEATURES
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("scalarBlockLayout", c_uint32)]
+
+
 class VkPhysicalDeviceVulkanMemoryModelFeatures(_Struct):
     STYPE = 1000211000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("vulkanMemoryModel", c_uint32),

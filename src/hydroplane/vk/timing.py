@@ -33,7 +33,8 @@ class BenchResult:
 
     def text(self) -> str:
         return (f"device min {self.min_ns / 1e3:.2f} us, median {self.median_ns / 1e3:.2f} us, "
-                f"max {self.max_ns / 1e3:.2f} us over {self.reps} runs (host median {self.host_median_ns / 1e3:.2f} us)")
+                f"max {self.max_ns / 1e3:.2f} us over {self.reps} runs "
+                f"(host median {self.host_median_ns / 1e3:.2f} us)")
 
 
 def bench(fn, warmup: int = 3, reps: int = 20) -> BenchResult:
@@ -90,7 +91,8 @@ def pipeline_statistics(pipeline) -> list[PipelineExecutable]:
     for index, props in enumerate(enumerate_structs(get_props, STyped(S.VkPipelineExecutablePropertiesKHR),
                                              device.handle, ctypes.byref(info))):
         exe = S.VkPipelineExecutableInfoKHR(pipeline=pipeline.handle, executableIndex=index)
-        stats = enumerate_structs(get_stats, STyped(S.VkPipelineExecutableStatisticKHR), device.handle, ctypes.byref(exe))
+        stats = enumerate_structs(get_stats, STyped(S.VkPipelineExecutableStatisticKHR), device.handle,
+                                  ctypes.byref(exe))
         out.append(PipelineExecutable(props.name.decode(), props.description.decode(), props.subgroupSize,
                                       {s.name.decode(): _statistic_value(s) for s in stats}))
     return out

@@ -17,38 +17,20 @@ and ml_dtypes compute them in float32, which has more than 2p+2 bits for p = 11 
 
 from __future__ import annotations
 
-import enum
-
 import ml_dtypes
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import (
-    DEFAULT_DISTRIBUTION, CoopMatError, CoopMatType, ElementDistribution, Use, uniform_per_instance)
+    DEFAULT_DISTRIBUTION, CoopMatError, ElementDistribution, check_value, uniform_per_instance)
+from hydroplane.spirv.enums import CooperativeMatrixOperands as Operands
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.enums import FPRoundingMode
+from hydroplane.spirv.types import CoopMatrix
 
 F64 = np.dtype(np.float64)
 F32 = np.dtype(np.float32)
 FLOAT_DTYPES = frozenset(np.dtype(t) for t in (
     np.float16, np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2))
-
-
-class Operands(enum.IntFlag):
-    """SPIR-V CooperativeMatrixOperands bits."""
-
-    NoneKHR = 0
-    MatrixASigned = 1
-    MatrixBSigned = 2
-    MatrixCSigned = 4
-    MatrixResultSigned = 8
-    SaturatingAccumulation = 16
-
-
-class Rounding(enum.IntEnum):
-    """SPIR-V FPRoundingMode."""
-
-    RTE = 0
-    RTZ = 1
-    RTP = 2
-    RTN = 3
 
 
 def is_float(dtype) -> bool:
@@ -91,7 +73,7 @@ def _round_to_odd_f32(x: np.ndarray) -> np.ndarray:
     return nearest
 
 
-def round_from_f64(x, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
+def round_from_f64(x, dtype, rounding: FPRoundingMode = FPRoundingMode.RTE) -> np.ndarray:
     """Round exact float64 values once to a float dtype with an FPRoundingMode."""
     x = np.asarray(x, dtype=F64)
     dtype = np.dtype(dtype)
@@ -104,14 +86,14 @@ def round_from_f64(x, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
         out = _round_to_odd_f32(x).astype(dtype)
     else:
         raise CoopMatError(f"{dtype} is not a float component type")
-    if rounding == Rounding.RTE:
+    if rounding == FPRoundingMode.RTE:
         return out
     back = out.astype(F64)
     finite = ~np.isnan(x)
-    if rounding == Rounding.RTZ:
+    if rounding == FPRoundingMode.RTZ:
         move = finite & (np.abs(back) > np.abs(x))
         up = x < 0
-    elif rounding == Rounding.RTP:
+    elif rounding == FPRoundingMode.RTP:
         move, up = finite & (back < x), np.ones_like(x, bool)
     else:
         move, up = finite & (back > x), np.zeros_like(x, bool)
@@ -171,21 +153,22 @@ def muladd(a: np.ndarray, b: np.ndarray, c: np.ndarray, result_dtype, operands: 
     result_dtype = np.dtype(result_dtype)
     kinds = [is_float(x.dtype) for x in (a, b, c)] + [is_float(result_dtype)]
     if all(kinds):
-        exact = np.matmul(a.astype(F64), b.astype(F64)) + c.astype(F64)
+        exact = np.matmul(a.astype(F64, copy=False), b.astype(F64, copy=False))
+        exact += c.astype(F64, copy=False)
         return round_from_f64(exact, result_dtype)
     if any(kinds) or not all(is_int(x.dtype) for x in (a, b, c)) or not is_int(result_dtype):
         raise CoopMatError(f"MulAdd mixes float and integer components: A {a.dtype}, B {b.dtype}, "
                            f"C {c.dtype}, result {result_dtype}")
     ops = Operands(operands)
-    ai = as_integers(a, Operands.MatrixASigned in ops)
-    bi = as_integers(b, Operands.MatrixBSigned in ops)
-    ci = as_integers(c, Operands.MatrixCSigned in ops)
+    ai = as_integers(a, Operands.MatrixASignedComponentsKHR in ops)
+    bi = as_integers(b, Operands.MatrixBSignedComponentsKHR in ops)
+    ci = as_integers(c, Operands.MatrixCSignedComponentsKHR in ops)
     bound = _magnitude(ai) * _magnitude(bi) * a.shape[2] + _magnitude(ci)
     if bound >= 1 << 62 or object in (ai.dtype, bi.dtype, ci.dtype):
         ai, bi, ci = ai.astype(object), bi.astype(object), ci.astype(object)
     exact = np.matmul(ai, bi) + ci
-    if Operands.SaturatingAccumulation in ops:
-        return saturate_integers(exact, result_dtype, Operands.MatrixResultSigned in ops)
+    if Operands.SaturatingAccumulationKHR in ops:
+        return saturate_integers(exact, result_dtype, Operands.MatrixResultSignedComponentsKHR in ops)
     return wrap_integers(exact, result_dtype)
 
 
@@ -204,7 +187,7 @@ def _float_to_int(values, dtype, signed: bool) -> np.ndarray:
     return wrap_integers(x.astype(np.int64), dtype)
 
 
-def _int_to_float(values, dtype, signed: bool, rounding: Rounding) -> np.ndarray:
+def _int_to_float(values, dtype, signed: bool, rounding: FPRoundingMode) -> np.ndarray:
     exact = as_integers(values, signed)
     if exact.dtype == object or np.abs(exact).max(initial=0) >= 1 << 53:
         raise CoopMatError("integer-to-float conversion of values past 2**53 is not implemented exactly")
@@ -230,7 +213,7 @@ CONVERSIONS = {
 }
 
 
-def convert(values: np.ndarray, opname: str, dtype, rounding: Rounding = Rounding.RTE) -> np.ndarray:
+def convert(values: np.ndarray, opname: str, dtype, rounding: FPRoundingMode = FPRoundingMode.RTE) -> np.ndarray:
     """An element-wise conversion by its SPIR-V name (without Op), e.g. convert(m, 'FConvert', f16)."""
     rule = CONVERSIONS.get(opname)
     if rule is None:
@@ -239,34 +222,34 @@ def convert(values: np.ndarray, opname: str, dtype, rounding: Rounding = Roundin
     wants_float_source = opname in ("FConvert", "ConvertFToS", "ConvertFToU")
     if opname != "Bitcast" and source_float != wants_float_source:
         raise CoopMatError(f"Op{opname} cannot take {values.dtype} components")
-    return rule(values, np.dtype(dtype), Rounding(rounding))
+    return rule(values, np.dtype(dtype), FPRoundingMode(rounding))
 
 
 def _same_component_or_signedness(src: np.dtype, dst: np.dtype) -> bool:
     return src == dst or (is_int(src) and is_int(dst) and src.itemsize == dst.itemsize)
 
 
-def convert_use(mats: np.ndarray, src: CoopMatType, dst: CoopMatType, transpose: bool = False) -> np.ndarray:
+def convert_use(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix, transpose: bool = False) -> np.ndarray:
     """OpCooperativeMatrixConvertUseEXT (= NV2 ConvertNV), transposing when decorated
     CooperativeMatrixTransposeEXT; validates the rules of seed 000."""
-    src.check_value(mats, "ConvertUse operand")
+    check_value(src, mats, "ConvertUse operand")
     what = "ConvertUse" + (" (CooperativeMatrixTransposeEXT)" if transpose else "")
     if src.scope != dst.scope:
         raise CoopMatError(f"{what}: scope {src.scope.name} -> {dst.scope.name}; scopes must match")
-    if not _same_component_or_signedness(src.component, dst.component):
-        raise CoopMatError(f"{what}: component {src.component} -> {dst.component}; use OpFConvert/"
+    if not _same_component_or_signedness(src.component.dtype, dst.component.dtype):
+        raise CoopMatError(f"{what}: component {src.component.dtype} -> {dst.component.dtype}; use OpFConvert/"
                            f"OpSConvert/OpUConvert to change the component type")
     want = (src.cols, src.rows) if transpose else src.shape
     if dst.shape != want:
         raise CoopMatError(f"{what}: {src.rows}x{src.cols} -> {dst.rows}x{dst.cols}; result must be "
                            f"{want[0]}x{want[1]}")
-    to_ab = src.use == Use.MatrixAccumulator and dst.use in (Use.MatrixA, Use.MatrixB)
-    to_acc = src.use in (Use.MatrixA, Use.MatrixB) and dst.use == Use.MatrixAccumulator
+    to_ab = src.use == Use.MatrixAccumulatorKHR and dst.use in (Use.MatrixAKHR, Use.MatrixBKHR)
+    to_acc = src.use in (Use.MatrixAKHR, Use.MatrixBKHR) and dst.use == Use.MatrixAccumulatorKHR
     if not (to_ab or to_acc):
         raise CoopMatError(f"{what}: Use {getattr(src.use, 'name', None)} -> {getattr(dst.use, 'name', None)}; "
                            f"Accumulator must become A or B, and A or B must become Accumulator")
     out = mats.swapaxes(1, 2) if transpose else mats
-    return np.ascontiguousarray(out).view(dst.component)
+    return np.ascontiguousarray(out).view(dst.component.dtype)
 
 
 def _conversion_between(src: np.dtype, dst: np.dtype) -> str:
@@ -278,27 +261,28 @@ def _conversion_between(src: np.dtype, dst: np.dtype) -> str:
     return "SConvert" if src.kind == "i" else "UConvert"
 
 
-def convert_nv(mats: np.ndarray, src: CoopMatType, dst: CoopMatType) -> np.ndarray:
+def convert_nv(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix) -> np.ndarray:
     """NV2 OpCooperativeMatrixConvertNV changing the component type: the OpConvert* of the two
     component types (source signedness for integer sources), plus Accumulator -> A/B or the same Use."""
-    src.check_value(mats, "ConvertNV operand")
+    check_value(src, mats, "ConvertNV operand")
     if src.scope != dst.scope or src.shape != dst.shape:
-        raise CoopMatError(f"ConvertNV: {src.describe()} -> {dst.describe()}; scope and shape must match")
-    if not (src.use == dst.use or (src.use == Use.MatrixAccumulator and dst.use in (Use.MatrixA, Use.MatrixB))):
+        raise CoopMatError(f"ConvertNV: {src} -> {dst}; scope and shape must match")
+    to_ab = src.use == Use.MatrixAccumulatorKHR and dst.use in (Use.MatrixAKHR, Use.MatrixBKHR)
+    if not (src.use == dst.use or to_ab):
         raise CoopMatError(f"ConvertNV: Use {getattr(src.use, 'name', None)} -> {getattr(dst.use, 'name', None)}; "
                            f"only Accumulator -> A or B, or the same Use")
-    return convert(mats, _conversion_between(src.component, dst.component), dst.component)
+    return convert(mats, _conversion_between(src.component.dtype, dst.component.dtype), dst.component.dtype)
 
 
-def transpose_nv(mats: np.ndarray, src: CoopMatType, dst: CoopMatType) -> np.ndarray:
+def transpose_nv(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix) -> np.ndarray:
     """OpCooperativeMatrixTransposeNV: the transposed matrix with the result's Use."""
-    src.check_value(mats, "TransposeNV operand")
+    check_value(src, mats, "TransposeNV operand")
     if src.scope != dst.scope or dst.shape != (src.cols, src.rows):
-        raise CoopMatError(f"TransposeNV: {src.describe()} -> {dst.describe()}; result must be "
+        raise CoopMatError(f"TransposeNV: {src} -> {dst}; result must be "
                            f"{src.cols}x{src.rows} with the same scope")
-    if not _same_component_or_signedness(src.component, dst.component):
-        raise CoopMatError(f"TransposeNV: component {src.component} -> {dst.component} must stay the same")
-    return np.ascontiguousarray(mats.swapaxes(1, 2)).view(dst.component)
+    if not _same_component_or_signedness(src.component.dtype, dst.component.dtype):
+        raise CoopMatError(f"TransposeNV: component {src.component.dtype} -> {dst.component.dtype} must stay the same")
+    return np.ascontiguousarray(mats.swapaxes(1, 2)).view(dst.component.dtype)
 
 
 def times_scalar(mats: np.ndarray, scalars, lanes: int, dist: ElementDistribution = DEFAULT_DISTRIBUTION) -> np.ndarray:

@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref import types as T
 from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.values import as_signed
-
-CM = T.CooperativeMatrixType
-
-
-def mtype(t: CM) -> cm.CoopMatType:
-    return cm.CoopMatType(t.dtype, t.scope, t.rows, t.cols, t.use)
+from hydroplane.spirv.enums import Scope
+from hydroplane.spirv.types import CoopMatrix as CM
 
 
 def distribution(ctx) -> cm.ElementDistribution:
@@ -29,15 +24,15 @@ def distribution(ctx) -> cm.ElementDistribution:
 class ScopeLanes:
     """The scope instances of a batch and the lanes that hold their elements."""
 
-    def __init__(self, ctx, scope: int):
+    def __init__(self, ctx, scope: Scope):
         lanes = ctx.lanes
         self.lanes = lanes
-        if scope == T.SCOPE_SUBGROUP:
+        if scope == Scope.Subgroup:
             self.count, self.step, self.holders = lanes.subgroups, lanes.subgroup_size, lanes.subgroup_size
-        elif scope == T.SCOPE_WORKGROUP:
+        elif scope == Scope.Workgroup:
             self.count, self.step, self.holders = lanes.workgroups, lanes.wg_lanes, lanes.invocations
         else:
-            raise cm.CoopMatError(f"cooperative-matrix scope {scope} is neither Subgroup (3) nor Workgroup (2)")
+            raise cm.CoopMatError(f"cooperative-matrix scope {Scope(scope).name} is neither Subgroup nor Workgroup")
         self.first_lane = np.arange(self.count, dtype=np.int64) * self.step
 
     def by_instance(self, values: np.ndarray) -> np.ndarray:

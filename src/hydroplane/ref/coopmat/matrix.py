@@ -1,13 +1,14 @@
-"""Cooperative-matrix values in the reference executor: their type, which invocation holds which
-element (the element-to-invocation distribution), and the lane-level views of a matrix
-(Length, OpCompositeExtract/Insert/Construct, GetCoordinate).
+"""Cooperative-matrix values in the reference executor: which invocation holds which element (the
+element-to-invocation distribution), and the lane-level views of a matrix (Length,
+OpCompositeExtract/Insert/Construct, GetCoordinate).
 
-A matrix value is one NumPy array of shape (instances, rows, cols): a whole matrix per scope
-instance (per subgroup for Subgroup scope, per workgroup for Workgroup scope), with the
-component's own dtype (ml_dtypes for bf16 and fp8). Lanes only matter where an invocation sees
-single elements; there `ElementDistribution` says which (lane, index) pair holds which element.
-The default, STRIDED, puts element i of lane l of an R x C matrix over S lanes at row-major flat
-index l + i*S; Length = ceil(R*C / S); slots past R*C are padding (read as zero, writes dropped).
+A matrix's type is a `hydroplane.spirv.types.CoopMatrix`; its value is one NumPy array of shape
+(instances, rows, cols): a whole matrix per scope instance (per subgroup for Subgroup scope, per
+workgroup for Workgroup scope), with the component's own dtype (ml_dtypes for bf16 and fp8). Lanes
+only matter where an invocation sees single elements; there `ElementDistribution` says which (lane,
+index) pair holds which element. The default, STRIDED, puts element i of lane l of an R x C matrix
+over S lanes at row-major flat index l + i*S; Length = ceil(R*C / S); slots past R*C are padding
+(read as zero, writes dropped).
 
 Semantics that are not about lanes live beside this file: memory (load/store), arith (MulAdd,
 conversions, ConvertUse, transpose), reduce (Reduce, PerElementOp), tensor (NV2 tensor layouts and
@@ -16,7 +17,6 @@ views).
 
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -24,59 +24,19 @@ from typing import Callable
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
+from hydroplane.spirv.types import CoopMatrix
 
 
 class CoopMatError(HydroplaneError):
     """A cooperative-matrix operation the reference executor cannot give a defined answer for."""
 
 
-class Scope(enum.IntEnum):
-    """The SPIR-V Scope values a cooperative matrix can have."""
-
-    Workgroup = 2
-    Subgroup = 3
-
-
-class Use(enum.IntEnum):
-    """SPIR-V CooperativeMatrixUse; legacy NV matrices have no Use (None)."""
-
-    MatrixA = 0
-    MatrixB = 1
-    MatrixAccumulator = 2
-
-
-@dataclass(frozen=True, slots=True)
-class CoopMatType:
-    """OpTypeCooperativeMatrixKHR/NV: component dtype, scope, rows, columns, use (None for NV)."""
-
-    component: np.dtype
-    scope: Scope
-    rows: int
-    cols: int
-    use: Use | None = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "component", np.dtype(self.component))
-        object.__setattr__(self, "scope", Scope(self.scope))
-        if self.use is not None:
-            object.__setattr__(self, "use", Use(self.use))
-        if self.rows <= 0 or self.cols <= 0:
-            raise CoopMatError(f"cooperative matrix needs positive dimensions, got {self.rows}x{self.cols}")
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return self.rows, self.cols
-
-    def describe(self) -> str:
-        use = "" if self.use is None else f", {self.use.name}"
-        return f"coopmat<{self.component.name}, {self.scope.name}, {self.rows}x{self.cols}{use}>"
-
-    def check_value(self, mats: np.ndarray, what: str = "matrix") -> np.ndarray:
-        """Return mats if it is a (instances, rows, cols) array of this type, else raise."""
-        if mats.ndim != 3 or mats.shape[1:] != self.shape or mats.dtype != self.component:
-            raise CoopMatError(f"{what} has shape {mats.shape} and dtype {mats.dtype}; "
-                               f"{self.describe()} needs (instances, {self.rows}, {self.cols})")
-        return mats
+def check_value(mtype: CoopMatrix, mats: np.ndarray, what: str = "matrix") -> np.ndarray:
+    """Return mats if it is a (instances, rows, cols) array of cooperative-matrix type `mtype`, else raise."""
+    if mats.ndim != 3 or mats.shape[1:] != mtype.shape or mats.dtype != mtype.component.dtype:
+        raise CoopMatError(f"{what} has shape {mats.shape} and dtype {mats.dtype}; "
+                           f"{mtype} needs (instances, {mtype.rows}, {mtype.cols})")
+    return mats
 
 
 FlatIndexRule = Callable[[np.ndarray, np.ndarray, int, int, int], np.ndarray]
@@ -235,12 +195,12 @@ def insert(mats: np.ndarray, values, index, lanes: int, dist: ElementDistributio
     return out.reshape(n, rows, cols)
 
 
-def construct(values, mtype: CoopMatType, lanes: int, dist: ElementDistribution = DEFAULT_DISTRIBUTION) -> np.ndarray:
+def construct(values, mtype: CoopMatrix, lanes: int, dist: ElementDistribution = DEFAULT_DISTRIBUTION) -> np.ndarray:
     """OpCompositeConstruct/OpConstantComposite: every element a lane holds becomes its scalar.
 
     `values` is (instances, lanes), (instances,) or a scalar; a uniform value fills the matrix.
     """
-    values = np.asarray(values).astype(mtype.component, copy=False)
+    values = np.asarray(values).astype(mtype.component.dtype, copy=False)
     if values.ndim <= 1:
         n = 1 if values.ndim == 0 else values.shape[0]
         return np.broadcast_to(values.reshape(n, 1, 1), (n, mtype.rows, mtype.cols)).copy()

@@ -16,12 +16,12 @@ from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import arith as ar
 from hydroplane.ref.coopmat import memory as mm
 from hydroplane.ref.coopmat import reduce as rd
-from hydroplane.ref.coopmat.instances import (CM, ScopeLanes, distribution, full, lane_index, mtype, owner_lanes,
-                                              per_instance)
-from hydroplane.ref import types as T
+from hydroplane.ref.coopmat.instances import CM, ScopeLanes, distribution, full, lane_index, owner_lanes, per_instance
+from hydroplane.ref.layout import size_of, value_dtype
 from hydroplane.ref.ops import HANDLERS, Op, register
 from hydroplane.ref.ops_memory import check_uniform
 from hydroplane.ref.values import as_signed
+from hydroplane.spirv.enums import FPRoundingMode
 
 
 
@@ -45,7 +45,11 @@ def coop_handler(*opcodes, type=None):
 def _element_offsets(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> np.ndarray:
     base = per_instance(ctx, sc, ptr.offset, "the cooperative-matrix pointer")[inst_idx].astype(np.int64)
     stride = as_signed(np.asarray(stride)).astype(np.int64)[inst_idx]
-    offsets = mm.element_offsets(t.rows, t.cols, layout, stride, T.size_of(ptr.type), t.dtype.itemsize)
+    if len(stride) and (stride == stride[0]).all():  # one stride (the usual case): one (rows, cols) table
+        offsets = mm.element_offsets(t.rows, t.cols, layout, int(stride[0]), size_of(ptr.type),
+                                     t.component.dtype.itemsize)
+    else:
+        offsets = mm.element_offsets(t.rows, t.cols, layout, stride, size_of(ptr.type), t.component.dtype.itemsize)
     return base[:, None, None] + offsets
 
 
@@ -54,17 +58,33 @@ def _region_rows(ptr, lanes: np.ndarray):
     return rows[:, None, None] if isinstance(rows, np.ndarray) else rows
 
 
+def _holders(ctx, sc, inst_idx: np.ndarray, t: CM) -> np.ndarray:
+    """(instances, rows, cols): the lane holding each element of each active instance. With every
+    instance active it is one array per matrix shape and scope for the batch (never changed), so
+    memory's per-lanes bookkeeping (race tracking) is reused."""
+    if len(inst_idx) != sc.count:
+        return sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    kept = ctx.__dict__.setdefault("_coop_holders", {})
+    key = (t.scope, t.rows, t.cols)
+    if key not in kept:
+        kept[key] = sc.first_lane[:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
+    return kept[key]
+
+
 def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
     """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
     sc = ScopeLanes(ctx, t.scope)
-    out = np.zeros((sc.count, t.rows, t.cols), t.dtype)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
-        return out
+        return np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
-    out[inst_idx] = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.dtype, lanes)
+    lanes = _holders(ctx, sc, inst_idx, t)
+    values = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
+    if len(inst_idx) == sc.count:
+        return values
+    out = np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
+    out[inst_idx] = values
     return out
 
 
@@ -75,15 +95,15 @@ def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_va
         return
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
-    lanes = sc.first_lane[inst_idx][:, None, None] + owner_lanes(sc, distribution(ctx), t.rows, t.cols)
-    values = full(mats, sc.count)[inst_idx].astype(t.dtype, copy=False)
+    lanes = _holders(ctx, sc, inst_idx, t)
+    values = full(mats, sc.count)[inst_idx].astype(t.component.dtype, copy=False)
     ctx.memory.write(ptr.region, _region_rows(ptr, first), offs, values, lanes)
 
 
 def _optional_stride(ctx, inst, position: int, t: CM, layout: mm.Layout):
     if len(inst.operands) > position and inst.operands[position].kind == "IdRef":
         return ctx.get(inst.operands[position].value)
-    return np.array([t.cols if layout == mm.Layout.RowMajor else t.rows], np.int64)  # tightly packed
+    return np.array([t.cols if layout == mm.Layout.RowMajorKHR else t.rows], np.int64)  # tightly packed
 
 
 @coop_handler(Op.CooperativeMatrixLoadKHR)
@@ -136,7 +156,27 @@ def _muladd_khr(ctx, inst):
     n = ScopeLanes(ctx, t.scope).count
     a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
     operands = inst.literals[0] if inst.literals else 0
-    ctx.set(inst.result_id, ar.muladd(a, b, c, t.dtype, operands))
+    if ar.is_float(a.dtype) and ar.is_float(b.dtype):
+        a, b = _float64_operand(ctx, a), _float64_operand(ctx, b)
+    ctx.set(inst.result_id, ar.muladd(a, b, c, t.component.dtype, operands))
+
+
+F64_OPERANDS_KEPT = 8
+
+
+def _float64_operand(ctx, value: np.ndarray) -> np.ndarray:
+    """A float MulAdd operand as float64 (exact); the same array object used again (a GEMM's A and B
+    tiles meet several MulAdds) reuses its conversion. Values are never changed in place, and the
+    batch's context keeps the last few conversions with their arrays, so an id is never reused."""
+    kept = ctx.__dict__.setdefault("_float64_operands", [])
+    for source, converted in kept:
+        if source is value:
+            return converted
+    converted = value.astype(np.float64)
+    kept.append((value, converted))
+    if len(kept) > F64_OPERANDS_KEPT:
+        kept.pop(0)
+    return converted
 
 
 @coop_handler(Op.CooperativeMatrixMulAddNV)
@@ -145,9 +185,9 @@ def _muladd_nv(ctx, inst):
     check_uniform(ctx, t.scope, inst.name)
     n = ScopeLanes(ctx, t.scope).count
     a, b, c = (full(ctx.get(i), n) for i in inst.args[:3])
-    signed = [x.dtype.kind == "i" for x in (a, b, c)] + [t.dtype.kind == "i"]
+    signed = [x.dtype.kind == "i" for x in (a, b, c)] + [t.component.dtype.kind == "i"]
     operands = sum(bit for bit, s in zip((1, 2, 4, 8), signed) if s)  # legacy NV: the types say it
-    ctx.set(inst.result_id, ar.muladd(a, b, c, t.dtype, operands))
+    ctx.set(inst.result_id, ar.muladd(a, b, c, t.component.dtype, operands))
 
 
 @coop_handler(Op.CooperativeMatrixLengthKHR, Op.CooperativeMatrixLengthNV)
@@ -157,7 +197,7 @@ def _length(ctx, inst):
         ctx.diagnose("unsupported", f"{inst.name} in a function applied element by element: its lanes are "
                      f"not invocations, so the number holding the matrix is unknown")
     holders = ScopeLanes(ctx, t.scope).holders
-    ctx.set(inst.result_id, np.array([distribution(ctx).length(t.rows, t.cols, holders)], inst.type.dtype))
+    ctx.set(inst.result_id, np.array([distribution(ctx).length(t.rows, t.cols, holders)], inst.dtype))
 
 
 # -- composite access ------------------------------------------------------------------------------------
@@ -200,10 +240,10 @@ def _composite_construct(ctx, inst):
         raise cm.CoopMatError(f"OpCompositeConstruct of a cooperative matrix takes one scalar, got {len(inst.args)}")
     value = np.asarray(ctx.get(inst.args[0]))
     if value.shape[0] == 1:
-        ctx.set(inst.result_id, cm.construct(value.reshape(1), mtype(t), 1))
+        ctx.set(inst.result_id, cm.construct(value.reshape(1), t, 1))
         return
     sc = ScopeLanes(ctx, t.scope)
-    ctx.set(inst.result_id, cm.construct(sc.by_instance(value), mtype(t), sc.holders, distribution(ctx)))
+    ctx.set(inst.result_id, cm.construct(sc.by_instance(value), t, sc.holders, distribution(ctx)))
 
 
 @coop_handler(Op.MatrixTimesScalar, type=CM)
@@ -224,16 +264,17 @@ CONVERSION_NAMES = {
 }
 
 
-def _rounding(ctx, inst) -> ar.Rounding:
+def _rounding(ctx, inst) -> FPRoundingMode:
     mode = ctx.program.decoration(inst.result_id, "FPRoundingMode")
-    return ar.Rounding(mode[0]) if mode else ar.Rounding.RTE
+    return FPRoundingMode(mode[0]) if mode else FPRoundingMode.RTE
 
 
 @coop_handler(*CONVERSION_NAMES, type=CM)
 def _convert(ctx, inst):
     t = inst.type
     value = ctx.get(inst.args[0])
-    ctx.set(inst.result_id, ar.convert(np.asarray(value), CONVERSION_NAMES[inst.opcode], t.dtype, _rounding(ctx, inst)))
+    ctx.set(inst.result_id, ar.convert(np.asarray(value), CONVERSION_NAMES[inst.opcode], t.component.dtype,
+                                       _rounding(ctx, inst)))
 
 
 @coop_handler(Op.CooperativeMatrixConvertUseEXT)
@@ -244,10 +285,10 @@ def _convert_use(ctx, inst):
     mats = full(ctx.get(inst.args[0]), ScopeLanes(ctx, t.scope).count)
     transpose = ctx.program.decoration(inst.result_id, "CooperativeMatrixTransposeEXT") is not None
     nv2 = "CooperativeMatrixConversionsNV" in ctx.program.capabilities
-    if nv2 and not transpose and src.dtype != t.dtype:
-        ctx.set(inst.result_id, ar.convert_nv(mats, mtype(src), mtype(t)))
+    if nv2 and not transpose and src.component.dtype != t.component.dtype:
+        ctx.set(inst.result_id, ar.convert_nv(mats, src, t))
     else:
-        ctx.set(inst.result_id, ar.convert_use(mats, mtype(src), mtype(t), transpose))
+        ctx.set(inst.result_id, ar.convert_use(mats, src, t, transpose))
 
 
 @coop_handler(Op.CooperativeMatrixTransposeNV)
@@ -256,7 +297,7 @@ def _transpose_nv(ctx, inst):
     check_uniform(ctx, t.scope, inst.name)
     src = ctx.type_of(inst.args[0])
     ctx.set(inst.result_id, ar.transpose_nv(full(ctx.get(inst.args[0]), ScopeLanes(ctx, t.scope).count),
-                                            mtype(src), mtype(t)))
+                                            src, t))
 
 
 # -- Reduce, PerElementOp, GetCoordinate -------------------------------------------------------------------
@@ -274,7 +315,7 @@ def _reduce(ctx, inst):
     check_uniform(ctx, t.scope, inst.name)
     src = ctx.type_of(inst.args[0])
     mats = full(ctx.get(inst.args[0]), ScopeLanes(ctx, t.scope).count)
-    out = rd.reduce(mats, mtype(src), mtype(t), inst.literals[0], _element_call(ctx, inst.args[1]))
+    out = rd.reduce(mats, src, t, inst.literals[0], _element_call(ctx, inst.args[1]))
     ctx.set(inst.result_id, out)
 
 
@@ -284,7 +325,7 @@ def _per_element(ctx, inst):
     sc = ScopeLanes(ctx, t.scope)
     mats = full(ctx.get(inst.args[0]), sc.count)
     func = ctx.program.functions[inst.args[1]]
-    row_type, col_type = (p.dtype for p in func.type.params[:2])
+    row_type, col_type = (value_dtype(p) for p in func.type.params[:2])
     extras = []
     for ident in inst.args[2:]:
         value = np.asarray(ctx.get(ident))
@@ -299,7 +340,7 @@ def _per_element(ctx, inst):
     def func_call(row, col, element, *rest):
         return call(row.astype(row_type), col.astype(col_type), element, *rest)
 
-    ctx.set(inst.result_id, rd.per_element_op(mats, mtype(t), func_call, extras, sc.holders, distribution(ctx)))
+    ctx.set(inst.result_id, rd.per_element_op(mats, t, func_call, extras, sc.holders, distribution(ctx)))
 
 
 @coop_handler(Op.CooperativeMatrixGetCoordinateEXT)
@@ -308,5 +349,5 @@ def _get_coordinate(ctx, inst):
     sc = ScopeLanes(ctx, t.scope)
     index = lane_index(ctx, sc, ctx.get(inst.args[1]))
     coords = cm.get_coordinate(index, t.rows, t.cols, sc.holders, sc.count, distribution(ctx))
-    ctx.set(inst.result_id, sc.to_lanes(coords).astype(inst.type.dtype))
+    ctx.set(inst.result_id, sc.to_lanes(coords).astype(inst.dtype))
 

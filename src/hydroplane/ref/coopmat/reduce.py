@@ -16,21 +16,15 @@ function body over a vector of virtual lanes, one per call):
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from hydroplane.ref.coopmat.matrix import DEFAULT_DISTRIBUTION, CoopMatError, CoopMatType, ElementDistribution, Use
-
-
-class ReduceMode(enum.IntFlag):
-    """SPIR-V CooperativeMatrixReduce bits."""
-
-    Row = 1
-    Column = 2
-    Reduce2x2 = 4
+from hydroplane.ref.coopmat.matrix import DEFAULT_DISTRIBUTION, CoopMatError, ElementDistribution, check_value
+from hydroplane.spirv.enums import CooperativeMatrixReduce as ReduceMode
+from hydroplane.spirv.enums import CooperativeMatrixUse as Use
+from hydroplane.spirv.types import CoopMatrix
 
 
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -57,20 +51,21 @@ def tree_reduce(values: np.ndarray, combine: Combine) -> np.ndarray:
     return values[..., 0]
 
 
-def check_reduce_types(src: CoopMatType, dst: CoopMatType, mode: int) -> ReduceMode:
+def check_reduce_types(src: CoopMatrix, dst: CoopMatrix, mode: int) -> ReduceMode:
     """The Reduce rules of seed 000; returns the mode as flags."""
-    if int(mode) & ~0x7:
+    if int(mode) & ~int(ReduceMode.Row | ReduceMode.Column | ReduceMode.CooperativeMatrixReduce2x2):
         raise CoopMatError(f"Reduce mode {int(mode):#x} has unknown bits")
     mode = ReduceMode(mode)
-    if mode not in (ReduceMode.Row, ReduceMode.Column, ReduceMode.Row | ReduceMode.Column, ReduceMode.Reduce2x2):
+    if mode not in (ReduceMode.Row, ReduceMode.Column, ReduceMode.Row | ReduceMode.Column,
+                    ReduceMode.CooperativeMatrixReduce2x2):
         raise CoopMatError(f"Reduce must be Row, Column, Row|Column or 2x2, got {mode!r}")
-    if src.component != dst.component:
-        raise CoopMatError(f"Reduce: component {src.component} -> {dst.component}; they must match")
-    if src.use != Use.MatrixAccumulator or dst.use != Use.MatrixAccumulator:
+    if src.component.dtype != dst.component.dtype:
+        raise CoopMatError(f"Reduce: component {src.component.dtype} -> {dst.component.dtype}; they must match")
+    if src.use != Use.MatrixAccumulatorKHR or dst.use != Use.MatrixAccumulatorKHR:
         raise CoopMatError("Reduce: Matrix and Result Type must both have Use MatrixAccumulatorKHR")
     if src.scope != dst.scope:
         raise CoopMatError(f"Reduce: scope {src.scope.name} -> {dst.scope.name}; scopes must match")
-    if mode == ReduceMode.Reduce2x2 and (src.rows % 2 or src.cols % 2 or
+    if mode == ReduceMode.CooperativeMatrixReduce2x2 and (src.rows % 2 or src.cols % 2 or
                                          dst.shape != (src.rows // 2, src.cols // 2)):
         raise CoopMatError(f"Reduce 2x2: {src.rows}x{src.cols} -> {dst.rows}x{dst.cols}; the result "
                            f"must have half the rows and half the columns")
@@ -81,12 +76,12 @@ def check_reduce_types(src: CoopMatType, dst: CoopMatType, mode: int) -> ReduceM
     return mode
 
 
-def reduce(mats: np.ndarray, src: CoopMatType, dst: CoopMatType, mode: int, combine: Combine) -> np.ndarray:
+def reduce(mats: np.ndarray, src: CoopMatrix, dst: CoopMatrix, mode: int, combine: Combine) -> np.ndarray:
     """(instances, dst.rows, dst.cols): the reduction of each instance's matrix."""
-    src.check_value(mats, "Reduce operand")
+    check_value(src, mats, "Reduce operand")
     mode = check_reduce_types(src, dst, mode)
     n = mats.shape[0]
-    if mode == ReduceMode.Reduce2x2:
+    if mode == ReduceMode.CooperativeMatrixReduce2x2:
         e00, e10 = mats[:, 0::2, 0::2], mats[:, 1::2, 0::2]
         e01, e11 = mats[:, 0::2, 1::2], mats[:, 1::2, 1::2]
         dtype = mats.dtype
@@ -123,11 +118,11 @@ class LaneOperand:
 PerElementFunc = Callable[..., np.ndarray]
 
 
-def per_element_op(mats: np.ndarray, mtype: CoopMatType, func: PerElementFunc,
+def per_element_op(mats: np.ndarray, mtype: CoopMatrix, func: PerElementFunc,
                    extra: Sequence[MatrixOperand | LaneOperand] = (), lanes: int | None = None,
                    dist: ElementDistribution = DEFAULT_DISTRIBUTION) -> np.ndarray:
     """(instances, rows, cols): func(row, col, element, *extra) for every element."""
-    mtype.check_value(mats, "PerElementOp operand")
+    check_value(mtype, mats, "PerElementOp operand")
     n, rows, cols = mats.shape
     count = n * rows * cols
     row = np.broadcast_to(np.arange(rows, dtype=np.uint32)[None, :, None], mats.shape).reshape(-1)
@@ -138,10 +133,10 @@ def per_element_op(mats: np.ndarray, mtype: CoopMatType, func: PerElementFunc,
     out = np.asarray(func(*args))
     if out.shape != (count,):
         raise CoopMatError(f"PerElementOp Func returned shape {out.shape}, expected ({count},)")
-    return out.astype(mtype.component, copy=False).reshape(mats.shape)
+    return out.astype(mtype.component.dtype, copy=False).reshape(mats.shape)
 
 
-def _element_argument(operand, mtype: CoopMatType, n: int, lanes: int | None,
+def _element_argument(operand, mtype: CoopMatrix, n: int, lanes: int | None,
                       dist: ElementDistribution, position: int) -> np.ndarray:
     rows, cols = mtype.shape
     if isinstance(operand, MatrixOperand):

@@ -14,26 +14,17 @@ Layouts and views are immutable values; each Set/Slice instruction returns a new
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hydroplane.ref.coopmat.matrix import CoopMatError, CoopMatType
+from hydroplane.ref.coopmat.matrix import CoopMatError
 from hydroplane.ref.coopmat.memory import CoopMatBoundsError
+from hydroplane.spirv.enums import TensorClampMode as ClampMode
+from hydroplane.spirv.types import CoopMatrix
 
 MAX_DIM = 5
 NO_CLIP_SPAN = 0xFFFFFFFF
-
-
-class ClampMode(enum.IntEnum):
-    """SPIR-V TensorClampMode."""
-
-    Undefined = 0
-    Constant = 1
-    ClampToEdge = 2
-    Repeat = 3
-    RepeatMirrored = 4
 
 
 def _check_count(what: str, values, dim: int) -> tuple[int, ...]:
@@ -250,11 +241,11 @@ def _bytes_of(memory, base: int, index, size: int, what: str):
     return addr
 
 
-def load_tensor(memory: np.ndarray, base: int, mtype: CoopMatType, layout: TensorLayout,
+def load_tensor(memory: np.ndarray, base: int, mtype: CoopMatrix, layout: TensorLayout,
                 view: TensorView | None, original: np.ndarray) -> np.ndarray:
     """OpCooperativeMatrixLoadTensorNV for one scope instance: (rows, cols); `original` is Object."""
     plan = tensor_addresses(layout, view, mtype.rows, mtype.cols, for_store=False)
-    dtype = mtype.component
+    dtype = mtype.component.dtype
     size = dtype.itemsize
     out = np.array(original, dtype=dtype, copy=True).reshape(mtype.shape)
     if plan.access.any():
@@ -267,15 +258,15 @@ def load_tensor(memory: np.ndarray, base: int, mtype: CoopMatType, layout: Tenso
     return out
 
 
-def store_tensor(memory: np.ndarray, base: int, mat: np.ndarray, mtype: CoopMatType, layout: TensorLayout,
+def store_tensor(memory: np.ndarray, base: int, mat: np.ndarray, mtype: CoopMatrix, layout: TensorLayout,
                  view: TensorView | None) -> None:
     """OpCooperativeMatrixStoreTensorNV for one scope instance, in place; later elements win."""
     plan = tensor_addresses(layout, view, mtype.rows, mtype.cols, for_store=True)
     if not plan.access.any():
         return
-    size = mtype.component.itemsize
+    size = mtype.component.dtype.itemsize
     addr = _bytes_of(memory, base, np.where(plan.access, plan.index, 0), size, "tensor store")
-    raw = np.ascontiguousarray(np.asarray(mat, dtype=mtype.component)).view(np.uint8).reshape(*mtype.shape, size)
+    raw = np.ascontiguousarray(np.asarray(mat, dtype=mtype.component.dtype)).view(np.uint8).reshape(*mtype.shape, size)
     targets = (addr[plan.access][:, None] + np.arange(size)).reshape(-1)
     values = raw[plan.access].reshape(-1)
     unique, first_in_reversed = np.unique(targets[::-1], return_index=True)

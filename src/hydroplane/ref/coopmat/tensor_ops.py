@@ -13,6 +13,7 @@ from hydroplane.ref.coopmat.instances import CM, ScopeLanes, distribution, full,
 from hydroplane.ref.coopmat.ops import coop_handler
 from hydroplane.ref.ops import Op
 from hydroplane.ref.ops_memory import check_uniform
+from hydroplane.spirv.enums import TensorAddressingOperands
 
 
 def _objects(value) -> np.ndarray:
@@ -35,7 +36,7 @@ def _lane_map(ctx, build, *values) -> np.ndarray:
 
 
 def _opaque_constants(ctx, t) -> list[int]:
-    return [ctx.const_int(o.value) for o in t.operands]
+    return [ctx.const_int(ident) for ident in t.operands]
 
 
 @coop_handler(Op.CreateTensorLayoutNV)
@@ -75,9 +76,9 @@ def _tensor_operands(ctx, inst, first_id_operand: int):
     at = kinds.index("TensorAddressingOperands")
     mask = inst.operands[at].value
     params = [o.value for o in inst.operands[at + 1:]]
-    if mask & ~1:
+    if mask & ~int(TensorAddressingOperands.TensorView):
         ctx.unsupported("LoadTensorNV with DecodeFunc/DecodeVectorFunc is not implemented by the reference executor")
-    return inst.operands[first_id_operand].value, (params[0] if mask & 1 else None)
+    return inst.operands[first_id_operand].value, (params[0] if mask & TensorAddressingOperands.TensorView else None)
 
 
 def _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t: CM, for_store: bool):
@@ -106,7 +107,7 @@ def _load_tensor(ctx, inst):
     t = inst.type
     check_uniform(ctx, t.scope, inst.name)
     sc = ScopeLanes(ctx, t.scope)
-    out = full(ctx.get(inst.args[1]), sc.count).astype(t.dtype, copy=True)
+    out = full(ctx.get(inst.args[1]), sc.count).astype(t.component.dtype, copy=True)
     inst_idx, first = sc.first_active(ctx.mask)
     if len(inst_idx):
         ptr = ctx.get(inst.args[0])
@@ -117,16 +118,16 @@ def _load_tensor(ctx, inst):
         plans = _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, False)
         for k, lane, plan in zip(inst_idx, first, plans):
             if plan.access.any():
-                offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
+                offs = int(base[k]) + plan.index[plan.access] * t.component.dtype.itemsize
                 rows = ptr.region.rows(np.array([lane]))
                 rows = rows[0] if isinstance(rows, np.ndarray) else rows
-                out[k][plan.access] = ctx.memory.read(ptr.region, rows, offs, t.dtype,
+                out[k][plan.access] = ctx.memory.read(ptr.region, rows, offs, t.component.dtype,
                                                       sc.first_lane[k] + owners[plan.access])
             if plan.clamped.any():
                 layout = per_instance_object(ctx, sc, layouts, k, "the tensor layout")
-                size = t.dtype.itemsize
+                size = t.component.dtype.itemsize
                 bits = np.array(layout.clamp_value & ((1 << 8 * size) - 1), dtype=f"u{size}")
-                out[k][plan.clamped] = bits.view(t.dtype)
+                out[k][plan.clamped] = bits.view(t.component.dtype)
     ctx.set(inst.result_id, out)
 
 
@@ -145,8 +146,8 @@ def _store_tensor(ctx, inst):
     owners = owner_lanes(sc, distribution(ctx), t.rows, t.cols)
     for k, lane, plan in zip(inst_idx, first, _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t, True)):
         if plan.access.any():
-            offs = int(base[k]) + plan.index[plan.access] * t.dtype.itemsize
+            offs = int(base[k]) + plan.index[plan.access] * t.component.dtype.itemsize
             rows = ptr.region.rows(np.array([lane]))
             rows = rows[0] if isinstance(rows, np.ndarray) else rows
-            ctx.memory.write(ptr.region, rows, offs, mats[k][plan.access].astype(t.dtype),
+            ctx.memory.write(ptr.region, rows, offs, mats[k][plan.access].astype(t.component.dtype),
                              sc.first_lane[k] + owners[plan.access])

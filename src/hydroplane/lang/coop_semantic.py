@@ -1,0 +1,250 @@
+"""Semantics of cooperative matrices as values: type checks and the KHR / EXT maintenance1 instructions.
+
+The language emits the most direct form: KHR load/store/mul-add/length, element-wise
+arithmetic on matrices, and the EXT maintenance1 instructions (seed 000) for convert_use,
+transpose, map (PerElementOp), reduce and coordinate. A target without EXT gets them
+rewritten by `hydroplane.spirv.lower.lower(module, target)` (NV2), outside this layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hydroplane.lang.errors import SemanticError
+from hydroplane.lang.semantic import (NON_PRIVATE, BufferRef, Semantic, SharedArray, Value, describe, is_literal,
+                                      scalar_kind)
+from hydroplane.spirv import grammar, types
+from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixOperands, CooperativeMatrixReduce
+from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
+
+Op = grammar.Op
+EXT = "SPV_EXT_cooperative_matrix_maintenance1"
+USE_A, USE_B, USE_ACC = (CooperativeMatrixUse.MatrixAKHR, CooperativeMatrixUse.MatrixBKHR,
+                         CooperativeMatrixUse.MatrixAccumulatorKHR)
+SCOPES = (Scope.Subgroup, Scope.Workgroup)
+
+
+def matrix_type(component, rows, cols, use, scope=Scope.Subgroup) -> types.CoopMatrix:
+    """A checked cooperative-matrix type (what `coop.Matrix[...]` makes)."""
+    if not isinstance(component, types.Scalar) or component.kind == "bool":
+        raise SemanticError(f"a matrix's component is a numeric dtype, not {component!r}")
+    for what, n in (("rows", rows), ("cols", cols)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise SemanticError(f"bad matrix shape: {what} must be a positive constexpr int, not {n!r}")
+    try:
+        use = CooperativeMatrixUse(use) if not isinstance(use, str) else types.coop_use(use)
+    except (ValueError, types.TypeModelError):
+        raise SemanticError(f"a matrix's use is coop.A, coop.B or coop.Accumulator, not {use!r}") from None
+    if scope not in SCOPES:
+        raise SemanticError(f"a matrix's scope is coop.Subgroup or coop.Workgroup, not {scope!r}")
+    return types.CoopMatrix(component, rows, cols, use, Scope(scope))
+
+
+def _matrix(x, what: str) -> Value:
+    if not isinstance(x, Value) or not isinstance(x.type, types.CoopMatrix):
+        raise SemanticError(f"{what} must be a cooperative matrix, not {describe(x)}")
+    return x
+
+
+class CoopSemantic(Semantic):
+    """Semantic plus cooperative matrices; `functions` compiles @func callbacks (map, reduce)."""
+
+    def __init__(self, builder, functions, target=None):
+        super().__init__(builder)
+        self.functions = functions
+        self.target = target  # a spirv.target.Target: matrix types and MulAdds are checked against it
+
+    def offered(self, t: types.CoopMatrix) -> types.CoopMatrix:
+        """`t`, when the target (if any) offers it; otherwise a SemanticError naming the target's shapes."""
+        if self.target is not None and not self.target.offers(t):
+            shapes = ", ".join(str(s) for s in self.target.shapes()) or "none"
+            raise SemanticError(f"{self.target.name} offers no {t} (its fixed shapes: {shapes})")
+        return t
+
+    def _layout(self, layout) -> int:
+        try:
+            layout = CooperativeMatrixLayout(layout)
+        except ValueError:
+            raise SemanticError(f"a layout is coop.RowMajor or coop.ColumnMajor, not {layout!r}") from None
+        return self.b.u32(int(layout))
+
+    def _memory(self, memory, element: types.Scalar, what: str):
+        if not isinstance(memory, BufferRef | SharedArray):
+            raise SemanticError(f"{what}: matrices load from and store to a buffer or shared array, "
+                                f"not {describe(memory)}")
+        if memory.element != element:
+            raise SemanticError(f"{what}: the memory holds {memory.element}, the matrix {element}; "
+                                "convert the matrix (coop.convert) or use memory of its type")
+
+    def _stride(self, stride) -> int:
+        if is_literal(stride):
+            return self.constant(stride, types.U32).id
+        return self.index(stride).id
+
+    def coop_load(self, t, memory, offset, stride, layout) -> Value:
+        if not isinstance(t, types.CoopMatrix):
+            raise SemanticError(f"coop.load's first argument is a matrix type (coop.Matrix[...]), not {describe(t)}")
+        self.offered(t)
+        self._memory(memory, t.component, "coop.load")
+        if memory.access == "writeonly":
+            raise SemanticError(f"coop.load from the write-only buffer {memory.name}")
+        pointer = self.element_pointer(memory, offset)
+        return Value(t, self.b.emit(Op.CooperativeMatrixLoadKHR, self.type_id(t), pointer, self._layout(layout),
+                                    self._stride(stride), NON_PRIVATE))
+
+    def coop_store(self, m, memory, offset, stride, layout) -> None:
+        m = _matrix(m, "coop.store's matrix")
+        self._memory(memory, m.type.component, "coop.store")
+        if memory.access == "readonly":
+            raise SemanticError(f"coop.store into the read-only buffer {memory.name}")
+        pointer = self.element_pointer(memory, offset)
+        self.b.emit(Op.CooperativeMatrixStoreKHR, pointer, m.id, self._layout(layout), self._stride(stride),
+                    NON_PRIVATE)
+
+    def coop_mul_add(self, a, b, c, saturating: bool) -> Value:
+        a, b, c = _matrix(a, "mul_add's a"), _matrix(b, "mul_add's b"), _matrix(c, "mul_add's c")
+        ta, tb, tc = a.type, b.type, c.type
+        for t, use, name in ((ta, USE_A, "a"), (tb, USE_B, "b"), (tc, USE_ACC, "c")):
+            if t.use != use:
+                raise SemanticError(f"mul_add's {name} has use {t.use_name}; it must be "
+                                    f"{types.use_name(use)}")
+        if not (ta.rows == tc.rows and tb.cols == tc.cols and ta.cols == tb.rows):
+            raise SemanticError(f"bad matrix shape for mul_add: a {ta.rows}x{ta.cols}, b {tb.rows}x{tb.cols}, "
+                                f"c {tc.rows}x{tc.cols} (a is MxK, b KxN, c MxN)")
+        if not ta.scope == tb.scope == tc.scope:
+            raise SemanticError("mul_add's matrices must share one scope")
+        kinds = {scalar_kind(t.component) for t in (ta, tb, tc)}
+        integer = kinds <= {"signed", "unsigned"}
+        if not integer and kinds & {"signed", "unsigned"}:
+            raise SemanticError(f"mul_add mixes integer and float matrices: {ta}, {tb}, {tc}")
+        if ta.component != tb.component:
+            raise SemanticError(f"mul_add's a and b have different components: {ta.component}, {tb.component}")
+        if saturating and not integer:
+            raise SemanticError("saturating accumulation is for integer matrices only")
+        operands = CooperativeMatrixOperands.NoneKHR
+        if ta.component.kind == "int" and ta.component.signed:
+            operands |= CooperativeMatrixOperands.MatrixASignedComponentsKHR
+        if tb.component.kind == "int" and tb.component.signed:
+            operands |= CooperativeMatrixOperands.MatrixBSignedComponentsKHR
+        if tc.component.kind == "int" and tc.component.signed:
+            operands |= (CooperativeMatrixOperands.MatrixCSignedComponentsKHR
+                         | CooperativeMatrixOperands.MatrixResultSignedComponentsKHR)
+        if saturating:
+            operands |= CooperativeMatrixOperands.SaturatingAccumulationKHR
+        if self.target is not None and not self.target.offers_muladd(ta, tb, tc, tc):
+            raise SemanticError(f"{self.target.name} offers no MulAdd of {ta} x {tb} + {tc}")
+        extra = (int(operands),) if operands else ()
+        return Value(tc, self.b.emit(Op.CooperativeMatrixMulAddKHR, self.type_id(tc), a.id, b.id, c.id, *extra))
+
+    def coop_fill(self, t, value) -> Value:
+        if not isinstance(t, types.CoopMatrix):
+            raise SemanticError(f"coop.fill's first argument is a matrix type, not {describe(t)}")
+        self.offered(t)
+        if is_literal(value):
+            return self.constant(value, t)
+        value = self.coerce(value, t.component, "coop.fill value")
+        return Value(t, self.b.emit(Op.CompositeConstruct, self.type_id(t), value.id))
+
+    def coop_length(self, t) -> Value:
+        t = t.type if isinstance(t, Value) else t
+        if not isinstance(t, types.CoopMatrix):
+            raise SemanticError(f"coop.length takes a matrix or matrix type, not {describe(t)}")
+        length = self.b.emit(Op.CooperativeMatrixLengthKHR, self.type_id(types.U32), self.type_id(t))
+        return Value(types.S32, self.b.emit(Op.Bitcast, self.type_id(types.S32), length))
+
+    def coop_convert(self, m, dtype) -> Value:
+        m = _matrix(m, "coop.convert's matrix")
+        if not isinstance(dtype, types.Scalar):
+            raise SemanticError(f"coop.convert converts to a dtype, not {describe(dtype)}")
+        return self.convert(m, dtype)
+
+    def _convert_use(self, m: Value, use, transpose: bool) -> Value:
+        t = m.type
+        try:
+            use = CooperativeMatrixUse(use) if not isinstance(use, str) else types.coop_use(use)
+        except (ValueError, types.TypeModelError):
+            raise SemanticError(f"a use is coop.A, coop.B or coop.Accumulator, not {use!r}") from None
+        if (t.use == USE_ACC) == (use == USE_ACC):
+            raise SemanticError(f"{'transpose' if transpose else 'convert_use'}: from {t.use_name} to "
+                                f"{types.use_name(use)}; EXT maintenance1 converts Accumulator to A or B "
+                                "and A or B to Accumulator")
+        rows, cols = (t.cols, t.rows) if transpose else (t.rows, t.cols)
+        result = self.offered(replace(t, rows=rows, cols=cols, use=use))
+        self.b.extension(EXT)
+        rid = self.b.emit(Op.CooperativeMatrixConvertUseEXT, self.type_id(result), m.id)
+        if transpose:
+            self.b.decorate(rid, "CooperativeMatrixTransposeEXT")
+        return Value(result, rid)
+
+    def coop_convert_use(self, m, use) -> Value:
+        return self._convert_use(_matrix(m, "coop.convert_use's matrix"), use, False)
+
+    def coop_transpose(self, m, use) -> Value:
+        m = _matrix(m, "coop.transpose's matrix")
+        if use is None:
+            use = USE_B if m.type.use == USE_ACC else USE_ACC
+        return self._convert_use(m, use, True)
+
+    def coop_map(self, fn, m, extra) -> Value:
+        m = _matrix(m, "coop.map's matrix")
+        if not getattr(fn, "__hydroplane_func__", False):
+            raise SemanticError(f"coop.map applies a @func helper, not {describe(fn)}")
+        extra_values, extra_params = [], []
+        for x in extra:
+            if isinstance(x, bool) or not isinstance(x, Value) and not is_literal(x):
+                extra_params.append(x)  # compile-time (a buffer, a bool flag ...): bound in the helper
+                continue
+            x = self.materialize(x)
+            if isinstance(x.type, types.CoopMatrix):
+                if x.type != m.type:
+                    raise SemanticError(f"coop.map: an extra matrix of type {x.type}, the matrix is {m.type}")
+                extra_params.append(x.type.component)
+            else:
+                extra_params.append(x.type)
+            extra_values.append(x)
+        comp = m.type.component
+        fn_id, result = self.functions.function_of_types(fn, [types.S32, types.S32, comp, *extra_params])
+        if result != comp:
+            raise SemanticError(f"coop.map: {fn.__name__} returns {result}, the matrix holds {comp}")
+        self.b.extension(EXT)
+        return Value(m.type, self.b.emit(Op.CooperativeMatrixPerElementOpEXT, self.type_id(m.type), m.id, fn_id,
+                                         *(x.id for x in extra_values)))
+
+    def coop_reduce(self, m, mode, combine) -> Value:
+        m = _matrix(m, "coop.reduce's matrix")
+        t = m.type
+        if t.use != USE_ACC:
+            raise SemanticError(f"coop.reduce works on Accumulator matrices, not {t.use_name}")
+        try:
+            mode = CooperativeMatrixReduce(mode)
+        except (ValueError, TypeError):
+            raise SemanticError(f"coop.reduce's mode is coop.Row, coop.Column, coop.Row | coop.Column or "
+                                f"coop.Quad2x2, not {mode!r}") from None
+        quad = CooperativeMatrixReduce.CooperativeMatrixReduce2x2
+        if mode & quad and mode != quad or not mode:
+            raise SemanticError(f"coop.reduce: {mode!r} is not a reduction (2x2 goes alone)")
+        if not getattr(combine, "__hydroplane_func__", False):
+            raise SemanticError(f"coop.reduce combines with a @func helper, not {describe(combine)}")
+        if mode == quad:
+            if t.rows % 2 or t.cols % 2:
+                raise SemanticError(f"bad matrix shape: a 2x2 reduction needs even dimensions, not {t.rows}x{t.cols}")
+            result = self.offered(replace(t, rows=t.rows // 2, cols=t.cols // 2))
+        else:
+            result = t
+        fn_id, returned = self.functions.function_of_types(combine, [t.component, t.component])
+        if returned != t.component:
+            raise SemanticError(f"coop.reduce: {combine.__name__} returns {returned}, the matrix holds {t.component}")
+        self.b.extension(EXT)
+        return Value(result, self.b.emit(Op.CooperativeMatrixReduceEXT, self.type_id(result), m.id, int(mode), fn_id))
+
+    def coop_coordinate(self, m, index) -> tuple[Value, Value]:
+        m = _matrix(m, "coop.coordinate's matrix")
+        index = self.index(index)
+        if index.type.width != 32:
+            raise SemanticError(f"coop.coordinate's index is a 32-bit integer, not {index.type}")
+        vec = types.Vector(types.S32, 2)
+        self.b.extension(EXT)
+        both = self.b.emit(Op.CooperativeMatrixGetCoordinateEXT, self.type_id(vec), m.id, index.id)
+        s32 = self.type_id(types.S32)
+        return (Value(types.S32, self.b.emit(Op.CompositeExtract, s32, both, 0)),
+                Value(types.S32, self.b.emit(Op.CompositeExtract, s32, both, 1)))

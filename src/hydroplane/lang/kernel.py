@@ -1,0 +1,435 @@
+"""`@kernel` and `@func`: Python functions compiled to SPIR-V, one module per specialization.
+
+    @kernel(local_size=64)
+    def add(a: Buffer[f32, readonly], b: Buffer[f32, readonly], c: Buffer[f32], n: s32):
+        i = global_id()
+        if i < n:
+            c[i] = a[i] + b[i]
+
+    add.spirv()            # words (array('I')), cached per constexpr specialization
+    add.asm()              # the disassembly
+    add.compile(BLOCK=64)  # a Specialization: words + the interface a launcher needs
+
+Parameters: `Buffer[dtype]` / `Buffer[dtype, readonly|writeonly]` are storage buffers at
+set 0, bindings 0, 1, ... in order; a dtype annotation is a push-constant scalar (one
+std430 block, in order); `constexpr` a compile-time value given to `spirv(**constexprs)`.
+`@func` helpers are compiled per argument types (and compile-time arguments) into SPIR-V
+functions; buffers and shared arrays passed to them are bound at compile time.
+Launching lives above this layer (hydroplane.jit).
+"""
+
+from __future__ import annotations
+
+import inspect
+from array import array
+from dataclasses import dataclass, field
+
+from hydroplane.lang import core
+from hydroplane.lang.codegen import CodeGenerator, Source
+from hydroplane.lang.coop_semantic import CoopSemantic
+from hydroplane.lang.errors import CompilationError, SemanticError
+from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
+from hydroplane.spirv import decode, grammar, types
+from hydroplane.spirv.builder import ModuleBuilder
+from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
+from hydroplane.spirv.enums import StorageClass
+from hydroplane.spirv.locations import SourceLocation, source_locations
+from hydroplane.spirv.target import Target
+from hydroplane.spirv.text import disassemble
+
+Op = grammar.Op
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One kernel parameter as a launcher sees it."""
+
+    name: str
+    kind: str  # "buffer", "scalar" or "constexpr"
+    dtype: types.Scalar | None = None
+    access: str | None = None  # buffers: "readonly", "writeonly", "readwrite"
+    binding: int | None = None  # buffers: set 0, this binding
+    offset: int | None = None  # scalars: byte offset in the push-constant block
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """A kernel compiled for one set of constexprs: the words and the interface to launch it."""
+
+    name: str
+    words: array
+    params: tuple[KernelParam, ...]
+    push_constant_size: int
+    local_size: tuple[int, int, int]
+    constexprs: tuple = ()
+    _locations: dict | None = field(default=None, repr=False, compare=False)
+
+    def asm(self) -> str:
+        return disassemble(self.words)
+
+    def compiled(self, target: Target | None = None) -> CompiledKernel:
+        """The spirv layer's CompiledKernel of these words for a target (lowered, checked, reflected, with
+        the source locations); the reference executor's target when None."""
+        return compile_kernel(self.words, target or Target.reference())
+
+    def location_of(self, offset: int) -> SourceLocation | None:
+        """The kernel's Python file:line:col behind the instruction at word `offset` of these words."""
+        if self._locations is None:
+            object.__setattr__(self, "_locations", source_locations(decode(self.words)))
+        return self._locations.get(offset)
+
+    @property
+    def buffers(self) -> tuple[KernelParam, ...]:
+        return tuple(p for p in self.params if p.kind == "buffer")
+
+    @property
+    def scalars(self) -> tuple[KernelParam, ...]:
+        return tuple(p for p in self.params if p.kind == "scalar")
+
+
+class ModuleCompiler:
+    """The state of one module being compiled: builder, semantics, helper functions."""
+
+    def __init__(self, target: Target | None = None):
+        self.builder = ModuleBuilder(memory_model="Vulkan")
+        self.semantic = CoopSemantic(self.builder, self, target)
+        self._functions: dict[tuple, tuple[int, types.Type]] = {}
+        self._in_progress: set[tuple] = set()
+
+    # helper functions ----------------------------------------------------------------------------
+    def call_function(self, func: Func, args, kwargs):
+        """Call a @func helper: compile it for these argument types (once), emit OpFunctionCall."""
+        try:
+            bound = func.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise SemanticError(f"{func.__name__}(): {err}") from None
+        bound.apply_defaults()
+        leaves: list[Value] = []
+        key = (func, tuple((name, _template(value, leaves)) for name, value in bound.arguments.items()))
+        fn_id, result = self.define(func, key, bound.arguments, [v.type for v in leaves])
+        call = self.builder.emit(Op.FunctionCall, self.semantic.type_id(result), fn_id, *(v.id for v in leaves))
+        return unpack(self.semantic, Value(result, call))
+
+    def define(self, func: Func, key: tuple, arguments: dict, param_types: list[types.Type]):
+        """The SPIR-V function of a helper for one specialization key: (function id, return type)."""
+        if key in self._functions:
+            return self._functions[key]
+        if key in self._in_progress:
+            raise SemanticError(f"{func.__name__} calls itself: recursion is not supported")
+        self._in_progress.add(key)
+        b = self.builder
+        try:
+            with b.function_aside():
+                fn_id, param_ids = b.function(b.type_void(), [self.semantic.type_id(t) for t in param_types],
+                                              name=func.__name__)
+                line, col, _ = func.source.location(func.source.tree)
+                b.location(func.source.file, line, col)  # its parameters' stores belong to its def line
+                b.label()
+                ids = iter(param_ids)
+                scope = {name: _rebuild(value, ids) for name, value in arguments.items()}
+                generator = CodeGenerator(self, func.source, scope, is_kernel=False)
+                generator.visit_body(func.source.tree.body)
+                result = generator.return_type or types.Void()
+                if not generator.terminated:
+                    if result != types.Void():
+                        generator.node = func.source.tree.body[-1]
+                        raise generator.error(f"{func.__name__} can reach its end without a return "
+                                              f"(it returns {result} elsewhere)")
+                    b.emit(Op.Return)
+                b.end_function()
+                b.set_return_type(fn_id, self.semantic.type_id(result))
+        finally:
+            self._in_progress.discard(key)
+        self._functions[key] = (fn_id, result)
+        return fn_id, result
+
+    def function_of_types(self, func: Func, params: list):
+        """A helper compiled for these parameters (for coop map/reduce callbacks): a type is a run-time
+        parameter of the SPIR-V function, anything else a compile-time value bound to the Python one."""
+        names = list(func.signature.parameters)
+        if len(names) != len(params):
+            raise SemanticError(f"{func.__name__} takes {len(names)} parameters, is given {len(params)}")
+        arguments = {name: _Placeholder(p) if isinstance(p, types.Type) else p for name, p in zip(names, params)}
+        leaves: list[Value] = []
+        key = (func, tuple((n, ("value", p) if isinstance(p, types.Type) else _template(p, leaves))
+                           for n, p in zip(names, params)))
+        return self.define(func, key, arguments, [p for p in params if isinstance(p, types.Type)])
+
+    def pack_return(self, value, expected: types.Type | None) -> Value:
+        """A helper's return value as one SPIR-V value (tuples as structs)."""
+        if isinstance(value, tuple):
+            parts = [self.pack_return(v, None) for v in value]
+            struct = types.Struct(tuple(types.Member(p.type) for p in parts))
+            packed = Value(struct, self.builder.emit(Op.CompositeConstruct, self.semantic.type_id(struct),
+                                                     *(p.id for p in parts)))
+        elif is_literal(value):
+            packed = self.semantic.coerce(value, expected, "return") if isinstance(expected, types.Scalar) \
+                else self.semantic.materialize(value)
+        elif isinstance(value, Value):
+            packed = value
+        else:
+            raise SemanticError(f"a helper returns run-time values (or tuples of them), not {value!r}")
+        if expected is not None and packed.type != expected:
+            raise SemanticError(f"this return gives {packed.type}, an earlier one {expected}")
+        return packed
+
+
+class _Placeholder:
+    """A run-time parameter known only by its type (function_of_types)."""
+
+    def __init__(self, t: types.Type):
+        self.type = t
+
+
+def _template(value, leaves: list[Value]):
+    if isinstance(value, LocalArray):
+        raise SemanticError("a local array lives in its function: pass its elements to a helper, not the array")
+    if isinstance(value, Value):
+        leaves.append(value)
+        return ("value", value.type)
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_template(v, leaves) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("object", id(value))
+    return ("const", type(value), value)
+
+
+def _rebuild(value, ids):
+    if isinstance(value, Value | _Placeholder):
+        return Value(value.type, next(ids))
+    if isinstance(value, tuple):
+        return tuple(_rebuild(v, ids) for v in value)
+    return value
+
+
+def unpack(semantic, value: Value):
+    """A helper's result: a struct is a tuple again, void is None."""
+    if isinstance(value.type, types.Void):
+        return None
+    if isinstance(value.type, types.Struct):
+        return tuple(unpack(semantic, Value(m.type, semantic.b.emit(Op.CompositeExtract, semantic.type_id(m.type),
+                                                                    value.id, i)))
+                     for i, m in enumerate(value.type.members))
+    return value
+
+
+# the decorators ------------------------------------------------------------------------------------
+class Func:
+    """A `@func` helper: compiled into a SPIR-V function per argument types when a kernel calls it."""
+
+    __hydroplane_func__ = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.signature = inspect.signature(fn)
+        self._source: Source | None = None
+
+    @property
+    def source(self) -> Source:
+        if self._source is None:
+            self._source = Source.of(self.fn)
+        return self._source
+
+    def __call__(self, *args, **kwargs):
+        raise SemanticError(f"{self.__name__} is a @func helper: call it from a @kernel or another @func")
+
+    def __repr__(self) -> str:
+        return f"<func {self.__name__}>"
+
+
+def func(fn) -> Func:
+    """Decorate a helper that kernels (and other helpers) call."""
+    return Func(fn)
+
+
+class Kernel:
+    """A `@kernel`: compiles per constexpr specialization; `spirv()`, `asm()`, `compile()`."""
+
+    def __init__(self, fn, local_size=64, name: str | None = None):
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.local_size = local_size
+        self.signature = inspect.signature(fn)
+        self._source: Source | None = None
+        self._cache: dict[tuple, Specialization] = {}
+
+    @property
+    def source(self) -> Source:
+        if self._source is None:
+            self._source = Source.of(self.fn)
+        return self._source
+
+    def compile(self, target: Target | None = None, **constexprs) -> Specialization:
+        """The kernel for these constexprs (cached). With a `target` (spirv.target.Target), matrix shapes
+        are checked against what it offers and `coop.largest_shape(...)` constexprs are answered by it."""
+        constexprs = self._resolved(target, constexprs)
+        try:
+            key = (None if target is None else (target.name, target.is_reference), tuple(sorted(constexprs.items())))
+            hash(key)
+        except TypeError:
+            raise SemanticError(f"{self.name}: constexpr values must be hashable, got {constexprs!r}") from None
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = _compile_kernel(self, constexprs, target)
+        return found
+
+    def _resolved(self, target: Target | None, constexprs: dict) -> dict:
+        """The constexprs with values that ask the target (coop.largest_shape) answered."""
+        out = dict(constexprs)
+        names = self.constexpr_names()
+        for p in self.signature.parameters.values():
+            if p.name in names and p.name not in out and p.default is not inspect.Parameter.empty:
+                out[p.name] = p.default  # defaults are part of the specialization (and local_size sees them)
+            value = out.get(p.name, p.default)
+            if isinstance(value, core.TargetQuery):
+                try:
+                    out[p.name] = value.resolve(target)
+                except SemanticError as err:
+                    raise _located(self.source, SemanticError(f"{p.name}: {err}")) from None
+        return out
+
+    def constexpr_names(self) -> frozenset[str]:
+        """The names of the constexpr parameters (a launcher separates them from run-time arguments)."""
+        try:
+            return frozenset(p.name for p in self.signature.parameters.values() if _is_constexpr(_annotation(self, p)))
+        except SemanticError as err:
+            raise _located(self.source, err) from None
+
+    def spirv(self, target: Target | None = None, **constexprs) -> array:
+        """The module's words for these constexprs (and target, when given)."""
+        return self.compile(target, **constexprs).words
+
+    def asm(self, target: Target | None = None, **constexprs) -> str:
+        """The module's disassembly for these constexprs (and target, when given)."""
+        return self.compile(target, **constexprs).asm()
+
+    def __call__(self, *args, **kwargs):
+        raise SemanticError(f"{self.name} is a kernel: launch it with hydroplane.kernel's kernel[grid](...)")
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.name}>"
+
+
+def kernel(fn=None, *, local_size=64, name: str | None = None):
+    """`@kernel` or `@kernel(local_size=64 | (x, y, z) | "CONSTEXPR_NAME" | lambda constexprs: ...)`."""
+    if fn is None:
+        return lambda f: Kernel(f, local_size, name)
+    return Kernel(fn, local_size, name)
+
+
+def _annotation(kernel_: Kernel, param: inspect.Parameter):
+    ann = param.annotation
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, kernel_.fn.__globals__)  # noqa: S307 -- the author's own annotation text
+        except Exception as err:
+            raise SemanticError(f"the annotation of {param.name} ({param.annotation!r}) does not evaluate: "
+                                f"{type(err).__name__}: {err}") from None
+    return ann
+
+
+def _is_constexpr(annotation) -> bool:
+    return annotation is core.constexpr or isinstance(annotation, core.constexpr)
+
+
+def _local_size(kernel_: Kernel, constexprs: dict) -> tuple[int, int, int]:
+    size = kernel_.local_size
+    if callable(size):
+        try:
+            size = size(dict(constexprs))
+        except Exception as err:
+            raise SemanticError(f"local_size({sorted(constexprs)}) failed: {type(err).__name__}: {err}") from None
+    if isinstance(size, str):
+        if size not in constexprs:
+            raise SemanticError(f"local_size names the constexpr {size!r}, which was not given")
+        size = constexprs[size]
+    dims = (size,) if isinstance(size, int) else tuple(size)
+    if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
+        raise SemanticError(f"local_size must be 1 to 3 positive ints, not {size!r}")
+    return (*dims, *(1,) * (3 - len(dims)))
+
+
+def _compile_kernel(kernel_: Kernel, constexprs: dict, target: Target | None = None) -> Specialization:
+    source = kernel_.source
+    try:
+        return _build(kernel_, source, constexprs, target)
+    except SemanticError as err:  # about the signature: point at the def line
+        raise _located(source, err) from None
+
+
+def _located(source: Source, err: SemanticError) -> CompilationError:
+    line, col, text = source.location(source.tree)
+    return CompilationError(str(err), source.file, line, col, text)
+
+
+def _build(kernel_: Kernel, source: Source, constexprs: dict, target: Target | None) -> Specialization:
+    compiler = ModuleCompiler(target)
+    b, semantic = compiler.builder, compiler.semantic
+    params, scope, push = [], {}, []
+    binding = 0
+    for p in kernel_.signature.parameters.values():
+        ann = _annotation(kernel_, p)
+        if _is_constexpr(ann):
+            if p.name in constexprs:
+                value = constexprs[p.name]
+            elif p.default is not inspect.Parameter.empty:
+                value = p.default
+            else:
+                raise SemanticError(f"{kernel_.name}: the constexpr {p.name} needs a value ({p.name}=...)")
+            scope[p.name] = value
+            params.append(KernelParam(p.name, "constexpr"))
+        elif isinstance(ann, core.BufferType):
+            element = b.declare(ann.element)
+            variable, pointer = b.storage_buffer(element, binding, name=p.name,
+                                                 readonly=ann.access is core.Access.readonly)
+            if ann.access is core.Access.writeonly:
+                b.decorate(variable, "NonReadable")
+            scope[p.name] = BufferRef(p.name, ann.element, ann.access.value, binding, variable, pointer)
+            params.append(KernelParam(p.name, "buffer", ann.element, ann.access.value, binding))
+            binding += 1
+        elif isinstance(ann, types.Scalar) and ann.kind != "bool":
+            push.append((p.name, ann))
+        else:
+            raise SemanticError(f"parameter {p.name} needs an annotation: Buffer[dtype], a numeric dtype "
+                                f"(push constant) or constexpr, not {ann!r}")
+    unknown = sorted(set(constexprs) - {p.name for p in params if p.kind == "constexpr"})
+    if unknown:
+        raise SemanticError(f"{kernel_.name} has no constexpr parameter {', '.join(unknown)}")
+    local_size = _local_size(kernel_, constexprs)
+    main, _ = b.function(b.type_void(), name=kernel_.name)
+    b.label()
+    push_size = 0
+    if push:
+        laid = types.Struct(tuple(types.Member(t, name=n) for n, t in push), block=True)
+        offsets = types.member_offsets(laid, "std430")
+        block = types.Struct(tuple(types.Member(t, offset=o, name=n) for (n, t), o in zip(push, offsets)),
+                             block=True, name="PushConstants")
+        push_size = types.size(block, "std430")
+        variable = b.variable(b.declare(types.Pointer(StorageClass.PushConstant, block)), "PushConstant",
+                              name="push")
+        for i, ((name, t), offset) in enumerate(zip(push, offsets)):
+            pointer = b.emit(Op.AccessChain, b.declare(types.Pointer(StorageClass.PushConstant, t)), variable,
+                             b.u32(i))
+            scope[name] = Value(t, b.emit(Op.Load, b.declare(t), pointer))
+            params.append(KernelParam(name, "scalar", t, offset=offset))
+    order = {p.name: i for i, p in enumerate(kernel_.signature.parameters.values())}
+    params.sort(key=lambda p: order[p.name])
+    generator = CodeGenerator(compiler, source, scope, is_kernel=True,
+                              constexpr_names=frozenset(p.name for p in params if p.kind == "constexpr"))
+    generator.visit_body(source.tree.body)
+    if not generator.terminated:
+        b.emit(Op.Return)
+    b.end_function()
+    b.entry_point("GLCompute", main, "main", local_size=local_size)
+    words = b.to_words()
+    return Specialization(kernel_.name, words, tuple(params), push_size, local_size,
+                          tuple(sorted(constexprs.items())))
+
+
+__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "Specialization", "func", "kernel"]
