@@ -11,14 +11,18 @@ import sys
 import zipfile
 
 import pytest
-
 from conftest import REPO
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    EXCERPTS,
+    amd_dir,
+    library,
+    llvm_mc,
+    private_cache,
+    seed_page,
+)
+
 from hydroplane.isa import IsaLibrary, SpecCache, SpecFormatError
 from hydroplane.isa.sources import XmlSource
-
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS, amd_dir, library, llvm_mc, private_cache, seed_page,
-)
 
 RDNA3 = EXCERPTS["AMD RDNA 3"]
 DEEP = '<op type="~">' * 5000 + '<lit val="1"/>' + "</op>" * 5000

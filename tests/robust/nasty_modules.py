@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import REPO
+
 from hydroplane.spirv import text
 from hydroplane.spirv.binary import to_bytes
 

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 import pytest
+from nasty_modules import LOOP, run_process, store_module
 
 from hydroplane import launch_limits, vk
 from hydroplane.launch import VulkanExecutor, run
@@ -17,8 +18,6 @@ from hydroplane.launch_limits import LimitError, check_with_validator
 from hydroplane.ref import Executor
 from hydroplane.ref.errors import ExecutionLimitError
 from hydroplane.spirv import text
-
-from nasty_modules import LOOP, run_process, store_module
 
 GUARDED = """
 import os, sys, numpy as np

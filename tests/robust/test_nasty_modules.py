@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from nasty_modules import COOP, IMAGE, LOOP, run_cli, run_driver, local_array_module, store_module, write_module
+from nasty_modules import COOP, IMAGE, LOOP, local_array_module, run_cli, run_driver, store_module, write_module
 
 DEVICES = ("ref", "0")
 DEVICE_IDS = ["ref", "lavapipe"]

@@ -7,11 +7,10 @@ from __future__ import annotations
 import sys
 
 import pytest
+from nasty_modules import run_process, store_module
 
 from hydroplane.spirv import text
 from hydroplane.spirv.binary import SpirvError, to_bytes
-
-from nasty_modules import run_process, store_module
 
 HEADER = "OpCapability Shader\nOpMemoryModel Logical GLSL450\n"
 
