@@ -41,7 +41,13 @@ from hydroplane.launch_checks import (
     check_push_constants,
     pack_spec_constants,
 )
-from hydroplane.launch_limits import LimitError, check_buffer_sizes, check_target_limits, check_with_validator
+from hydroplane.launch_limits import (
+    VALIDATOR_LAYOUT_OPTIONS,
+    LimitError,
+    check_buffer_sizes,
+    check_target_limits,
+    check_with_validator,
+)
 from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.reflection import ModuleInterface
@@ -191,6 +197,9 @@ class VulkanExecutor:
         self.device = vk.Device(self.info, enable_all=True, robust=robust)
         if timeout is not None:
             self.device.set_timeout(timeout)
+        # the block layouts the device takes, which spirv-val must take too (scalar layout, ...)
+        self.validator_layouts = tuple(option for (key, bit), option in VALIDATOR_LAYOUT_OPTIONS.items()
+                                       if self.device.has_bit(key, bit))
         self.name = f"vk:{index} ({self.info.name})"
         self.target = Target.from_device_record(self.info.to_dict())
         x, y, z = self.info.max_workgroup_count
@@ -213,7 +222,7 @@ class VulkanExecutor:
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
                subgroup_size: int | None = None, *, validate: bool = True) -> CheckedKernel:
         if validate:
-            check_with_validator(_source_words(words), self.target.env)
+            check_with_validator(_source_words(words), self.target.env, self.validator_layouts)
         compiled = compile_kernel(words, self.target, entry)  # lowered for the device; unreported shapes refused
         iface = compiled.interface
         check_entry(iface, entry)
@@ -299,7 +308,7 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
         raise LaunchError("diagnostics and progress are options of a new executor; set them on the one given")
     try:
         if validate and isinstance(executor, VulkanExecutor):
-            check_with_validator(_source_words(words), executor.target.env)
+            check_with_validator(_source_words(words), executor.target.env, executor.validator_layouts)
         compiled = compile_kernel(words, getattr(executor, "target", None) or Target.reference(), entry)
         iface = compiled.interface
         check_entry(iface, entry)

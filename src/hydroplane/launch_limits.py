@@ -45,6 +45,8 @@ REFERENCE_MAX_MATRIX_DIMENSION = 4096
 # crashes on binding 4294967295): hydroplane's Vulkan executor takes binding numbers up to this.
 MAX_BINDING_NUMBER = 65535
 BUFFER_DESCRIPTORS = ("storage_buffer", "uniform_buffer")
+# spirv-val's block-layout options, by the Vulkan feature (struct key, bit) that allows the layout
+VALIDATOR_LAYOUT_OPTIONS = {("scalar_block_layout", "scalarBlockLayout"): "--scalar-block-layout"}
 
 
 class LimitError(LaunchError):
@@ -198,20 +200,21 @@ def check_target_limits(compiled: CompiledKernel, target: Target | None = None,
     return size
 
 
-_validated: dict[tuple[str, str], None] = {}  # (module hash, env) of modules spirv-val accepted
+_validated: dict[tuple[str, ...], None] = {}  # (module hash, env, layout options) of modules spirv-val accepted
 _said_missing: list[str] = []
 
 
-def check_with_validator(words, env: str = "vulkan1.3") -> bool:
+def check_with_validator(words, env: str = "vulkan1.3", layouts: tuple[str, ...] = ()) -> bool:
     """spirv-val on a module before a driver sees it (cached per module); False when no validator ran.
 
+    `layouts` are the block-layout options the device's features allow ('--scalar-block-layout', ...).
     A missing (or too old) spirv-val is said once on stderr; the module then reaches the driver unchecked."""
     data = to_bytes(as_words(words))
-    key = (hashlib.sha256(data).hexdigest(), env)
+    key = (hashlib.sha256(data).hexdigest(), env, *layouts)
     if key in _validated:
         return True
     try:
-        validate(data, env)
+        validate(data, env, tuple(layouts))
     except (ValidatorNotFound, ValidatorTooOld) as err:
         if not _said_missing:
             _said_missing.append(str(err))

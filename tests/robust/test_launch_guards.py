@@ -51,11 +51,14 @@ def test_spirv_val_refuses_an_invalid_module_before_the_driver():
 def test_validation_is_cached_per_module(monkeypatch):
     words = text.assemble(store_module())
     calls = []
-    monkeypatch.setattr(launch_limits, "validate", lambda data, env: calls.append(env))
+    monkeypatch.setattr(launch_limits, "validate", lambda data, env, options: calls.append((env, *options)))
     monkeypatch.setattr(launch_limits, "_validated", {})
     assert check_with_validator(words) and check_with_validator(words)
-    assert calls == ["vulkan1.3"]
-    assert check_with_validator(words, "vulkan1.4") and calls == ["vulkan1.3", "vulkan1.4"]
+    assert calls == [("vulkan1.3",)]
+    assert check_with_validator(words, "vulkan1.4") and calls == [("vulkan1.3",), ("vulkan1.4",)]
+    layout = ("--scalar-block-layout",)
+    assert check_with_validator(words, "vulkan1.3", layout) and check_with_validator(words, "vulkan1.3", layout)
+    assert calls[2:] == [("vulkan1.3", "--scalar-block-layout")]
 
 
 def test_missing_validator_is_said_once_and_trusted_words_skip_it(tmp_path):
@@ -80,6 +83,7 @@ out = run(words, (1, 1, 1), {0: np.zeros(64, np.uint32)}, device=0)
 
 def test_robust_access_is_on_by_default_and_can_be_turned_off():
     with VulkanExecutor(0) as robust, VulkanExecutor(0, robust=False) as fast:
+        assert robust.validator_layouts == ("--scalar-block-layout",)  # lavapipe takes scalar block layout
         assert robust.device.robust and "robustBufferAccess" in robust.device.enabled_bits["core"]
         if "VK_EXT_robustness2" in robust.info.extensions:
             assert "robustBufferAccess2" in robust.device.enabled_bits["robustness2"]
