@@ -111,6 +111,21 @@ def check_buffer_sizes(iface, sizes: Mapping) -> None:
                                f"{b.element} needs at least {b.size} (its fixed part, by its Offsets and strides)")
 
 
+def _abstract_size(t: types.Type) -> int:
+    """Bytes of a Workgroup variable's type without an explicit layout (bools take 4 bytes, as a VkBool32)."""
+    if isinstance(t, types.Scalar):
+        return 4 if t.kind == "bool" else t.width // 8
+    if isinstance(t, types.Vector):
+        return t.count * _abstract_size(t.component)
+    if isinstance(t, types.Matrix):
+        return t.columns * _abstract_size(t.column)
+    if isinstance(t, types.Array) and t.length is not None:
+        return t.length * _abstract_size(t.element)
+    if isinstance(t, types.Struct):
+        return sum(_abstract_size(m.type) for m in t.members)
+    raise LimitError(f"a Workgroup variable of type {t} has no size")
+
+
 def shared_memory_bytes(module) -> int:
     """Bytes of all Workgroup-storage variables of a module (the driver's shared-memory demand)."""
     table = types.read_types(module)
@@ -122,8 +137,8 @@ def shared_memory_bytes(module) -> int:
                 raise LimitError(f"Workgroup variable %{inst.result_id} has the non-pointer type {pointer}")
             try:
                 total += types.size(pointer.pointee)
-            except (types.TypeModelError, SpirvError) as err:
-                raise LimitError(f"Workgroup variable %{inst.result_id}: its size is unknown ({err})") from None
+            except (types.TypeModelError, SpirvError):  # no explicit layout (a bool, say): the abstract size
+                total += _abstract_size(pointer.pointee)
     return total
 
 
