@@ -17,8 +17,9 @@ ALLOWED = {
     "kernels": {"lang", "spirv"},
     "isa": set(),
     "launch_checks": {"spirv"},
-    "launch": {"spirv", "ref", "vk", "launch_checks"},
-    "launch_commands": {"launch", "launch_checks", "spirv", "ref", "vk"},
+    "launch_limits": {"spirv", "launch_checks"},
+    "launch": {"spirv", "ref", "vk", "launch_checks", "launch_limits"},
+    "launch_commands": {"launch", "launch_checks", "launch_limits", "spirv", "ref", "vk"},
     "jit": {"lang", "launch", "launch_checks", "spirv"},  # launching language kernels sits above lang and launch
     "kernels_run": {"kernels", "lang", "launch", "vk", "spirv"},  # runs, times and tunes the library's kernels
     "kernels_cli": {"kernels", "kernels_run"},  # `hydroplane gemm`

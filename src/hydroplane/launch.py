@@ -41,13 +41,21 @@ from hydroplane.launch_checks import (
     check_push_constants,
     pack_spec_constants,
 )
+from hydroplane.launch_limits import (
+    VALIDATOR_LAYOUT_OPTIONS,
+    LimitError,
+    check_buffer_sizes,
+    check_target_limits,
+    check_with_validator,
+)
 from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.reflection import ModuleInterface
 from hydroplane.spirv.target import Target, UnsupportedOnTarget
 
 __all__ = [
-    "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "OutputPathError", "PushConstantError",
+    "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "LimitError", "OutputPathError",
+    "PushConstantError",
     "RawBytes", "ReferenceExecutor", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
     "run", "terminal_progress",
 ]
@@ -74,7 +82,7 @@ class Executor(Protocol):
     def write(self, buf: Any, array: np.ndarray) -> None: ...
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
-               subgroup_size: int | None = None) -> Any: ...
+               subgroup_size: int | None = None, *, validate: bool = True) -> Any: ...
 
     def dispatch(self, kernel: Any, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, Any] | None = None,
                  push: PushData = None) -> object: ...
@@ -110,6 +118,7 @@ def _checked_dispatch(kernel: CheckedKernel, grid, buffers: Mapping | None, push
                       limit: tuple[int, int, int]) -> tuple[tuple[int, int, int], bytes | None]:
     """The checks every dispatch passes, the same on both executors: bindings, push constants, grid."""
     check_bound(kernel.interface, buffers or {})
+    check_buffer_sizes(kernel.interface, {k: getattr(b, "nbytes", None) for k, b in (buffers or {}).items()})
     data = _push_bytes(push)
     check_push_constants(kernel.interface, data)
     return check_grid(grid, limit), data
@@ -124,9 +133,13 @@ class ReferenceExecutor(_RefExecutor):
     # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
     # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
     def kernel(self, words: Words, entry: str = "main",  # type: ignore[override]
-               spec: Mapping[int, SpecValue] | None = None, subgroup_size: int | None = None) -> CheckedKernel:
+               spec: Mapping[int, SpecValue] | None = None, subgroup_size: int | None = None, *,
+               validate: bool = True) -> CheckedKernel:
+        """`validate` is the Vulkan executor's (spirv-val before the driver); the reference executor runs any
+        module and diagnoses it itself: it takes the keyword, so one call fits both, and ignores it."""
         compiled = compile_kernel(words, self.target, entry)
         packed = pack_spec_constants(compiled.interface, spec)
+        check_target_limits(compiled, self.target, packed)
         native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size)
         return CheckedKernel(native, compiled)
 
@@ -157,15 +170,36 @@ def terminal_progress(stream: TextIO | None = None, every_s: float = 0.2) -> Cal
     return progress
 
 
-class VulkanExecutor:
-    """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module."""
+def _source_words(words: Words):
+    """The words a user gave (before lowering): what spirv-val checks."""
+    if isinstance(words, CompiledKernel):
+        return words.source_words if words.source_words is not None else words.words
+    return words
 
-    def __init__(self, index: int = 0):
+
+class VulkanExecutor:
+    """The executor interface on a Vulkan device (`hydroplane.vk`), bindings reflected from the module.
+
+    `robust` (default True) creates the device with robustBufferAccess (and robustBufferAccess2 where
+    VK_EXT_robustness2 offers it), so an out-of-bounds access reads zero and drops writes instead of
+    crashing; `robust=False` is for measured kernels that check their own bounds. `timeout` (seconds)
+    bounds each dispatch's wait; past it the device is marked lost and its objects are left alone (a
+    shader may still be running them) and `vk.DeviceTimeout` is raised. Every kernel is checked against
+    the device's limits (`launch_limits`) and, unless `kernel(..., validate=False)` says the words are
+    trusted (hydroplane's own builder or language), validated with spirv-val before the driver sees it.
+    """
+
+    def __init__(self, index: int = 0, *, robust: bool = True, timeout: float | None = None):
         infos = vk.devices()
         if not 0 <= index < len(infos):
             raise LaunchError(f"no Vulkan device {index}: {len(infos)} device(s) found")
         self.info = infos[index]
-        self.device = vk.Device(self.info, enable_all=True)
+        self.device = vk.Device(self.info, enable_all=True, robust=robust)
+        if timeout is not None:
+            self.device.set_timeout(timeout)
+        # the block layouts the device takes, which spirv-val must take too (scalar layout, ...)
+        self.validator_layouts = tuple(option for (key, bit), option in VALIDATOR_LAYOUT_OPTIONS.items()
+                                       if self.device.has_bit(key, bit))
         self.name = f"vk:{index} ({self.info.name})"
         self.target = Target.from_device_record(self.info.to_dict())
         x, y, z = self.info.max_workgroup_count
@@ -186,11 +220,14 @@ class VulkanExecutor:
         buf.write(array)
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
-               subgroup_size: int | None = None) -> CheckedKernel:
+               subgroup_size: int | None = None, *, validate: bool = True) -> CheckedKernel:
+        if validate:
+            check_with_validator(_source_words(words), self.target.env, self.validator_layouts)
         compiled = compile_kernel(words, self.target, entry)  # lowered for the device; unreported shapes refused
         iface = compiled.interface
         check_entry(iface, entry)
         packed = pack_spec_constants(iface, spec)
+        check_target_limits(compiled, self.target, packed)
         bindings = [vk.Binding(b.set, b.binding, "uniform" if b.descriptor_type == "uniform_buffer" else "storage")
                     for b in iface.bindings]
         push_range = -(-iface.push_constant_size // 4) * 4  # Vulkan ranges are multiples of 4 bytes
@@ -217,33 +254,39 @@ class VulkanExecutor:
 
 def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None = None,
                  diagnostics: str | None = None, max_lanes: int | None = None, max_blocks: int | None = None,
-                 coopmat_distribution: str | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> Executor:
+                 coopmat_distribution: str | None = None, progress: Callable[[int, int], None] | None = None,
+                 timeout: float | None = None, robust: bool = True) -> Executor:
     """"ref" (or None) for the reference executor, an int N (or "N") for the N-th Vulkan device.
 
-    The keyword options are the reference executor's (a Vulkan device takes none): subgroup size, diagnostics
-    ('raise' or 'collect'), lanes per batch, the control-flow block limit, the cooperative-matrix element
-    distribution and a progress(done, total) callback.
+    `timeout` (seconds) applies to both: the reference executor's wall-clock limit per dispatch, a Vulkan
+    device's wait for a dispatch. `robust=False` turns off a Vulkan device's robust buffer access. The
+    other keyword options are the reference executor's: subgroup size, diagnostics ('raise' or 'collect'),
+    lanes per batch, the control-flow block budget, the cooperative-matrix element distribution and a
+    progress(done, total) callback.
     """
-    ref_options: dict[str, Any] = {"subgroup_size": subgroup_size, "diagnostics": diagnostics, "max_lanes": max_lanes,
-                   "max_blocks": max_blocks, "coopmat_distribution": coopmat_distribution, "progress": progress}
+    if timeout is not None and not timeout > 0:
+        raise LaunchError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    ref_options: dict[str, Any] = {"subgroup_size": subgroup_size, "diagnostics": diagnostics,
+                                   "max_lanes": max_lanes, "max_blocks": max_blocks,
+                                   "coopmat_distribution": coopmat_distribution, "progress": progress}
     given = {k: v for k, v in ref_options.items() if v is not None}
     if device is None or device == "ref":
-        return ReferenceExecutor(**given)
+        return ReferenceExecutor(**given, time_limit=timeout)
     try:
         index = int(device)
     except (TypeError, ValueError):
         raise LaunchError(f"device must be 'ref' or a Vulkan device number, not {device!r}") from None
     if given:
         raise LaunchError(f"options {sorted(given)} only apply to the reference executor")
-    return VulkanExecutor(index)
+    return VulkanExecutor(index, robust=robust, timeout=timeout)
 
 
 def run(words: Words, grid: Sequence[int] = (1, 1, 1),
         buffers: Mapping[BindingKey, np.ndarray | RawBytes] | None = None, *,
         spec: Mapping[int, SpecValue] | None = None, push: PushData = None, device: str | int | None = "ref",
         subgroup_size: int | None = None, entry: str = "main", executor: Executor | None = None,
-        diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None) -> dict:
+        diagnostics: str | None = None, progress: Callable[[int, int], None] | None = None,
+        validate: bool = True) -> dict:
     """Run a kernel once: `buffers` {binding | (set, binding): ndarray | RawBytes(ndarray)} give every buffer's
     initial contents; returns {same key: ndarray} read back after the dispatch (same dtype and shape).
 
@@ -252,7 +295,8 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
     refused by name). Before any work the launch checks run (hydroplane.launch_checks): every binding
     given and none extra, each array of its binding's declared element type (RawBytes skips that),
     push constants of the block's size, spec constants that fit their declared types, a grid within
-    the executor's limits.
+    the executor's limits; on a Vulkan device also the device's limits (`launch_limits`) and, unless
+    `validate=False` (words from hydroplane's own builder), spirv-val.
     """
     own = executor is None
     if executor is None:
@@ -263,17 +307,24 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
     elif diagnostics is not None or progress is not None:
         raise LaunchError("diagnostics and progress are options of a new executor; set them on the one given")
     try:
+        if validate and isinstance(executor, VulkanExecutor):
+            check_with_validator(_source_words(words), executor.target.env, executor.validator_layouts)
         compiled = compile_kernel(words, getattr(executor, "target", None) or Target.reference(), entry)
         iface = compiled.interface
         check_entry(iface, entry)
         check_buffers(iface, buffers or {})
+        arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
+        check_buffer_sizes(iface, {k: a.nbytes for k, a in arrays.items()})
         check_push_constants(iface, _push_bytes(push))
         packed = pack_spec_constants(iface, spec)
+        check_target_limits(compiled, compiled.target, packed)
         dims = check_grid(grid, executor.max_workgroup_count)
-        arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
         bound = {k: executor.buffer(a) for k, a in arrays.items()}
-        kernel = executor.kernel(compiled if hasattr(executor, "target") else compiled.words, entry=entry,
-                                 spec=packed, subgroup_size=subgroup_size)
+        if isinstance(executor, VulkanExecutor):
+            kernel = executor.kernel(compiled, entry=entry, spec=packed, subgroup_size=subgroup_size, validate=False)
+        else:
+            kernel = executor.kernel(compiled if hasattr(executor, "target") else compiled.words, entry=entry,
+                                     spec=packed, subgroup_size=subgroup_size)
         executor.dispatch(kernel, dims, bound, push)
         return {k: executor.read(bound[k], a.dtype, a.shape) for k, a in arrays.items()}
     finally:

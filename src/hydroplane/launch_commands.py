@@ -5,9 +5,11 @@ element type, or --raw B takes it as bytes), --out B=FILE.npy writes a binding b
 --out B=SHAPE:DTYPE allocates it zero-filled instead (printed, or written with B=FILE.npy:SHAPE:DTYPE),
 --spec ID=VALUE sets specialization constants (packed by their declared types), --push FILE.npy the
 push-constant bytes, --device ref (default) or N picks the executor, --collect lists every diagnostic
-of the reference executor instead of stopping at the first. Every check (bindings, dtypes, push size,
-grid, spec values, --out destinations) runs before the kernel does; a long reference run shows its
-progress on a terminal, and Ctrl-C stops it (exit status 130).
+of the reference executor instead of stopping at the first, --timeout S bounds the run's wall clock on
+either executor, --max-steps N the reference executor's step budget. Every check (bindings, dtypes, push
+size, grid, spec values, --out destinations, and on a device its limits and spirv-val) runs before the
+kernel does; a Vulkan device runs with robust buffer access. A long reference run shows its progress on a
+terminal, and Ctrl-C stops it (exit status 130).
 """
 
 from __future__ import annotations
@@ -66,6 +68,26 @@ def _spec_value(text: str) -> tuple[int, float | int]:
         return key, float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"spec constant value {value!r} is not a number or true/false") from None
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the timeout must be a positive, finite number of seconds")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number")
+    return value
 
 
 def _device(text: str) -> str | int:
@@ -170,11 +192,14 @@ def _cmd_run(args) -> int:
     spec = dict(args.spec)
     if args.collect and args.device != "ref":
         raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
+    if args.max_steps is not None and args.device != "ref":
+        raise LaunchError("--max-steps is the reference executor's step budget; it needs --device ref")
     if args.device == "ref":
         executor = get_executor("ref", diagnostics="collect" if args.collect else None,
-                                subgroup_size=args.subgroup_size, progress=terminal_progress())
+                                subgroup_size=args.subgroup_size, progress=terminal_progress(),
+                                max_blocks=args.max_steps, timeout=args.timeout)
     else:
-        executor = get_executor(args.device)
+        executor = get_executor(args.device, timeout=args.timeout)
     try:
         compiled = compile_kernel(words, executor.target, args.entry)  # lowered for the device
         if args.explain:
@@ -222,6 +247,12 @@ def register(subparsers) -> None:
     p.add_argument("--device", type=_device, default="ref", help="'ref' (default) or a Vulkan device number")
     p.add_argument("--subgroup-size", type=int, default=None, help="subgroup size (8, 16, 32, 64)")
     p.add_argument("--entry", default="main", help="entry point name (default main)")
+    p.add_argument("--timeout", type=_positive_seconds, default=None, metavar="S",
+                   help="stop a run that takes longer than S seconds (both executors; a Vulkan device's default "
+                        "is 60 s, the reference executor has none besides its step budget)")
+    p.add_argument("--max-steps", type=_positive_int, default=None, metavar="N",
+                   help="reference executor: the step budget, in block executions per batch of workgroups "
+                        "(default 262144); raise it for long loops")
     p.add_argument("--explain", action="store_true",
                    help="print what lowering for the device changed (e.g. EXT maintenance1 -> NV2) on stderr")
     p.add_argument("--collect", action="store_true",

@@ -202,7 +202,7 @@ def mutate_text(source: str, rng: random.Random) -> str:
             tokens.insert(i, rng.choice(tokens))
         elif choice == 2:
             tokens[i] = rng.choice(("%", "=", '"', "0x", "-", "|", "1e999", "%0", "%4294967296", "OpNop", "\n", "2x2",
-                                    "0x1p+999", "-0x", "99999999999999999999", "Op", "None|", ";", "\\",
+                                    "%4294967295", "0x1p+999", "-0x", "99999999999999999999", "Op", "None|", ";", "\\",
                                     "1e999999999", "0x1p-99999999", "9" * 6000, "%é", "Öp", "\x00"))
         elif choice == 3 and tokens[i]:
             j = rng.randrange(len(tokens[i]))

@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,8 +51,9 @@ class XmlSource:
                 return self.path.read_bytes()
             with zipfile.ZipFile(self.path) as zf:
                 return zf.read(self.member)
-        except (OSError, zipfile.BadZipFile, KeyError) as exc:
-            raise SpecFormatError(f"{self.label}: cannot read ({exc})") from None
+        except (OSError, zipfile.BadZipFile, KeyError, zlib.error, EOFError, NotImplementedError,
+                RuntimeError) as exc:  # a damaged, truncated, encrypted or oddly compressed member
+            raise SpecFormatError(f"{self.label}: cannot read ({type(exc).__name__}: {exc})") from None
 
 
 def sniff_document(source: XmlSource) -> tuple[str, str] | None:
@@ -63,7 +65,8 @@ def sniff_document(source: XmlSource) -> tuple[str, str] | None:
         else:
             with open(source.path, "rb") as f:
                 head = f.read(HEAD_BYTES)
-    except (OSError, zipfile.BadZipFile, KeyError):
+    except (OSError, zipfile.BadZipFile, KeyError, zlib.error, EOFError, NotImplementedError,
+            RuntimeError):
         return None
     name, date = (pattern.search(head) for pattern in HEAD_FIELDS)
     if name is None:

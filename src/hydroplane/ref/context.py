@@ -38,7 +38,8 @@ class ExecContext:
         self.inst = None  # the instruction being executed
         self.report: list[Diagnostic] | None = report  # collect mode when not None
         self.stats = {"instructions": 0, "blocks": 0}
-        self.max_blocks = (options or {}).get("max_blocks", 1 << 22) if isinstance(options, dict) else 1 << 22
+        self.max_blocks = (options or {}).get("max_blocks", 1 << 18) if isinstance(options, dict) else 1 << 18
+        self.deadline = (options or {}).get("deadline") if isinstance(options, dict) else None  # (time, limit)
 
     # -- values --------------------------------------------------------------------------------
     def get(self, ident: int):

@@ -10,6 +10,8 @@ each lane's value by the block that lane came from.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
@@ -75,8 +77,14 @@ def run_function(ctx, fn, args: list):
                 stats["blocks"] += 1
                 if stats["blocks"] > ctx.max_blocks:
                     ctx.inst = block.terminator
-                    ctx.diagnose("limit", f"more than {ctx.max_blocks} block executions (an endless loop?); "
-                                 "raise Executor(max_blocks=...) for longer kernels", np.flatnonzero(mask))
+                    ctx.diagnose("limit", f"step budget: more than {ctx.max_blocks} block executions (an endless "
+                                 "loop?); raise it with Executor(max_blocks=...) or `hydroplane run --max-steps N` "
+                                 "for longer kernels", np.flatnonzero(mask))
+                if ctx.deadline is not None and not stats["blocks"] & 63 and time.monotonic() > ctx.deadline[0]:
+                    ctx.inst = block.terminator
+                    ctx.diagnose("limit", f"time limit: the dispatch ran longer than {ctx.deadline[1]:g} s (an "
+                                 "endless loop?); raise it with Executor(time_limit=...) or `hydroplane run "
+                                 "--timeout S`", np.flatnonzero(mask))
                 for inst in block.body:
                     ctx.inst = inst
                     inst.handler(ctx, inst)

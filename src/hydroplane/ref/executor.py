@@ -8,10 +8,15 @@
 
 Workgroups run in batches (at most `max_lanes` lanes at once); every batch is one lane vector.
 With diagnostics="collect", `dispatch` returns the list of `Diagnostic`s instead of raising.
+
+Two limits stop a run that would not end: `max_blocks` (the step budget: basic-block executions of
+one batch, DEFAULT_MAX_BLOCKS unless given) and `time_limit` (seconds of wall clock per dispatch, none
+unless given); either raises ExecutionLimitError naming the limit and how to raise it.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,7 +27,7 @@ from hydroplane.ref.access import store_value
 from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
-from hydroplane.ref.errors import Diagnostic, InvalidModuleError
+from hydroplane.ref.errors import Diagnostic, ExecutionLimitError, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.layout import size_of, value_dtype, value_shape
 from hydroplane.ref.memory import PSB_REGION_SHIFT, Region
@@ -33,6 +38,8 @@ from hydroplane.spirv.enums import BuiltIn, StorageClass
 
 SUBGROUP_SIZES = (8, 16, 32, 64)  # also 1, 2, 4 for tests that want tiny subgroups
 MAX_WORKGROUP_INVOCATIONS = 1 << 16
+DEFAULT_MAX_BLOCKS = 1 << 18  # an endless loop stops within 10 s on a busy 2-core machine; longer kernels raise it
+BATCH_MEMORY_BYTES = 1 << 30  # the variables of one batch of workgroups: more workgroups, smaller batches
 
 
 class Buffer:
@@ -70,7 +77,7 @@ class Executor:
 
     def __init__(self, subgroup_size: int = 32, diagnostics: str = "raise", checks: bool = True,
                  max_lanes: int = 1 << 15, *, coopmat_distribution: str | None = None, max_blocks: int | None = None,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None, time_limit: float | None = None):
         if subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
         if diagnostics not in ("raise", "collect"):
@@ -83,8 +90,13 @@ class Executor:
         self.options: dict = {}  # read by the op handlers (ref.coopmat_ops, ExecContext)
         if coopmat_distribution is not None:
             self.options["coopmat_distribution"] = coopmat_distribution
-        if max_blocks is not None:
-            self.options["max_blocks"] = max_blocks
+        if max_blocks is not None and (isinstance(max_blocks, bool) or not isinstance(max_blocks, int)
+                                       or max_blocks < 1):
+            raise InvalidModuleError(f"max_blocks must be a positive integer, not {max_blocks!r}")
+        if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+            raise InvalidModuleError(f"time_limit must be a positive number of seconds, not {time_limit!r}")
+        self.options["max_blocks"] = DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks
+        self.time_limit = time_limit
         self.buffers: list[Buffer] = []
         self.last_report: list[Diagnostic] = []
         self.last_stats: dict = {}
@@ -143,6 +155,7 @@ class Executor:
         return Kernel(program, entry, ep.function, local_size, subgroup_size)
 
     # -- dispatch ------------------------------------------------------------------------------------
+    @np.errstate(all="ignore")  # IEEE results are the semantics: NaN, inf and overflow are values, not warnings
     def dispatch(self, kernel: Kernel, grid=(1, 1, 1), buffers: dict | None = None, push=None):
         grid = tuple(int(g) for g in (tuple(grid) + (1, 1, 1))[:3])
         if any(g < 0 for g in grid):
@@ -154,8 +167,16 @@ class Executor:
         invocations = int(np.prod(kernel.local_size))
         wg_lanes = -(-invocations // sg) * sg
         per_batch = max(1, self.max_lanes // wg_lanes)
+        per_workgroup, largest = _memory_per_workgroup(kernel.program, invocations)
+        if per_workgroup > BATCH_MEMORY_BYTES:
+            raise InvalidModuleError(f"{largest}: one workgroup's variables need {per_workgroup} bytes (with race "
+                                     f"tracking), more than the executor's {BATCH_MEMORY_BYTES} bytes")
+        if per_workgroup:  # batches whose Function, Private and Workgroup variables fit the budget
+            per_batch = max(1, min(per_batch, BATCH_MEMORY_BYTES // per_workgroup))
         report: list[Diagnostic] | None = [] if self.diagnostics == "collect" else None
         stats = {"instructions": 0, "batches": 0}
+        if self.time_limit is not None:
+            self.options["deadline"] = (time.monotonic() + self.time_limit, self.time_limit)
         constants = kernel.program.constants
         if kernel.program.dispatch_constants:
             one_workgroup = Lanes(sg, kernel.local_size, np.zeros((1, 3), np.uint32), grid)
@@ -182,6 +203,12 @@ class Executor:
             stats["batches"] += 1
             if self.progress is not None:
                 self.progress(min(total, start + per_batch), total)
+            deadline = self.options.get("deadline") if self.time_limit is not None else None
+            if deadline is not None and start + per_batch < total and time.monotonic() > deadline[0]:
+                raise ExecutionLimitError(Diagnostic("limit", f"time limit: the dispatch ran longer than "
+                                                     f"{deadline[1]:g} s ({min(total, start + per_batch)} of {total} "
+                                                     "workgroups done); raise it with Executor(time_limit=...) or "
+                                                     "`hydroplane run --timeout S`"))
         self.last_report = report or []
         self.last_stats = stats
         return report if report is not None else None
@@ -196,6 +223,31 @@ class Executor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _memory_per_workgroup(program: Program, invocations: int) -> tuple[int, str]:
+    """Bytes that the memory-backed variables of one workgroup take (a per-invocation copy of each Function
+    and Private variable, one of each Workgroup variable with its race-tracking arrays), and the largest."""
+    per_lane = per_group = 0
+    largest = (0, "")
+    variables = list(program.global_variables) + [v for fn in program.functions.values() for v in fn.variables]
+    for var in variables:
+        if var.result_id in program.register_variables:
+            continue
+        try:
+            nbytes = T.size_of(var.type.pointee)
+        except (HydroplaneError, AttributeError, TypeError, ValueError):
+            continue  # the dispatch reports what is wrong with it
+        storage = var.type.storage
+        name = program.names.get(var.result_id) or f"%{var.result_id}"
+        if storage in ("Function", "Private"):
+            per_lane += nbytes
+            largest = max(largest, (nbytes * invocations,
+                                    f"{storage} variable {name} needs {nbytes} bytes x {invocations} invocations"))
+        elif storage == "Workgroup":
+            per_group += nbytes * 10  # the bytes, written flags, writer and reader ids
+            largest = max(largest, (nbytes * 10, f"Workgroup variable {name} needs {nbytes} bytes"))
+    return per_lane * invocations + per_group, largest[1]
 
 
 def _workgroup_ids(grid: tuple[int, int, int], start: int, stop: int) -> np.ndarray:

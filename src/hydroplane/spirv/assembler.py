@@ -133,6 +133,8 @@ class _Assembler:
                 self.next_id += 1
                 if value >= 1 << 32:
                     self.error("more ids than fit in 32 bits", token)
+        if value >= 0xFFFFFFFF:  # the header's bound, one past the largest id, must fit in 32 bits too
+            self.error(f"id %{value} leaves no room for the header's bound: ids must be below {0xFFFFFFFF}", token)
         self.bound = max(self.bound, value + 1)
         return value
 
@@ -357,6 +359,8 @@ def assemble(text: str, preserve_numeric_ids: bool = False, version: tuple[int, 
         bound = asm.bound
     elif bound < asm.bound:
         raise SpirvError(f"bound {bound} is not above the largest id {asm.bound - 1}")
+    elif bound > 0xFFFFFFFF:
+        raise SpirvError(f"bound {bound} does not fit in the header's 32-bit word")
     major, minor = version
     words = array("I", [MAGIC, (major << 16) | (minor << 8), generator & 0xFFFFFFFF, bound, 0])
     assert len(words) == HEADER_WORDS

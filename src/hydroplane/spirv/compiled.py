@@ -16,8 +16,9 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
+from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import types
-from hydroplane.spirv.binary import Module, decode
+from hydroplane.spirv.binary import Module, SpirvError, decode
 from hydroplane.spirv.locations import SourceLocation, source_locations
 from hydroplane.spirv.lower import check_matrices, lower
 from hydroplane.spirv.reflection import Binding, ModuleInterface, SpecConstant, reflect
@@ -80,6 +81,17 @@ def compile_kernel(words_or_module, target: Target, entry: str = "main") -> Comp
     if isinstance(words_or_module, CompiledKernel):
         return words_or_module.for_target(target)
     module = decode(words_or_module.words() if isinstance(words_or_module, Module) else words_or_module)
+    try:
+        return _compile(module, target, entry)
+    except HydroplaneError:
+        raise
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, AssertionError, RecursionError,
+            OverflowError) as err:  # a malformed module that spirv-val would reject
+        raise SpirvError(f"cannot compile the module (is it valid? spirv-val says why): "
+                         f"{type(err).__name__}: {err}") from None
+
+
+def _compile(module: Module, target: Target, entry: str) -> CompiledKernel:
     source_words = module.words()
     lowered = lower(module, target)
     check_matrices(lowered.module, target)

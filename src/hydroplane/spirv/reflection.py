@@ -149,17 +149,25 @@ def _runtime_array_stride(t: types.Type) -> int | None:
     return None
 
 
+def _defined(table: types.TypeTable, type_id: int) -> Instruction:
+    """The instruction that defines a type id; SpirvError when the module never defines it."""
+    inst = table.defs.get(type_id)
+    if inst is None:
+        raise SpirvError(f"%{type_id} is used as a type but never defined")
+    return inst
+
+
 _IMAGE_DESCRIPTORS = {1: "sampled_image", 2: "storage_image"}  # OpTypeImage Sampled operand
 
 
 def _descriptor(table: types.TypeTable, pointee: int, storage_class: str) -> tuple[str, int, int]:
     """(descriptor type, block type id, array count) of a resource variable's pointee."""
-    inst = table.defs[pointee]
+    inst = _defined(table, pointee)
     count = 1
     if inst.opcode in (Op.TypeArray, Op.TypeRuntimeArray):
         count = table.constant_int(inst.operands[1].value) if inst.opcode == Op.TypeArray else 0
         pointee = inst.operands[0].value
-        inst = table.defs[pointee]
+        inst = _defined(table, pointee)
     if storage_class == "StorageBuffer":
         return "storage_buffer", pointee, count
     if storage_class == "Uniform":
@@ -208,16 +216,32 @@ def _coop_muladds(module: Module, matrices: dict[int, types.CoopMatrix]) -> tupl
     return tuple(found)
 
 
+class _Reading:
+    """The instruction reflection is reading, so that an error can say where."""
+
+    inst: Instruction | None = None
+
+
 def reflect(words_or_module) -> ModuleInterface:
-    """Everything a runner must know about a module before it can dispatch it."""
+    """Everything a runner must know about a module before it can dispatch it.
+
+    A malformed module raises SpirvError naming the instruction (and its word offset) being read."""
     module = words_or_module if isinstance(words_or_module, Module) else decode(words_or_module)
+    reading = _Reading()
     try:
-        return _reflect(module, types.read_types(module))
-    except (KeyError, IndexError, ValueError, RecursionError, types.TypeModelError) as err:
-        raise SpirvError(f"cannot reflect the module: {type(err).__name__}: {err}") from None
+        return _reflect(module, types.read_types(module), reading)
+    except SpirvError as err:
+        if err.offset is not None or reading.inst is None:
+            raise
+        raise SpirvError(f"{err.message} (reflecting {reading.inst.name})", reading.inst.offset) from None
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError, OverflowError) as err:
+        at = reading.inst
+        where = f" (reflecting {at.name})" if at is not None else ""
+        raise SpirvError(f"cannot reflect the module: {type(err).__name__}: {err}{where}",
+                         at.offset if at is not None else None) from None
 
 
-def _reflect(module: Module, table: types.TypeTable) -> ModuleInterface:
+def _reflect(module: Module, table: types.TypeTable, reading: _Reading) -> ModuleInterface:
     caps, exts = [], []
     addressing = memory = ""
     entry_raw: list[Instruction] = []
@@ -228,6 +252,7 @@ def _reflect(module: Module, table: types.TypeTable) -> ModuleInterface:
     specs: list[SpecConstant] = []
     workgroup_size_const = None
     for inst in module.instructions:
+        reading.inst = inst
         op = inst.opcode
         if op == Op.Capability:
             caps.append(_enum_name("Capability", inst.operands[0].value))
@@ -244,7 +269,10 @@ def _reflect(module: Module, table: types.TypeTable) -> ModuleInterface:
                 tuple(o.value for o in rest)
         elif op == Op.Variable:
             storage = _enum_name("StorageClass", inst.operands[0].value)
-            pointer = table.defs[inst.result_type]
+            pointer = _defined(table, inst.result_type)
+            if pointer.opcode != Op.TypePointer:
+                raise SpirvError(f"variable %{inst.result_id} has the type %{inst.result_type}, which is no pointer",
+                                 inst.offset)
             pointee = pointer.operands[1].value
             if storage == "PushConstant":
                 push_type = table[pointee]
@@ -284,10 +312,12 @@ def _reflect(module: Module, table: types.TypeTable) -> ModuleInterface:
             builtin = _decoration(table, inst.result_id, "BuiltIn")
             if builtin and builtin[0] == BuiltIn.WorkgroupSize:
                 workgroup_size_const = inst
+    reading.inst = None
     matrices = _coop_matrix_types(module, table)
     spec_by_result = {s.result_id: s for s in specs}
     entry_points = []
     for inst in entry_raw:
+        reading.inst = inst
         model = _enum_name("ExecutionModel", inst.operands[0].value)
         func, name = inst.operands[1].value, inst.operands[2].value
         interface = tuple(o.value for o in inst.operands[3:])

@@ -21,6 +21,7 @@ from hydroplane.vk.device import Device, pick_device
 from hydroplane.vk.errors import (
     ClosedError,
     DeviceLost,
+    DeviceTimeout,
     LoaderMissing,
     OutOfDeviceMemory,
     OutOfHostMemory,
@@ -39,7 +40,7 @@ from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipelin
 
 __all__ = [
     "BenchResult", "Binding", "Buffer", "ClosedError", "CoopShape", "Device", "DeviceInfo", "DeviceLost",
-    "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
+    "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",
     "result_name", "take_all_messages", "validation_requested",

@@ -77,6 +77,7 @@ class DeviceInfo:
     coop_nv2_properties: dict[str, int] = field(default_factory=dict)
     coop_ext_shapes: tuple[CoopShape, ...] = ()
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)  # maxComputeWorkGroupCount
+    max_bound_descriptor_sets: int = 4  # maxBoundDescriptorSets
     handle: int = field(default=0, repr=False, compare=False)
     instance: Instance | None = field(default=None, repr=False, compare=False)
 
@@ -243,6 +244,7 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         max_workgroup_invocations=limits.maxComputeWorkGroupInvocations,
         max_workgroup_size=tuple(limits.maxComputeWorkGroupSize), max_push_constants=limits.maxPushConstantsSize,
         max_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
+        max_bound_descriptor_sets=limits.maxBoundDescriptorSets,
         timestamp_period_ns=float(limits.timestampPeriod),
         timestamp_valid_bits=families[compute].timestampValidBits if compute >= 0 else 0,
         compute_queue_family=compute, memory_heaps=heaps, extensions=extensions,

@@ -16,11 +16,12 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 from hydroplane.vk import structs_caps as C
 from hydroplane.vk.capabilities import DeviceInfo, devices
-from hydroplane.vk.errors import ClosedError, DeviceLost, UnsupportedFeature
+from hydroplane.vk.errors import ClosedError, DeviceLost, UnsupportedFeature, UsageError
 from hydroplane.vk.features import (
     COMPANION_BITS,
     CORE,
     FEATURE_STRUCTS,
+    ROBUST_BITS,
     SPIRV_EXTENSIONS,
     Requirements,
     requirements,
@@ -32,6 +33,7 @@ from hydroplane.vk.memory import Buffer
 from hydroplane.vk.pipeline import Pipeline
 from hydroplane.vk.recording import Recording, push_bytes
 from hydroplane.vk.results import check
+from hydroplane.vk.sync import DEFAULT_TIMEOUT_NS
 
 # Enabled whenever the device has them: cheap, and the runtime's optional paths use them.
 DEFAULT_BITS = {
@@ -56,7 +58,7 @@ def pick_device(candidates: list[DeviceInfo] | None = None) -> DeviceInfo:
 def _every_supported_bit(info: DeviceInfo) -> Requirements:
     req = Requirements()
     for key, bits in info.features.items():
-        if key == CORE:
+        if key == CORE or key in ROBUST_BITS:  # robust access only when asked for (Device(robust=True))
             continue
         for bit, on in bits.items():
             if on:
@@ -70,10 +72,15 @@ def _every_supported_bit(info: DeviceInfo) -> Requirements:
 class Device(Owned):
     """A VkDevice with one compute queue; `capabilities`/`extensions` are SPIR-V names to support,
     `enable_all` turns on every feature bit offered, `pipeline_cache` seeds the pipeline cache with
-    bytes from an earlier `pipeline_cache_data()`."""
+    bytes from an earlier `pipeline_cache_data()`, `robust` enables robustBufferAccess (and
+    robustBufferAccess2 / robustImageAccess2 where VK_EXT_robustness2 offers them): out-of-bounds
+    buffer reads give zero and writes are dropped instead of touching other memory.
+
+    A dispatch that does not finish within `timeout_ns` (`set_timeout`) marks the device hung: from then
+    on nothing of it is destroyed (a shader may still run), and every call raises DeviceLost."""
 
     def __init__(self, info: DeviceInfo | None = None, capabilities=(), extensions=(), *, enable_all: bool = False,
-                 pipeline_cache: bytes | None = None):
+                 pipeline_cache: bytes | None = None, robust: bool = False):
         self.info = info = info or pick_device()
         if info.instance is None or info.instance.closed:  # its physical-device handle died with it
             raise ClosedError(f"the Instance that listed {info.name} is closed; list devices() again")
@@ -90,6 +97,14 @@ class Device(Owned):
             for bit in COMPANION_BITS.get(key, ()):
                 if info.has_feature(key, bit):
                     req.add_bit(key, bit, "companion")
+        if robust:
+            for key, bits in ROBUST_BITS.items():
+                for bit in bits:
+                    if info.has_feature(key, bit):
+                        req.add_bit(key, bit, "robust")
+        self.robust = robust and info.has_feature(CORE, "robustBufferAccess")
+        self.timeout_ns = DEFAULT_TIMEOUT_NS
+        self._hung = False
         self.enabled_bits = {k: frozenset(v) for k, v in req.bits.items()}
         self.enabled_extensions = self._device_extensions(req, api)
         self._create(req, pipeline_cache or b"")
@@ -193,7 +208,10 @@ class Device(Owned):
         return self.fail(_ffi.core(name)(self.queue, *args), name)
 
     def release(self, name: str, *args) -> None:
-        """Call a vkDestroy*/vkFree* entry point: no checks, since it must work while closing."""
+        """Call a vkDestroy*/vkFree* entry point: no checks, since it must work while closing. On a hung
+        device nothing is destroyed: a shader may still be using it (the objects leak on purpose)."""
+        if self._hung:
+            return
         _ffi.core(name)(self.handle, *args)
 
     def extension_proc(self, name: str, extension: str):
@@ -222,6 +240,22 @@ class Device(Owned):
 
     def wait_idle(self) -> None:
         self.call("vkDeviceWaitIdle")
+
+    def set_timeout(self, seconds: float) -> None:
+        """How long a dispatch may run before the device is taken as hung (DeviceTimeout)."""
+        if not seconds > 0:
+            raise UsageError(f"timeout must be a positive number of seconds, not {seconds!r}")
+        self.timeout_ns = min(int(seconds * 1e9), (1 << 64) - 1)
+
+    def mark_hung(self) -> None:
+        """A submission never finished: the device is lost, and none of its objects may be destroyed."""
+        self._lost = True
+        self._hung = True
+        self.instance.has_hung_device = True
+
+    @property
+    def hung(self) -> bool:
+        return self._hung
 
     # --- factories (the executor-facing surface lives in these modules) ------------------------
     def buffer(self, data_or_nbytes, **kwargs):
@@ -262,6 +296,9 @@ class Device(Owned):
         return list(budget.heapUsage[: props.memoryProperties.memoryHeapCount])
 
     def _destroy(self) -> None:
+        if self._hung:  # a shader may still run: leave the device and everything of it to the process's end
+            self.handle = None
+            return
         try:
             if not self._lost:
                 _ffi.core("vkDeviceWaitIdle")(self.handle)

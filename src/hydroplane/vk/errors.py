@@ -33,6 +33,11 @@ class DeviceLost(VulkanError):
     """VK_ERROR_DEVICE_LOST: the device (or its driver) gave up; the Device cannot be used again."""
 
 
+class DeviceTimeout(DeviceLost):
+    """A dispatch did not finish within the device's timeout; the device is marked lost and its objects are
+    left alone (a shader may still be running them) until the process ends."""
+
+
 class OutOfDeviceMemory(VulkanError):
     """VK_ERROR_OUT_OF_DEVICE_MEMORY (or an allocation no heap can hold)."""
 

@@ -65,6 +65,7 @@ FEATURE_STRUCTS: dict[str, FeatureStruct] = {
     "float8": FeatureStruct(C.VkPhysicalDeviceShaderFloat8FeaturesEXT, "VK_EXT_shader_float8"),
     "pipeline_executable_properties": FeatureStruct(C.VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR,
                                                     "VK_KHR_pipeline_executable_properties"),
+    "robustness2": FeatureStruct(C.VkPhysicalDeviceRobustness2FeaturesEXT, "VK_EXT_robustness2"),
     "cooperative_matrix_khr": FeatureStruct(C.VkPhysicalDeviceCooperativeMatrixFeaturesKHR,
                                             "VK_KHR_cooperative_matrix"),
     "cooperative_matrix_nv": FeatureStruct(C.VkPhysicalDeviceCooperativeMatrixFeaturesNV, "VK_NV_cooperative_matrix"),
@@ -149,6 +150,10 @@ COMPANION_BITS = {
     "vulkan_memory_model": ("vulkanMemoryModelDeviceScope",),
     "subgroup_rotate": ("shaderSubgroupRotateClustered",),  # the ClusterSize operand has no capability
 }
+
+# Robust access (out-of-bounds reads give zero, writes are dropped): enabled only when a Device asks for it,
+# never by enable_all, since it costs speed on some devices.
+ROBUST_BITS = {CORE: ("robustBufferAccess",), "robustness2": ("robustBufferAccess2", "robustImageAccess2")}
 
 # SPIR-V extension -> (device extension, API version where it became core or None).
 SPIRV_EXTENSIONS: dict[str, tuple[str, int | None]] = {

@@ -201,6 +201,9 @@ class Instance(Owned):
         return [h if isinstance(h, int) else h.value for h in handles]
 
     def _destroy(self) -> None:
+        if getattr(self, "has_hung_device", False):  # a shader of one of its devices may still run: leave it
+            self.handle = None
+            return
         if self._messenger:
             self._destroy_messenger_fn(self.handle, self._messenger, None)
             self._messenger = None

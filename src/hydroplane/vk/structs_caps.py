@@ -246,6 +246,12 @@ class VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR(_Struct):
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("pipelineExecutableInfo", c_uint32)]
 
 
+class VkPhysicalDeviceRobustness2FeaturesEXT(_Struct):
+    STYPE = 1000286000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("robustBufferAccess2", c_uint32),
+        ("robustImageAccess2", c_uint32), ("nullDescriptor", c_uint32)]
+
+
 class VkPhysicalDeviceCooperativeMatrixFeaturesKHR(_Struct):
     STYPE = 1000506000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("cooperativeMatrix", c_uint32),

@@ -6,7 +6,7 @@ import ctypes
 
 from hydroplane.vk import _ffi
 from hydroplane.vk import structs as S
-from hydroplane.vk.errors import DeviceLost
+from hydroplane.vk.errors import DeviceTimeout
 from hydroplane.vk.handles import Owned
 from hydroplane.vk.results import TIMEOUT
 
@@ -25,14 +25,22 @@ class Fence(Owned):
         self._wait_for_fences = _ffi.core("vkWaitForFences")
         self._adopt(device)
 
-    def wait(self, timeout_ns: int = DEFAULT_TIMEOUT_NS) -> None:
+    def wait(self, timeout_ns: int | None = None) -> None:
+        """Wait for the fence: `timeout_ns`, else the device's timeout (`Device.set_timeout`, default 60 s)."""
         device = self.device
+        if timeout_ns is None:
+            timeout_ns = getattr(device, "timeout_ns", DEFAULT_TIMEOUT_NS)
+        if getattr(device, "hung", False):
+            raise DeviceTimeout(f"{device.info.name} hung earlier (a dispatch never finished); create a new Device",
+                                result="VK_TIMEOUT", call="vkWaitForFences")
         result = self._wait_for_fences(device.handle, 1, self._array, 1, timeout_ns)
         if result < 0:
             device.fail(result, "vkWaitForFences")
         if result == TIMEOUT:
-            raise DeviceLost(f"a submission did not finish within {timeout_ns / 1e9:.1f} s (device hung?)",
-                             result="VK_TIMEOUT", call="vkWaitForFences")
+            device.mark_hung()
+            raise DeviceTimeout(f"a dispatch did not finish within {timeout_ns / 1e9:g} s (an endless loop, or a "
+                                "longer kernel: raise the timeout); the device is marked lost and its objects are "
+                                "left to the process's end", result="VK_TIMEOUT", call="vkWaitForFences")
 
     def reset(self) -> None:
         self.device.call("vkResetFences", 1, self._array)

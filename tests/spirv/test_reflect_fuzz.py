@@ -1,0 +1,109 @@
+"""Fuzz: mutated whole modules of the glslang corpus fed to reflect() and compile_kernel(); only SpirvError
+comes out, with a word offset inside the module when it has one, each input in bounded time.
+
+Whole modules (not windows, as in test_fuzz.py) keep the types, decorations and variables that
+reflection reads, so the mutants reach it: a pointer type that is gone, a struct that holds itself, a
+constant that is no integer. Planted cases check that the error names the instruction's offset.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from array import array
+
+from spirv_corpus import corpus_binaries  # noqa: F401  (fixture)
+from test_fuzz import mutate
+
+from hydroplane.spirv import binary, grammar, reflect, text
+from hydroplane.spirv.binary import SpirvError
+from hydroplane.spirv.compiled import compile_kernel
+from hydroplane.spirv.target import Target
+
+MUTANTS = 12_000
+SEED = 90210
+PER_INPUT_LIMIT_S = 2.0
+
+PLANTED = """
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main" %buf
+               OpExecutionMode %main LocalSize 1 1 1
+               OpDecorate %blk Block
+               OpMemberDecorate %blk 0 Offset 0
+               OpDecorate %buf DescriptorSet 0
+               OpDecorate %buf Binding 0
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+BLOCK
+      %ptr_b = OpTypePointer StorageBuffer %blk
+        %buf = OpVariable POINTER StorageBuffer
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+               OpReturn
+               OpFunctionEnd
+"""
+
+
+def test_mutated_modules_reflect_or_raise_spirv_error(corpus_binaries):
+    rng = random.Random(SEED)
+    pool = [binary.as_words(data) for _, data in sorted(corpus_binaries.items())]
+    targets = (Target.profile("lavapipe"), Target.profile("nvidia-h200"), Target.reference())
+    reflected = rejected = 0
+    slowest = 0.0
+    failures = []
+    for n in range(MUTANTS):
+        mutant = mutate(rng.choice(pool), rng)
+        try:
+            module = binary.decode(mutant)
+        except SpirvError:
+            continue
+        size = len(binary.as_words(mutant)) if isinstance(mutant, array) else len(mutant) // 4
+        start = time.perf_counter()
+        for step, argument in ((reflect, None), (compile_kernel, targets[n % 3])):
+            try:
+                step(module) if argument is None else step(module, argument)
+                reflected += 1
+            except SpirvError as exc:
+                assert exc.offset is None or 0 <= exc.offset <= size, (exc.offset, size)
+                rejected += 1
+            except Exception:  # anything else is a bug: keep the input to reproduce it
+                failures.append((n, list(mutant) if isinstance(mutant, array) else mutant, traceback.format_exc()))
+        slowest = max(slowest, time.perf_counter() - start)
+    assert not failures, f"{len(failures)} inputs raised other errors; first: {failures[0]}"
+    assert reflected > 1000 and rejected > 200, (reflected, rejected)  # both paths exercised
+    assert slowest < PER_INPUT_LIMIT_S, slowest
+
+
+def _planted(block: str, pointer: str = "%ptr_b") -> array:
+    return text.assemble(PLANTED.replace("BLOCK", block).replace("POINTER", pointer))
+
+
+def _offset_of_variable(words: array) -> int:
+    return next(i.offset for i in binary.decode(words).instructions if i.opcode == grammar.Op.Variable)
+
+
+def test_reflect_names_the_variable_whose_type_is_undefined():
+    words = _planted("        %blk = OpTypeStruct %uint", pointer="%missing")
+    try:
+        reflect(words)
+    except SpirvError as exc:
+        assert exc.offset == _offset_of_variable(words)
+        assert "never defined" in str(exc) and "OpVariable" in str(exc)
+    else:
+        raise AssertionError("reflect accepted a variable of an undefined type")
+
+
+def test_reflect_refuses_a_struct_that_contains_itself():
+    cycles = ("        %blk = OpTypeStruct %blk", "        %blk = OpTypeStruct %two\n        %two = OpTypeStruct %blk")
+    for block in cycles:
+        words = _planted(block)
+        try:
+            reflect(words)
+        except SpirvError as exc:
+            assert exc.offset == _offset_of_variable(words), str(exc)
+            assert "\n" not in str(exc)
+        else:
+            raise AssertionError(f"reflect accepted {block.strip()!r}")
