@@ -8,15 +8,26 @@ import logging
 import ml_dtypes
 import numpy as np
 import pytest
+from lang.lang_helpers import lavapipe_shapes, validate_compiled
 
 import hydroplane
 from hydroplane import coop
 from hydroplane.jit import JitLaunchError, KernelError, device_array
 from hydroplane.lang import (
-    Buffer, CompilationError, barrier, bf16, constexpr, f16, f32, global_id, local_id, readonly, s32, shared_array,
+    Buffer,
+    CompilationError,
+    barrier,
+    bf16,
+    constexpr,
+    f16,
+    f32,
+    global_id,
+    local_id,
+    readonly,
+    s32,
+    shared_array,
 )
 from hydroplane.spirv.target import Target
-from lang.lang_helpers import lavapipe_shapes, validate_compiled
 
 pytestmark = pytest.mark.vulkan
 

@@ -12,11 +12,17 @@ few seconds (the output says so). Registered in cli.py; the work is in hydroplan
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from hydroplane.kernels.gemm import (
-    ACTIVATIONS, DTYPE_NAMES, LAYOUTS, GemmConfig, GemmError, GemmProblem, parse_dtype, with_size,
+    ACTIVATIONS,
+    DTYPE_NAMES,
+    LAYOUTS,
+    GemmConfig,
+    GemmError,
+    GemmProblem,
+    parse_dtype,
+    with_size,
 )
 from hydroplane.kernels_run import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
 

@@ -104,6 +104,15 @@ class GemmResult:
         return "\n".join(lines)
 
 
+def _executor(device):
+    """The executor for `device`; a Vulkan device without robust buffer access: the GEMM kernels keep every access
+    inside the matrices themselves (edge blocks guarded, edge tiles moved inside), and robust access cost 2-3x on
+    the H200 (docs/robustness.md)."""
+    if device == "ref":
+        return launch.get_executor("ref")
+    return launch.get_executor(device, robust=False)
+
+
 class GemmRunner:
     """One executor (Vulkan device or reference) and the GEMM pipelines made on it."""
 
@@ -119,7 +128,7 @@ class GemmRunner:
         """Device "ref", N, or None: the first Vulkan device with cooperative matrices for `dtype`, else the first
         Vulkan device, else the reference executor (with a note saying why)."""
         if device is not None:
-            return cls(device, launch.get_executor(device))
+            return cls(device, _executor(device))
         try:
             infos = vk.devices()
         except HydroplaneError as err:
@@ -130,11 +139,11 @@ class GemmRunner:
             return cls("ref", launch.get_executor("ref"), "no Vulkan device; ran on the reference executor")
         chosen = 0
         for index in range(len(infos)):
-            executor = launch.get_executor(index)
+            executor = _executor(index)
             if dtype is None or coop_shapes(dtype, executor.target):
                 return cls(index, executor)
             executor.close()
-        return cls(chosen, launch.get_executor(chosen))
+        return cls(chosen, _executor(chosen))
 
     @property
     def name(self) -> str:
@@ -153,7 +162,7 @@ class GemmRunner:
             self.executor.close()
         except HydroplaneError:
             pass  # a lost device may refuse an orderly close; nothing of it is used again
-        self.executor = launch.get_executor(self.device)
+        self.executor = _executor(self.device)
         self._kernels.clear()
 
     def __enter__(self) -> GemmRunner:

@@ -8,7 +8,6 @@ the large ones on lavapipe or in one dimension), tails in M, N and K, the epilog
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from hydroplane.kernels import GemmConfig, GemmError, GemmProblem, candidate_configs, gemm_plan, parse_dtype

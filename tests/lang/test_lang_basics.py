@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, poisoned, run_everywhere
 
 import hydroplane
 from hydroplane.lang import (
-    Buffer, abs_, barrier, bitcast, constexpr, exp, f16, f32, fma, global_id, kernel, local_index, maximum, minimum,
-    readonly, s8, s32, select, shared_array, sqrt, u8, u32,
+    Buffer,
+    abs_,
+    barrier,
+    bitcast,
+    constexpr,
+    exp,
+    f16,
+    f32,
+    fma,
+    global_id,
+    kernel,
+    local_index,
+    maximum,
+    minimum,
+    readonly,
+    s8,
+    s32,
+    select,
+    shared_array,
+    sqrt,
+    u8,
+    u32,
 )
 from hydroplane.spirv import decode, types
-from lang_helpers import compiled, poisoned, run_everywhere
 
 pytestmark = pytest.mark.vulkan
 

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, poisoned, run_everywhere
 
 from hydroplane.lang import (
-    Buffer, constexpr, dot, f32, func, global_id, kernel, local_array, readonly, s32, static_range, u32, vec,
+    Buffer,
+    constexpr,
+    dot,
+    f32,
+    func,
+    global_id,
+    kernel,
+    local_array,
+    readonly,
+    s32,
+    static_range,
+    u32,
+    vec,
 )
-from lang_helpers import compiled, poisoned, run_everywhere
 
 pytestmark = pytest.mark.vulkan
 

@@ -8,13 +8,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, device_saturates, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 from hydroplane.lang import (
-    Buffer, CompilationError, constexpr, coop, f16, f32, func, kernel, local_array, readonly, s8, s32, static_range,
-    u8, u32, workgroup_id,
+    Buffer,
+    CompilationError,
+    constexpr,
+    coop,
+    f16,
+    f32,
+    func,
+    kernel,
+    local_array,
+    readonly,
+    s8,
+    s32,
+    static_range,
+    u8,
+    u32,
+    workgroup_id,
 )
 from hydroplane.spirv.target import Target
-from lang_helpers import compiled, device_saturates, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 pytestmark = pytest.mark.vulkan
 

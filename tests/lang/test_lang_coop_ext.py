@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 from hydroplane.lang import Buffer, constexpr, coop, f16, f32, func, kernel, maximum, readonly
 from hydroplane.spirv import Op, decode, validate
 from hydroplane.spirv.compiled import compile_kernel
 from hydroplane.spirv.target import Target
-from lang_helpers import compiled, lavapipe_shapes, poisoned, run_everywhere, run_on
 
 pytestmark = pytest.mark.vulkan
 

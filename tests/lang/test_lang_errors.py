@@ -6,12 +6,24 @@ import inspect
 import math
 
 import pytest
+from lang_helpers import compiled
 
 from hydroplane.lang import (
-    Buffer, CompilationError, constexpr, coop, f16, f32, func, global_id, kernel, local_array, readonly, s32, sqrt,
+    Buffer,
+    CompilationError,
+    constexpr,
+    coop,
+    f16,
+    f32,
+    func,
+    global_id,
+    kernel,
+    local_array,
+    readonly,
+    s32,
+    sqrt,
     static_range,
 )
-from lang_helpers import compiled
 
 
 def _line_of(fn, text: str) -> int:
@@ -161,7 +173,7 @@ def assigns_constexpr(out: Buffer[f32], N: constexpr):
 
 @kernel
 def breaks_unrolled(out: Buffer[f32]):
-    for i in static_range(2):
+    for _i in static_range(2):
         break
 
 
@@ -172,7 +184,7 @@ def slices(out: Buffer[f32]):
 
 @kernel
 def undefined(out: Buffer[f32]):
-    out[0] = not_defined_anywhere
+    out[0] = not_defined_anywhere  # noqa: F821 -- the error under test
 
 
 @kernel

@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-
 from conftest import REPO
-from hydroplane.jit import JitKernel
 from lang_helpers import validate_compiled
+
+from hydroplane.jit import JitKernel
 
 pytestmark = pytest.mark.vulkan
 EXAMPLES = sorted((REPO / "examples" / "language").glob("*.py"))

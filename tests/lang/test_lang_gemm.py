@@ -7,10 +7,10 @@ import importlib.util
 
 import numpy as np
 import pytest
-
 from conftest import REPO, run_tool
-from hydroplane import launch, vk
 from lang_helpers import compiled, lavapipe_shapes, poisoned, run_everywhere
+
+from hydroplane import launch, vk
 
 pytestmark = pytest.mark.vulkan
 _spec = importlib.util.spec_from_file_location("lang_compile", REPO / "benchmarks" / "lang_compile.py")

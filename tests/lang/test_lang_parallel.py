@@ -4,15 +4,36 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, poisoned, run_everywhere
 
 from hydroplane import vk
 from hydroplane.lang import (
-    Buffer, atomic_add, atomic_compare_exchange, atomic_max, atomic_min, barrier, constexpr, f32, global_id, kernel,
-    lane_id, local_id, readonly, s32, shared_array, subgroup_add, subgroup_broadcast, subgroup_elect,
-    subgroup_exclusive_add, subgroup_inclusive_add, subgroup_max, subgroup_shuffle_xor, subgroup_size, u32,
+    Buffer,
+    atomic_add,
+    atomic_compare_exchange,
+    atomic_max,
+    atomic_min,
+    barrier,
+    constexpr,
+    f32,
+    global_id,
+    kernel,
+    lane_id,
+    local_id,
+    readonly,
+    s32,
+    shared_array,
+    subgroup_add,
+    subgroup_broadcast,
+    subgroup_elect,
+    subgroup_exclusive_add,
+    subgroup_inclusive_add,
+    subgroup_max,
+    subgroup_shuffle_xor,
+    subgroup_size,
+    u32,
     workgroup_id,
 )
-from lang_helpers import compiled, poisoned, run_everywhere
 
 pytestmark = pytest.mark.vulkan
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from hydroplane.lang import Buffer, constexpr, f32, global_id, kernel, readonly, s32
 from lang_helpers import compiled, poisoned, run_everywhere
+
+from hydroplane.lang import Buffer, constexpr, f32, global_id, kernel, readonly
 
 pytestmark = pytest.mark.vulkan
 SLOTS = 12

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, poisoned, run_everywhere
 
 from hydroplane.lang import Buffer, CompilationError, constexpr, f32, global_id, kernel, readonly, static_range
-from lang_helpers import compiled, poisoned, run_everywhere
 
 pytestmark = pytest.mark.vulkan
 

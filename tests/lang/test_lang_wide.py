@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from lang_helpers import compiled, poisoned, run_everywhere
 
 from hydroplane.lang import (
-    Buffer, CompilationError, barrier, coop, f16, f32, kernel, local_index, readonly, shared_array, u16, u32,
+    Buffer,
+    CompilationError,
+    barrier,
+    coop,
+    f16,
+    f32,
+    kernel,
+    local_index,
+    readonly,
+    shared_array,
+    u16,
+    u32,
     vector_type,
 )
-from lang_helpers import compiled, poisoned, run_everywhere
 
 pytestmark = pytest.mark.vulkan
 V4 = vector_type(u32, 4)

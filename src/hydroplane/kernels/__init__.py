@@ -4,8 +4,20 @@ Imports only `lang` and `spirv` (DESIGN.md); launching, timing and autotuning ar
 """
 
 from hydroplane.kernels.gemm import (
-    DTYPE_NAMES, LAYOUTS, GemmConfig, GemmDtype, GemmError, GemmPlan, GemmProblem, candidate_configs, default_config,
-    gemm_plan, parse_dtype, reference, relative_error, tolerance,
+    DTYPE_NAMES,
+    LAYOUTS,
+    GemmConfig,
+    GemmDtype,
+    GemmError,
+    GemmPlan,
+    GemmProblem,
+    candidate_configs,
+    default_config,
+    gemm_plan,
+    parse_dtype,
+    reference,
+    relative_error,
+    tolerance,
 )
 
 __all__ = ["DTYPE_NAMES", "LAYOUTS", "GemmConfig", "GemmDtype", "GemmError", "GemmPlan", "GemmProblem",

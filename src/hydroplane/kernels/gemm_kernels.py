@@ -26,10 +26,31 @@ This module imports only the language.
 import functools
 
 from hydroplane.lang import (
-    Buffer, barrier, cast, constexpr, f32, func, kernel, lane_id, local_array, local_index, maximum, minimum, readonly,
-    s32, shared_array, static_assert, static_range, subgroup_id, tanh, u32, vec, vector_type, workgroup_id,
+    Buffer,
+    barrier,
+    cast,
+    constexpr,
+    coop,
+    f32,
+    func,
+    kernel,
+    lane_id,
+    local_array,
+    local_index,
+    maximum,
+    minimum,
+    readonly,
+    s32,
+    shared_array,
+    static_assert,
+    static_range,
+    subgroup_id,
+    tanh,
+    u32,
+    vec,
+    vector_type,
+    workgroup_id,
 )
-from hydroplane.lang import coop
 
 V4 = vector_type(u32, 4)  # 16 bytes: the wide loads' element
 GELU_C = 0.7978845608028654  # sqrt(2 / pi), GELU's tanh approximation

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from hydroplane.lang.coop_semantic import matrix_type
 from hydroplane.lang.core import TargetQuery, builtin
 from hydroplane.lang.errors import SemanticError
-from hydroplane.spirv.target import UnsupportedOnTarget
 from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixReduce, CooperativeMatrixUse, Scope
+from hydroplane.spirv.target import UnsupportedOnTarget
 
 A = CooperativeMatrixUse.MatrixAKHR
 B = CooperativeMatrixUse.MatrixBKHR

@@ -11,11 +11,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hydroplane.lang.errors import SemanticError
-from hydroplane.lang.semantic import (NON_PRIVATE, BufferRef, Semantic, SharedArray, Value, describe, is_literal,
-                                      scalar_kind)
+from hydroplane.lang.semantic import (
+    NON_PRIVATE,
+    BufferRef,
+    Semantic,
+    SharedArray,
+    Value,
+    describe,
+    is_literal,
+    scalar_kind,
+)
 from hydroplane.spirv import grammar, types
-from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixOperands, CooperativeMatrixReduce
-from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
+from hydroplane.spirv.enums import (
+    CooperativeMatrixLayout,
+    CooperativeMatrixOperands,
+    CooperativeMatrixReduce,
+    CooperativeMatrixUse,
+    Scope,
+)
 
 Op = grammar.Op
 EXT = "SPV_EXT_cooperative_matrix_maintenance1"

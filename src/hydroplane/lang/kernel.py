@@ -370,7 +370,7 @@ def _located(source: Source, err: SemanticError) -> CompilationError:
 
 def _build(kernel_: Kernel, source: Source, constexprs: dict, target: Target | None) -> Specialization:
     compiler = ModuleCompiler(target)
-    b, semantic = compiler.builder, compiler.semantic
+    b = compiler.builder
     params, scope, push = [], {}, []
     binding = 0
     for p in kernel_.signature.parameters.values():

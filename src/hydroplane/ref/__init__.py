@@ -5,9 +5,18 @@ ready to run; `ops.register` extends the op table (docs/ref.md, "Extending the i
 Imports `hydroplane.spirv` and `hydroplane.errors` only.
 """
 
-from hydroplane.ref.errors import (Diagnostic, ExecutionLimitError, InvalidModuleError, NonUniformError,
-                                   OutOfBoundsError, RaceError, RefError, UninitializedReadError, UnreachableError,
-                                   UnsupportedInstructionError)
+from hydroplane.ref.errors import (
+                                   Diagnostic,
+                                   ExecutionLimitError,
+                                   InvalidModuleError,
+                                   NonUniformError,
+                                   OutOfBoundsError,
+                                   RaceError,
+                                   RefError,
+                                   UninitializedReadError,
+                                   UnreachableError,
+                                   UnsupportedInstructionError,
+)
 from hydroplane.ref.executor import Buffer, Executor, Kernel
 from hydroplane.ref.program import Program
 

@@ -117,7 +117,6 @@ def _element_addresses(t, rows, offs, lanes, mstride, row_major, vstride):
 
 
 def _read(ctx, region, rows, offs, t, mstride, row_major, lanes, vstride=None):
-    n = offs.shape[0]
     if isinstance(t, T.Pointer):
         addr = ctx.memory.read(region, rows, offs, np.dtype(np.uint64), lanes)
         return Pointer(PSB, addr.astype(np.int64), ctx.program.pointee(t), elem_stride=t.stride)
@@ -135,7 +134,6 @@ def _read(ctx, region, rows, offs, t, mstride, row_major, lanes, vstride=None):
 
 
 def _write(ctx, region, rows, offs, t, mstride, row_major, value, lanes, vstride=None):
-    n = offs.shape[0]
     if isinstance(t, T.Pointer):
         ctx.memory.write(region, rows, offs, np.asarray(value).astype(np.uint64), lanes)
         return

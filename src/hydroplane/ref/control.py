@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.ref.access import store_value
+from hydroplane.ref.errors import InvalidModuleError
 from hydroplane.ref.layout import size_of
 from hydroplane.ref.memory import Region
 from hydroplane.ref.ops import Op

@@ -27,6 +27,7 @@ from hydroplane.ref.access import store_value
 from hydroplane.ref.constants import for_dispatch
 from hydroplane.ref.context import ExecContext
 from hydroplane.ref.control import run_function
+from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.errors import Diagnostic, ExecutionLimitError, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.layout import size_of, value_dtype, value_shape
@@ -76,7 +77,8 @@ class Executor:
     max_workgroup_count = (65535, 65535, 65535)
 
     def __init__(self, subgroup_size: int = 32, diagnostics: str = "raise", checks: bool = True,
-                 max_lanes: int = 1 << 15, *, coopmat_distribution: str | None = None, max_blocks: int | None = None,
+                 max_lanes: int = 1 << 15, *, coopmat_distribution: str | cm.ElementDistribution | None = None,
+                 max_blocks: int | None = None,
                  progress: Callable[[int, int], None] | None = None, time_limit: float | None = None):
         if subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
@@ -88,7 +90,13 @@ class Executor:
         self.max_lanes = max_lanes
         self.progress = progress  # called as progress(workgroups done, workgroups in all) after each batch
         self.options: dict = {}  # read by the op handlers (ref.coopmat_ops, ExecContext)
-        if coopmat_distribution is not None:
+        if coopmat_distribution is not None:  # a name ('strided', 'blocked') or a distribution, e.g. from_table
+            if isinstance(coopmat_distribution, str):
+                named = {d.name: d for d in (cm.STRIDED, cm.BLOCKED)}
+                if coopmat_distribution not in named:
+                    raise InvalidModuleError(f"coopmat_distribution must be one of {', '.join(named)} or an "
+                                             f"ElementDistribution, not {coopmat_distribution!r}")
+                coopmat_distribution = named[coopmat_distribution]
             self.options["coopmat_distribution"] = coopmat_distribution
         if max_blocks is not None and (isinstance(max_blocks, bool) or not isinstance(max_blocks, int)
                                        or max_blocks < 1):

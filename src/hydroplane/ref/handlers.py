@@ -6,8 +6,7 @@ A new handler module is added here; the interpreter (program, constants) resolve
 
 from __future__ import annotations
 
-from hydroplane.ref import (ops_arith, ops_composite, ops_control, ops_convert, ops_glsl, ops_group,
-                            ops_memory)
+from hydroplane.ref import ops_arith, ops_composite, ops_control, ops_convert, ops_glsl, ops_group, ops_memory
 from hydroplane.ref.coopmat import ops as coopmat_ops
 from hydroplane.ref.coopmat import tensor_ops as coopmat_tensor_ops
 from hydroplane.ref.ops import handler_for

@@ -38,7 +38,7 @@ class Lanes:
         self.subgroups_per_workgroup = self.wg_lanes // s
 
     @classmethod
-    def flat(cls, n: int) -> "Lanes":
+    def flat(cls, n: int) -> Lanes:
         """`n` lanes with no dispatch behind them (element-wise function calls, constants)."""
         return cls(max(n, 1), (max(n, 1), 1, 1), np.zeros((1, 3), np.uint32), (1, 1, 1), virtual=True)
 

@@ -257,7 +257,7 @@ class Memory:
                 return
         self._track_bytes(region, first, itemsize, element_lane, accessors.who, write)
 
-    def _accessors(self, lanes: np.ndarray | None, element_lane: np.ndarray) -> "_Accessors":
+    def _accessors(self, lanes: np.ndarray | None, element_lane: np.ndarray) -> _Accessors:
         """The invocation of every element of an access; kept for a lanes array met again (the same
         object: cooperative-matrix loads and stores pass one per matrix shape)."""
         if lanes is not None:
@@ -278,7 +278,7 @@ class Memory:
                 self._accessors_kept.pop(0)
         return accessors
 
-    def _track_elements(self, region: Region, first: np.ndarray, itemsize: int, accessors: "_Accessors",
+    def _track_elements(self, region: Region, first: np.ndarray, itemsize: int, accessors: _Accessors,
                         write: bool, writer_clean: bool, reader_clean: bool) -> bool:
         """The tracking of an access whose elements start at multiples of their size, on words of the
         tables (an int64 word holds the entries of two bytes; the int32 entry itself for 1-byte

@@ -9,7 +9,7 @@ register themselves when imported; `ref.handlers` imports every one of them (the
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from hydroplane.spirv import grammar
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref.ops import Op, register
 from hydroplane.ref.layout import value_dtype, value_shape
+from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import broadcast_lanes, width
 from hydroplane.spirv import types as T
 

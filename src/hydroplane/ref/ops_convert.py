@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hydroplane.ref.layout import value_shape
 from hydroplane.ref.memory import PSB
 from hydroplane.ref.ops import Op, register
-from hydroplane.ref.layout import value_shape
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
 from hydroplane.spirv import types as T
 from hydroplane.spirv.enums import FPRoundingMode

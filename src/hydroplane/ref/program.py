@@ -19,10 +19,10 @@ from hydroplane.ref.handlers import handler_for
 from hydroplane.ref.instruction import Instr
 from hydroplane.ref.layout import has_layout
 from hydroplane.spirv import binary, grammar
-from hydroplane.spirv.disassembler import InstructionPrinter
-from hydroplane.spirv.locations import source_locations
 from hydroplane.spirv import types as T
+from hydroplane.spirv.disassembler import InstructionPrinter
 from hydroplane.spirv.enums import BuiltIn, StorageClass
+from hydroplane.spirv.locations import source_locations
 
 Op = grammar.Op
 
@@ -73,7 +73,7 @@ class _SpecializedTypes(T.TypeTable):
     """`hydroplane.spirv.types`' reader, with the lengths and sizes it reads from constants taken as this
     program has evaluated them (a spec constant's specialized value, an OpSpecConstantOp's result)."""
 
-    program: "Program | None" = None
+    program: Program | None = None
 
     def constant_int(self, const_id: int) -> int:
         return self.program.const_int(const_id)

@@ -41,7 +41,7 @@ class Pointer:
     region: object | None
     offset: np.ndarray
     type: Type  # the pointee type
-    var: "Cell | None" = None
+    var: Cell | None = None
     mstride: int | None = None
     row_major: bool = False
     elem_stride: int | None = None  # ArrayStride of the pointer type, for OpPtrAccessChain
@@ -49,7 +49,7 @@ class Pointer:
     elem_of: Type | None = None  # the cooperative-matrix type when this points at one element of a matrix
     #                              register variable; `offset` is then the element index per lane
 
-    def with_offset(self, offset: np.ndarray, type: Type, **kw) -> "Pointer":
+    def with_offset(self, offset: np.ndarray, type: Type, **kw) -> Pointer:
         return replace(self, offset=offset, type=type, **kw)
 
 

@@ -21,7 +21,12 @@ import ml_dtypes
 import numpy as np
 
 from hydroplane.ref.coopmat.matrix import (
-    DEFAULT_DISTRIBUTION, CoopMatError, ElementDistribution, check_value, uniform_per_instance)
+    DEFAULT_DISTRIBUTION,
+    CoopMatError,
+    ElementDistribution,
+    check_value,
+    uniform_per_instance,
+)
 from hydroplane.spirv.enums import CooperativeMatrixOperands as Operands
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
 from hydroplane.spirv.enums import FPRoundingMode

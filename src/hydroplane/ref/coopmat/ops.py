@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import arith as ar
+from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.coopmat import memory as mm
 from hydroplane.ref.coopmat import reduce as rd
 from hydroplane.ref.coopmat.instances import CM, ScopeLanes, distribution, full, lane_index, owner_lanes, per_instance
@@ -22,7 +22,6 @@ from hydroplane.ref.ops import HANDLERS, Op, register
 from hydroplane.ref.ops_memory import check_uniform
 from hydroplane.ref.values import as_signed
 from hydroplane.spirv.enums import FPRoundingMode
-
 
 
 def coop_handler(*opcodes, type=None):

@@ -16,8 +16,8 @@ function body over a vector of virtual lanes, one per call):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -25,7 +25,6 @@ from hydroplane.ref.coopmat.matrix import DEFAULT_DISTRIBUTION, CoopMatError, El
 from hydroplane.spirv.enums import CooperativeMatrixReduce as ReduceMode
 from hydroplane.spirv.enums import CooperativeMatrixUse as Use
 from hydroplane.spirv.types import CoopMatrix
-
 
 Combine = Callable[[np.ndarray, np.ndarray], np.ndarray]
 

@@ -85,7 +85,7 @@ def _tensor_plans(ctx, sc, inst_idx, first, layout_id, view_id, t: CM, for_store
     layouts = _objects(ctx.get(layout_id))
     views = _objects(ctx.get(view_id)) if view_id is not None else None
     plans = []
-    for k, lane in zip(inst_idx, first):
+    for k, _lane in zip(inst_idx, first):
         layout = per_instance_object(ctx, sc, layouts, k, "the tensor layout")
         view = per_instance_object(ctx, sc, views, k, "the tensor view") if views is not None else None
         plans.append(tt.tensor_addresses(layout, view, t.rows, t.cols, for_store))
