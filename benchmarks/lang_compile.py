@@ -26,6 +26,8 @@ from pathlib import Path
 import hydroplane
 from hydroplane import coop
 from hydroplane.lang import Buffer, constexpr, f16, f32, readonly, subgroup_id, workgroup_id, writeonly
+from hydroplane.kernels import GemmProblem, candidate_configs, gemm_kernels, gemm_plan, parse_dtype
+from hydroplane.lang.kernel import Func
 from hydroplane.spirv.target import Target
 
 HERE = Path(__file__).resolve().parent
@@ -33,6 +35,8 @@ _spec = importlib.util.spec_from_file_location("example_gemm", HERE.parent / "ex
 example = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(example)
 H200 = Target.profile("nvidia-h200")
+_PROBLEM = GemmProblem(4096, 4096, 4096, parse_dtype("f16:f32"), bias=True, activation="relu")
+LIBRARY = gemm_plan(_PROBLEM, candidate_configs(_PROBLEM, H200)[3], H200)  # a staged two-stage-capable config
 
 
 @hydroplane.kernel(local_size="THREADS")
@@ -88,6 +92,18 @@ def example_gemm(i: int) -> None:
     example.gemm.compile(H200, M_TOTAL=128 * (i + 1), N_TOTAL=128, K_TOTAL=128)
 
 
+def library_gemm(i: int) -> None:
+    """The GEMM library's cooperative-matrix kernel (src/hydroplane/kernels/gemm_kernels.py), its cache cleared."""
+    LIBRARY.kernel._cache.clear()
+    LIBRARY.kernel.compile(H200, **LIBRARY.constexprs)
+
+
+def library_lines() -> int:
+    """Source lines of the library kernel and of the module's @func helpers it can call."""
+    helpers = [v for v in vars(gemm_kernels).values() if isinstance(v, Func)]
+    return len(LIBRARY.kernel.source.lines) + sum(len(h.source.lines) for h in helpers)
+
+
 def time_glslang(source: str, defines: list[str], repeat: int) -> list[float]:
     glslang = shutil.which("glslangValidator")
     if glslang is None:
@@ -115,12 +131,14 @@ def main() -> None:
           f"{platform.machine()}, Python {platform.python_version()}")
     small = time_compiles(small_gemm, args.repeat)
     big = time_compiles(example_gemm, args.repeat)
+    library = time_compiles(library_gemm, args.repeat)
     glsl_small = time_glslang("ref_gemm.comp", ["-DSG=32", "-DSUBGROUPS=4"], args.repeat)
     glsl_big = time_glslang("lang_gemm.comp", ["-DTILE=16", "-DSG=32", "-DWM=2", "-DWN=2", "-DRELU=1",
                                                "-DM_TOTAL=256", "-DN_TOTAL=256", "-DK_TOTAL=256"], args.repeat)
     print(_line(f"language, small GEMM ({len(gemm.kernel.source.lines)} lines)", *small))
     lines = sum(len(k.source.lines) for k in (example.gemm.kernel, example.stage, example.relu, example.tile_product))
     print(_line(f"language, examples/language/gemm.py (kernel + 3 helpers, {lines} lines)", *big))
+    print(_line(f"language, the GEMM library's coop kernel (kernel + helpers, {library_lines()} lines)", *library))
     for name, times in (("ref_gemm.comp", glsl_small), ("lang_gemm.comp", glsl_big)):
         print(f"glslangValidator -V {name}: best {min(times):.1f} ms, median {statistics.median(times):.1f} ms "
               f"({len(times)} runs, process start included)")
