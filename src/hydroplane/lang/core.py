@@ -10,6 +10,7 @@ ordinary Python they raise.
 
 from __future__ import annotations
 
+import abc
 import enum
 import functools
 from dataclasses import dataclass
@@ -81,12 +82,13 @@ class constexpr:
         return f"constexpr({self.value!r})"
 
 
-class TargetQuery:
+class TargetQuery(abc.ABC):
     """A constexpr value the compilation target answers (`resolve(target)`); see target_subgroup_size and
     coop.largest_shape. Compiling without a target makes it an error."""
 
+    @abc.abstractmethod
     def resolve(self, target):
-        raise NotImplementedError
+        """The value for this target (a Target, or None when compiling without one)."""
 
 
 @dataclass(frozen=True)
