@@ -71,7 +71,10 @@ class Executor(Protocol):
     """The executor interface of docs/architecture.md (both implementations run the launch checks)."""
 
     name: str
-    target: Target
+
+    @property
+    def target(self) -> Target: ...  # what the executor offers: compile_kernel lowers for it
+
     max_workgroup_count: tuple[int, int, int]
 
     def buffer(self, array_or_nbytes: np.ndarray | int) -> Any: ...
@@ -128,7 +131,10 @@ class ReferenceExecutor(_RefExecutor):
     """`hydroplane.ref.Executor` with the launch checks (bindings, push constants, grid, typed spec constants),
     taking CompiledKernels (or words, compiled for `Target.reference()`)."""
 
-    target = Target.reference()
+    @property
+    def target(self) -> Target:
+        """The reference executor at its subgroup size (what `target_subgroup_size()` constexprs answer)."""
+        return Target.reference(self.subgroup_size)
 
     # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
     # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
