@@ -63,6 +63,11 @@ class NonUniformError(RefError):
     """A barrier or a scope-wide instruction reached by part of its workgroup or subgroup only."""
 
 
+class MisalignedAccessError(RefError):
+    """A cooperative-matrix load or store whose pointer or stride breaks Vulkan's alignment rule (the lesser of
+    16 bytes and a row's or column's natural size): undefined on a driver (the H200 returns shifted data)."""
+
+
 class UnsupportedInstructionError(RefError):
     """An instruction (or an operand form) the reference executor does not implement."""
 
@@ -84,5 +89,6 @@ ERROR_OF_KIND: dict[str, type[RefError]] = {
     "unreachable": UnreachableError,
     "limit": ExecutionLimitError,
     "invalid": InvalidModuleError,
+    "misaligned": MisalignedAccessError,
 }
 DIAGNOSTIC_KINDS = tuple(ERROR_OF_KIND)

@@ -79,7 +79,8 @@ class Executor:
     def __init__(self, subgroup_size: int = 32, diagnostics: str = "raise", checks: bool = True,
                  max_lanes: int = 1 << 15, *, coopmat_distribution: str | cm.ElementDistribution | None = None,
                  max_blocks: int | None = None,
-                 progress: Callable[[int, int], None] | None = None, time_limit: float | None = None):
+                 progress: Callable[[int, int], None] | None = None, time_limit: float | None = None,
+                 check_alignment: bool = True):
         if subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
         if diagnostics not in ("raise", "collect"):
@@ -90,6 +91,8 @@ class Executor:
         self.max_lanes = max_lanes
         self.progress = progress  # called as progress(workgroups done, workgroups in all) after each batch
         self.options: dict = {}  # read by the op handlers (ref.coopmat_ops, ExecContext)
+        # cooperative-matrix loads/stores against Vulkan's alignment rule ('misaligned' diagnostics)
+        self.options["check_alignment"] = check_alignment
         if coopmat_distribution is not None:  # a name ('strided', 'blocked') or a distribution, e.g. from_table
             if isinstance(coopmat_distribution, str):
                 named = {d.name: d for d in (cm.STRIDED, cm.BLOCKED)}

@@ -70,13 +70,32 @@ def _holders(ctx, sc, inst_idx: np.ndarray, t: CM) -> np.ndarray:
     return kept[key]
 
 
-def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
-    """(instances, rows, cols) loaded through `ptr` by every active instance (others zero)."""
+def _check_alignment(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> None:
+    """Vulkan (VUID-StandaloneSpirv-OpCooperativeMatrixLoadKHR-08986): the pointer and the stride of a KHR load
+    or store are aligned to the lesser of 16 bytes and the natural size of a row (row-major) or column."""
+    line = (t.cols if layout == mm.Layout.RowMajorKHR else t.rows) * t.component.dtype.itemsize
+    align = min(16, line)
+    base = per_instance(ctx, sc, ptr.offset, "the cooperative-matrix pointer")[inst_idx].astype(np.int64)
+    step = as_signed(np.asarray(stride)).astype(np.int64)[inst_idx] * size_of(ptr.type)
+    bad = (base % align != 0) | (step % align != 0)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        ctx.diagnose("misaligned", f"{t} {layout.name} at byte {int(base[k])} with a stride of {int(step[k])} bytes: "
+                     f"Vulkan requires both to be multiples of {align} bytes (a {line}-byte "
+                     f"{'row' if layout == mm.Layout.RowMajorKHR else 'column'}, at most 16)",
+                     sc.first_lane[inst_idx[bad]])
+
+
+def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value, aligned: bool = False) -> np.ndarray:
+    """(instances, rows, cols) loaded through `ptr` by every active instance (others zero); `aligned`: check
+    the KHR alignment rule."""
     sc = ScopeLanes(ctx, t.scope)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
         return np.zeros((sc.count, t.rows, t.cols), t.component.dtype)
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
+    if aligned and (ctx.options or {}).get("check_alignment", True):
+        _check_alignment(ctx, sc, inst_idx, ptr, t, layout, stride)
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
     lanes = _holders(ctx, sc, inst_idx, t)
     values = ctx.memory.read(ptr.region, _region_rows(ptr, first), offs, t.component.dtype, lanes)
@@ -87,12 +106,14 @@ def load_matrix(ctx, ptr, t: CM, layout: mm.Layout, stride_value) -> np.ndarray:
     return out
 
 
-def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_value) -> None:
+def store_matrix(ctx, ptr, t: CM, mats: np.ndarray, layout: mm.Layout, stride_value, aligned: bool = False) -> None:
     sc = ScopeLanes(ctx, t.scope)
     inst_idx, first = sc.first_active(ctx.mask)
     if not len(inst_idx):
         return
     stride = per_instance(ctx, sc, stride_value, "the cooperative-matrix stride")
+    if aligned and (ctx.options or {}).get("check_alignment", True):
+        _check_alignment(ctx, sc, inst_idx, ptr, t, layout, stride)
     offs = _element_offsets(ctx, sc, inst_idx, ptr, t, layout, stride)
     lanes = _holders(ctx, sc, inst_idx, t)
     values = full(mats, sc.count)[inst_idx].astype(t.component.dtype, copy=False)
@@ -111,7 +132,7 @@ def _load_khr(ctx, inst):
     check_uniform(ctx, t.scope, inst.name)
     layout = mm.layout_of(ctx.const_int(inst.args[1]))
     stride = _optional_stride(ctx, inst, 2, t, layout)
-    ctx.set(inst.result_id, load_matrix(ctx, ctx.get(inst.args[0]), t, layout, stride))
+    ctx.set(inst.result_id, load_matrix(ctx, ctx.get(inst.args[0]), t, layout, stride, aligned=True))
 
 
 @coop_handler(Op.CooperativeMatrixStoreKHR)
@@ -120,7 +141,7 @@ def _store_khr(ctx, inst):
     check_uniform(ctx, t.scope, inst.name)
     layout = mm.layout_of(ctx.const_int(inst.args[2]))
     stride = _optional_stride(ctx, inst, 3, t, layout)
-    store_matrix(ctx, ctx.get(inst.args[0]), t, ctx.get(inst.args[1]), layout, stride)
+    store_matrix(ctx, ctx.get(inst.args[0]), t, ctx.get(inst.args[1]), layout, stride, aligned=True)
 
 
 def _nv_layout(ctx, ident) -> mm.Layout:
