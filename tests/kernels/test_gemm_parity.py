@@ -94,7 +94,7 @@ def test_wide_loads(device, name, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(64, 64, 32), (100, 70, 45), (130, 200, 77)], ids=["whole", "edges", "tails"])
+@pytest.mark.parametrize("shape", [(64, 64, 32), (96, 80, 48), (144, 208, 80)], ids=["whole", "edges", "tails"])
 def test_workgroup_scope_on_ref(ref, dtype, shape):
     """The NV2 workgroup-scope kernel (lavapipe offers no workgroup scope; the H200 does)."""
     layout = LAYOUTS[(DTYPES.index(dtype) + shape[0]) % 4]
@@ -108,6 +108,22 @@ def test_workgroup_scope_wide_loads(ref, wide):
     config = GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1), wide=wide)
     assert gemm_plan(problem, config, ref.target).constexprs["WIDE"] == (16 if wide else 0)
     check(ref, problem, config)
+
+
+@pytest.mark.parametrize("kind", ["workgroup", "direct"])
+def test_unaligned_sizes_keep_matrices_off_the_buffers(ref, kind):
+    """Loads straight from the buffers need 16-byte aligned rows (Vulkan's rule for cooperative-matrix loads, which
+    the H200 enforced by returning wrong values): odd sizes refuse those configurations by name, the candidates skip
+    them, and the staged kernel runs odd sizes exactly (through shared memory, whole blocks included)."""
+    problem = GemmProblem(100, 70, 45, parse_dtype("f16:f32"), alpha=2.0, beta=1.0, bias=True)
+    config = GemmConfig(kind="workgroup", tile=(64, 64, 32), threads=(64, 1)) if kind == "workgroup" else \
+        GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True)
+    with pytest.raises(GemmError, match="multiples of 8 for f16"):
+        gemm_plan(problem, config, ref.target)
+    assert not any(c.direct or c.kind == "workgroup" for c in candidate_configs(problem, ref.target))
+    staged = GemmProblem(96, 66, 48, parse_dtype("f16:f32"), beta=1.0)  # whole 64x64 blocks, N*4 bytes unaligned
+    assert gemm_plan(staged, config_of(ref, staged, "coop"), ref.target).constexprs["ALIGNED_OUT"] is False
+    check(ref, staged, GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2))
 
 
 def test_workgroup_scope_refuses_a_matrix_smaller_than_its_block(ref):

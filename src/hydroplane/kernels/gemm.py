@@ -249,6 +249,16 @@ def wide_elements(problem: GemmProblem, config: GemmConfig) -> int:
     return per
 
 
+def aligned_for_matrices(problem: GemmProblem) -> tuple[bool, bool]:
+    """(inputs, outputs): whether A and B (M, N, K) and C and D (N) let cooperative-matrix loads and stores reach the
+    buffers directly. Vulkan wants each one's pointer and stride aligned to 16 bytes (the lesser of 16 and a row's
+    size; VUID-StandaloneSpirv-OpCooperativeMatrixLoadKHR-08986): the H200 returns wrong values otherwise, and the
+    reference executor reports it ('misaligned')."""
+    per_in = 16 // (problem.dtype.a.width // 8)
+    per_out = 16 // (problem.dtype.out.width // 8)
+    return (all(d % per_in == 0 for d in (problem.m, problem.n, problem.k)), problem.n % per_out == 0)
+
+
 def workgroup_edges(config: GemmConfig, problem: GemmProblem) -> tuple[bool, bool]:
     """(EDGE, TAIL) of the workgroup kernel: M or N no multiple of the block; K no multiple of its step."""
     bm, bn, bk = config.block
@@ -303,6 +313,12 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
     if shared > target.shared_memory:
         raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has "
                         f"{target.shared_memory}")
+    inputs_aligned, outputs_aligned = aligned_for_matrices(problem)
+    if (config.direct or config.kind == "workgroup") and not (inputs_aligned and outputs_aligned):
+        per_in = 16 // (dtype.a.width // 8)
+        raise GemmError(f"{config.describe()}: loads its matrices straight from the buffers, which needs M, N and K "
+                        f"multiples of {per_in} for {dtype.a} (Vulkan's 16-byte alignment of cooperative-matrix "
+                        f"loads); {problem.m}x{problem.n}x{problem.k} is not")
 
 
 def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmPlan:
@@ -319,7 +335,7 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
         constexprs = dict(common, TM=tm, TN=tn, TK=tk, WM=config.subgroups[0], WN=config.subgroups[1],
                           SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
                           DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
-                          WIDE=wide_elements(problem, config))
+                          WIDE=wide_elements(problem, config), ALIGNED_OUT=aligned_for_matrices(problem)[1])
     elif config.kind == "workgroup":
         bm, bn, bk = config.block
         kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
@@ -400,7 +416,10 @@ def verification_problem(problem: GemmProblem, config: GemmConfig) -> GemmProble
         return problem
     bm, bn, _ = config.block
     wide = wide_elements(problem, config)
-    m, n, k = (528, 272, 304) if wide else (515, 259, 300)  # multiples of 16 bytes of the input, or odd
+    # Multiples of 16 bytes of the input where the kernel needs them (16-byte loads, or matrices loaded straight
+    # from the buffers: the direct and workgroup kernels), odd sizes otherwise.
+    aligned = wide or config.direct or config.kind == "workgroup"
+    m, n, k = (528, 272, 304) if aligned else (515, 259, 300)
     if config.kind == "workgroup":
         edge, _ = workgroup_edges(config, problem)
         m, n = (m, n) if edge else (2 * bm, 2 * bn)

@@ -203,7 +203,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   AT: constexpr, BT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, STAGES: constexpr,
                   DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
-                  SATURATE: constexpr, WIDE: constexpr = 0):
+                  SATURATE: constexpr, WIDE: constexpr = 0, ALIGNED_OUT: constexpr = True):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
         BM = WM * SM * TM
         BN = WN * SN * TN
@@ -240,7 +240,9 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         for t in static_range(SM * SN):
             acc[t] = coop.fill(TACC, 0)
         btile = local_array(TB, SN)
-        full = row0 + BM <= M and col0 + BN <= N  # the same in the whole workgroup
+        # Whole blocks load C and store D as matrices straight from and to the buffers; that needs rows of N
+        # outputs 16-byte aligned (ALIGNED_OUT), else every block goes through shared memory.
+        full = ALIGNED_OUT and row0 + BM <= M and col0 + BN <= N  # the same in the whole workgroup
 
         # Tile origins. DIRECT with M >= TM and N >= TN: a tile crossing M (N) moves up (left) to end there, so
         # every direct load stays inside the matrices; the store writes only the rows and columns it owns.
