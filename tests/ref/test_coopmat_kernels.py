@@ -213,7 +213,7 @@ def test_a_stride_that_differs_within_the_subgroup_is_reported(glslang):
 
 @pytest.mark.parametrize("stride, offset, ok", [(8, 0, True), (9, 0, False), (8, 2, False), (16, 8, True)])
 def test_cooperative_loads_follow_vulkans_alignment_rule(stride, offset, ok):
-    """An f16 8x8 row-major load needs its pointer and stride aligned to min(16, 16) bytes (VUID-StandaloneSpirv-
+    """An f16 8x8 row-major load needs its pointer and stride aligned to min(16, 16) bytes (VUID-RuntimeSpirv-
     OpCooperativeMatrixLoadKHR-08986); the H200's driver returned shifted data for such loads where lavapipe
     and a lenient executor do not mind, so the reference executor reports them ('misaligned')."""
     b = ModuleBuilder()

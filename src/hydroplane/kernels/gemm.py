@@ -252,7 +252,7 @@ def wide_elements(problem: GemmProblem, config: GemmConfig) -> int:
 def aligned_for_matrices(problem: GemmProblem) -> tuple[bool, bool]:
     """(inputs, outputs): whether A and B (M, N, K) and C and D (N) let cooperative-matrix loads and stores reach the
     buffers directly. Vulkan wants each one's pointer and stride aligned to 16 bytes (the lesser of 16 and a row's
-    size; VUID-StandaloneSpirv-OpCooperativeMatrixLoadKHR-08986): the H200 returns wrong values otherwise, and the
+    size; VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986): the H200 returns wrong values otherwise, and the
     reference executor reports it ('misaligned')."""
     per_in = 16 // (problem.dtype.a.width // 8)
     per_out = 16 // (problem.dtype.out.width // 8)

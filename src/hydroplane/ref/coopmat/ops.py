@@ -71,7 +71,7 @@ def _holders(ctx, sc, inst_idx: np.ndarray, t: CM) -> np.ndarray:
 
 
 def _check_alignment(ctx, sc, inst_idx, ptr, t: CM, layout: mm.Layout, stride) -> None:
-    """Vulkan (VUID-StandaloneSpirv-OpCooperativeMatrixLoadKHR-08986): the pointer and the stride of a KHR load
+    """Vulkan (VUID-RuntimeSpirv-OpCooperativeMatrixLoadKHR-08986): the pointer and the stride of a KHR load
     or store are aligned to the lesser of 16 bytes and the natural size of a row (row-major) or column."""
     line = (t.cols if layout == mm.Layout.RowMajorKHR else t.rows) * t.component.dtype.itemsize
     align = min(16, line)
