@@ -132,3 +132,28 @@ def test_no_leaks_across_create_dispatch_destroy_cycles(vk_info, empty_words):
         if driver is not None and vk_info.device_type != "cpu":
             assert sum(dev.memory_usage()) - sum(driver) < 8 << 20
         assert [c for c in dev._children if not c.closed] == [], "every cycle's objects were destroyed"
+
+
+@pytest.mark.parametrize("how", ["executor", "gemm"])
+def test_objects_left_open_at_exit_do_not_abort_the_process(how, tmp_path):
+    """A device (and its pipelines and buffers) nobody closed is cleaned up at exit without calling into a destroyed
+    instance: before, the loader aborted ('vkDeviceWaitIdle: Invalid device', exit 134) when garbage collection
+    finalized the instance first."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    script = {
+        "executor": "from hydroplane import launch\nimport numpy as np\nex = launch.get_executor(0)\n"
+                    "b = ex.buffer(np.ones(4, np.float32))\nprint('ok')\n",
+        "gemm": "from hydroplane.kernels import GemmProblem, parse_dtype\n"
+                "from hydroplane.kernels_run import GemmRunner\n"
+                "runner = GemmRunner.open(0)\nr = runner.run(GemmProblem(64, 64, 64, parse_dtype('f16:f32')))\n"
+                "print('ok', r.ok)\n",
+    }[how]
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok") and "Invalid device" not in proc.stderr

@@ -8,6 +8,7 @@ present, since calling an absent extension's entry point crashes.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 from dataclasses import asdict, dataclass, field, fields
 
@@ -257,6 +258,15 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
 
 
 _default_instance: Instance | None = None
+
+
+def _close_default_instance() -> None:
+    """At exit, close the shared instance while its children are still known (devices first, then it)."""
+    if _default_instance is not None:
+        _default_instance.close()
+
+
+atexit.register(_close_default_instance)
 
 
 def default_instance() -> Instance:

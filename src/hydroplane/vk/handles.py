@@ -54,6 +54,13 @@ class Owned(abc.ABC):
         self.close()
 
     def __del__(self):
+        parent = getattr(self, "_parent", None)
+        if parent is not None and parent._closed:
+            # The parent went first (garbage collection of a cycle at interpreter shutdown finalizes in any order,
+            # and clears the parent's weak list of children before): calling into a destroyed device or instance
+            # aborts in the loader, so this object's handles go with the process.
+            self._closed = True
+            return
         try:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown: nothing useful left to report
