@@ -120,6 +120,18 @@ def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb
 
 
 @func
+def leading_dimensions(M, N, K, AT: constexpr, BT: constexpr):
+    """(lda, ldb): the row length of A and B as stored (A^T is stored M wide, B^T K wide)."""
+    lda = K
+    if AT:
+        lda = M
+    ldb = N
+    if BT:
+        ldb = K
+    return lda, ldb
+
+
+@func
 def load_tile(T, memory, base, row, col, ld, TRANSPOSED: constexpr):
     """Tile (row, col) of op(X) where X is stored row-major with leading dimension ld (transposed: X^T is)."""
     if TRANSPOSED:
@@ -230,12 +242,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         wn = sg % WN
         row0 = workgroup_id(1) * BM
         col0 = workgroup_id(0) * BN
-        lda = K
-        if AT:
-            lda = M
-        ldb = N
-        if BT:
-            ldb = K
+        lda, ldb = leading_dimensions(M, N, K, AT, BT)
         acc = local_array(TACC, SM * SN)
         for t in static_range(SM * SN):
             acc[t] = coop.fill(TACC, 0)
@@ -407,12 +414,7 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
         ty = local_index() // TX
         row0 = workgroup_id(1) * BM
         col0 = workgroup_id(0) * BN
-        lda = K
-        if AT:
-            lda = M
-        ldb = N
-        if BT:
-            ldb = K
+        lda, ldb = leading_dimensions(M, N, K, AT, BT)
         full = row0 + BM <= M and col0 + BN <= N
         acc = local_array(ACC, RM * RN)
         for t in static_range(RM * RN):
@@ -505,12 +507,7 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
         full = row0 + BM <= M and col0 + BN <= N
         row = minimum(row0, M - BM)  # the block moved inside the matrix
         col = minimum(col0, N - BN)
-        lda = K
-        if AT:
-            lda = M
-        ldb = N
-        if BT:
-            ldb = K
+        lda, ldb = leading_dimensions(M, N, K, AT, BT)
         acc = coop.fill(TACC, 0)
         k_direct = K // BK * BK
         a_src = a
