@@ -141,7 +141,10 @@ class GemmConfig:
     kind 'workgroup' (NV2 workgroup scope): tile is the block (BM, BN, BK) one workgroup-scope matrix covers,
     threads[0] the workgroup's invocations.
     kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN) per invocation, bk per K block.
-    wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements)."""
+    wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements); with them, a
+    staged coop kernel pads each shared row by `pad` 16-byte chunks (against bank conflicts) and, with `prefetch`
+    (2 stages), loads the next blocks into registers before its multiplications and stores them into shared memory
+    after them."""
 
     kind: str = "coop"
     tile: tuple[int, int, int] = (16, 16, 16)
@@ -154,12 +157,18 @@ class GemmConfig:
     registers: tuple[int, int] = (4, 4)
     bk: int = 16
     wide: bool = True
+    pad: int = 0
+    prefetch: bool = False
 
     def __post_init__(self):
         if self.kind not in ("coop", "workgroup", "scalar"):
             raise GemmError(f"a GEMM config's kind is 'coop', 'workgroup' or 'scalar', not {self.kind!r}")
         if self.stages not in (1, 2):
             raise GemmError(f"a GEMM config has 1 or 2 stages, not {self.stages}")
+        if self.prefetch and (self.kind != "coop" or self.direct or self.stages != 2 or not self.wide):
+            raise GemmError("register prefetch is for staged coop configs with 2 stages and wide loads")
+        if self.pad and (self.kind != "coop" or self.direct or not self.wide):
+            raise GemmError("shared-row padding is for staged coop configs with wide loads")
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -182,7 +191,9 @@ class GemmConfig:
         tm, tn, tk = self.tile
         return (f"coop {tm}x{tn}x{tk} tiles: block {bm}x{bn}x{bk}, {self.subgroups[0]}x{self.subgroups[1]} subgroups "
                 f"of {self.tiles[0]}x{self.tiles[1]} tiles, {self.stages} stage{'s' * (self.stages > 1)}"
-                + (", direct loads" if self.direct else "") + ("" if self.wide else ", no wide loads"))
+                + (", direct loads" if self.direct else "") + ("" if self.wide else ", no wide loads")
+                + (f", rows padded by {16 * self.pad} bytes" if self.pad else "")
+                + (", register prefetch" if self.prefetch else ""))
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -275,7 +286,11 @@ def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
         edge, tail = workgroup_edges(config, problem)
         return (bm + bn) * bk * a_bytes * tail + bm * bn * out_bytes * edge
     tm, tn, _ = config.tile
-    return config.stages * (bm + bn) * bk * a_bytes + config.subgroups[0] * config.subgroups[1] * tm * tn * out_bytes
+    pad = config.pad * wide_elements(problem, config)  # elements per shared row
+    a_rows, a_cols = (bk, bm) if problem.a_transposed else (bm, bk)
+    b_rows, b_cols = (bn, bk) if problem.b_transposed else (bk, bn)
+    blocks = a_rows * (a_cols + pad) + b_rows * (b_cols + pad)
+    return config.stages * blocks * a_bytes + config.subgroups[0] * config.subgroups[1] * tm * tn * out_bytes
 
 
 def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> None:
@@ -294,6 +309,11 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
                 s.saturating for s in target.shapes(dtype.a, dtype.acc)):
             raise GemmError(f"{target.name} offers no saturating accumulation")
         invocations = config.subgroups[0] * config.subgroups[1] * target.subgroup_size
+        bm, bn, bk = config.block
+        per = 16 // (dtype.a.width // 8)
+        if config.prefetch and (bm * bk // per % invocations or bn * bk // per % invocations):
+            raise GemmError(f"{config.describe()}: register prefetch needs each block's 16-byte chunks ({bm * bk // per}"
+                            f" of A, {bn * bk // per} of B) to split evenly among {invocations} invocations")
     elif config.kind == "workgroup":
         invocations = config.threads[0]
         bm, bn, bk = config.block
@@ -336,6 +356,8 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
                           SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
                           DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
                           WIDE=wide_elements(problem, config), ALIGNED_OUT=aligned_for_matrices(problem)[1])
+        if constexprs["WIDE"]:  # padding and prefetch come with the 16-byte loads
+            constexprs.update(PAD=config.pad, PREFETCH=config.prefetch)
     elif config.kind == "workgroup":
         bm, bn, bk = config.block
         kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)

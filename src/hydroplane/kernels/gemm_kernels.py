@@ -76,9 +76,10 @@ def stage(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROW
 
 @func
 def stage_wide(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROWS: constexpr, COLS: constexpr,
-               THREADS: constexpr, first, WIDE: constexpr):
+               THREADS: constexpr, first, WIDE: constexpr, PAD: constexpr = 0):
     """As stage, 16 bytes (WIDE elements) per copy from and to arrays of V4 (base counts V4s); the launcher sets
-    WIDE only where every leading dimension, limit and block edge is a multiple of WIDE."""
+    WIDE only where every leading dimension, limit and block edge is a multiple of WIDE. Shared rows are
+    COLS // WIDE + PAD V4s apart (PAD: padding against bank conflicts)."""
     CHUNKS = COLS // WIDE
     for i in range(first, ROWS * CHUNKS, THREADS):
         r = i // CHUNKS
@@ -87,27 +88,58 @@ def stage_wide(shared, base, source, row0, col0, ld, row_limit, col_limit, guard
             value = vec(u32(0), u32(0), u32(0), u32(0))
             if row0 + r < row_limit and col0 + c < col_limit:
                 value = source[((row0 + r) * ld + col0 + c) // WIDE]
-            shared[base + i] = value
+            shared[base + i + r * PAD] = value
         else:
-            shared[base + i] = source[((row0 + r) * ld + col0 + c) // WIDE]
+            shared[base + i + r * PAD] = source[((row0 + r) * ld + col0 + c) // WIDE]
+
+
+@func
+def fetch_wide(regs, slot0, source, row0, col0, ld, row_limit, col_limit, guard, ROWS: constexpr, COLS: constexpr,
+               THREADS: constexpr, first, WIDE: constexpr):
+    """This invocation's 16-byte chunks of the ROWS x COLS block into registers regs[slot0:] (the first half of
+    stage_wide: the loads are issued now, the stores into shared memory wait for put_wide); ROWS * COLS / WIDE
+    is a multiple of THREADS."""
+    CHUNKS = COLS // WIDE
+    for t in static_range(ROWS * CHUNKS // THREADS):
+        i = first + t * THREADS
+        r = i // CHUNKS
+        c = (i - r * CHUNKS) * WIDE
+        if guard:
+            value = vec(u32(0), u32(0), u32(0), u32(0))
+            if row0 + r < row_limit and col0 + c < col_limit:
+                value = source[((row0 + r) * ld + col0 + c) // WIDE]
+            regs[slot0 + t] = value
+        else:
+            regs[slot0 + t] = source[((row0 + r) * ld + col0 + c) // WIDE]
+
+
+@func
+def put_wide(shared, base, regs, slot0, ROWS: constexpr, COLS: constexpr, THREADS: constexpr, first,
+             WIDE: constexpr, PAD: constexpr):
+    """The second half of stage_wide: the chunks fetch_wide loaded into shared[base:] (rows COLS // WIDE + PAD
+    V4s apart)."""
+    CHUNKS = COLS // WIDE
+    for t in static_range(ROWS * CHUNKS // THREADS):
+        i = first + t * THREADS
+        shared[base + i + i // CHUNKS * PAD] = regs[slot0 + t]
 
 
 @func
 def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr,
                  BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, IN: constexpr,
-                 WIDE: constexpr = 0):
+                 WIDE: constexpr = 0, PAD: constexpr = 0):
     """Both K-step blocks into shared memory, each in its stored layout (see the module docstring); with WIDE,
-    a and b are the V4 views and sa, sb arrays of V4 (the bases still count elements)."""
+    a and b are the V4 views and sa, sb arrays of V4 (the bases still count elements; rows PAD V4s longer)."""
     first = local_index()
     if WIDE:
         if AT:
-            stage_wide(sa, a_base // WIDE, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, WIDE)
+            stage_wide(sa, a_base // WIDE, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, WIDE, PAD)
         else:
-            stage_wide(sa, a_base // WIDE, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE)
+            stage_wide(sa, a_base // WIDE, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE, PAD)
         if BT:
-            stage_wide(sb, b_base // WIDE, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE)
+            stage_wide(sb, b_base // WIDE, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE, PAD)
         else:
-            stage_wide(sb, b_base // WIDE, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
+            stage_wide(sb, b_base // WIDE, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE, PAD)
         return
     if AT:
         stage(sa, a_base, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, IN)
@@ -117,6 +149,38 @@ def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb
         stage(sb, b_base, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, IN)
     else:
         stage(sb, b_base, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, IN)
+
+
+@func
+def fetch_blocks(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr, BT: constexpr,
+                 BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, WIDE: constexpr):
+    """stage_blocks' loads into registers (regs: A's chunks, then B's), for put_blocks to store later."""
+    first = local_index()
+    B0 = BM * BK // WIDE // THREADS  # the first of B's slots
+    if AT:
+        fetch_wide(regs, 0, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, WIDE)
+    else:
+        fetch_wide(regs, 0, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE)
+    if BT:
+        fetch_wide(regs, B0, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE)
+    else:
+        fetch_wide(regs, B0, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
+
+
+@func
+def put_blocks(sa, sb, regs, a_base, b_base, AT: constexpr, BT: constexpr, BM: constexpr, BN: constexpr,
+               BK: constexpr, THREADS: constexpr, WIDE: constexpr, PAD: constexpr):
+    """The registers fetch_blocks filled into the shared blocks at a_base and b_base (elements)."""
+    first = local_index()
+    B0 = BM * BK // WIDE // THREADS
+    if AT:
+        put_wide(sa, a_base // WIDE, regs, 0, BK, BM, THREADS, first, WIDE, PAD)
+    else:
+        put_wide(sa, a_base // WIDE, regs, 0, BM, BK, THREADS, first, WIDE, PAD)
+    if BT:
+        put_wide(sb, b_base // WIDE, regs, B0, BN, BK, THREADS, first, WIDE, PAD)
+    else:
+        put_wide(sb, b_base // WIDE, regs, B0, BK, BN, THREADS, first, WIDE, PAD)
 
 
 @func
@@ -215,12 +279,20 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   AT: constexpr, BT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, STAGES: constexpr,
                   DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
-                  SATURATE: constexpr, WIDE: constexpr = 0, ALIGNED_OUT: constexpr = True):
+                  SATURATE: constexpr, WIDE: constexpr = 0, ALIGNED_OUT: constexpr = True, PAD: constexpr = 0,
+                  PREFETCH: constexpr = False):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
+        static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
+        static_assert(not PREFETCH or STAGES == 2, "PREFETCH double-buffers (STAGES 2)")
         BM = WM * SM * TM
         BN = WN * SN * TN
         BK = KT * TK
         THREADS = WM * WN * SG
+        # The shared blocks in their stored layouts, rows PAD 16-byte chunks longer (elements: PAD * WIDE).
+        A_LD = (BM if AT else BK) + PAD * WIDE
+        A_SIZE = (BK if AT else BM) * A_LD
+        B_LD = (BK if BT else BN) + PAD * WIDE
+        B_SIZE = (BN if BT else BK) * B_LD
         TA = coop.Matrix[IN, TM, TK, coop.A]
         TB = coop.Matrix[IN, TK, TN, coop.B]
         TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
@@ -230,8 +302,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         if WIDE:
             a_src = a4
             b_src = b4
-            sa = shared_array(V4, STAGES * BM * BK // WIDE)
-            sb = shared_array(V4, STAGES * BK * BN // WIDE)
+            sa = shared_array(V4, STAGES * A_SIZE // WIDE)
+            sb = shared_array(V4, STAGES * B_SIZE // WIDE)
         else:
             sa = shared_array(IN, STAGES * BM * BK)
             sb = shared_array(IN, STAGES * BK * BN)
@@ -310,9 +382,17 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
             k_split = K
 
         steps = (K - k_split + BK - 1) // BK
+        # PREFETCH: each step's loads of the next blocks go into registers before the multiplications and into
+        # shared memory after them, so that the loads' latency hides behind the tensor cores.
+        regs = local_array(V4, (BM + BN) * BK // WIDE // THREADS if PREFETCH else 1)
         if steps > 0:
-            stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
-                         not full or k_split + BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE)
+            if PREFETCH:
+                fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb, not full or k_split + BK > K,
+                             AT, BT, BM, BN, BK, THREADS, WIDE)
+                put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD)
+            else:
+                stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
+                             not full or k_split + BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
             barrier()
             for step in range(steps):
                 k0 = k_split + step * BK
@@ -320,31 +400,33 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 if STAGES == 2:
                     current = step % 2
                     if step + 1 < steps:  # the next block into the other buffer while this one is multiplied
-                        stage_blocks(sa, sb, a_src, b_src, (1 - current) * BM * BK, (1 - current) * BK * BN, row0,
-                                     col0, k0 + BK, M, N, K, lda, ldb, not full or k0 + 2 * BK > K, AT, BT, BM, BN,
-                                     BK, THREADS, IN, WIDE)
-                a_base = current * BM * BK
-                b_base = current * BK * BN
+                        if PREFETCH:
+                            fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb,
+                                         not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, WIDE)
+                        else:
+                            stage_blocks(sa, sb, a_src, b_src, (1 - current) * A_SIZE, (1 - current) * B_SIZE, row0,
+                                         col0, k0 + BK, M, N, K, lda, ldb, not full or k0 + 2 * BK > K, AT, BT, BM,
+                                         BN, BK, THREADS, IN, WIDE, PAD)
+                a_base = current * A_SIZE
+                b_base = current * B_SIZE
                 for kt in static_range(KT):
                     for j in static_range(SN):
                         n_local = (wn * SN + j) * TN
-                        if BT:
-                            btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, BK, True, WIDE)
-                        else:
-                            btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, BN, False, WIDE)
+                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, B_LD, BT, WIDE)
                     for i in static_range(SM):
                         m_local = (wm * SM + i) * TM
-                        if AT:
-                            ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, BM, True, WIDE)
-                        else:
-                            ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, BK, False, WIDE)
+                        ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, A_LD, AT, WIDE)
                         for j in static_range(SN):
                             acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+                if PREFETCH:
+                    if step + 1 < steps:
+                        put_blocks(sa, sb, regs, (1 - current) * A_SIZE, (1 - current) * B_SIZE, AT, BT, BM, BN, BK,
+                                   THREADS, WIDE, PAD)
                 barrier()
                 if STAGES == 1:
                     if step + 1 < steps:
                         stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                     not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE)
+                                     not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
                         barrier()
 
         region = sg * TM * TN

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hydroplane.lang import core
 from hydroplane.lang.codegen import CodeGenerator, Source
@@ -183,7 +183,13 @@ class _Placeholder:
 
 def _template(value, leaves: list[Value]):
     if isinstance(value, LocalArray):
-        raise SemanticError("a local array lives in its function: pass its elements to a helper, not the array")
+        if value.slots:
+            raise SemanticError("a local array of matrices lives in its function: pass its elements to a helper, "
+                                "not the array")
+        # An array of numbers or vectors goes by reference: the helper reads and writes the caller's variable.
+        leaves.append(Value(types.Pointer(StorageClass.Function, types.Array(value.element, value.length)),
+                            value.variable))
+        return ("local_array", value.element, value.length)
     if isinstance(value, Value):
         leaves.append(value)
         return ("value", value.type)
@@ -197,6 +203,8 @@ def _template(value, leaves: list[Value]):
 
 
 def _rebuild(value, ids):
+    if isinstance(value, LocalArray):
+        return replace(value, variable=next(ids))
     if isinstance(value, Value | _Placeholder):
         return Value(value.type, next(ids))
     if isinstance(value, tuple):
