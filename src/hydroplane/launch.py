@@ -207,6 +207,7 @@ class VulkanExecutor:
         self.validator_layouts = tuple(option for (key, bit), option in VALIDATOR_LAYOUT_OPTIONS.items()
                                        if self.device.has_bit(key, bit))
         self.name = f"vk:{index} ({self.info.name})"
+        self.capture_statistics = False  # True: kernels made from now on keep the driver's statistics (registers)
         self.target = Target.from_device_record(self.info.to_dict())
         x, y, z = self.info.max_workgroup_count
         self.max_workgroup_count: tuple[int, int, int] = (x, y, z)
@@ -239,7 +240,8 @@ class VulkanExecutor:
         push_range = -(-iface.push_constant_size // 4) * 4  # Vulkan ranges are multiples of 4 bytes
         pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=push_range,
                                         spec=packed, entry=entry, capabilities=iface.capabilities,
-                                        extensions=iface.extensions, subgroup_size=subgroup_size)
+                                        extensions=iface.extensions, subgroup_size=subgroup_size,
+                                        capture_statistics=self.capture_statistics)
         return CheckedKernel(pipeline, compiled)
 
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
