@@ -5,7 +5,8 @@ GLSL and compiled by glslang. Each twin is built into build/twin/NAME.spv by ben
 test userland, which has glslang; the H200 has none, so the .spv files travel with the tree), NAME saying
 ACC_WMxWN_SMxSN_ktKT with 16x16x16 tiles (or ..._tT: TxTxT). For each twin this runs, at --size (row-major, D = A @ B):
   1. the twin, checked against NumPy, timed by GPU timestamps (median of --reps after warm-up);
-  2. the language's coop_kernel with the same configuration (pad=1, prefetch), the same way;
+  2. the language's coop_kernel with the same configuration (pad=1, prefetch), the same way, also with the bounds
+     checks (EDGES) and the alpha scaling (SCALE) compiled in;
   3. the language's kernel with its barriers' memory semantics cut to the twin's (AcquireRelease | WorkgroupMemory:
      no UniformMemory, no MakeAvailable/MakeVisible), to see what those cost.
 
@@ -26,10 +27,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype  # noqa: E402
-from hydroplane.kernels.gemm import random_inputs  # noqa: E402
+from hydroplane.kernels.gemm import gemm_plan, random_inputs  # noqa: E402
 from hydroplane.kernels_run import GemmRunner, poisoned  # noqa: E402
 from hydroplane.spirv.enums import MemorySemantics, Op  # noqa: E402
 
+# constexprs the language's kernel is also run with (besides the launcher's own choice): the bounds checks and
+# the alpha scaling compiled in, as the kernel was before the launcher could leave them out
+OVERRIDES = ({}, {"EDGES": True, "SCALE": True}, {})
 TWIN_SEMANTICS = MemorySemantics.AcquireRelease | MemorySemantics.WorkgroupMemory
 
 
@@ -80,8 +84,10 @@ def main() -> int:
     n = args.size
     flops = 2 * n ** 3
     for spv in sorted(Path(args.dir).glob("*.spv")):
-        acc, subgroups, tiles, kt, *tile = spv.stem.split("_")
-        t = int(tile[0][1:]) if tile else 16  # a name may end in _tT: T x T x T tiles
+        acc, subgroups, tiles, kt, *tags = spv.stem.split("_")
+        tile = [tag for tag in tags if tag[0] == "t" and tag[1:].isdigit()]
+        t = int(tile[0][1:]) if tile else 16  # a name may carry _tT: T x T x T tiles
+        variant = len(tags) > len(tile)  # a GLSL variant (single, const, afirst): the twin alone
         wm, wn = map(int, subgroups.split("x"))
         sm, sn = map(int, tiles.split("x"))
         k_tiles = int(kt[2:])
@@ -105,13 +111,16 @@ def main() -> int:
               f"{statistics_line(twin)}", flush=True)
         for buf in (a, b, d):
             buf.close()
-        # 2. and 3. the language's kernel, as compiled and with the twin's barriers
+        if variant:
+            continue
+        # 2. and 3. the language's kernel (as the launcher specializes it, then with constexprs overridden), and
+        # as compiled with the twin's barriers
+        plan = gemm_plan(problem, config, runner.target)
+        variants = [(f"language {o or ''}", o, False) for o in OVERRIDES] + [("language, twin barriers", {}, True)]
         with runner.prepare(problem, config, data) as prepared:
-            for label, kernel in (("language", prepared.kernel),
-                                  ("language, twin barriers",
-                                   ex.kernel(with_twin_barriers(list(prepared.plan.kernel.compile(
-                                       runner.target, **prepared.plan.constexprs).words)),
-                                             validate=False))):
+            for label, override, twin_barriers in variants:
+                words = plan.kernel.compile(runner.target, **{**plan.constexprs, **override}).words
+                kernel = ex.kernel(with_twin_barriers(list(words)) if twin_barriers else words, validate=False)
                 prepared.kernel, prepared._recording = kernel, None
                 prepared.repoison()
                 seconds = statistics.median(prepared.time(args.reps, warmup=3))

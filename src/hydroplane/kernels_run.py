@@ -45,6 +45,9 @@ from hydroplane.lang.kernel import Specialization
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
 
 
+WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (PreparedGemm.time)
+
+
 def cache_path() -> Path:
     """$XDG_CACHE_HOME/hydroplane/gemm.json, or ~/.cache/hydroplane/gemm.json."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -301,9 +304,17 @@ class PreparedGemm:
         self._recording.run()
         return self._recording.device_time_ns() / 1e9
 
-    def time(self, repeat: int, warmup: int = 0) -> list[float]:
-        for _ in range(warmup):
+    def time(self, repeat: int, warmup: int = 0, warmup_s: float | None = None) -> list[float]:
+        """`repeat` timed runs after `warmup` runs and, on a GPU, after at least `warmup_s` seconds of back-to-back
+        runs (default WARMUP_S): a GPU idle for a moment drops to its idle clock (the H200: 345 MHz against 1980)
+        and needs sustained work to climb back, so a count of warm-up runs alone measured the idle clock."""
+        if warmup_s is None:
+            warmup_s = 0.0 if self.runner.is_reference else WARMUP_S
+        start = time.perf_counter()
+        done = 0
+        while done < warmup or time.perf_counter() - start < warmup_s:
             self.timed_run()
+            done += 1
         return [self.timed_run() for _ in range(max(repeat, 1))]
 
     def close(self) -> None:

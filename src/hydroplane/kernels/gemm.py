@@ -358,12 +358,15 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
                           WIDE=wide_elements(problem, config), ALIGNED_OUT=aligned_for_matrices(problem)[1])
         if constexprs["WIDE"]:  # padding and prefetch come with the 16-byte loads
             constexprs.update(PAD=config.pad, PREFETCH=config.prefetch)
+        bm, bn, bk = config.block
+        whole = not (problem.m % bm or problem.n % bn or problem.k % bk) and constexprs["ALIGNED_OUT"]
+        constexprs.update(EDGES=config.direct or not whole, SCALE=problem.alpha != 1)
     elif config.kind == "workgroup":
         bm, bn, bk = config.block
         kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
         edge, tail = workgroup_edges(config, problem)
         constexprs = dict(common, BM=bm, BN=bn, BK=bk, THREADS=config.threads[0], SATURATE=problem.saturate,
-                          EDGE=edge, TAIL=tail, WIDE=wide_elements(problem, config))
+                          EDGE=edge, TAIL=tail, WIDE=wide_elements(problem, config), SCALE=problem.alpha != 1)
     else:
         kernel = gemm_kernels.scalar_kernel(dtype.a, dtype.acc, dtype.out)
         constexprs = dict(common, RM=config.registers[0], RN=config.registers[1], TX=config.threads[0],

@@ -241,9 +241,12 @@ def activation(row, col, x, ACT: constexpr):
 
 @func
 def finish(result, tc, tbias, alpha, beta, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, ACC: constexpr,
-           OUT: constexpr):
-    """alpha * result (+ beta * C) (+ bias), the activation, in the accumulator type; then the output type."""
-    res = coop.map(scale_by, result, as_accumulator(alpha, ACC))
+           OUT: constexpr, SCALE: constexpr = True):
+    """alpha * result (+ beta * C) (+ bias), the activation, in the accumulator type; then the output type.
+    SCALE False (alpha is 1) leaves the scaling out."""
+    res = result
+    if SCALE:
+        res = coop.map(scale_by, result, as_accumulator(alpha, ACC))
     if USE_C:
         res = res + coop.map(scale_by, coop.convert(tc, ACC), as_accumulator(beta, ACC))
     if BIAS:
@@ -280,7 +283,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, STAGES: constexpr,
                   DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
                   SATURATE: constexpr, WIDE: constexpr = 0, ALIGNED_OUT: constexpr = True, PAD: constexpr = 0,
-                  PREFETCH: constexpr = False):
+                  PREFETCH: constexpr = False, EDGES: constexpr = True, SCALE: constexpr = True):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
         static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
         static_assert(not PREFETCH or STAGES == 2, "PREFETCH double-buffers (STAGES 2)")
@@ -321,7 +324,9 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         btile = local_array(TB, SN)
         # Whole blocks load C and store D as matrices straight from and to the buffers; that needs rows of N
         # outputs 16-byte aligned (ALIGNED_OUT), else every block goes through shared memory.
-        full = ALIGNED_OUT and row0 + BM <= M and col0 + BN <= N  # the same in the whole workgroup
+        # EDGES False (the launcher's promise: M, N, K multiples of the block, rows of D 16-byte aligned, staged):
+        # every block is whole, and the bounds checks compile out.
+        full = not EDGES or (ALIGNED_OUT and row0 + BM <= M and col0 + BN <= N)  # the same in the whole workgroup
 
         # Tile origins. DIRECT with M >= TM and N >= TN: a tile crossing M (N) moves up (left) to end there, so
         # every direct load stays inside the matrices; the store writes only the rows and columns it owns.
@@ -387,12 +392,12 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         regs = local_array(V4, (BM + BN) * BK // WIDE // THREADS if PREFETCH else 1)
         if steps > 0:
             if PREFETCH:
-                fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb, not full or k_split + BK > K,
+                fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb, EDGES and (not full or k_split + BK > K),
                              AT, BT, BM, BN, BK, THREADS, WIDE)
                 put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD)
             else:
                 stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
-                             not full or k_split + BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
+                             EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
             barrier()
             for step in range(steps):
                 k0 = k_split + step * BK
@@ -402,10 +407,10 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                     if step + 1 < steps:  # the next block into the other buffer while this one is multiplied
                         if PREFETCH:
                             fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                         not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, WIDE)
+                                         EDGES and (not full or k0 + 2 * BK > K), AT, BT, BM, BN, BK, THREADS, WIDE)
                         else:
                             stage_blocks(sa, sb, a_src, b_src, (1 - current) * A_SIZE, (1 - current) * B_SIZE, row0,
-                                         col0, k0 + BK, M, N, K, lda, ldb, not full or k0 + 2 * BK > K, AT, BT, BM,
+                                         col0, k0 + BK, M, N, K, lda, ldb, EDGES and (not full or k0 + 2 * BK > K), AT, BT, BM,
                                          BN, BK, THREADS, IN, WIDE, PAD)
                 a_base = current * A_SIZE
                 b_base = current * B_SIZE
@@ -426,7 +431,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 if STAGES == 1:
                     if step + 1 < steps:
                         stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                     not full or k0 + 2 * BK > K, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
+                                     EDGES and (not full or k0 + 2 * BK > K), AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
                         barrier()
 
         region = sg * TM * TN
@@ -442,7 +447,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                         tc = coop.load(TOUT, c, rows[i] * N + cols[j], N, coop.RowMajor)
                     if BIAS:
                         tbias = coop.load(TOUT, bias, cols[j], 0, coop.RowMajor)  # stride 0: every row is bias[col:]
-                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
+                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT, SCALE)
                     if full:
                         coop.store(out, d, r * N + col, N, coop.RowMajor)
                     else:  # a moved tile writes only what it owns, through shared memory
@@ -464,7 +469,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                         barrier()
                         tbias = coop.load(TOUT, sc, region, TN, coop.RowMajor)
                         barrier()
-                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
+                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT, SCALE)
                     coop.store(out, sc, region, TN, coop.RowMajor)
                     barrier()
                     copy_out(d, sc, region, r, col, r, col, M, N, TM, TN, SG)
@@ -576,7 +581,7 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
                        b4: Buffer[V4, readonly], alpha: f32, beta: f32, M: s32, N: s32, K: s32,
                        AT: constexpr, BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr,
                        THREADS: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, SATURATE: constexpr,
-                       EDGE: constexpr = True, TAIL: constexpr = True, WIDE: constexpr = 0):
+                       EDGE: constexpr = True, TAIL: constexpr = True, WIDE: constexpr = 0, SCALE: constexpr = True):
         TA = coop.Matrix[IN, BM, BK, coop.A, coop.Workgroup]
         TB = coop.Matrix[IN, BK, BN, coop.B, coop.Workgroup]
         TACC = coop.Matrix[ACC, BM, BN, coop.Accumulator, coop.Workgroup]
@@ -620,7 +625,7 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
             tc = coop.load(TOUT, c, row * N + col, N, coop.RowMajor)
         if BIAS:
             tbias = coop.load(TOUT, bias, col, 0, coop.RowMajor)
-        out = finish(acc, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT)
+        out = finish(acc, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT, SCALE)
         if full or not EDGE:
             coop.store(out, d, row0 * N + col0, N, coop.RowMajor)
         else:
