@@ -35,26 +35,29 @@ from hydroplane.kernels_run import GemmRunner  # noqa: E402
 
 SETS = {
     "f16": [
-        "tile=16x8x8 subgroups=2x2 tiles=2x2 k_tiles=2 stages=1",  # the first H200 run's f16:f32 winner
-        "tile=16x16x16 subgroups=2x2 tiles=4x4 k_tiles=2 pad=1 prefetch=1",
-        "tile=16x16x16 subgroups=2x2 tiles=4x4 k_tiles=2 pad=1",
-        "tile=16x16x16 subgroups=2x2 tiles=4x4 k_tiles=2 prefetch=1",
         "tile=16x16x16 subgroups=2x4 tiles=4x2 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x16x16 subgroups=2x2 tiles=4x4 k_tiles=2 pad=1 prefetch=1",
         "tile=16x16x16 subgroups=4x2 tiles=2x4 k_tiles=2 pad=1 prefetch=1",
-        "tile=16x8x16 subgroups=2x2 tiles=4x8 k_tiles=2 pad=1 prefetch=1",
-        "tile=16x16x16 subgroups=2x2 tiles=4x4 k_tiles=1 pad=1 prefetch=1",
         "tile=16x16x16 subgroups=2x4 tiles=4x4 k_tiles=1 pad=1 prefetch=1",
         "tile=16x16x16 subgroups=4x2 tiles=4x4 k_tiles=1 pad=1 prefetch=1",
-        "tile=16x16x16 subgroups=2x2 tiles=2x4 k_tiles=2 pad=1 prefetch=1",
-        "tile=16x16x16 subgroups=2x2 tiles=4x2 k_tiles=4 pad=1 prefetch=1",
+        "tile=16x16x16 subgroups=2x4 tiles=2x2 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x16x16 subgroups=2x2 tiles=4x2 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x8x16 subgroups=2x4 tiles=4x4 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x8x16 subgroups=2x2 tiles=4x8 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x16x16 subgroups=2x4 tiles=4x2 k_tiles=2 pad=1",
+        "tile=16x16x16 subgroups=2x4 tiles=4x2 k_tiles=2 prefetch=1",
+        "tile=16x8x8 subgroups=2x2 tiles=2x2 k_tiles=2 stages=1",  # the first H200 run's f16:f32 winner
+        "tile=16x16x16 subgroups=2x2 tiles=4x2 direct=1 stages=1",
+        "kind=workgroup tile=128x128x32 threads=256x1",
     ],
     "int8": [
-        "kind=workgroup tile=128x64x64 threads=128x1",  # the first H200 run's s8:s32 winner
-        "tile=16x16x32 subgroups=2x2 tiles=4x4 k_tiles=1 pad=1 prefetch=1",
-        "tile=16x16x32 subgroups=2x2 tiles=4x4 k_tiles=2 pad=1 prefetch=1",
-        "tile=16x8x32 subgroups=2x2 tiles=4x8 k_tiles=1 pad=1 prefetch=1",
-        "tile=16x16x32 subgroups=2x4 tiles=4x4 k_tiles=1 pad=1 prefetch=1",
         "tile=16x16x32 subgroups=2x4 tiles=4x2 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x16x32 subgroups=2x4 tiles=4x2 k_tiles=1 pad=1 prefetch=1",
+        "tile=16x16x32 subgroups=2x2 tiles=4x4 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x16x32 subgroups=2x4 tiles=4x4 k_tiles=1 pad=1 prefetch=1",
+        "tile=16x8x32 subgroups=2x4 tiles=4x4 k_tiles=2 pad=1 prefetch=1",
+        "tile=16x16x32 subgroups=4x2 tiles=2x4 k_tiles=2 pad=1 prefetch=1",
+        "kind=workgroup tile=128x64x64 threads=128x1",  # the first H200 run's s8:s32 winner
     ],
 }
 

@@ -7,7 +7,8 @@ For each dtype (f16:f16, f16:f32, bf16:f32, s8:s32, u8:u32):
   2. measure at each size (4096^3 and 8192^3): random inputs (uniform in [-1, 1) for floats, small integers for
      s8/u8), --rotate input sets so caches do not flatter, D poisoned before every run and checked after it
      (||D - R|| / ||R|| against a float64 reference computed with torch on the GPU; exact for integers),
-     warm-up, then the median of --reps runs by GPU timestamps;
+     warm-up (0.3 s of back-to-back runs, then a 50 ms burst before each timed run: the H200 drops to its
+     345 MHz idle clock after about a second without work), then the median of --reps runs by GPU timestamps;
   3. torch.matmul (cuBLAS) on the same sizes and rotated inputs, timed with CUDA events (f16 for f16:f16 and
      f16:f32, bf16, torch._int_mm for s8; u8 has no cuBLAS path).
 It prints a table (TFLOP/s, ratios, the issue's targets, NVIDIA's vk_cooperative_matrix_perf at 4096^3) and writes
@@ -113,9 +114,7 @@ def relative_error_gpu(d: np.ndarray, exact, torch) -> float:
 
 def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> tuple[GemmConfig, float, list]:
     problem = GemmProblem(size, size, size, dtype, layout)
-    order = {"workgroup": 0, "coop": 1}  # NV2 workgroup scope first, then direct, then staged (if time runs out)
-    candidates = sorted((c for c in candidate_configs(problem, runner.target) if c.kind != "scalar"),
-                        key=lambda c: (order[c.kind], not c.direct))[:limit]
+    candidates = [c for c in candidate_configs(problem, runner.target) if c.kind != "scalar"][:limit]  # best first
     data = random_inputs(problem, np.random.default_rng(3))
     tried, best = [], None
     for index, config in enumerate(candidates):
@@ -156,8 +155,10 @@ def measure(runner: GemmRunner, problem: GemmProblem, config: GemmConfig, rotate
             p.dispatch()
             if exact is not None:
                 errors.append(relative_error_gpu(p.read(), exact, torch))
+        prepared[0].time(1)  # sustained runs: the GPU back at its working clock (PreparedGemm.time)
         for rep in range(reps):
             index = rep % rotate
+            prepared[index].time(1, warmup_s=0.05)  # a burst: the checks between runs leave the GPU idle a moment
             prepared[index].repoison()
             times.append(prepared[index].timed_run())
             if sets[index][1] is not None:

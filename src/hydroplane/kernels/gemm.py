@@ -142,9 +142,9 @@ class GemmConfig:
     threads[0] the workgroup's invocations.
     kind 'scalar': threads (TX, TY) per workgroup, registers (RM, RN) per invocation, bk per K block.
     wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements); with them, a
-    staged coop kernel pads each shared row by `pad` 16-byte chunks (against bank conflicts) and, with `prefetch`
-    (2 stages), loads the next blocks into registers before its multiplications and stores them into shared memory
-    after them."""
+    staged coop kernel pads each shared row by `pad` 16-byte chunks (against bank conflicts) and, with `prefetch`,
+    loads the next blocks into registers before its multiplications and stores them into shared memory after them
+    (into the other buffer with 2 stages; with 1, after a barrier)."""
 
     kind: str = "coop"
     tile: tuple[int, int, int] = (16, 16, 16)
@@ -165,8 +165,8 @@ class GemmConfig:
             raise GemmError(f"a GEMM config's kind is 'coop', 'workgroup' or 'scalar', not {self.kind!r}")
         if self.stages not in (1, 2):
             raise GemmError(f"a GEMM config has 1 or 2 stages, not {self.stages}")
-        if self.prefetch and (self.kind != "coop" or self.direct or self.stages != 2 or not self.wide):
-            raise GemmError("register prefetch is for staged coop configs with 2 stages and wide loads")
+        if self.prefetch and (self.kind != "coop" or self.direct or not self.wide):
+            raise GemmError("register prefetch is for staged coop configs with wide loads")
         if self.pad and (self.kind != "coop" or self.direct or not self.wide):
             raise GemmError("shared-row padding is for staged coop configs with wide loads")
 
@@ -383,6 +383,12 @@ def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
     return candidates[0]
 
 
+# (subgroups, tiles per subgroup, k_tiles, stages) of the prefetching staged configurations, fastest first on the
+# H200 at 4096^3 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md)
+FAST_BLOCKS = (((2, 2), (4, 4), 2, 2), ((2, 4), (4, 4), 1, 2), ((2, 4), (4, 2), 2, 2), ((4, 2), (4, 4), 1, 2),
+               ((2, 4), (4, 4), 2, 1))
+
+
 def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool = False) -> list[GemmConfig]:
     """The configurations an autotuner tries for `problem` on `target`, the default first; each runs there."""
     found = []
@@ -394,6 +400,12 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
                   GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True),
                   GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2)]
     else:
+        # Register prefetch into padded shared rows, large blocks: the fastest on the H200 (docs/perf.md), first.
+        for tile in shapes:
+            widen = 2 if tile[1] < 16 else 1  # narrow tiles: twice as many across, for the same block
+            for subgroups, tiles, k_tiles, stages in FAST_BLOCKS:
+                found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=(tiles[0], tiles[1] * widen),
+                                        k_tiles=k_tiles, stages=stages, pad=1, prefetch=True))
         for tile in shapes:
             for subgroups, tiles, k_tiles, stages in (((2, 2), (2, 2), 2, 2), ((2, 2), (4, 2), 1, 2),
                                                       ((4, 2), (2, 2), 2, 2), ((2, 2), (2, 2), 2, 1)):

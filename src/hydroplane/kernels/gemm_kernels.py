@@ -286,7 +286,6 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   PREFETCH: constexpr = False, EDGES: constexpr = True, SCALE: constexpr = True):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
         static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
-        static_assert(not PREFETCH or STAGES == 2, "PREFETCH double-buffers (STAGES 2)")
         BM = WM * SM * TM
         BN = WN * SN * TN
         BK = KT * TK
@@ -392,8 +391,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         regs = local_array(V4, (BM + BN) * BK // WIDE // THREADS if PREFETCH else 1)
         if steps > 0:
             if PREFETCH:
-                fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb, EDGES and (not full or k_split + BK > K),
-                             AT, BT, BM, BN, BK, THREADS, WIDE)
+                fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb,
+                             EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, WIDE)
                 put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD)
             else:
                 stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
@@ -404,14 +403,19 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 current = 0
                 if STAGES == 2:
                     current = step % 2
-                    if step + 1 < steps:  # the next block into the other buffer while this one is multiplied
-                        if PREFETCH:
-                            fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                         EDGES and (not full or k0 + 2 * BK > K), AT, BT, BM, BN, BK, THREADS, WIDE)
-                        else:
-                            stage_blocks(sa, sb, a_src, b_src, (1 - current) * A_SIZE, (1 - current) * B_SIZE, row0,
-                                         col0, k0 + BK, M, N, K, lda, ldb, EDGES and (not full or k0 + 2 * BK > K), AT, BT, BM,
-                                         BN, BK, THREADS, IN, WIDE, PAD)
+                more = step + 1 < steps
+                next_guard = EDGES and (not full or k0 + 2 * BK > K)  # the next blocks cross M, N or K
+                # The next blocks: into registers (PREFETCH: into shared memory after the multiplications) or, with
+                # two stages, straight into the other buffer while this one is multiplied.
+                if PREFETCH:
+                    if more:
+                        fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, AT, BT,
+                                     BM, BN, BK, THREADS, WIDE)
+                elif STAGES == 2:
+                    if more:
+                        stage_blocks(sa, sb, a_src, b_src, (1 - current) * A_SIZE, (1 - current) * B_SIZE, row0,
+                                     col0, k0 + BK, M, N, K, lda, ldb, next_guard, AT, BT, BM, BN, BK, THREADS, IN,
+                                     WIDE, PAD)
                 a_base = current * A_SIZE
                 b_base = current * B_SIZE
                 for kt in static_range(KT):
@@ -423,15 +427,18 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                         ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, A_LD, AT, WIDE)
                         for j in static_range(SN):
                             acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
-                if PREFETCH:
-                    if step + 1 < steps:
+                if PREFETCH and STAGES == 2:
+                    if more:
                         put_blocks(sa, sb, regs, (1 - current) * A_SIZE, (1 - current) * B_SIZE, AT, BT, BM, BN, BK,
                                    THREADS, WIDE, PAD)
                 barrier()
-                if STAGES == 1:
-                    if step + 1 < steps:
-                        stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                     EDGES and (not full or k0 + 2 * BK > K), AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
+                if STAGES == 1:  # one buffer: refilled once every subgroup is done with it
+                    if more:
+                        if PREFETCH:
+                            put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD)
+                        else:
+                            stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
+                                         next_guard, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
                         barrier()
 
         region = sg * TM * TN
