@@ -385,8 +385,8 @@ def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
 
 # (subgroups, tiles per subgroup, k_tiles, stages) of the prefetching staged configurations, fastest first on the
 # H200 at 4096^3 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md)
-FAST_BLOCKS = (((2, 2), (4, 4), 2, 2), ((2, 4), (4, 4), 1, 2), ((2, 4), (4, 2), 2, 2), ((4, 2), (4, 4), 1, 2),
-               ((2, 4), (4, 4), 2, 1))
+FAST_BLOCKS = (((2, 4), (4, 4), 2, 1), ((2, 2), (4, 4), 2, 2), ((2, 4), (4, 4), 1, 2), ((2, 4), (4, 2), 2, 2),
+               ((4, 2), (4, 4), 1, 2))
 
 
 def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool = False) -> list[GemmConfig]:
