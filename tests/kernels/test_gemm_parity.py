@@ -77,6 +77,9 @@ WIDE_CONFIGS = {
     "staged2": GemmConfig(tile=(8, 8, 8), subgroups=(2, 2), tiles=(2, 1), k_tiles=2, stages=2),
     "staged1": GemmConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=1, stages=1),
     "direct": GemmConfig(tile=(8, 8, 8), subgroups=(2, 2), tiles=(1, 2), stages=1, direct=True),
+    "prefetch2": GemmConfig(tile=(8, 8, 8), subgroups=(1, 1), tiles=(4, 4), k_tiles=2, stages=2, pad=1, prefetch=True),
+    "prefetch1": GemmConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(4, 2), k_tiles=2, stages=1, pad=1, prefetch=True),
+    "padded": GemmConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=1, stages=2, pad=2),
 }
 
 
@@ -91,6 +94,24 @@ def test_wide_loads(device, name, layout):
     with GemmRunner.open(device) as runner:
         assert gemm_plan(problem, config, runner.target).constexprs["WIDE"] == 8
         check(runner, problem, config)
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("name", ["prefetch2", "prefetch1", "staged2"])
+@pytest.mark.parametrize("dtype", ["f16:f32", "s8:s32"])
+def test_whole_blocks_compile_the_bounds_checks_out(device, name, dtype):
+    """M, N, K multiples of the block: the staged kernel is built without bounds checks (EDGES False), and with
+    alpha 1 without the scaling (SCALE False); both specializations still compute the whole epilogue right."""
+    config = WIDE_CONFIGS[name]
+    if dtype == "s8:s32":  # 16-byte loads of 8-bit elements need K tiles of 16
+        config = GemmConfig(**{**config.to_dict(), "tile": (16, 16, 16)}) if device == "ref" else config
+    bm, bn, bk = config.block
+    with GemmRunner.open(device) as runner:
+        for alpha in (1.0, 3.0):
+            problem = GemmProblem(2 * bm, 3 * bn, 4 * bk, parse_dtype(dtype), "tn", alpha=alpha, beta=2.0, bias=True)
+            constexprs = gemm_plan(problem, config, runner.target).constexprs
+            assert constexprs["EDGES"] is False and constexprs["SCALE"] == (alpha != 1)
+            check(runner, problem, config, seed=int(alpha))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -201,3 +222,4 @@ def test_verification_problems_take_the_same_paths(profile):
             full, reduced = gemm_plan(problem, config, target).constexprs, gemm_plan(small, config, target).constexprs
             assert full.get("WIDE") == reduced.get("WIDE")
             assert full.get("EDGE", False) <= reduced.get("EDGE", False)
+            assert full.get("EDGES") == reduced.get("EDGES")  # the coop kernel's bounds checks: in or out in both

@@ -215,6 +215,42 @@ def test_local_arrays():
         np.testing.assert_array_equal(out["out"].reshape(n, bins), expected, err_msg=str(device))
 
 
+@func
+def fill_squares(values, n: constexpr, scale):
+    """Writes into the caller's local array (passed by reference)."""
+    for j in static_range(n):
+        values[j] = (j + 1) * scale
+
+
+@func
+def total(values, n: constexpr):
+    s = values[0]
+    for j in static_range(1, n):
+        s += values[j]
+    return s
+
+
+@kernel(local_size=32)
+def array_by_reference(x: Buffer[s32, readonly], out: Buffer[s32], N: constexpr):
+    values = local_array(s32, N)
+    i = global_id()
+    fill_squares(values, N, x[i])
+    values[i % N] += 100  # the caller's own write, between the helpers'
+    out[i] = total(values, N)
+
+
+def test_local_array_passes_to_helpers_by_reference():
+    """A local array of numbers handed to @func helpers: they write and read the caller's variable."""
+    rng = np.random.default_rng(21)
+    n = 32
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    spec = compiled(array_by_reference, N=5)
+    results = run_everywhere(spec, (1, 1, 1), {"x": x, "out": poisoned(n, np.int32)})
+    expected = (x * 15 + 100).astype(np.int32)  # (1 + 2 + 3 + 4 + 5) * x, + 100 once
+    for device, out in results.items():
+        np.testing.assert_array_equal(out["out"], expected, err_msg=str(device))
+
+
 @kernel(local_size=16)
 def vectors(x: Buffer[f32, readonly], out: Buffer[f32], counts: Buffer[u32]):
     i = global_id()

@@ -199,6 +199,18 @@ def indexes_matrix_array(out: Buffer[f32]):
         acc[t] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
 
 
+@func
+def takes_matrices(tiles):
+    return tiles[0]
+
+
+@kernel(local_size=32)
+def passes_matrix_array(out: Buffer[f32]):
+    acc = local_array(coop.Matrix[f32, 8, 8, coop.Accumulator], 2)
+    acc[0] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
+    acc[1] = takes_matrices(acc)
+
+
 @kernel
 def sqrt_of_two(out: Buffer[f32]):
     out[0] = sqrt(out[1], out[2])
@@ -208,6 +220,7 @@ def sqrt_of_two(out: Buffer[f32]):
     (sqrt_of_two, {}, "sqrt takes 1 argument, not 2", "out[0] = sqrt(out[1], out[2])"),
     (indexes_matrix_array, {}, "an array of matrices is indexed by constexpr ints", "acc[t] = coop.fill"),
     (calls_recursive, {}, "recursive calls itself: recursion is not supported", "return recursive(x)"),
+    (passes_matrix_array, {}, "a local array of matrices lives in its function", "acc[1] = takes_matrices(acc)"),
     (assigns_constexpr, {"N": 2}, "N is a constexpr parameter; it cannot be assigned", "N = 3"),
     (breaks_unrolled, {}, "break in an unrolled (static_range or tuple) loop is not supported", "break"),
     (slices, {}, "unsupported Python construct: Slice", "out[0:2] = 1.0"),

@@ -276,6 +276,14 @@ def workgroup_edges(config: GemmConfig, problem: GemmProblem) -> tuple[bool, boo
     return bool(problem.m % bm or problem.n % bn), bool(problem.k % bk)
 
 
+def coop_edges(config: GemmConfig, problem: GemmProblem) -> bool:
+    """EDGES of the coop kernel: False (bounds checks compiled out) only for the staged kernel on whole blocks (M, N,
+    K multiples of the block, rows of D 16-byte aligned)."""
+    bm, bn, bk = config.block
+    whole = not (problem.m % bm or problem.n % bn or problem.k % bk) and aligned_for_matrices(problem)[1]
+    return config.direct or not whole
+
+
 def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     dtype = problem.dtype
     bm, bn, bk = config.block
@@ -358,9 +366,7 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
                           WIDE=wide_elements(problem, config), ALIGNED_OUT=aligned_for_matrices(problem)[1])
         if constexprs["WIDE"]:  # padding and prefetch come with the 16-byte loads
             constexprs.update(PAD=config.pad, PREFETCH=config.prefetch)
-        bm, bn, bk = config.block
-        whole = not (problem.m % bm or problem.n % bn or problem.k % bk) and constexprs["ALIGNED_OUT"]
-        constexprs.update(EDGES=config.direct or not whole, SCALE=problem.alpha != 1)
+        constexprs.update(EDGES=coop_edges(config, problem), SCALE=problem.alpha != 1)
     elif config.kind == "workgroup":
         bm, bn, bk = config.block
         kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
@@ -448,10 +454,11 @@ def with_size(problem: GemmProblem, m: int, n: int, k: int) -> GemmProblem:
 def verification_problem(problem: GemmProblem, config: GemmConfig) -> GemmProblem:
     """A smaller problem that takes the same code paths as `problem` under `config` (tails in M, N and K; 16-byte
     loads when `problem` gets them; whole blocks for the workgroup kernel when `problem` has no edges), for an
-    autotuner to verify a candidate before timing it at full size. Small problems verify as they are."""
+    autotuner to verify a candidate before timing it at full size (whole blocks for the staged coop kernel, whose
+    bounds checks compile out then: EDGES). Small problems verify as they are."""
     if problem.m * problem.n * problem.k <= 512 ** 3:
         return problem
-    bm, bn, _ = config.block
+    bm, bn, bk = config.block
     wide = wide_elements(problem, config)
     # Multiples of 16 bytes of the input where the kernel needs them (16-byte loads, or matrices loaded straight
     # from the buffers: the direct and workgroup kernels), odd sizes otherwise.
@@ -461,6 +468,8 @@ def verification_problem(problem: GemmProblem, config: GemmConfig) -> GemmProble
         edge, _ = workgroup_edges(config, problem)
         m, n = (m, n) if edge else (2 * bm, 2 * bn)
         m, n = max(m, bm), max(n, bn)
+    if config.kind == "coop" and not coop_edges(config, problem):
+        m, n, k = 2 * bm, 2 * bn, -(-k // bk) * bk
     return with_size(problem, min(problem.m, m), min(problem.n, n), min(problem.k, k))
 
 
