@@ -42,7 +42,8 @@ def ramp(p, n: int) -> None:
     start = time.perf_counter()
     while time.perf_counter() - start < 1.0:
         seconds = p.timed_run()
-        print(f"  {1e3 * (time.perf_counter() - start):7.1f} ms  {2 * n ** 3 / seconds / 1e12:7.4g} TFLOP/s", flush=True)
+        elapsed_ms = 1e3 * (time.perf_counter() - start)
+        print(f"  {elapsed_ms:7.1f} ms  {2 * n ** 3 / seconds / 1e12:7.4g} TFLOP/s", flush=True)
     for gap in (0.05, 0.1, 0.2, 0.5, 1.0, 2.0):
         p.time(1, warmup_s=0.5)
         time.sleep(gap)

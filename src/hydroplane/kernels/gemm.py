@@ -320,8 +320,9 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
         bm, bn, bk = config.block
         per = 16 // (dtype.a.width // 8)
         if config.prefetch and (bm * bk // per % invocations or bn * bk // per % invocations):
-            raise GemmError(f"{config.describe()}: register prefetch needs each block's 16-byte chunks ({bm * bk // per}"
-                            f" of A, {bn * bk // per} of B) to split evenly among {invocations} invocations")
+            raise GemmError(f"{config.describe()}: register prefetch needs each block's 16-byte chunks "
+                            f"({bm * bk // per} of A, {bn * bk // per} of B) to split evenly among {invocations} "
+                            "invocations")
     elif config.kind == "workgroup":
         invocations = config.threads[0]
         bm, bn, bk = config.block
