@@ -391,9 +391,10 @@ def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
 
 
 # (subgroups, tiles per subgroup, k_tiles, stages) of the prefetching staged configurations, fastest first on the
-# H200 at 4096^3 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md)
+# H200 at 4096^3 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md); the last, the winner's 256x128x32
+# mirror, not yet timed there
 FAST_BLOCKS = (((2, 4), (4, 4), 2, 1), ((2, 2), (4, 4), 2, 2), ((2, 4), (4, 4), 1, 2), ((2, 4), (4, 2), 2, 2),
-               ((4, 2), (4, 4), 1, 2))
+               ((4, 2), (4, 4), 1, 2), ((4, 2), (4, 4), 2, 1))
 
 
 def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool = False) -> list[GemmConfig]:

@@ -75,6 +75,20 @@ def stage(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROW
 
 
 @func
+def wide_chunk(source, i, row0, col0, ld, row_limit, col_limit, guard, CHUNKS: constexpr, WIDE: constexpr):
+    """Chunk i (16 bytes, row-major, CHUNKS a row) of the block at (row0, col0) of a V4 view; with guard, zeros
+    outside (row_limit, col_limit)."""
+    r = i // CHUNKS
+    c = (i - r * CHUNKS) * WIDE
+    if guard:
+        value = vec(u32(0), u32(0), u32(0), u32(0))
+        if row0 + r < row_limit and col0 + c < col_limit:
+            value = source[((row0 + r) * ld + col0 + c) // WIDE]
+        return value
+    return source[((row0 + r) * ld + col0 + c) // WIDE]
+
+
+@func
 def stage_wide(shared, base, source, row0, col0, ld, row_limit, col_limit, guard, ROWS: constexpr, COLS: constexpr,
                THREADS: constexpr, first, WIDE: constexpr, PAD: constexpr = 0):
     """As stage, 16 bytes (WIDE elements) per copy from and to arrays of V4 (base counts V4s); the launcher sets
@@ -82,15 +96,8 @@ def stage_wide(shared, base, source, row0, col0, ld, row_limit, col_limit, guard
     COLS // WIDE + PAD V4s apart (PAD: padding against bank conflicts)."""
     CHUNKS = COLS // WIDE
     for i in range(first, ROWS * CHUNKS, THREADS):
-        r = i // CHUNKS
-        c = (i - r * CHUNKS) * WIDE
-        if guard:
-            value = vec(u32(0), u32(0), u32(0), u32(0))
-            if row0 + r < row_limit and col0 + c < col_limit:
-                value = source[((row0 + r) * ld + col0 + c) // WIDE]
-            shared[base + i + r * PAD] = value
-        else:
-            shared[base + i + r * PAD] = source[((row0 + r) * ld + col0 + c) // WIDE]
+        shared[base + i + i // CHUNKS * PAD] = wide_chunk(source, i, row0, col0, ld, row_limit, col_limit, guard,
+                                                          CHUNKS, WIDE)
 
 
 @func
@@ -101,16 +108,8 @@ def fetch_wide(regs, slot0, source, row0, col0, ld, row_limit, col_limit, guard,
     is a multiple of THREADS."""
     CHUNKS = COLS // WIDE
     for t in static_range(ROWS * CHUNKS // THREADS):
-        i = first + t * THREADS
-        r = i // CHUNKS
-        c = (i - r * CHUNKS) * WIDE
-        if guard:
-            value = vec(u32(0), u32(0), u32(0), u32(0))
-            if row0 + r < row_limit and col0 + c < col_limit:
-                value = source[((row0 + r) * ld + col0 + c) // WIDE]
-            regs[slot0 + t] = value
-        else:
-            regs[slot0 + t] = source[((row0 + r) * ld + col0 + c) // WIDE]
+        regs[slot0 + t] = wide_chunk(source, first + t * THREADS, row0, col0, ld, row_limit, col_limit, guard,
+                                     CHUNKS, WIDE)
 
 
 @func
