@@ -106,7 +106,7 @@ def tile_check(dev, info, a_type, c_type, scope: str = "Subgroup") -> bool:
             ok = np.array_equal(got, expected)
             print(f"mismatches vs NumPy: {int((got != expected).sum())} of {m * n}")
         print(f"result: {'PASS' if ok else 'FAIL'}")
-        print("GPU time: " + bench(rec, warmup=5, reps=50).text())
+        print("GPU time: " + bench(rec, warmup=5, reps=50, warmup_s=0.3).text())
         try:
             for exe in pipe.statistics():
                 stats = ", ".join(f"{k}={v}" for k, v in exe.statistics.items())

@@ -44,7 +44,7 @@ def time_vector_add(dev, info) -> tuple[float, bool]:
         rec = dev.record(pipe, -(-n // LOCAL_SIZE), {0: A, 1: B, 2: C}, np.array([n], np.uint32), timestamps=True)
         rec.run()
         ok = np.array_equal(C.read(np.float32, (n,)), a + b)
-        result = bench(rec, warmup=5, reps=30)
+        result = bench(rec, warmup=5, reps=30, warmup_s=0.3)
         rec.close()
     return result.median_ns, ok
 
@@ -66,7 +66,7 @@ def time_tile(dev, info) -> tuple[float, bool, str]:
         rec.run()
         ok = np.allclose(D.read(np.float32, (s.m, s.n)), a.astype(np.float32) @ b.astype(np.float32) + c,
                          rtol=1e-3, atol=1e-2)
-        result = bench(rec, warmup=5, reps=30)
+        result = bench(rec, warmup=5, reps=30, warmup_s=0.3)
         rec.close()
     return result.median_ns, ok, f"{s.m}x{s.n}x{s.k} x {grid} workgroups"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from vk_support import compile_glsl, device, validated_instance, vk_info, vk_instance  # noqa: F401
@@ -42,6 +44,20 @@ def test_bench_takes_a_callable_and_checks_its_arguments():
     assert (result.min_ns, result.median_ns, result.max_ns) == (102, 103, 104)
     with pytest.raises(UsageError, match="reps >= 1"):
         bench(lambda: 1, reps=0)
+
+
+def test_bench_warms_up_for_a_time():
+    """warmup_s: calls go on until that much time has passed (a GPU's clock rises under sustained work)."""
+    calls = []
+
+    def fn():
+        calls.append(time.perf_counter())
+        time.sleep(0.002)
+        return 1
+
+    bench(fn, warmup=1, reps=2, warmup_s=0.05)
+    assert calls[-2] - calls[0] >= 0.045  # the timed calls began only after warmup_s of warm-up calls
+    assert len(calls) > 1 + 2
 
 
 def test_device_time_needs_timestamps(device, scale_add_words):
