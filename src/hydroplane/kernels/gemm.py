@@ -408,8 +408,9 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
                   GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), stages=1, direct=True),
                   GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2), k_tiles=2, stages=2)]
     else:
-        # Register prefetch into padded shared rows, large blocks: the fastest on the H200 (docs/perf.md), first.
-        for tile in shapes:
+        # Register prefetch into padded shared rows, large blocks: the fastest on the H200 (docs/perf.md), first,
+        # for tensor-core tiles of 16 rows and more (the blocks are sized for them; lavapipe's 8x8x8 keeps its order).
+        for tile in (t for t in shapes if t[0] >= 16):
             widen = 2 if tile[1] < 16 else 1  # narrow tiles: twice as many across, for the same block
             for subgroups, tiles, k_tiles, stages in FAST_BLOCKS:
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=(tiles[0], tiles[1] * widen),
