@@ -147,8 +147,18 @@ def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> 
 
 def measure(runner: GemmRunner, problem: GemmProblem, config: GemmConfig, rotate: int, reps: int, torch,
             rng) -> dict:
+    phases: dict[str, float] = {}  # where the benchmark's own time goes (wall seconds), printed with the result
+    clock = [time.perf_counter()]
+
+    def mark(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = phases.get(name, 0.0) + now - clock[0]
+        clock[0] = now
+
     sets = [make_inputs(problem, rng, torch) for _ in range(rotate)]
+    mark("inputs")
     prepared = [runner.prepare(problem, config, data) for data, _ in sets]
+    mark("prepare")
     errors, times = [], []
     try:
         for p, (_, exact) in zip(prepared, sets):  # warm-up, each output checked
@@ -156,13 +166,20 @@ def measure(runner: GemmRunner, problem: GemmProblem, config: GemmConfig, rotate
             if exact is not None:
                 errors.append(relative_error_gpu(p.read(), exact, torch))
         prepared[0].time(1)  # sustained runs: the GPU back at its working clock (PreparedGemm.time)
+        mark("warm-up")
         for rep in range(reps):
             index = rep % rotate
             prepared[index].time(1, warmup_s=0.05)  # a burst: the checks between runs leave the GPU idle a moment
+            mark("bursts")
             prepared[index].repoison()
+            mark("poison")
             times.append(prepared[index].timed_run())
+            mark("timed runs")
             if sets[index][1] is not None:
-                errors.append(relative_error_gpu(prepared[index].read(), sets[index][1], torch))
+                d = prepared[index].read()
+                mark("read")
+                errors.append(relative_error_gpu(d, sets[index][1], torch))
+                mark("check")
     finally:
         for p in prepared:
             p.close()
@@ -170,7 +187,10 @@ def measure(runner: GemmRunner, problem: GemmProblem, config: GemmConfig, rotate
     result = {"seconds": seconds, "tflops": problem.flops / seconds / 1e12,
               "max_error": max(errors) if errors else None,
               "runs": len(times), "min_s": min(times), "max_s": max(times)}
+    mark("close")
     result["torch_tflops"] = time_torch(problem, [s[0] for s in sets], reps, torch) if torch else None
+    mark("cuBLAS")
+    result["phases"] = ", ".join(f"{name} {value:.1f} s" for name, value in phases.items())
     return result
 
 
@@ -264,7 +284,7 @@ def main() -> int:
                 "size": [size, size, size], "date": stamp}
             print(f"{name} {size}: {result['tflops']:.4g} T/s (median of {result['runs']}, "
                   f"{result['min_s'] * 1e3:.3f}-{result['max_s'] * 1e3:.3f} ms), max error {result['max_error']}, "
-                  f"cuBLAS {result['torch_tflops']}", file=out, flush=True)
+                  f"cuBLAS {result['torch_tflops']} [benchmark time: {result['phases']}]", file=out, flush=True)
     runner.close()
 
     lines = ["| dtype | size | hydroplane (T/s) | check: max rel. error | cuBLAS via torch (T/s) | hydroplane / cuBLAS "
