@@ -19,6 +19,7 @@ import argparse
 import statistics
 import struct
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype  # noqa: E402
 from hydroplane.kernels.gemm import gemm_plan, random_inputs  # noqa: E402
-from hydroplane.kernels_run import GemmRunner, poisoned  # noqa: E402
+from hydroplane.kernels_run import WARMUP_S, GemmRunner, poisoned  # noqa: E402
 from hydroplane.spirv.enums import MemorySemantics, Op  # noqa: E402
 
 # constexprs the language's kernel is also run with (besides the launcher's own choice): the bounds checks and
@@ -61,7 +62,8 @@ def relative_error(d: np.ndarray, exact: np.ndarray) -> float:
 def time_kernel(runner: GemmRunner, kernel, grid, buffers: dict, push: bytes, reps: int) -> float:
     recording = runner.executor.device.record(kernel.native, grid, buffers, push, timestamps=True)
     try:
-        for _ in range(3):
+        start = time.perf_counter()
+        while time.perf_counter() - start < WARMUP_S:  # the GPU at its working clock (kernels_run.WARMUP_S)
             recording.run()
         times = []
         for _ in range(reps):
