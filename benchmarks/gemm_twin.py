@@ -19,7 +19,6 @@ import argparse
 import statistics
 import struct
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype  # noqa: E402
 from hydroplane.kernels.gemm import gemm_plan, random_inputs  # noqa: E402
 from hydroplane.kernels_run import WARMUP_S, GemmRunner, poisoned  # noqa: E402
+from hydroplane.spirv.binary import decode, encode  # noqa: E402
 from hydroplane.spirv.enums import MemorySemantics, Op  # noqa: E402
+from hydroplane.vk import bench  # noqa: E402
 
 # constexprs the language's kernel is also run with (besides the launcher's own choice): the bounds checks and
 # the alpha scaling compiled in, as the kernel was before the launcher could leave them out
@@ -39,20 +40,15 @@ TWIN_SEMANTICS = MemorySemantics.AcquireRelease | MemorySemantics.WorkgroupMemor
 
 
 def with_twin_barriers(words: list[int]) -> list[int]:
-    """The module with every OpControlBarrier's semantics constant replaced by the twin's (a new constant)."""
-    out = list(words)
-    ids = {}
-    i = 5
-    while i < len(out):
-        count, opcode = out[i] >> 16, out[i] & 0xFFFF
-        if opcode == Op.Constant:
-            ids[out[i + 2]] = (i + 3, out[i + 3])
-        if opcode == Op.ControlBarrier:
-            position, value = ids[out[i + 3]]
-            if value != int(TWIN_SEMANTICS):
-                out[position] = int(TWIN_SEMANTICS)  # the constant is used by barriers only (kernels' codegen)
-        i += count
-    return out
+    """The module with every OpControlBarrier's semantics constant set to the twin's (the kernels' codegen uses
+    that constant for barriers only)."""
+    module = decode(words)
+    constants = {i.result_id: i for i in module.instructions if i.opcode == Op.Constant}
+    for inst in module.instructions:
+        if inst.opcode == Op.ControlBarrier:
+            constant = constants[inst.operands[2].number]
+            constant.operands[0] = constant.operands[0]._replace(value=int(TWIN_SEMANTICS))
+    return list(encode(module))
 
 
 def relative_error(d: np.ndarray, exact: np.ndarray) -> float:
@@ -60,18 +56,12 @@ def relative_error(d: np.ndarray, exact: np.ndarray) -> float:
 
 
 def time_kernel(runner: GemmRunner, kernel, grid, buffers: dict, push: bytes, reps: int) -> float:
+    """Median seconds of `reps` runs by GPU timestamps, after WARMUP_S of back-to-back runs."""
     recording = runner.executor.device.record(kernel.native, grid, buffers, push, timestamps=True)
     try:
-        start = time.perf_counter()
-        while time.perf_counter() - start < WARMUP_S:  # the GPU at its working clock (kernels_run.WARMUP_S)
-            recording.run()
-        times = []
-        for _ in range(reps):
-            recording.run()
-            times.append(recording.device_time_ns() / 1e9)
+        return bench(recording, warmup=0, reps=reps, warmup_s=WARMUP_S).median_ns / 1e9
     finally:
         recording.close()
-    return statistics.median(times)
 
 
 def main() -> int:

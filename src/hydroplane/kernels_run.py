@@ -310,11 +310,7 @@ class PreparedGemm:
         and needs sustained work to climb back, so a count of warm-up runs alone measured the idle clock."""
         if warmup_s is None:
             warmup_s = 0.0 if self.runner.is_reference else WARMUP_S
-        start = time.perf_counter()
-        done = 0
-        while done < warmup or time.perf_counter() - start < warmup_s:
-            self.timed_run()
-            done += 1
+        vk.warm_up(self.timed_run, warmup, warmup_s)
         return [self.timed_run() for _ in range(max(repeat, 1))]
 
     def close(self) -> None:

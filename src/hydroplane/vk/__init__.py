@@ -36,12 +36,12 @@ from hydroplane.vk.memory import Buffer
 from hydroplane.vk.pipeline import Binding, Pipeline
 from hydroplane.vk.recording import Recording
 from hydroplane.vk.results import check, result_name
-from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipeline_statistics
+from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipeline_statistics, warm_up
 
 __all__ = [
     "BenchResult", "Binding", "Buffer", "ClosedError", "CoopShape", "Device", "DeviceInfo", "DeviceLost",
     "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",
-    "result_name", "take_all_messages", "validation_requested",
+    "result_name", "take_all_messages", "validation_requested", "warm_up",
 ]

@@ -37,6 +37,15 @@ class BenchResult:
                 f"(host median {self.host_median_ns / 1e3:.2f} us)")
 
 
+def warm_up(fn, runs: int, seconds: float) -> None:
+    """Call `fn` at least `runs` times and for at least `seconds` (a GPU's clock rises under sustained work)."""
+    start = time.perf_counter()
+    done = 0
+    while done < runs or time.perf_counter() - start < seconds:
+        fn()
+        done += 1
+
+
 def bench(fn, warmup: int = 3, reps: int = 20, warmup_s: float = 0.0) -> BenchResult:
     """Time `fn` on the device: a timestamped Recording, or a callable returning device ns per call. The warm-up
     is `warmup` calls and at least `warmup_s` seconds of calls: give a discrete GPU some 0.3 s, since one that
@@ -51,11 +60,7 @@ def bench(fn, warmup: int = 3, reps: int = 20, warmup_s: float = 0.0) -> BenchRe
             recording.run()
             return recording.device_time_ns()
 
-    start = time.perf_counter()
-    done = 0
-    while done < warmup or time.perf_counter() - start < warmup_s:
-        fn()
-        done += 1
+    warm_up(fn, warmup, warmup_s)
     device, host = [], []
     for _ in range(reps):
         start = time.perf_counter_ns()
