@@ -104,3 +104,23 @@ def test_device_addresses_need_the_feature(vk_info):
 def test_empty_reads(device):
     with device.buffer(8, host_visible=False) as buf:
         assert buf.read(np.float32, (0,)).shape == (0,)
+
+
+def test_staging_reads_go_through_host_cached_memory_not_the_bar():
+    """A discrete GPU's memory types (the H200's order): device-local; host-visible coherent; host-visible coherent
+    cached; device-local host-visible coherent (the BAR). Mapped buffers prefer the BAR, which the CPU writes at
+    speed; read-back staging must take cached host memory, as the CPU reads uncached BAR memory very slowly."""
+    from hydroplane.vk import enums as E  # noqa: PLC0415
+    from hydroplane.vk import structs as S  # noqa: PLC0415
+    from hydroplane.vk.memory import HOST_COHERENT, _find_memory_type  # noqa: PLC0415
+
+    local, cached = E.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, E.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
+    props = S.VkPhysicalDeviceMemoryProperties(memoryTypeCount=4)
+    for i, flags in enumerate([local, HOST_COHERENT, HOST_COHERENT | cached, local | HOST_COHERENT]):
+        props.memoryTypes[i].propertyFlags = flags
+    assert _find_memory_type(props, 0b1111, local) == 0
+    assert _find_memory_type(props, 0b1111, HOST_COHERENT, local) == 3
+    assert _find_memory_type(props, 0b1111, HOST_COHERENT, cached, avoided=local) == 2
+    assert _find_memory_type(props, 0b1001, HOST_COHERENT, cached, avoided=local) == 3  # only the BAR allowed
+    assert _find_memory_type(props, 0b1011, HOST_COHERENT, cached, avoided=local) == 1  # no cached type allowed
+    assert _find_memory_type(props, 0b0001, HOST_COHERENT) is None

@@ -30,15 +30,16 @@ def _as_bytes_array(array) -> np.ndarray:
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
 
-def _find_memory_type(props, type_bits: int, required: int, preferred: int = 0) -> int | None:
-    best = None
+def _find_memory_type(props, type_bits: int, required: int, preferred: int = 0, avoided: int = 0) -> int | None:
+    """The first allowed memory type with every `required` flag, ranked: all `preferred` flags before not, then
+    no `avoided` flag before some."""
+    ranked: dict[int, int] = {}
     for i in range(props.memoryTypeCount):
         flags = props.memoryTypes[i].propertyFlags
         if type_bits & (1 << i) and flags & required == required:
-            if flags & preferred == preferred:
-                return i
-            best = i if best is None else best
-    return best
+            rank = 2 * (flags & preferred != preferred) + (flags & avoided != 0)
+            ranked.setdefault(rank, i)
+    return ranked[min(ranked)] if ranked else None
 
 
 def mapping_is_fast(device) -> bool:
@@ -54,7 +55,7 @@ class Buffer(Owned):
     """A VkBuffer with its own VkDeviceMemory; `nbytes` is the usable size, `mapped` says where it lives."""
 
     def __init__(self, device, nbytes: int, *, host_visible: bool | None = None, align: int = 16,
-                 usage: int = STORAGE_USAGE):
+                 usage: int = STORAGE_USAGE, readback: bool = False):
         device._require_open("Device")
         if int(nbytes) <= 0:
             raise UsageError(f"a buffer needs a positive size, got {nbytes} bytes")
@@ -64,6 +65,7 @@ class Buffer(Owned):
         self.size = -(-self.nbytes // max(4, align)) * max(4, align)
         self.device = device
         self.mapped = mapping_is_fast(device) if host_visible is None else bool(host_visible)
+        self.readback = readback  # mapped memory the CPU reads: host-cached, never uncached device-local (BAR)
         self._check_heap_sizes()
         self.addressable = device.has_bit("buffer_device_address", "bufferDeviceAddress")
         if self.addressable:  # PhysicalStorageBufferAddresses kernels reach buffers by address
@@ -102,7 +104,10 @@ class Buffer(Owned):
         req = S.VkMemoryRequirements()
         device.call("vkGetBufferMemoryRequirements", self.handle, ctypes.byref(req))
         props = device._memory_properties
-        if self.mapped:
+        if self.mapped and self.readback:
+            index = _find_memory_type(props, req.memoryTypeBits, HOST_COHERENT, E.VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                                      avoided=E.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+        elif self.mapped:
             index = _find_memory_type(props, req.memoryTypeBits, HOST_COHERENT, E.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
         else:
             index = _find_memory_type(props, req.memoryTypeBits, E.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
@@ -172,8 +177,10 @@ class Buffer(Owned):
             copy_buffer(self.device, staging, self, 0, offset, data.nbytes)
 
     def _download(self, nbytes: int, offset: int) -> np.ndarray:
-        """Copy bytes out of this device-local buffer through a temporary staging buffer."""
-        with Buffer(self.device, nbytes, host_visible=True) as staging:
+        """Copy bytes out of this device-local buffer through a temporary staging buffer in host-cached memory: the
+        CPU reads uncached memory (a discrete GPU's device-local, host-visible BAR) at a small fraction of its
+        bandwidth."""
+        with Buffer(self.device, nbytes, host_visible=True, readback=True) as staging:
             copy_buffer(self.device, self, staging, offset, 0, nbytes)
             return staging.read(np.uint8, (nbytes,))
 
