@@ -1,10 +1,12 @@
 """The H200 GEMM benchmark in ONE run: tune hydroplane's GEMM per dtype, then time it against cuBLAS (torch).
 
-For each dtype (f16:f16, f16:f32, bf16:f32, s8:s32, u8:u32):
-  1. tune: every candidate configuration the device offers (kernels.candidate_configs: KHR subgroup-scope tiles,
-     staged or direct, NV2 workgroup scope) is first verified on a small odd problem against NumPy (float64),
-     then timed at --tune-size with GPU timestamps; the fastest verified one wins;
-  2. measure at each size (4096^3 and 8192^3): random inputs (uniform in [-1, 1) for floats, small integers for
+For each dtype (f16:f16, f16:f32, bf16:f32, s8:s32, u8:u32) and each size (4096^3 and 8192^3, two size classes
+of the autotune cache):
+  1. tune: the first --max-candidates configurations the device offers (kernels.candidate_configs, best first:
+     KHR subgroup-scope tiles, staged or direct, NV2 workgroup scope) are each verified on a smaller problem with
+     the same code paths against NumPy (float64), then timed at the size with GPU timestamps after warm-up; the
+     fastest verified one wins;
+  2. measure the winner: random inputs (uniform in [-1, 1) for floats, small integers for
      s8/u8), --rotate input sets so caches do not flatter, D poisoned before every run and checked after it
      (||D - R|| / ||R|| against a float64 reference computed with torch on the GPU; exact for integers),
      warm-up (0.3 s of back-to-back runs, then a 50 ms burst before each timed run: the H200 drops to its
@@ -123,20 +125,20 @@ def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> 
             small = verification_problem(replace(problem, beta=1.0, bias=True), config)  # the same code paths
             checked = runner.run(small, config, seed=index)
             if not checked.ok:
-                print(f"  tune {dtype} {index + 1}/{len(candidates)} {config.describe()}: WRONG (error "
+                print(f"  tune {dtype} {size} {index + 1}/{len(candidates)} {config.describe()}: WRONG (error "
                       f"{checked.error:.3g}), skipped", file=out)
                 continue
             with runner.prepare(problem, config, data) as prepared:
                 seconds = statistics.median(prepared.time(5, warmup=2))
         except Exception as err:  # noqa: BLE001 -- a candidate the driver refuses is skipped, and said so
-            print(f"  tune {dtype} {index + 1}/{len(candidates)} {config.describe()}: {type(err).__name__}: "
+            print(f"  tune {dtype} {size} {index + 1}/{len(candidates)} {config.describe()}: {type(err).__name__}: "
                   f"{str(err)[:200]}", file=out)
             if isinstance(err, vk.DeviceLost):
                 runner.reopen()  # the candidate lost the device: the others run on a new one
             continue
         tflops = problem.flops / seconds / 1e12
         tried.append((config, tflops))
-        print(f"  tune {dtype} {index + 1}/{len(candidates)} {tflops:8.4g} T/s  {config.describe()} "
+        print(f"  tune {dtype} {size} {index + 1}/{len(candidates)} {tflops:8.4g} T/s  {config.describe()} "
               f"({time.perf_counter() - start:.1f} s)", file=out, flush=True)
         if best is None or tflops > best[1]:
             best = (config, tflops)
@@ -231,11 +233,10 @@ def main() -> int:
     parser.add_argument("--sizes", default="4096,8192")
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--layout", default="nn")
-    parser.add_argument("--tune-size", type=int, default=4096)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--rotate", type=int, default=3, help="input sets used in turn")
     parser.add_argument("--device", type=int, default=0)
-    parser.add_argument("--max-candidates", type=int, default=40, help="configurations tried per dtype")
+    parser.add_argument("--max-candidates", type=int, default=6, help="configurations tried per dtype and size")
     parser.add_argument("--budget-s", type=float, default=540, help="stop starting new work after this many seconds")
     args = parser.parse_args()
     if "VK_DRIVER_FILES" not in os.environ and Path(ICD).exists():
@@ -259,19 +260,16 @@ def main() -> int:
     rows, table = [], {}
     for name in args.dtypes.split(","):
         dtype = parse_dtype(name)
-        if time.perf_counter() - began > args.budget_s:
-            print(f"{name}: skipped (time budget)", file=out)
-            continue
-        try:
-            config, tuned, _ = tune(runner, dtype, args.layout, args.tune_size, out, args.max_candidates)
-        except Exception as err:  # noqa: BLE001
-            print(f"{name}: tuning failed: {err}", file=out)
-            continue
-        print(f"{name}: winner {config.describe()} ({tuned:.4g} T/s at {args.tune_size}^3)", file=out, flush=True)
         for size in (int(s) for s in args.sizes.split(",")):
             if time.perf_counter() - began > args.budget_s:
                 print(f"{name} {size}: skipped (time budget)", file=out)
                 continue
+            try:
+                config, tuned, _ = tune(runner, dtype, args.layout, size, out, args.max_candidates)
+            except Exception as err:  # noqa: BLE001
+                print(f"{name} {size}: tuning failed: {err}", file=out)
+                continue
+            print(f"{name} {size}: winner {config.describe()} ({tuned:.4g} T/s)", file=out, flush=True)
             problem = GemmProblem(size, size, size, dtype, args.layout)
             try:
                 result = measure(runner, problem, config, args.rotate, args.reps, torch, rng)

@@ -391,10 +391,13 @@ def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
 
 
 # (subgroups, tiles per subgroup, k_tiles, stages) of the prefetching staged configurations, fastest first on the
-# H200 at 4096^3 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md); the last, the winner's 256x128x32
-# mirror, not yet timed there
+# H200 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md): at 4096^3 for 32-bit accumulators; the last,
+# the winner's 256x128x32 mirror, 262.7 T/s for s8 at 8192^3 against the winner's 276.6
 FAST_BLOCKS = (((2, 4), (4, 4), 2, 1), ((2, 2), (4, 4), 2, 2), ((2, 4), (4, 4), 1, 2), ((2, 4), (4, 2), 2, 2),
                ((4, 2), (4, 4), 1, 2), ((4, 2), (4, 4), 2, 1))
+# ... and before them for 16-bit accumulators, whose tiles take half the registers: 256x256 and 128x512 blocks
+# (328.5, 325.7 and 317.4 TFLOP/s for f16:f16 at 8192^3, against 261.2 for 128x256)
+FAST_BLOCKS_16BIT_ACC = (((2, 4), (8, 4), 2, 1), ((4, 4), (4, 4), 2, 1), ((2, 4), (4, 8), 2, 1))
 
 
 def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool = False) -> list[GemmConfig]:
@@ -412,7 +415,8 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
         # for tensor-core tiles of 16 rows and more (the blocks are sized for them; lavapipe's 8x8x8 keeps its order).
         for tile in (t for t in shapes if t[0] >= 16):
             widen = 2 if tile[1] < 16 else 1  # narrow tiles: twice as many across, for the same block
-            for subgroups, tiles, k_tiles, stages in FAST_BLOCKS:
+            blocks = FAST_BLOCKS_16BIT_ACC + FAST_BLOCKS if problem.dtype.acc.width == 16 else FAST_BLOCKS
+            for subgroups, tiles, k_tiles, stages in blocks:
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=(tiles[0], tiles[1] * widen),
                                         k_tiles=k_tiles, stages=stages, pad=1, prefetch=True))
         for tile in shapes:
