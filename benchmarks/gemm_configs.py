@@ -70,7 +70,7 @@ def parse_config(text: str) -> GemmConfig:
             fields[key] = tuple(int(v) for v in value.split("x"))
         elif key == "kind":
             fields[key] = value
-        elif key in ("direct", "wide", "prefetch"):
+        elif key in ("direct", "wide", "prefetch", "kmajor"):
             fields[key] = value not in ("0", "false", "False")
         else:
             fields[key] = int(value)

@@ -144,7 +144,10 @@ class GemmConfig:
     wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements); with them, a
     staged coop kernel pads each shared row by `pad` 16-byte chunks (against bank conflicts) and, with `prefetch`,
     loads the next blocks into registers before its multiplications and stores them into shared memory after them
-    (into the other buffer with 2 stages; with 1, after a barrier)."""
+    (into the other buffer with 2 stages; with 1, after a barrier). kmajor (with prefetch, 8-bit inputs): a B stored
+    K x N (layouts nn, tn) goes into shared memory transposed, K contiguous, its bytes transposed in registers: the
+    layout of B that NVIDIA's 8-bit tensor-core loads want (s8 at 8192^3 on the H200: 453 TOP/s with B stored
+    N x K, 274 with B stored K x N; docs/perf.md)."""
 
     kind: str = "coop"
     tile: tuple[int, int, int] = (16, 16, 16)
@@ -159,6 +162,7 @@ class GemmConfig:
     wide: bool = True
     pad: int = 0
     prefetch: bool = False
+    kmajor: bool = False
 
     def __post_init__(self):
         if self.kind not in ("coop", "workgroup", "scalar"):
@@ -169,6 +173,8 @@ class GemmConfig:
             raise GemmError("register prefetch is for staged coop configs with wide loads")
         if self.pad and (self.kind != "coop" or self.direct or not self.wide):
             raise GemmError("shared-row padding is for staged coop configs with wide loads")
+        if self.kmajor and not self.prefetch:
+            raise GemmError("a K-major B in shared memory (kmajor) comes with register prefetch")
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -193,7 +199,8 @@ class GemmConfig:
                 f"of {self.tiles[0]}x{self.tiles[1]} tiles, {self.stages} stage{'s' * (self.stages > 1)}"
                 + (", direct loads" if self.direct else "") + ("" if self.wide else ", no wide loads")
                 + (f", rows padded by {16 * self.pad} bytes" if self.pad else "")
-                + (", register prefetch" if self.prefetch else ""))
+                + (", register prefetch" if self.prefetch else "") + (", B K-major in shared memory" if self.kmajor
+                                                                       else ""))
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -284,6 +291,11 @@ def coop_edges(config: GemmConfig, problem: GemmProblem) -> bool:
     return config.direct or not whole
 
 
+def kmajor_b(problem: GemmProblem, config: GemmConfig) -> bool:
+    """Whether the coop kernel transposes B into shared memory: kmajor asked, B stored K x N, 16-byte loads."""
+    return config.kmajor and not problem.b_transposed and bool(wide_elements(problem, config))
+
+
 def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     dtype = problem.dtype
     bm, bn, bk = config.block
@@ -296,7 +308,7 @@ def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     tm, tn, _ = config.tile
     pad = config.pad * wide_elements(problem, config)  # elements per shared row
     a_rows, a_cols = (bk, bm) if problem.a_transposed else (bm, bk)
-    b_rows, b_cols = (bn, bk) if problem.b_transposed else (bk, bn)
+    b_rows, b_cols = (bn, bk) if problem.b_transposed or kmajor_b(problem, config) else (bk, bn)
     blocks = a_rows * (a_cols + pad) + b_rows * (b_cols + pad)
     return config.stages * blocks * a_bytes + config.subgroups[0] * config.subgroups[1] * tm * tn * out_bytes
 
@@ -323,6 +335,11 @@ def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> No
             raise GemmError(f"{config.describe()}: register prefetch needs each block's 16-byte chunks "
                             f"({bm * bk // per} of A, {bn * bk // per} of B) to split evenly among {invocations} "
                             "invocations")
+        if config.kmajor and dtype.a.width != 8:
+            raise GemmError(f"{config.describe()}: a K-major B (kmajor) is for 8-bit inputs, not {dtype.a}")
+        if config.kmajor and bk // 4 * (bn // per) % invocations:
+            raise GemmError(f"{config.describe()}: a K-major B needs its {bk // 4 * (bn // per)} items (4 rows of "
+                            f"16 bytes) to split evenly among {invocations} invocations")
     elif config.kind == "workgroup":
         invocations = config.threads[0]
         bm, bn, bk = config.block
@@ -366,7 +383,7 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
                           DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
                           WIDE=wide_elements(problem, config), ALIGNED_OUT=aligned_for_matrices(problem)[1])
         if constexprs["WIDE"]:  # padding and prefetch come with the 16-byte loads
-            constexprs.update(PAD=config.pad, PREFETCH=config.prefetch)
+            constexprs.update(PAD=config.pad, PREFETCH=config.prefetch, KMAJOR_B=kmajor_b(problem, config))
         constexprs.update(EDGES=coop_edges(config, problem), SCALE=problem.alpha != 1)
     elif config.kind == "workgroup":
         bm, bn, bk = config.block

@@ -124,6 +124,50 @@ def put_wide(shared, base, regs, slot0, ROWS: constexpr, COLS: constexpr, THREAD
 
 
 @func
+def fetch_kmajor(regs, slot0, source, k0, col0, ld, k_limit, col_limit, guard, BK: constexpr, COLS: constexpr,
+                 THREADS: constexpr, first, WIDE: constexpr):
+    """For put_kmajor: this invocation's items of the BK x COLS block at (k0, col0) of a row-major 8-bit matrix
+    (a V4 view) into registers; an item is 4 rows by one 16-byte chunk, in 4 slots. Items run down K first, so
+    that a half-warp's stores land in one shared row."""
+    GROUPS = BK // 4
+    CHUNKS = COLS // WIDE
+    for t in static_range(GROUPS * CHUNKS // THREADS):
+        item = first + t * THREADS
+        chunk = item // GROUPS
+        group = item - chunk * GROUPS
+        for r in static_range(4):
+            regs[slot0 + 4 * t + r] = wide_chunk(source, (group * 4 + r) * CHUNKS + chunk, k0, col0, ld, k_limit,
+                                                 col_limit, guard, CHUNKS, WIDE)
+
+
+@func
+def put_kmajor(shared, base, regs, slot0, BK: constexpr, COLS: constexpr, THREADS: constexpr, first,
+               WIDE: constexpr, LDW: constexpr):
+    """fetch_kmajor's items transposed into shared (u32 words from word base): the block as COLS rows of BK bytes,
+    LDW words apart, K contiguous. Each item's 4 rows of 16 bytes become 16 words of 4 bytes, one per column:
+    4x4 byte transposes by masks and shifts."""
+    GROUPS = BK // 4
+    for t in static_range(GROUPS * (COLS // WIDE) // THREADS):
+        item = first + t * THREADS
+        chunk = item // GROUPS
+        group = item - chunk * GROUPS
+        word = base + chunk * WIDE * LDW + group  # column chunk * WIDE, bytes 4 * group ... 4 * group + 3
+        for q in static_range(4):  # the chunk's columns 4q ... 4q + 3
+            x = regs[slot0 + 4 * t][q]
+            y = regs[slot0 + 4 * t + 1][q]
+            z = regs[slot0 + 4 * t + 2][q]
+            w = regs[slot0 + 4 * t + 3][q]
+            even = (x & 0x00FF00FF) | ((y & 0x00FF00FF) << 8)  # columns 0 and 2 of rows 0 and 1
+            odd = ((x >> 8) & 0x00FF00FF) | (y & 0xFF00FF00)  # columns 1 and 3
+            even2 = (z & 0x00FF00FF) | ((w & 0x00FF00FF) << 8)  # rows 2 and 3
+            odd2 = ((z >> 8) & 0x00FF00FF) | (w & 0xFF00FF00)
+            shared[word + 4 * q * LDW] = (even & 0xFFFF) | (even2 << 16)
+            shared[word + (4 * q + 1) * LDW] = (odd & 0xFFFF) | (odd2 << 16)
+            shared[word + (4 * q + 2) * LDW] = (even >> 16) | (even2 & 0xFFFF0000)
+            shared[word + (4 * q + 3) * LDW] = (odd >> 16) | (odd2 & 0xFFFF0000)
+
+
+@func
 def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr,
                  BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, IN: constexpr,
                  WIDE: constexpr = 0, PAD: constexpr = 0):
@@ -152,8 +196,10 @@ def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb
 
 @func
 def fetch_blocks(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr, BT: constexpr,
-                 BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, WIDE: constexpr):
-    """stage_blocks' loads into registers (regs: A's chunks, then B's), for put_blocks to store later."""
+                 BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, WIDE: constexpr,
+                 KMAJOR_B: constexpr = False):
+    """stage_blocks' loads into registers (regs: A's chunks, then B's), for put_blocks to store later; KMAJOR_B: B's
+    in items of 4 rows for put_kmajor."""
     first = local_index()
     B0 = BM * BK // WIDE // THREADS  # the first of B's slots
     if AT:
@@ -162,14 +208,17 @@ def fetch_blocks(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, AT: const
         fetch_wide(regs, 0, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE)
     if BT:
         fetch_wide(regs, B0, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE)
+    elif KMAJOR_B:
+        fetch_kmajor(regs, B0, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
     else:
         fetch_wide(regs, B0, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
 
 
 @func
 def put_blocks(sa, sb, regs, a_base, b_base, AT: constexpr, BT: constexpr, BM: constexpr, BN: constexpr,
-               BK: constexpr, THREADS: constexpr, WIDE: constexpr, PAD: constexpr):
-    """The registers fetch_blocks filled into the shared blocks at a_base and b_base (elements)."""
+               BK: constexpr, THREADS: constexpr, WIDE: constexpr, PAD: constexpr, KMAJOR_B: constexpr = False):
+    """The registers fetch_blocks filled into the shared blocks at a_base and b_base (elements); KMAJOR_B: sb holds
+    u32 words and B goes in transposed (BN rows of BK bytes)."""
     first = local_index()
     B0 = BM * BK // WIDE // THREADS
     if AT:
@@ -178,6 +227,8 @@ def put_blocks(sa, sb, regs, a_base, b_base, AT: constexpr, BT: constexpr, BM: c
         put_wide(sa, a_base // WIDE, regs, 0, BM, BK, THREADS, first, WIDE, PAD)
     if BT:
         put_wide(sb, b_base // WIDE, regs, B0, BN, BK, THREADS, first, WIDE, PAD)
+    elif KMAJOR_B:
+        put_kmajor(sb, b_base // 4, regs, B0, BK, BN, THREADS, first, WIDE, (BK + PAD * WIDE) // 4)
     else:
         put_wide(sb, b_base // WIDE, regs, B0, BK, BN, THREADS, first, WIDE, PAD)
 
@@ -266,6 +317,11 @@ def copy_out(d, sc, base, row0, col0, row_first, col_first, M, N, ROWS: constexp
             d[(row0 + r) * N + col0 + c] = sc[base + i]
 
 
+def shared_unit(kmajor: bool, wide: int) -> int:
+    """Elements of an operand per element of its shared array: 4 bytes a u32 word (K-major), else WIDE (a V4)."""
+    return 4 if kmajor else wide
+
+
 def coop_threads(constexprs: dict) -> int:
     return constexprs["WM"] * constexprs["WN"] * constexprs["SG"]
 
@@ -282,8 +338,10 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, STAGES: constexpr,
                   DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
                   SATURATE: constexpr, WIDE: constexpr = 0, ALIGNED_OUT: constexpr = True, PAD: constexpr = 0,
-                  PREFETCH: constexpr = False, EDGES: constexpr = True, SCALE: constexpr = True):
+                  PREFETCH: constexpr = False, EDGES: constexpr = True, SCALE: constexpr = True,
+                  KMAJOR_B: constexpr = False):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
+        static_assert(not KMAJOR_B or (PREFETCH and not BT), "KMAJOR_B transposes a K x N B while prefetching")
         static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
         BM = WM * SM * TM
         BN = WN * SN * TN
@@ -292,8 +350,11 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         # The shared blocks in their stored layouts, rows PAD 16-byte chunks longer (elements: PAD * WIDE).
         A_LD = (BM if AT else BK) + PAD * WIDE
         A_SIZE = (BK if AT else BM) * A_LD
-        B_LD = (BK if BT else BN) + PAD * WIDE
-        B_SIZE = (BN if BT else BK) * B_LD
+        # KMAJOR_B: B (stored K x N) goes into shared memory transposed, as if stored N x K, in u32 words.
+        SB_T = BT or KMAJOR_B
+        B_UNIT = shared_unit(KMAJOR_B, WIDE)  # B's elements per shared-array element
+        B_LD = (BK if SB_T else BN) + PAD * WIDE
+        B_SIZE = (BN if SB_T else BK) * B_LD
         TA = coop.Matrix[IN, TM, TK, coop.A]
         TB = coop.Matrix[IN, TK, TN, coop.B]
         TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
@@ -304,7 +365,10 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
             a_src = a4
             b_src = b4
             sa = shared_array(V4, STAGES * A_SIZE // WIDE)
-            sb = shared_array(V4, STAGES * B_SIZE // WIDE)
+            if KMAJOR_B:
+                sb = shared_array(u32, STAGES * B_SIZE // 4)
+            else:
+                sb = shared_array(V4, STAGES * B_SIZE // WIDE)
         else:
             sa = shared_array(IN, STAGES * BM * BK)
             sb = shared_array(IN, STAGES * BK * BN)
@@ -391,8 +455,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         if steps > 0:
             if PREFETCH:
                 fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb,
-                             EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, WIDE)
-                put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD)
+                             EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, WIDE, KMAJOR_B)
+                put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD, KMAJOR_B)
             else:
                 stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
                              EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
@@ -409,7 +473,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 if PREFETCH:
                     if more:
                         fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, AT, BT,
-                                     BM, BN, BK, THREADS, WIDE)
+                                     BM, BN, BK, THREADS, WIDE, KMAJOR_B)
                 elif STAGES == 2:
                     if more:
                         stage_blocks(sa, sb, a_src, b_src, (1 - current) * A_SIZE, (1 - current) * B_SIZE, row0,
@@ -420,7 +484,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 for kt in static_range(KT):
                     for j in static_range(SN):
                         n_local = (wn * SN + j) * TN
-                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, B_LD, BT, WIDE)
+                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, B_LD, SB_T, B_UNIT)
                     for i in static_range(SM):
                         m_local = (wm * SM + i) * TM
                         ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, A_LD, AT, WIDE)
@@ -429,12 +493,12 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 if PREFETCH and STAGES == 2:
                     if more:
                         put_blocks(sa, sb, regs, (1 - current) * A_SIZE, (1 - current) * B_SIZE, AT, BT, BM, BN, BK,
-                                   THREADS, WIDE, PAD)
+                                   THREADS, WIDE, PAD, KMAJOR_B)
                 barrier()
                 if STAGES == 1:  # one buffer: refilled once every subgroup is done with it
                     if more:
                         if PREFETCH:
-                            put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD)
+                            put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD, KMAJOR_B)
                         else:
                             stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
                                          next_guard, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
