@@ -8,6 +8,8 @@ the large ones on lavapipe or in one dimension), tails in M, N and K, the epilog
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from hydroplane.kernels import GemmConfig, GemmError, GemmProblem, candidate_configs, gemm_plan, parse_dtype
@@ -112,6 +114,33 @@ def test_whole_blocks_compile_the_bounds_checks_out(device, name, dtype):
             constexprs = gemm_plan(problem, config, runner.target).constexprs
             assert constexprs["EDGES"] is False and constexprs["SCALE"] == (alpha != 1)
             check(runner, problem, config, seed=int(alpha))
+
+
+KMAJOR = GemmConfig(tile=(16, 16, 32), subgroups=(1, 2), tiles=(2, 4), k_tiles=1, pad=1, prefetch=True, kmajor=True)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+@pytest.mark.parametrize("dtype", ["s8:s32", "u8:u32"])
+@pytest.mark.parametrize("shape, layout", [((48, 160, 80), "nn"), ((64, 128, 64), "tn"), ((32, 256, 96), "nn"),
+                                           ((96, 144, 48), "nt")], ids=["edges-tail", "whole-tn", "whole", "nt"])
+def test_kmajor_b_on_ref(ref, stages, dtype, shape, layout):
+    """8-bit B stored K x N transposed into shared memory in registers (4x4 byte transposes): edges in N, a K
+    tail, whole blocks (bounds checks compiled out); with B stored N x K (nt) there is nothing to transpose."""
+    config = GemmConfig(**{**KMAJOR.to_dict(), "stages": stages})
+    problem = GemmProblem(*shape, parse_dtype(dtype), layout, beta=1.0, bias=True)
+    constexprs = gemm_plan(problem, config, ref.target).constexprs
+    assert constexprs["WIDE"] == 16 and constexprs["KMAJOR_B"] == (layout[1] == "n")
+    check(ref, problem, config, seed=stages)
+
+
+def test_kmajor_is_refused_where_it_cannot_run(ref):
+    problem = GemmProblem(64, 128, 64, parse_dtype("s8:s32"), "nn")
+    with pytest.raises(GemmError, match="comes with register prefetch"):
+        GemmConfig(tile=(16, 16, 32), pad=1, kmajor=True)
+    with pytest.raises(GemmError, match="is for 8-bit inputs, not f16"):
+        gemm_plan(replace(problem, dtype=parse_dtype("f16:f32")), KMAJOR, ref.target)
+    with pytest.raises(GemmError, match="items .* to split evenly among 64 invocations"):
+        gemm_plan(problem, GemmConfig(**{**KMAJOR.to_dict(), "tiles": (4, 2)}), ref.target)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
