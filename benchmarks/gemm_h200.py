@@ -1,7 +1,8 @@
 """The H200 GEMM benchmark in ONE run: tune hydroplane's GEMM per dtype, then time it against cuBLAS (torch).
 
-For each dtype (f16:f16, f16:f32, bf16:f32, s8:s32, u8:u32) and each size (4096^3 and 8192^3, two size classes
-of the autotune cache):
+For each dtype (f16:f16, f16:f32, bf16:f32, s8:s32, u8:u32), layout (--layouts, default nn; --layouts-8bit for s8
+and u8, default nn and nt: nt stores B as N x K, so that both operands are K-contiguous, the layout cuBLAS's int8
+GEMM takes) and size (4096^3 and 8192^3, two size classes of the autotune cache):
   1. tune: the first --max-candidates configurations the device offers (kernels.candidate_configs, best first:
      KHR subgroup-scope tiles, staged or direct, NV2 workgroup scope) are each verified on a smaller problem with
      the same code paths against NumPy (float64), then timed at the size with GPU timestamps after warm-up; the
@@ -125,20 +126,20 @@ def tune(runner: GemmRunner, dtype, layout: str, size: int, out, limit: int) -> 
             small = verification_problem(replace(problem, beta=1.0, bias=True), config)  # the same code paths
             checked = runner.run(small, config, seed=index)
             if not checked.ok:
-                print(f"  tune {dtype} {size} {index + 1}/{len(candidates)} {config.describe()}: WRONG (error "
+                print(f"  tune {dtype} {layout} {size} {index + 1}/{len(candidates)} {config.describe()}: WRONG (error "
                       f"{checked.error:.3g}), skipped", file=out)
                 continue
             with runner.prepare(problem, config, data) as prepared:
                 seconds = statistics.median(prepared.time(5, warmup=2))
         except Exception as err:  # noqa: BLE001 -- a candidate the driver refuses is skipped, and said so
-            print(f"  tune {dtype} {size} {index + 1}/{len(candidates)} {config.describe()}: {type(err).__name__}: "
-                  f"{str(err)[:200]}", file=out)
+            print(f"  tune {dtype} {layout} {size} {index + 1}/{len(candidates)} {config.describe()}: "
+                  f"{type(err).__name__}: {str(err)[:200]}", file=out)
             if isinstance(err, vk.DeviceLost):
                 runner.reopen()  # the candidate lost the device: the others run on a new one
             continue
         tflops = problem.flops / seconds / 1e12
         tried.append((config, tflops))
-        print(f"  tune {dtype} {size} {index + 1}/{len(candidates)} {tflops:8.4g} T/s  {config.describe()} "
+        print(f"  tune {dtype} {layout} {size} {index + 1}/{len(candidates)} {tflops:8.4g} T/s  {config.describe()} "
               f"({time.perf_counter() - start:.1f} s)", file=out, flush=True)
         if best is None or tflops > best[1]:
             best = (config, tflops)
@@ -228,11 +229,37 @@ def time_torch(problem: GemmProblem, sets, reps: int, torch) -> float | None:
     return problem.flops / statistics.median(times) / 1e12
 
 
+def measure_one(runner: GemmRunner, dtype, layout: str, size: int, args, out, torch, rng, began: float):
+    """Tune and measure one (dtype, layout, size): the table's row, or None (said why)."""
+    label = f"{dtype} {layout} {size}"
+    if time.perf_counter() - began > args.budget_s:
+        print(f"{label}: skipped (time budget)", file=out)
+        return None
+    try:
+        config, tuned, _ = tune(runner, dtype, layout, size, out, args.max_candidates)
+    except Exception as err:  # noqa: BLE001
+        print(f"{label}: tuning failed: {err}", file=out)
+        return None
+    print(f"{label}: winner {config.describe()} ({tuned:.4g} T/s)", file=out, flush=True)
+    problem = GemmProblem(size, size, size, dtype, layout)
+    try:
+        result = measure(runner, problem, config, args.rotate, args.reps, torch, rng)
+    except Exception as err:  # noqa: BLE001
+        print(f"{label}: failed: {type(err).__name__}: {err}", file=out)
+        return None
+    print(f"{label}: {result['tflops']:.4g} T/s (median of {result['runs']}, {result['min_s'] * 1e3:.3f}-"
+          f"{result['max_s'] * 1e3:.3f} ms), max error {result['max_error']}, cuBLAS {result['torch_tflops']} "
+          f"[benchmark time: {result['phases']}]", file=out, flush=True)
+    return str(dtype), layout, size, problem, config, result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="4096,8192")
     parser.add_argument("--dtypes", default=",".join(DTYPES))
-    parser.add_argument("--layout", default="nn")
+    parser.add_argument("--layouts", default="nn", help="layouts measured for 16-bit inputs")
+    parser.add_argument("--layouts-8bit", default="nn,nt",
+                        help="layouts measured for 8-bit inputs (nt: both operands K-contiguous, cuBLAS's int8 layout)")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--rotate", type=int, default=3, help="input sets used in turn")
     parser.add_argument("--device", type=int, default=0)
@@ -260,43 +287,27 @@ def main() -> int:
     rows, table = [], {}
     for name in args.dtypes.split(","):
         dtype = parse_dtype(name)
-        for size in (int(s) for s in args.sizes.split(",")):
-            if time.perf_counter() - began > args.budget_s:
-                print(f"{name} {size}: skipped (time budget)", file=out)
-                continue
-            try:
-                config, tuned, _ = tune(runner, dtype, args.layout, size, out, args.max_candidates)
-            except Exception as err:  # noqa: BLE001
-                print(f"{name} {size}: tuning failed: {err}", file=out)
-                continue
-            print(f"{name} {size}: winner {config.describe()} ({tuned:.4g} T/s)", file=out, flush=True)
-            problem = GemmProblem(size, size, size, dtype, args.layout)
-            try:
-                result = measure(runner, problem, config, args.rotate, args.reps, torch, rng)
-            except Exception as err:  # noqa: BLE001
-                print(f"{name} {size}: failed: {type(err).__name__}: {err}", file=out)
-                continue
-            rows.append((name, size, config, result))
-            table.setdefault(runner.device_key(), {})[runner.cache_key(problem)] = {
-                "config": config.to_dict(), "seconds": result["seconds"], "tflops": result["tflops"],
-                "size": [size, size, size], "date": stamp}
-            print(f"{name} {size}: {result['tflops']:.4g} T/s (median of {result['runs']}, "
-                  f"{result['min_s'] * 1e3:.3f}-{result['max_s'] * 1e3:.3f} ms), max error {result['max_error']}, "
-                  f"cuBLAS {result['torch_tflops']} [benchmark time: {result['phases']}]", file=out, flush=True)
+        for layout in (args.layouts_8bit if dtype.a.width == 8 else args.layouts).split(","):
+            for size in (int(s) for s in args.sizes.split(",")):
+                row = measure_one(runner, dtype, layout, size, args, out, torch, rng, began)
+                if row:
+                    rows.append(row)
+                    table.setdefault(runner.device_key(), {})[runner.cache_key(row[3])] = {
+                        "config": row[4].to_dict(), "seconds": row[5]["seconds"], "tflops": row[5]["tflops"],
+                        "size": [size, size, size], "date": stamp}
     runner.close()
 
-    lines = ["| dtype | size | hydroplane (T/s) | check: max rel. error | cuBLAS via torch (T/s) | hydroplane / cuBLAS "
-             "| target at 8192 | NVIDIA sample at 4096 | configuration |", "|" + " --- |" * 9]
-    for name, size, config, r in rows:
+    lines = ["| dtype | layout | size | hydroplane (T/s) | check: max rel. error | cuBLAS via torch (T/s) | "
+             "hydroplane / cuBLAS | target at 8192 | NVIDIA sample at 4096 | configuration |", "|" + " --- |" * 10]
+    for name, layout, size, _, config, r in rows:
         cublas = r["torch_tflops"]
         ratio = f"{r['tflops'] / cublas:.2f}" if cublas else "n/a"
         error = "exact" if r["max_error"] == 0 else (f"{r['max_error']:.2e}" if r["max_error"] is not None else "-")
         target = TARGETS_8192.get(name, "-")
         met = "" if size != 8192 or target == "-" else (" (met)" if r["tflops"] >= target else
                                                         f" (missed by {target - r['tflops']:.0f})")
-        lines.append(f"| {name} | {size}^3 | {r['tflops']:.4g} | {error} | {cublas:.4g} | {ratio} | {target}{met} | "
-                     f"{NVIDIA_SAMPLE_4096.get(name, '-')} | {config.describe()} |" if cublas else
-                     f"| {name} | {size}^3 | {r['tflops']:.4g} | {error} | n/a | n/a | {target}{met} | "
+        lines.append(f"| {name} | {layout} | {size}^3 | {r['tflops']:.4g} | {error} | "
+                     f"{f'{cublas:.4g}' if cublas else 'n/a'} | {ratio} | {target}{met} | "
                      f"{NVIDIA_SAMPLE_4096.get(name, '-')} | {config.describe()} |")
     markdown = "\n".join([f"### {info.name}, driver {info.driver_version} ({stamp})", "", f"`{command}`", "",
                           header.splitlines()[0], "", *lines, ""])
