@@ -409,7 +409,7 @@ def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
 
 # (subgroups, tiles per subgroup, k_tiles, stages) of the prefetching staged configurations, fastest first on the
 # H200 with 16x16 tiles (benchmarks/gemm_configs.py, docs/perf.md): at 4096^3 for 32-bit accumulators; the last,
-# the winner's 256x128x32 mirror, 262.7 T/s for s8 at 8192^3 against the winner's 276.6
+# the winner's 256x128 mirror (s8 at 8192^3: 262.7 TOP/s against the winner's 276.6)
 FAST_BLOCKS = (((2, 4), (4, 4), 2, 1), ((2, 2), (4, 4), 2, 2), ((2, 4), (4, 4), 1, 2), ((2, 4), (4, 2), 2, 2),
                ((4, 2), (4, 4), 1, 2), ((4, 2), (4, 4), 2, 1))
 # ... and before them for 16-bit accumulators, whose tiles take half the registers: 256x256 and 128x512 blocks

@@ -9,7 +9,9 @@ Three kernels, each specialized by constexprs (gemm.py's GemmConfig and gemm_pla
   subgroup multiplies its tiles out of shared memory; STAGES=2 double-buffers (the next block is
   copied while this one is multiplied, one barrier per step). DIRECT=True loads the tiles straight
   from the buffers instead (edge tiles moved inside the matrices, the K tail staged per subgroup).
-  WIDE copies and loads 16 bytes at a time through V4 views of A and B. The epilogue runs on each
+  WIDE copies and loads 16 bytes at a time through V4 views of A and B; PREFETCH loads the next blocks into
+  registers before the multiplications (PAD pads shared rows); KMAJOR_B (8-bit) transposes a B stored K x N
+  into shared memory K-contiguous, as NVIDIA's 8-bit tensor-core loads want it. The epilogue runs on each
   accumulator tile through coop.map: alpha and beta scaling, + beta * C, + bias (a stride-0 tile),
   ReLU or GELU, conversion to the output type. Whole tiles store straight to D; edge tiles go
   through shared memory and are written element by element with bounds checks: no size needs padding.
@@ -317,6 +319,10 @@ def copy_out(d, sc, base, row0, col0, row_first, col_first, M, N, ROWS: constexp
             d[(row0 + r) * N + col0 + c] = sc[base + i]
 
 
+def byte_sized(dtype) -> bool:
+    return dtype.width == 8
+
+
 def shared_unit(kmajor: bool, wide: int) -> int:
     """Elements of an operand per element of its shared array: 4 bytes a u32 word (K-major), else WIDE (a V4)."""
     return 4 if kmajor else wide
@@ -341,7 +347,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   PREFETCH: constexpr = False, EDGES: constexpr = True, SCALE: constexpr = True,
                   KMAJOR_B: constexpr = False):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
-        static_assert(not KMAJOR_B or (PREFETCH and not BT), "KMAJOR_B transposes a K x N B while prefetching")
+        static_assert(not KMAJOR_B or (PREFETCH and not BT and byte_sized(IN)),
+                      "KMAJOR_B transposes an 8-bit B stored K x N while prefetching")
         static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
         BM = WM * SM * TM
         BN = WN * SN * TN

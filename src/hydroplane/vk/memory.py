@@ -2,7 +2,8 @@
 
 Placement: a buffer lives in host-visible coherent memory when mapping it is fast (CPU and
 integrated devices, or memory that is device-local, host-visible and cached), and otherwise in
-device-local memory reached through a staging copy (what a discrete GPU such as the H200 wants).
+device-local memory reached through a staging copy (what a discrete GPU such as the H200 wants); reads stage
+through host-cached memory, never the uncached device-local BAR the CPU reads slowly.
 `host_visible=True/False` overrides the choice. Sizes are rounded up to `align` (default 16 bytes).
 """
 
