@@ -41,6 +41,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
+from h200_check import Tee  # noqa: E402 -- this folder's standalone H200 check: writes to several streams
+
 from hydroplane import vk  # noqa: E402
 from hydroplane.kernels import GemmConfig, GemmProblem, candidate_configs, parse_dtype  # noqa: E402
 from hydroplane.kernels.gemm import random_inputs, reference, relative_error, verification_problem  # noqa: E402
@@ -50,21 +52,6 @@ ICD = "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"
 DTYPES = ("f16:f16", "f16:f32", "bf16:f32", "s8:s32", "u8:u32")
 TARGETS_8192 = {"f16:f32": 250, "f16:f16": 320, "bf16:f32": 250, "s8:s32": 450}  # the issue's, TFLOP/s / TOP/s
 NVIDIA_SAMPLE_4096 = {"f16:f16": 260, "f16:f32": 186, "bf16:f32": 165, "s8:s32": 117}  # GLSL, KHR, best tiles
-
-
-class Tee:
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, text):
-        for s in self.streams:
-            s.write(text)
-            s.flush()
-        return len(text)
-
-    def flush(self):
-        for s in self.streams:
-            s.flush()
 
 
 def torch_or_none():

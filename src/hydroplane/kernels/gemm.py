@@ -442,7 +442,7 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
                 blocks = FAST_BLOCKS_16BIT_ACC + blocks
             kmajor = problem.dtype.a.width == 8 and not problem.b_transposed
             if problem.dtype.a.width == 8:
-                blocks = KMAJOR_BLOCKS * kmajor + FAST_BLOCKS_8BIT + blocks
+                blocks = (KMAJOR_BLOCKS if kmajor else ()) + FAST_BLOCKS_8BIT + blocks
             for index, (subgroups, tiles, k_tiles, stages) in enumerate(blocks):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=(tiles[0], tiles[1] * widen),
                                         k_tiles=k_tiles, stages=stages, pad=1, prefetch=True,
