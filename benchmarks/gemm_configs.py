@@ -29,9 +29,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from hydroplane import vk  # noqa: E402
-from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype  # noqa: E402
-from hydroplane.kernels.gemm import random_inputs, verification_problem  # noqa: E402
-from hydroplane.kernels_run import GemmRunner  # noqa: E402
+from hydroplane.kernels.gemm import (  # noqa: E402  # noqa: E402
+    GemmConfig,
+    GemmProblem,
+    parse_dtype,
+    random_inputs,
+    verification_problem,
+)
+from hydroplane.ops.gemm import GemmRunner  # noqa: E402
 
 SETS = {
     "f16": [

@@ -44,9 +44,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 from h200_check import Tee  # noqa: E402 -- this folder's standalone H200 check: writes to several streams
 
 from hydroplane import vk  # noqa: E402
-from hydroplane.kernels import GemmConfig, GemmProblem, candidate_configs, parse_dtype  # noqa: E402
-from hydroplane.kernels.gemm import random_inputs, reference, relative_error, verification_problem  # noqa: E402
-from hydroplane.kernels_run import GemmRunner  # noqa: E402
+from hydroplane.kernels.gemm import (  # noqa: E402  # noqa: E402
+    GemmConfig,
+    GemmProblem,
+    candidate_configs,
+    parse_dtype,
+    random_inputs,
+    reference,
+    relative_error,
+    verification_problem,
+)
+from hydroplane.ops.gemm import GemmRunner  # noqa: E402
 
 ICD = "/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json"
 DTYPES = ("f16:f16", "f16:f32", "bf16:f32", "s8:s32", "u8:u32")

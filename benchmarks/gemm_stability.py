@@ -20,9 +20,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype  # noqa: E402
-from hydroplane.kernels.gemm import random_inputs  # noqa: E402
-from hydroplane.kernels_run import GemmRunner  # noqa: E402
+from hydroplane.kernels.gemm import (  # noqa: E402
+    GemmConfig,
+    GemmProblem,
+    parse_dtype,
+    random_inputs,  # noqa: E402
+)
+from hydroplane.ops.gemm import GemmRunner  # noqa: E402
 
 QUERY = "clocks.sm,clocks.mem,power.draw,power.limit,temperature.gpu,clocks_throttle_reasons.active"
 

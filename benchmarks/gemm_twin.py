@@ -26,9 +26,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype  # noqa: E402
-from hydroplane.kernels.gemm import gemm_plan, random_inputs  # noqa: E402
-from hydroplane.kernels_run import WARMUP_S, GemmRunner, poisoned  # noqa: E402
+from hydroplane.kernels.gemm import (  # noqa: E402  # noqa: E402
+    GemmConfig,
+    GemmProblem,
+    gemm_plan,
+    parse_dtype,
+    random_inputs,
+)
+from hydroplane.ops.gemm import WARMUP_S, GemmRunner, poisoned  # noqa: E402
 from hydroplane.spirv.binary import decode, encode  # noqa: E402
 from hydroplane.spirv.enums import MemorySemantics, Op  # noqa: E402
 from hydroplane.vk import bench  # noqa: E402

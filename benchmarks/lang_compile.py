@@ -25,7 +25,8 @@ from pathlib import Path
 
 import hydroplane
 from hydroplane import coop
-from hydroplane.kernels import GemmProblem, candidate_configs, gemm_kernels, gemm_plan, parse_dtype
+from hydroplane.kernels.gemm import GemmProblem, candidate_configs, gemm_plan, parse_dtype
+from hydroplane.kernels.gemm import source as gemm_kernels
 from hydroplane.lang import Buffer, constexpr, f16, f32, readonly, subgroup_id, workgroup_id, writeonly
 from hydroplane.lang.kernel import Func
 from hydroplane.spirv.target import Target

@@ -129,7 +129,7 @@ def make_mutants(corpus: list[Path], count: int, seed: int, out: Path) -> tuple[
 
 def run_one(module_path: str, device: str) -> int:
     """The driver of one run: random bytes for every binding, zero push constants, grid 1x1x1."""
-    from hydroplane.launch import RawBytes, get_executor, run
+    from hydroplane.launch.executors import RawBytes, get_executor, run
     from hydroplane.spirv.compiled import compile_kernel
 
     try:

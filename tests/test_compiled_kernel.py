@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.ref.errors import OutOfBoundsError
 from hydroplane.spirv import Op, types
 from hydroplane.spirv.builder import ModuleBuilder

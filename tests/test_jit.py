@@ -12,7 +12,6 @@ from lang.lang_helpers import lavapipe_shapes, validate_compiled
 
 import hydroplane
 from hydroplane import coop
-from hydroplane.jit import JitLaunchError, KernelError, device_array
 from hydroplane.lang import (
     Buffer,
     CompilationError,
@@ -27,6 +26,7 @@ from hydroplane.lang import (
     s32,
     shared_array,
 )
+from hydroplane.launch.jit import JitLaunchError, KernelError, device_array
 from hydroplane.spirv.target import Target
 
 pytestmark = pytest.mark.vulkan
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.vulkan
 def every_module_passes_spirv_val():
     """After each test: every specialization the launches compiled passes spirv-val."""
     yield
-    kernels = [v for v in globals().values() if isinstance(v, hydroplane.jit.JitKernel)]
+    kernels = [v for v in globals().values() if isinstance(v, hydroplane.launch.jit.JitKernel)]
     assert validate_compiled(kernels) >= 1
 
 
@@ -63,7 +63,7 @@ def test_launch_copies_written_arrays_back(device):
 def test_default_device_is_the_first_vulkan_device_that_runs_it(caplog):
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)
-    with caplog.at_level(logging.INFO, logger="hydroplane.jit"):
+    with caplog.at_level(logging.INFO, logger="hydroplane.launch.jit"):
         result = saxpy[lambda meta: (1,)](x=x, y=y, alpha=1.0, n=64)
     assert result.device.startswith("vk:0")
     assert "runs on vk:0" in caplog.text
@@ -82,7 +82,7 @@ def test_default_device_falls_back_to_ref_when_no_vulkan_device_runs_it(caplog):
     rng = np.random.default_rng(2)
     a, b = (rng.integers(-4, 4, (2, 8, 8)) / 2).astype(ml_dtypes.bfloat16)
     d = np.full(64, -1, np.float32)
-    with caplog.at_level(logging.INFO, logger="hydroplane.jit"):
+    with caplog.at_level(logging.INFO, logger="hydroplane.launch.jit"):
         result = bf16_tile[(1,)](a.ravel(), b.ravel(), d)
     assert result.device == "ref"
     assert "default device ref" in caplog.text and "bf16" in caplog.text

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import run_tool
 
-from hydroplane import launch
 from hydroplane.cli import main
+from hydroplane.launch import executors as launch
 
 KERNEL = """#version 450
 layout(local_size_x = 32) in;

@@ -1,4 +1,4 @@
-"""The launch checks (hydroplane.launch_checks) through `launch.run` and the executors' own `kernel`/`dispatch`:
+"""The launch checks (hydroplane.launch.checks) through `launch.run` and the executors' own `kernel`/`dispatch`:
 each bad request is refused before any work with the same one-line error on the reference executor and on
 lavapipe, naming the binding; a good request still runs and equals NumPy. Options are explicit keywords."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import run_tool
 
-from hydroplane import launch
-from hydroplane.launch_checks import check_output_path
+from hydroplane.launch import executors as launch
+from hydroplane.launch.checks import check_output_path
 from hydroplane.ref import Executor as PlainRefExecutor
 from hydroplane.spirv import reflect
 

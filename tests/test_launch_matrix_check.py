@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.spirv import decode, reflect
 from hydroplane.spirv.lower import check_matrices
 from hydroplane.spirv.samples import coop_matmul_tile, coop_reduce_tile

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import run_tool
 
-from hydroplane import launch
-from hydroplane.launch_checks import SpecConstantError
+from hydroplane.launch import executors as launch
+from hydroplane.launch.checks import SpecConstantError
 from hydroplane.spirv import reflect
 
 SOURCE = """#version 450

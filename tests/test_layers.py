@@ -16,13 +16,10 @@ ALLOWED = {
     "lang": {"spirv"},
     "kernels": {"lang", "spirv"},
     "isa": set(),
-    "launch_checks": {"spirv"},
-    "launch_limits": {"spirv", "launch_checks"},
-    "launch": {"spirv", "ref", "vk", "launch_checks", "launch_limits"},
-    "launch_commands": {"launch", "launch_checks", "launch_limits", "spirv", "ref", "vk"},
-    "jit": {"lang", "launch", "launch_checks", "spirv"},  # launching language kernels sits above lang and launch
-    "kernels_run": {"kernels", "lang", "launch", "vk", "spirv"},  # runs, times and tunes the library's kernels
-    "kernels_cli": {"kernels", "kernels_run"},  # `hydroplane gemm`
+    # how anything is dispatched: executors, checks, limits, the jit front kernel[grid](...), `hydroplane run`
+    "launch": {"spirv", "ref", "vk", "lang"},
+    # what a user calls with arrays (gemm ...): runners, autotuning, caches, commands
+    "ops": {"launch", "kernels", "lang", "spirv", "vk"},
     "cli": None,  # the command line sits on top of everything
     "__init__": set(),  # hydroplane.kernel, .func, .coop: loaded lazily from jit and lang by name
     "__main__": {"cli"},
@@ -192,8 +189,9 @@ def test_no_function_level_imports_of_hydroplane():
 def test_the_package_loads_only_the_language_by_name():
     import hydroplane
 
-    assert set(hydroplane._LAZY.values()) == {"hydroplane.jit", "hydroplane.lang"}
-    assert hydroplane.kernel.__module__ == "hydroplane.jit" and hydroplane.coop.__name__ == "hydroplane.lang.coop"
+    assert set(hydroplane._LAZY.values()) == {"hydroplane.launch.jit", "hydroplane.lang"}
+    assert hydroplane.kernel.__module__ == "hydroplane.launch.jit"
+    assert hydroplane.coop.__name__ == "hydroplane.lang.coop"
 
 
 def test_cycle_checker_sees_planted_cycles(tmp_path):

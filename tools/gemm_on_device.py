@@ -6,9 +6,8 @@ problem through the default configuration, each against NumPy (float64). Prints 
 """
 import time
 
-from hydroplane.kernels import GemmProblem, candidate_configs, parse_dtype
-from hydroplane.kernels.gemm import verification_problem
-from hydroplane.kernels_run import GemmRunner
+from hydroplane.kernels.gemm import GemmProblem, candidate_configs, parse_dtype, verification_problem
+from hydroplane.ops.gemm import GemmRunner
 
 start = time.time()
 runner = GemmRunner.open(0)

@@ -11,8 +11,8 @@ import importlib
 __version__ = "0.1.0"
 # The kernel language's entry points (hydroplane.kernel, .func, .coop ...), loaded on first use so
 # that `hydroplane.isa` and the command line do not pay for NumPy, ml_dtypes and the grammar tables.
-_LAZY = {"kernel": "hydroplane.jit", "func": "hydroplane.jit", "device_array": "hydroplane.jit",
-         "DeviceArray": "hydroplane.jit", "LaunchResult": "hydroplane.jit", "coop": "hydroplane.lang"}
+_LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.launch.jit",
+         "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang"}
 __all__ = sorted(_LAZY)
 
 

@@ -21,8 +21,8 @@ COMMAND_MODULES = (
     "hydroplane.spirv.commands",
     "hydroplane.isa.commands",
     "hydroplane.vk.commands",
-    "hydroplane.launch_commands",
-    "hydroplane.kernels_cli",
+    "hydroplane.launch.commands",
+    "hydroplane.ops.commands",
 )
 
 

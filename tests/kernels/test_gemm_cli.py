@@ -7,9 +7,11 @@ import json
 
 import pytest
 
-from hydroplane import cli, kernels_cli, launch
-from hydroplane.kernels import GemmConfig, GemmProblem, parse_dtype
-from hydroplane.kernels_run import GemmRunner, cache_path, load_cache, shipped_table
+from hydroplane import cli
+from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype
+from hydroplane.launch import executors as launch
+from hydroplane.ops import commands as kernels_cli
+from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table
 
 
 @pytest.fixture(autouse=True)

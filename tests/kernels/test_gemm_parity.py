@@ -12,9 +12,16 @@ from dataclasses import replace
 
 import pytest
 
-from hydroplane.kernels import GemmConfig, GemmError, GemmProblem, candidate_configs, gemm_plan, parse_dtype
-from hydroplane.kernels.gemm import verification_problem
-from hydroplane.kernels_run import GemmRunner
+from hydroplane.kernels.gemm import (
+    GemmConfig,
+    GemmError,
+    GemmProblem,
+    candidate_configs,
+    gemm_plan,
+    parse_dtype,
+    verification_problem,
+)
+from hydroplane.ops.gemm import GemmRunner
 from hydroplane.spirv.target import Target
 
 DTYPES = ("f16:f32", "f16:f16", "bf16:f32", "s8:s32", "u8:u32", "e4m3:f32", "e5m2:f32")  # fp8: ref only

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hydroplane.kernels import GemmProblem, candidate_configs, gemm_plan, parse_dtype
+from hydroplane.kernels.gemm import GemmProblem, candidate_configs, gemm_plan, parse_dtype
 from hydroplane.spirv import validate
 from hydroplane.spirv.compiled import compile_kernel
 from hydroplane.spirv.target import Target

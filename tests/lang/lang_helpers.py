@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.spirv import validate
 
 DEVICES = ("ref", 0)

@@ -8,7 +8,7 @@ import pytest
 from conftest import REPO
 from lang_helpers import validate_compiled
 
-from hydroplane.jit import JitKernel
+from hydroplane.launch.jit import JitKernel
 
 pytestmark = pytest.mark.vulkan
 EXAMPLES = sorted((REPO / "examples" / "language").glob("*.py"))

@@ -10,7 +10,8 @@ import pytest
 from conftest import REPO, run_tool
 from lang_helpers import compiled, lavapipe_shapes, poisoned, run_everywhere
 
-from hydroplane import launch, vk
+from hydroplane import vk
+from hydroplane.launch import executors as launch
 
 pytestmark = pytest.mark.vulkan
 _spec = importlib.util.spec_from_file_location("lang_compile", REPO / "benchmarks" / "lang_compile.py")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.ref import Executor
 from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.grammar import Op

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from ref_helpers import glsl, spirv_text
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.ref import Executor, UnsupportedInstructionError
 
 HEADER = """#version 450

@@ -18,7 +18,7 @@ from conftest import run_tool
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.ref import Executor
 from hydroplane.spirv.binary import to_bytes
 from hydroplane.spirv.builder import ModuleBuilder

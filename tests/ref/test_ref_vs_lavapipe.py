@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from ref_helpers import glsl
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.ref import Executor
 
 HEADER = "#version 450\n#extension GL_EXT_shader_explicit_arithmetic_types : require\n"

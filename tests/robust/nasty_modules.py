@@ -238,7 +238,7 @@ def run_cli(module: Path, device: str, *args: str, limit_s: float = RUN_LIMIT_S)
 DRIVER = """
 import sys, numpy as np
 from hydroplane.errors import HydroplaneError
-from hydroplane.launch import RawBytes, run
+from hydroplane.launch.executors import RawBytes, run
 from pathlib import Path
 words = Path(sys.argv[1]).read_bytes()
 device = sys.argv[2] if sys.argv[2] == "ref" else int(sys.argv[2])

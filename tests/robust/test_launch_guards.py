@@ -12,16 +12,17 @@ import numpy as np
 import pytest
 from nasty_modules import LOOP, run_process, store_module
 
-from hydroplane import launch_limits, vk
-from hydroplane.launch import VulkanExecutor, run
-from hydroplane.launch_limits import LimitError, check_with_validator
+from hydroplane import vk
+from hydroplane.launch import limits as launch_limits
+from hydroplane.launch.executors import VulkanExecutor, run
+from hydroplane.launch.limits import LimitError, check_with_validator
 from hydroplane.ref import Executor
 from hydroplane.ref.errors import ExecutionLimitError
 from hydroplane.spirv import text
 
 GUARDED = """
 import os, sys, numpy as np
-from hydroplane.launch import VulkanExecutor
+from hydroplane.launch.executors import VulkanExecutor
 from hydroplane.spirv import text
 from hydroplane import vk
 words = text.assemble(sys.argv[1])
@@ -65,7 +66,7 @@ def test_missing_validator_is_said_once_and_trusted_words_skip_it(tmp_path):
     script = """
 import os, sys, numpy as np
 os.environ["HYDROPLANE_SPIRV_VAL"] = "/nonexistent/spirv-val"
-from hydroplane.launch import run
+from hydroplane.launch.executors import run
 from hydroplane.spirv import text
 words = text.assemble(sys.argv[1])
 for value in (1, 2):

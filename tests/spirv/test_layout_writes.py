@@ -29,7 +29,7 @@ from layout_blocks import (
     render_shader,
 )
 
-from hydroplane import launch
+from hydroplane.launch import executors as launch
 from hydroplane.spirv import reflect, types
 from hydroplane.spirv.types import LAYOUT_RULES
 

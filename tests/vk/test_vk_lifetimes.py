@@ -146,10 +146,10 @@ def test_objects_left_open_at_exit_do_not_abort_the_process(how, tmp_path):
     from conftest import REPO
 
     script = {
-        "executor": "from hydroplane import launch\nimport numpy as np\nex = launch.get_executor(0)\n"
+        "executor": "from hydroplane.launch import get_executor\nimport numpy as np\nex = get_executor(0)\n"
                     "b = ex.buffer(np.ones(4, np.float32))\nprint('ok')\n",
-        "gemm": "from hydroplane.kernels import GemmProblem, parse_dtype\n"
-                "from hydroplane.kernels_run import GemmRunner\n"
+        "gemm": "from hydroplane.kernels.gemm import GemmProblem, parse_dtype\n"
+                "from hydroplane.ops.gemm import GemmRunner\n"
                 "runner = GemmRunner.open(0)\nr = runner.run(GemmProblem(64, 64, 64, parse_dtype('f16:f32')))\n"
                 "print('ok', r.ok)\n",
     }[how]

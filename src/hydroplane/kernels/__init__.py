@@ -1,25 +1,6 @@
-"""The kernel library, written in the kernel language: GEMM (gemm.py, gemm_kernels.py) and its tuned table.
+"""The kernel library: device-independent kernel source in the kernel language, one sub-package per family.
 
-Imports only `lang` and `spirv` (DESIGN.md); launching, timing and autotuning are in hydroplane.kernels_run.
+`kernels.gemm` (GEMM: problems, configurations, launch plans, the NumPy reference, and the kernels in
+`kernels/gemm/source.py`). It imports only `lang` and `spirv` (DESIGN.md); running, timing and autotuning
+the kernels is the ops layer's (`hydroplane.ops`).
 """
-
-from hydroplane.kernels.gemm import (
-    DTYPE_NAMES,
-    LAYOUTS,
-    GemmConfig,
-    GemmDtype,
-    GemmError,
-    GemmPlan,
-    GemmProblem,
-    candidate_configs,
-    default_config,
-    gemm_plan,
-    parse_dtype,
-    reference,
-    relative_error,
-    tolerance,
-)
-
-__all__ = ["DTYPE_NAMES", "LAYOUTS", "GemmConfig", "GemmDtype", "GemmError", "GemmPlan", "GemmProblem",
-           "candidate_configs", "default_config", "gemm_plan", "parse_dtype", "reference", "relative_error",
-           "tolerance"]

@@ -4,7 +4,7 @@ Triton's split: the surface (core.py: dtypes, annotations, builtins; coop.py: co
 matrices), the semantics (semantic.py, coop_semantic.py: type rules and emission) and a
 table-driven AST visitor (codegen.py); kernel.py ties them into `@kernel` / `@func` with
 `spirv()`, `asm()` and `compile()` per constexpr specialization. This layer imports only
-`spirv` (and errors); launching is `hydroplane.jit`, above it. See docs/language.md.
+`spirv` (and errors); launching is `hydroplane.launch.jit`, above it. See docs/language.md.
 """
 
 from hydroplane.lang import coop

@@ -15,7 +15,7 @@ set 0, bindings 0, 1, ... in order; a dtype annotation is a push-constant scalar
 std430 block, in order); `constexpr` a compile-time value given to `spirv(**constexprs)`.
 `@func` helpers are compiled per argument types (and compile-time arguments) into SPIR-V
 functions; buffers and shared arrays passed to them are bound at compile time.
-Launching lives above this layer (hydroplane.jit).
+Launching lives above this layer (hydroplane.launch.jit).
 """
 
 from __future__ import annotations

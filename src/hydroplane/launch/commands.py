@@ -23,8 +23,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from hydroplane.launch import LaunchError, RawBytes, get_executor, run, terminal_progress
-from hydroplane.launch_checks import check_output_path
+from hydroplane.launch.checks import check_output_path
+from hydroplane.launch.executors import LaunchError, RawBytes, get_executor, run, terminal_progress
 from hydroplane.spirv.commands import file_kind, read_module
 from hydroplane.spirv.compiled import compile_kernel
 

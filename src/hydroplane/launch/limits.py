@@ -27,7 +27,7 @@ import hashlib
 import sys
 from collections.abc import Mapping
 
-from hydroplane.launch_checks import BindingError, LaunchError, binding_key, binding_name, check_entry
+from hydroplane.launch.checks import BindingError, LaunchError, binding_key, binding_name, check_entry
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.binary import SpirvError, as_words, decode, to_bytes
 from hydroplane.spirv.compiled import CompiledKernel

@@ -6,7 +6,7 @@ device) offer the same small interface, so one call runs the same SPIR-V on eith
     out = run(words, grid=(4, 1, 1), buffers={0: a, 1: np.zeros(256, np.float32)}, device="ref")
     out[1]  # binding 1 after the dispatch, same dtype and shape as given
 
-Both run the same launch checks before any work (`hydroplane.launch_checks`: bindings, element
+Both run the same launch checks before any work (`hydroplane.launch.checks`: bindings, element
 types, push-constant size, spec constants packed by their declared types, grid limits): the
 reference executor as `ReferenceExecutor` (a checking `hydroplane.ref.Executor`), a Vulkan device
 as `VulkanExecutor`. Options are explicit keywords; a misspelled one is a TypeError.
@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hydroplane import vk
-from hydroplane.launch_checks import (
+from hydroplane.launch.checks import (
     BindingError,
     GridError,
     LaunchError,
@@ -41,7 +41,7 @@ from hydroplane.launch_checks import (
     check_push_constants,
     pack_spec_constants,
 )
-from hydroplane.launch_limits import (
+from hydroplane.launch.limits import (
     VALIDATOR_LAYOUT_OPTIONS,
     LimitError,
     check_buffer_sizes,
@@ -300,7 +300,7 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
 
     `words` may be a CompiledKernel; either way the module is lowered for the executor's target first
     (`compile_kernel`: EXT maintenance1 becomes NV2 on a device that has only NV2, shapes it lacks are
-    refused by name). Before any work the launch checks run (hydroplane.launch_checks): every binding
+    refused by name). Before any work the launch checks run (hydroplane.launch.checks): every binding
     given and none extra, each array of its binding's declared element type (RawBytes skips that),
     push constants of the block's size, spec constants that fit their declared types, a grid within
     the executor's limits; on a Vulkan device also the device's limits (`launch_limits`) and, unless

@@ -28,17 +28,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hydroplane import launch
 from hydroplane.errors import HydroplaneError
 from hydroplane.lang import kernel as lang_kernel
 from hydroplane.lang.core import Access
 from hydroplane.lang.kernel import Func, Kernel, Specialization
+from hydroplane.launch import executors
 from hydroplane.spirv.compiled import CompiledKernel
 
-log = logging.getLogger("hydroplane.jit")
+log = logging.getLogger("hydroplane.launch.jit")
 
 
-class JitLaunchError(launch.LaunchError):
+class JitLaunchError(executors.LaunchError):
     """A launch whose arguments do not fit the kernel, or a device that cannot run it."""
 
 
@@ -61,7 +61,7 @@ def executor_for(device):
     """The shared executor of "ref" or Vulkan device N."""
     key = "ref" if device in (None, "ref") else int(device)
     if key not in _executors:
-        _executors[key] = launch.get_executor(key)
+        _executors[key] = executors.get_executor(key)
     return _executors[key]
 
 
@@ -160,7 +160,7 @@ class JitKernel:
         # the reference executor keeps every buffer it made: a launch without device arrays on it
         # uses its own, closed afterwards (compiled kernels are shared)
         transient = device == "ref" and not any(isinstance(a, DeviceArray) for a in runtime.values())
-        executor = launch.get_executor("ref") if transient else executor_for(device)
+        executor = executors.get_executor("ref") if transient else executor_for(device)
         try:
             spec = self.kernel.compile(executor.target, **constexprs)  # shapes checked against the device
             return self._run(spec, device, executor, _grid(grid, dict(spec.constexprs)), runtime)
@@ -224,7 +224,7 @@ class JitKernel:
         while True:
             try:
                 executor = executor_for(index)
-            except launch.LaunchError:
+            except executors.LaunchError:
                 break  # no more devices
             except (HydroplaneError, OSError) as err:
                 reasons.append(f"Vulkan: {err}")

@@ -7,8 +7,8 @@
 
 D = act(alpha * op(A) @ op(B) + beta * C + bias) with op(X) = X or X^T (layout: nn, nt, tn, tt; a "t"
 means that matrix is stored transposed: A as K x M, B as N x K), C and D M x N row-major, bias N.
-Launching, timing and autotuning live above this layer (hydroplane.kernels_run); the kernels are in
-gemm_kernels.py. Imports only lang and spirv.
+Launching, timing and autotuning live above this layer (hydroplane.ops.gemm); the kernels are in
+source.py. Imports only lang and spirv.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.kernels import gemm_kernels
+from hydroplane.kernels.gemm import source
 from hydroplane.spirv import types
 from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
 from hydroplane.spirv.target import Target, UnsupportedOnTarget
@@ -377,7 +377,7 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
                   ACT=problem.activation)
     if config.kind == "coop":
         tm, tn, tk = config.tile
-        kernel = gemm_kernels.coop_kernel(dtype.a, dtype.acc, dtype.out)
+        kernel = source.coop_kernel(dtype.a, dtype.acc, dtype.out)
         constexprs = dict(common, TM=tm, TN=tn, TK=tk, WM=config.subgroups[0], WN=config.subgroups[1],
                           SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
                           DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
@@ -387,12 +387,12 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
         constexprs.update(EDGES=coop_edges(config, problem), SCALE=problem.alpha != 1)
     elif config.kind == "workgroup":
         bm, bn, bk = config.block
-        kernel = gemm_kernels.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
+        kernel = source.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
         edge, tail = workgroup_edges(config, problem)
         constexprs = dict(common, BM=bm, BN=bn, BK=bk, THREADS=config.threads[0], SATURATE=problem.saturate,
                           EDGE=edge, TAIL=tail, WIDE=wide_elements(problem, config), SCALE=problem.alpha != 1)
     else:
-        kernel = gemm_kernels.scalar_kernel(dtype.a, dtype.acc, dtype.out)
+        kernel = source.scalar_kernel(dtype.a, dtype.acc, dtype.out)
         constexprs = dict(common, RM=config.registers[0], RN=config.registers[1], TX=config.threads[0],
                           TY=config.threads[1], BK=config.bk)
     scalars = dict(alpha=float(problem.alpha), beta=float(problem.beta), M=problem.m, N=problem.n, K=problem.k)
@@ -544,7 +544,7 @@ def reference(problem: GemmProblem, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     if problem.activation == "relu":
         result = np.maximum(result, 0)
     elif problem.activation == "gelu":
-        result = 0.5 * result * (1 + np.tanh(gemm_kernels.GELU_C * (result + gemm_kernels.GELU_CUBIC * result ** 3)))
+        result = 0.5 * result * (1 + np.tanh(source.GELU_C * (result + source.GELU_CUBIC * result ** 3)))
     if problem.dtype.integer:
         info = np.iinfo(problem.dtype.out.dtype)
         if problem.saturate:

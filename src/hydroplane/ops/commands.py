@@ -7,7 +7,7 @@
 
 The device is the first Vulkan device with cooperative matrices for the dtype, else the first
 Vulkan device (the scalar kernel), else the reference executor, which gets a size it finishes in a
-few seconds (the output says so). Registered in cli.py; the work is in hydroplane.kernels_run.
+few seconds (the output says so). Registered in cli.py; the work is in hydroplane.ops.gemm.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hydroplane.kernels.gemm import (
     parse_dtype,
     with_size,
 )
-from hydroplane.kernels_run import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
+from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
 
 REFERENCE_BUDGET = 1024 ** 3  # M*N*K the reference executor runs by default in a few seconds
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hydroplane import launch, vk
+from hydroplane import vk
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import (
     GemmConfig,
@@ -41,6 +41,7 @@ from hydroplane.kernels.gemm import (
     verification_problem,
 )
 from hydroplane.lang.kernel import Specialization
+from hydroplane.launch import executors
 
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
 
@@ -112,8 +113,8 @@ def _executor(device):
     inside the matrices themselves (edge blocks guarded, edge tiles moved inside), and robust access cost 2-3x on
     the H200 (docs/robustness.md)."""
     if device == "ref":
-        return launch.get_executor("ref")
-    return launch.get_executor(device, robust=False)
+        return executors.get_executor("ref")
+    return executors.get_executor(device, robust=False)
 
 
 class GemmRunner:
@@ -136,10 +137,10 @@ class GemmRunner:
             infos = vk.devices()
         except HydroplaneError as err:
             reason = str(err).split(":")[0]
-            return cls("ref", launch.get_executor("ref"), f"no Vulkan device ({reason}); ran on the reference "
+            return cls("ref", executors.get_executor("ref"), f"no Vulkan device ({reason}); ran on the reference "
                                                           "executor")
         if not infos:
-            return cls("ref", launch.get_executor("ref"), "no Vulkan device; ran on the reference executor")
+            return cls("ref", executors.get_executor("ref"), "no Vulkan device; ran on the reference executor")
         chosen = 0
         for index in range(len(infos)):
             executor = _executor(index)
@@ -339,7 +340,7 @@ def load_cache() -> dict:
 def shipped_table() -> dict:
     """The winners shipped with the package (kernels/gemm_table.json): {device key: {problem key: entry}}."""
     try:
-        text = resources.files("hydroplane.kernels").joinpath("gemm_table.json").read_text()
+        text = resources.files("hydroplane.ops").joinpath("gemm_table.json").read_text()
         return json.loads(text).get("devices", {})
     except (OSError, ValueError):
         return {}
