@@ -28,7 +28,7 @@ from hydroplane import coop
 from hydroplane.kernels.gemm import GemmProblem, candidate_configs, gemm_plan, parse_dtype
 from hydroplane.kernels.gemm import source as gemm_kernels
 from hydroplane.lang import Buffer, constexpr, f16, f32, readonly, subgroup_id, workgroup_id, writeonly
-from hydroplane.lang.kernel import Func
+from hydroplane.lang.compiler import Func
 from hydroplane.spirv.target import Target
 
 HERE = Path(__file__).resolve().parent

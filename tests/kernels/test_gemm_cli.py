@@ -10,7 +10,7 @@ import pytest
 from hydroplane import cli
 from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype
 from hydroplane.launch import executors as launch
-from hydroplane.ops import commands as kernels_cli
+from hydroplane.ops import gemm_command as kernels_cli
 from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table
 
 

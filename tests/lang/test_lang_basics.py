@@ -18,7 +18,7 @@ from hydroplane.lang import (
     f32,
     fma,
     global_id,
-    kernel,
+    kernel_source,
     local_index,
     maximum,
     minimum,
@@ -36,14 +36,14 @@ from hydroplane.spirv import decode, types
 pytestmark = pytest.mark.vulkan
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def vector_add_f32(a: Buffer[f32, readonly], b: Buffer[f32, readonly], c: Buffer[f32], n: s32):
     i = global_id()
     if i < n:
         c[i] = a[i] + b[i]
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def vector_add_typed(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f16], n: s32,
                      SCALE: constexpr = 2.0):
     i = global_id()
@@ -73,7 +73,7 @@ def test_vector_add_f16_constexpr_scale():
         np.testing.assert_array_equal(out["c"], (a * np.float16(0.5) + b).astype(np.float16), err_msg=str(device))
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def integer_ops(x: Buffer[s32, readonly], y: Buffer[s32, readonly], out: Buffer[s32], ux: Buffer[u32]):
     i = global_id()
     a = x[i]
@@ -120,7 +120,7 @@ def test_integer_operators():
         np.testing.assert_array_equal(out["ux"].reshape(n, 2), expected_u, err_msg=str(device))
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def float_ops(x: Buffer[f32, readonly], h: Buffer[f16, readonly], out: Buffer[f32], hout: Buffer[f16]):
     i = global_id()
     a = x[i]

@@ -26,7 +26,7 @@ from hydroplane.lang import (
     floor,
     fract,
     global_id,
-    kernel,
+    kernel_source,
     lane_id,
     local_id,
     local_index,
@@ -68,7 +68,7 @@ pytestmark = pytest.mark.vulkan
 FLOAT_MATH = 17
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def float_math(x: Buffer[f32, readonly], y: Buffer[f32, readonly], out: Buffer[f32, writeonly]):
     i = global_id()
     a = x[i]
@@ -112,7 +112,7 @@ def test_float_math():
         np.testing.assert_allclose(got, expected, rtol=2e-4, atol=2e-5, err_msg=str(device))
 
 
-@kernel(local_size=(4, 2, 1))
+@kernel_source(local_size=(4, 2, 1))
 def ids(out: Buffer[s32], n: s32):
     i = local_index() + (workgroup_id(0) + workgroup_id(1) * num_workgroups(0)) * 8
     if i < n:
@@ -145,7 +145,7 @@ def test_ids():
         assert ((subgroups // 100) < size).all(), device
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def more_atomics(values: Buffer[u32, readonly], acc: Buffer[u32], swapped: Buffer[u32], n: s32):
     i = global_id()
     if i < n:
@@ -177,7 +177,7 @@ def test_more_atomics():
         assert (out["swapped"][:n] == 1).all(), device
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def more_subgroup(x: Buffer[s32, readonly], out: Buffer[s32]):
     i = global_id()
     v = x[i]
@@ -214,7 +214,7 @@ def test_more_subgroup_operations():
         np.testing.assert_array_equal(out["out"].reshape(n, 9), expected, err_msg=str(device))
 
 
-@kernel
+@kernel_source
 def asserts(out: Buffer[f32], BLOCK: constexpr):
     static_assert(BLOCK % 32 == 0, "BLOCK must be a multiple of 32")
     out[global_id()] = 1.0

@@ -13,7 +13,7 @@ from hydroplane.lang import (
     f32,
     func,
     global_id,
-    kernel,
+    kernel_source,
     local_array,
     readonly,
     s32,
@@ -25,7 +25,7 @@ from hydroplane.lang import (
 pytestmark = pytest.mark.vulkan
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def control_flow(x: Buffer[s32, readonly], out: Buffer[s32], n: s32):
     i = global_id()
     if i >= n:
@@ -159,7 +159,7 @@ def store_twice(buffer, i, value):
     buffer[i * 2 + 1] = clamp_to(value, -3, 3)  # a helper calling a helper
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def helpers(x: Buffer[s32, readonly], y: Buffer[f32, readonly], ints: Buffer[s32], floats: Buffer[f32]):
     i = global_id()
     q, r = divmod_(x[i], 7)
@@ -192,7 +192,7 @@ def test_helper_functions():
         np.testing.assert_array_equal(out["floats"], ((2 * y - 1) * y + 0.5).astype(np.float32), err_msg=str(device))
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def per_invocation_histogram(x: Buffer[s32, readonly], out: Buffer[s32], BINS: constexpr):
     counts = local_array(s32, BINS)
     for j in static_range(BINS):
@@ -230,7 +230,7 @@ def total(values, n: constexpr):
     return s
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def array_by_reference(x: Buffer[s32, readonly], out: Buffer[s32], N: constexpr):
     values = local_array(s32, N)
     i = global_id()
@@ -251,7 +251,7 @@ def test_local_array_passes_to_helpers_by_reference():
         np.testing.assert_array_equal(out["out"], expected, err_msg=str(device))
 
 
-@kernel(local_size=16)
+@kernel_source(local_size=16)
 def vectors(x: Buffer[f32, readonly], out: Buffer[f32], counts: Buffer[u32]):
     i = global_id()
     v = vec(x[i * 3], x[i * 3 + 1], x[i * 3 + 2])

@@ -18,7 +18,7 @@ from hydroplane.lang import (
     f16,
     f32,
     func,
-    kernel,
+    kernel_source,
     local_array,
     readonly,
     s8,
@@ -33,7 +33,7 @@ from hydroplane.spirv.target import Target
 pytestmark = pytest.mark.vulkan
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def tile_f16_f32(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32, readonly], d: Buffer[f32],
                  M: constexpr, N: constexpr, K: constexpr):
     """Seed 002's fused tile: D = A * B + C, f16 inputs accumulated in f32, all row-major."""
@@ -43,7 +43,7 @@ def tile_f16_f32(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f
     coop.store(coop.mul_add(ta, tb, tc), d, 0, N, coop.RowMajor)
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def tile_int8(a: Buffer[s8, readonly], b: Buffer[s8, readonly], c: Buffer[s32, readonly], d: Buffer[s32],
               M: constexpr, N: constexpr, K: constexpr, SATURATE: constexpr = False):
     """Seed 002's integer tile: s8 x s8 + s32; signedness operands come from the component types."""
@@ -53,7 +53,7 @@ def tile_int8(a: Buffer[s8, readonly], b: Buffer[s8, readonly], c: Buffer[s32, r
     coop.store(coop.mul_add(ta, tb, tc, saturating=SATURATE), d, 0, N)
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def tile_uint8(a: Buffer[u8, readonly], b: Buffer[u8, readonly], c: Buffer[u32, readonly], d: Buffer[u32],
                M: constexpr, N: constexpr, K: constexpr):
     ta = coop.load(coop.Matrix[u8, M, K, coop.A], a, 0, K)
@@ -136,7 +136,7 @@ def k_step(acc, a, b, row, col, kk, K_TOTAL: constexpr, N_TOTAL: constexpr, M: c
     return coop.mul_add(ta, tb, acc)
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def tiled_matmul(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32], k_total: s32,
                  N_TOTAL: constexpr, K_TOTAL: constexpr, M: constexpr, N: constexpr, K: constexpr):
     """C = A * B, one M x N tile per workgroup; the accumulator lives across the K loop."""
@@ -166,7 +166,7 @@ def test_k_loop_tiled_matmul():
         np.testing.assert_array_equal(out["c"].reshape(mt, nt), expected, err_msg=str(device))
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def elements(x: Buffer[f32, readonly], out: Buffer[f32], counts: Buffer[s32], halves: Buffer[f16],
              M: constexpr, N: constexpr):
     T = coop.Matrix[f32, M, N, coop.Accumulator]
@@ -193,7 +193,7 @@ def test_element_access_arithmetic_and_convert():
         assert out["counts"][0] == 1, device
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def accumulators_in_an_array(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32],
                              TILES: constexpr, M: constexpr, N: constexpr, K: constexpr):
     """C (M x TILES*N) = A (M x K) * B (K x TILES*N): one accumulator per column tile, in a local array."""
@@ -222,7 +222,7 @@ def test_matrices_in_a_function_array():
         np.testing.assert_array_equal(out["c"].reshape(m, tiles * n), expected, err_msg=str(device))
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def workgroup_tile(a: Buffer[f16, readonly], b: Buffer[f16, readonly], d: Buffer[f32], T: constexpr = 16):
     """A workgroup-scope (NV2) tile: the 64 invocations of the workgroup hold the matrices together."""
     ta = coop.load(coop.Matrix[f16, T, T, coop.A, coop.Workgroup], a, 0, T)

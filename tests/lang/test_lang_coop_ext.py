@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from lang_helpers import compiled, lavapipe_shapes, poisoned, run_everywhere, run_on
 
-from hydroplane.lang import Buffer, constexpr, coop, f16, f32, func, kernel, maximum, readonly
+from hydroplane.lang import Buffer, constexpr, coop, f16, f32, func, kernel_source, maximum, readonly
 from hydroplane.spirv import Op, decode, validate
 from hydroplane.spirv.compiled import compile_kernel
 from hydroplane.spirv.target import Target
@@ -30,7 +30,7 @@ def larger(x, y):
     return maximum(x, y)
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def ext_ops(x: Buffer[f32, readonly], mapped: Buffer[f32], rows: Buffer[f32], cols: Buffer[f32],
             total: Buffer[f32], gathered: Buffer[f32], product: Buffer[f32], M: constexpr, N: constexpr):
     T = coop.Matrix[f32, M, N, coop.Accumulator]
@@ -86,7 +86,7 @@ def test_all_four_ext_operations_on_ref_and_through_nv2_on_lavapipe():
                                           err_msg=f"{device}: {name}")
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def quad_reduce(x: Buffer[f32, readonly], out: Buffer[f32], M: constexpr, N: constexpr):
     m = coop.load(coop.Matrix[f32, M, N, coop.Accumulator], x, 0, N)
     coop.store(coop.reduce(m, coop.Quad2x2, add), out, 0, N // 2)

@@ -17,7 +17,7 @@ from hydroplane.lang import (
     f32,
     func,
     global_id,
-    kernel,
+    kernel_source,
     local_array,
     readonly,
     s32,
@@ -37,7 +37,7 @@ def _compile_error(k, **constexprs) -> CompilationError:
     return info.value
 
 
-@kernel
+@kernel_source
 def mixes_types(a: Buffer[f16, readonly], out: Buffer[f32]):
     i = global_id()
     out[i] = a[i] + out[i]
@@ -55,7 +55,7 @@ def test_type_error_points_at_the_operator():
     assert text[1][err.col - 1 + 4:].startswith("a[i] + out[i]")
 
 
-@kernel
+@kernel_source
 def uses_a_comprehension(out: Buffer[f32]):
     values = [x for x in range(4)]
     out[0] = values[0]
@@ -68,7 +68,7 @@ def test_unknown_construct_is_named():
     assert str(err).splitlines()[1].strip().startswith("values = [")
 
 
-@kernel
+@kernel_source
 def lambda_kernel(out: Buffer[f32]):
     f = lambda v: v  # noqa: E731
     out[0] = f(1.0)
@@ -78,7 +78,7 @@ def test_lambda_is_named():
     assert _compile_error(lambda_kernel).message.startswith("unsupported Python construct: Lambda")
 
 
-@kernel
+@kernel_source
 def writes_readonly(a: Buffer[f32, readonly]):
     a[global_id()] = 1.0
 
@@ -88,7 +88,7 @@ def test_store_into_readonly_buffer():
     assert "read-only" in err.message and err.line == _line_of(writes_readonly.fn, "a[global_id()] = 1.0")
 
 
-@kernel
+@kernel_source
 def float_literal_with_int(out: Buffer[s32]):
     i = global_id()
     out[i] = i * 0.5
@@ -98,7 +98,7 @@ def test_float_literal_does_not_promote_an_int():
     assert "a float literal * s32" in _compile_error(float_literal_with_int).message
 
 
-@kernel
+@kernel_source
 def int_condition(out: Buffer[s32]):
     i = global_id()
     if i:
@@ -109,7 +109,7 @@ def test_conditions_are_bools():
     assert "an if condition must be a bool" in _compile_error(int_condition).message
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def bad_shape(a: Buffer[f16, readonly], c: Buffer[f32]):
     ta = coop.load(coop.Matrix[f16, 8, 16, coop.A], a, 0, 16)
     tb = coop.load(coop.Matrix[f16, 8, 8, coop.B], a, 0, 8)
@@ -124,7 +124,7 @@ def test_bad_matrix_shape():
     assert err.line == _line_of(bad_shape.fn, "acc = coop.mul_add(ta, tb, acc)")
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def zero_rows(c: Buffer[f32]):
     acc = coop.fill(coop.Matrix[f32, 0, 8, coop.Accumulator], 0.0)
     coop.store(acc, c, 0, 8)
@@ -136,7 +136,7 @@ def test_bad_matrix_type():
     assert "^" in str(err)
 
 
-@kernel
+@kernel_source
 def missing_annotation(a, out: Buffer[f32]):
     out[0] = 1.0
 
@@ -148,7 +148,7 @@ def test_parameter_without_annotation_points_at_def():
 
 
 def test_valid_module_after_errors_elsewhere():
-    @kernel
+    @kernel_source
     def fine(out: Buffer[f32]):
         out[global_id()] = 2.0
 
@@ -160,39 +160,39 @@ def recursive(x):
     return recursive(x)
 
 
-@kernel
+@kernel_source
 def calls_recursive(out: Buffer[f32]):
     out[0] = recursive(1.0)
 
 
-@kernel
+@kernel_source
 def assigns_constexpr(out: Buffer[f32], N: constexpr):
     N = 3
     out[0] = f32(N)
 
 
-@kernel
+@kernel_source
 def breaks_unrolled(out: Buffer[f32]):
     for _i in static_range(2):
         break
 
 
-@kernel
+@kernel_source
 def slices(out: Buffer[f32]):
     out[0:2] = 1.0
 
 
-@kernel
+@kernel_source
 def undefined(out: Buffer[f32]):
     out[0] = not_defined_anywhere  # noqa: F821 -- the error under test
 
 
-@kernel
+@kernel_source
 def plain_python_on_values(out: Buffer[f32]):
     out[0] = math.sqrt(out[1])
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def indexes_matrix_array(out: Buffer[f32]):
     acc = local_array(coop.Matrix[f32, 8, 8, coop.Accumulator], 2)
     for t in range(2):
@@ -204,14 +204,14 @@ def takes_matrices(tiles):
     return tiles[0]
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def passes_matrix_array(out: Buffer[f32]):
     acc = local_array(coop.Matrix[f32, 8, 8, coop.Accumulator], 2)
     acc[0] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
     acc[1] = takes_matrices(acc)
 
 
-@kernel
+@kernel_source
 def sqrt_of_two(out: Buffer[f32]):
     out[0] = sqrt(out[1], out[2])
 

@@ -17,7 +17,7 @@ from hydroplane.lang import (
     constexpr,
     f32,
     global_id,
-    kernel,
+    kernel_source,
     lane_id,
     local_id,
     readonly,
@@ -38,7 +38,7 @@ from hydroplane.lang import (
 pytestmark = pytest.mark.vulkan
 
 
-@kernel(local_size="BLOCK")
+@kernel_source(local_size="BLOCK")
 def block_sum(x: Buffer[f32, readonly], sums: Buffer[f32], BLOCK: constexpr):
     """One partial sum per workgroup: a tree reduction in shared memory between barriers."""
     partial = shared_array(f32, BLOCK)
@@ -67,7 +67,7 @@ def test_shared_memory_reduction(block):
         np.testing.assert_array_equal(out["sums"], x.reshape(groups, block).sum(axis=1), err_msg=str(device))
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def histogram(values: Buffer[u32, readonly], bins: Buffer[u32], stats: Buffer[s32], local_bins: Buffer[u32],
               n: s32, NBINS: constexpr):
     shared = shared_array(u32, NBINS)
@@ -106,7 +106,7 @@ def test_atomics():
         np.testing.assert_array_equal(out["stats"], [values[:n].min(), values[:n].max(), 7], err_msg=str(device))
 
 
-@kernel(local_size=64)
+@kernel_source(local_size=64)
 def subgroup_ops(x: Buffer[s32, readonly], out: Buffer[s32]):
     i = global_id()
     v = x[i]

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from lang_helpers import compiled, poisoned, run_everywhere
 
-from hydroplane.lang import Buffer, constexpr, f32, global_id, kernel, readonly
+from hydroplane.lang import Buffer, constexpr, f32, global_id, kernel_source, readonly
 
 pytestmark = pytest.mark.vulkan
 SLOTS = 12
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def python_spellings(x: Buffer[f32, readonly], y: Buffer[f32, readonly], out: Buffer[f32], MODE: constexpr = 2):
     i = global_id()
     a = x[i]

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from lang_helpers import compiled, poisoned, run_everywhere
 
-from hydroplane.lang import Buffer, CompilationError, constexpr, f32, global_id, kernel, readonly, static_range
+from hydroplane.lang import Buffer, CompilationError, constexpr, f32, global_id, kernel_source, readonly, static_range
 
 pytestmark = pytest.mark.vulkan
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def tuple_building(x: Buffer[f32, readonly], out: Buffer[f32], COPIES: constexpr = 3):
     i = global_id()
     v = x[i]
@@ -22,7 +22,7 @@ def tuple_building(x: Buffer[f32, readonly], out: Buffer[f32], COPIES: constexpr
         out[i * 5 + j] = joined[j] * f32(j + 1)
 
 
-@kernel(local_size=32)
+@kernel_source(local_size=32)
 def tuple_minus(x: Buffer[f32, readonly], out: Buffer[f32]):
     i = global_id()
     pair = (x[i], x[i])

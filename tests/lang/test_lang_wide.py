@@ -16,7 +16,7 @@ from hydroplane.lang import (
     coop,
     f16,
     f32,
-    kernel,
+    kernel_source,
     local_index,
     readonly,
     shared_array,
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.vulkan
 V4 = vector_type(u32, 4)
 
 
-@kernel(local_size=8)
+@kernel_source(local_size=8)
 def wide_tile(a4: Buffer[V4, readonly], b: Buffer[f16, readonly], d: Buffer[f32], d4: Buffer[V4]):
     staged = shared_array(V4, 8)  # an 8x8 f16 tile: 8 rows of 16 bytes
     staged[local_index()] = a4[local_index()]
@@ -44,7 +44,7 @@ def wide_tile(a4: Buffer[V4, readonly], b: Buffer[f16, readonly], d: Buffer[f32]
     d4[local_index()] = staged[local_index()]
 
 
-@kernel(local_size=8)
+@kernel_source(local_size=8)
 def misfit(a: Buffer[u16, readonly], d: Buffer[f32]):
     coop.store(coop.load(coop.Matrix[f32, 8, 8, coop.Accumulator], a, 0, 8), d, 0, 8)
 

@@ -8,6 +8,7 @@ table-driven AST visitor (codegen.py); kernel.py ties them into `@kernel` / `@fu
 """
 
 from hydroplane.lang import coop
+from hydroplane.lang.compiler import Func, Kernel, KernelParam, Specialization, func, kernel_source
 from hydroplane.lang.core import (
     Access,
     Buffer,
@@ -112,7 +113,6 @@ from hydroplane.lang.core import (
     writeonly,
 )
 from hydroplane.lang.errors import CompilationError
-from hydroplane.lang.kernel import Func, Kernel, KernelParam, Specialization, func, kernel
 
 __all__ = ["coop", "Access", "Buffer", "BufferType", "abs_", "atan", "atan2", "atomic_add", "atomic_and",
     "atomic_compare_exchange", "atomic_exchange", "atomic_max", "atomic_min", "atomic_or", "atomic_sub",
@@ -126,4 +126,4 @@ __all__ = ["coop", "Access", "Buffer", "BufferType", "abs_", "atan", "atan2", "a
     "subgroup_min", "subgroup_mul", "subgroup_or", "subgroup_shuffle", "subgroup_shuffle_down",
     "subgroup_shuffle_up", "subgroup_shuffle_xor", "subgroup_size", "subgroup_xor", "tan", "tanh",
     "target_subgroup_size", "trunc", "u8", "u16", "u32", "u64", "vec", "vector_type", "workgroup_id", "writeonly",
-    "CompilationError", "Func", "Kernel", "KernelParam", "Specialization", "func", "kernel"]
+    "CompilationError", "Func", "Kernel", "KernelParam", "Specialization", "func", "kernel_source"]

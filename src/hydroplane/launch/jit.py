@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.lang import kernel as lang_kernel
+from hydroplane.lang import kernel_source
+from hydroplane.lang.compiler import Func, Kernel, Specialization
 from hydroplane.lang.core import Access
-from hydroplane.lang.kernel import Func, Kernel, Specialization
 from hydroplane.launch import executors
 from hydroplane.spirv.compiled import CompiledKernel
 
@@ -290,8 +290,8 @@ def _push_constants(spec: Specialization, runtime: dict) -> bytes | None:
 def kernel(fn=None, *, local_size=64, name: str | None = None):
     """`@hydroplane.kernel` / `@hydroplane.kernel(local_size=...)`: a launchable language kernel."""
     if fn is None:
-        return lambda f: JitKernel(lang_kernel(f, local_size=local_size, name=name))
-    return JitKernel(lang_kernel(fn, local_size=local_size, name=name))
+        return lambda f: JitKernel(kernel_source(f, local_size=local_size, name=name))
+    return JitKernel(kernel_source(fn, local_size=local_size, name=name))
 
 
 def func(fn) -> Func:

@@ -40,7 +40,7 @@ from hydroplane.kernels.gemm import (
     tolerance,
     verification_problem,
 )
-from hydroplane.lang.kernel import Specialization
+from hydroplane.lang.compiler import Specialization
 from hydroplane.launch import executors
 
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits

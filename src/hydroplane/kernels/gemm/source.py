@@ -35,7 +35,7 @@ from hydroplane.lang import (
     coop,
     f32,
     func,
-    kernel,
+    kernel_source,
     lane_id,
     local_array,
     local_index,
@@ -336,7 +336,7 @@ def coop_threads(constexprs: dict) -> int:
 def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's constants
     """The cooperative-matrix GEMM for A/B elements IN, accumulator ACC and output (C, D, bias) OUT."""
 
-    @kernel(local_size=coop_threads, name=f"gemm_coop_{IN}_{ACC}_{OUT}")
+    @kernel_source(local_size=coop_threads, name=f"gemm_coop_{IN}_{ACC}_{OUT}")
     def gemm_coop(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
                   bias: Buffer[OUT, readonly], d: Buffer[OUT], a4: Buffer[V4, readonly], b4: Buffer[V4, readonly],
                   alpha: f32, beta: f32, M: s32, N: s32, K: s32,
@@ -563,7 +563,7 @@ def scalar_threads(constexprs: dict) -> int:
 def scalar_kernel(IN, ACC, OUT):  # noqa: N803
     """The GEMM without cooperative matrices: TX x TY invocations, each an RM x RN register tile."""
 
-    @kernel(local_size=scalar_threads, name=f"gemm_scalar_{IN}_{ACC}_{OUT}")
+    @kernel_source(local_size=scalar_threads, name=f"gemm_scalar_{IN}_{ACC}_{OUT}")
     def gemm_scalar(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
                     bias: Buffer[OUT, readonly], d: Buffer[OUT], a4: Buffer[V4, readonly], b4: Buffer[V4, readonly],
                     alpha: f32, beta: f32, M: s32, N: s32, K: s32,
@@ -652,7 +652,7 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
     (set by the launcher from the sizes) compile the edge store and the K tail, and their shared memory, only
     where the sizes need them."""
 
-    @kernel(local_size=workgroup_threads, name=f"gemm_workgroup_{IN}_{ACC}_{OUT}")
+    @kernel_source(local_size=workgroup_threads, name=f"gemm_workgroup_{IN}_{ACC}_{OUT}")
     def gemm_workgroup(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
                        bias: Buffer[OUT, readonly], d: Buffer[OUT], a4: Buffer[V4, readonly],
                        b4: Buffer[V4, readonly], alpha: f32, beta: f32, M: s32, N: s32, K: s32,

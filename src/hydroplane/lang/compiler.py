@@ -324,8 +324,10 @@ class Kernel:
         return f"<kernel {self.name}>"
 
 
-def kernel(fn=None, *, local_size=64, name: str | None = None):
-    """`@kernel` or `@kernel(local_size=64 | (x, y, z) | "CONSTEXPR_NAME" | lambda constexprs: ...)`."""
+def kernel_source(fn=None, *, local_size=64, name: str | None = None):
+    """`@kernel_source` or `@kernel_source(local_size=64 | (x, y, z) | "CONSTEXPR_NAME" | lambda constexprs: ...)`:
+    a kernel that compiles (per specialization) but does not launch. The library's kernels use it (the kernels
+    layer sits below launching); users write `@hydroplane.kernel`, which wraps one of these and launches it."""
     if fn is None:
         return lambda f: Kernel(f, local_size, name)
     return Kernel(fn, local_size, name)
@@ -440,4 +442,4 @@ def _build(kernel_: Kernel, source: Source, constexprs: dict, target: Target | N
                           tuple(sorted(constexprs.items())))
 
 
-__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "Specialization", "func", "kernel"]
+__all__ = ["Func", "Kernel", "KernelParam", "ModuleCompiler", "Specialization", "func", "kernel_source"]
