@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv.reflection import Binding, ModuleInterface
-from hydroplane.spirv.types import Scalar
+from hydroplane.spirv.types import Scalar, Struct
 
 # The smallest maxComputeWorkGroupCount Vulkan allows a device; the reference executor's limit, so that
 # a grid it accepts fits every Vulkan device too.
@@ -173,46 +173,83 @@ def check_grid(grid, limit: tuple[int, int, int]) -> tuple[int, int, int]:
     return dims
 
 
-def _spec_error(spec_id: int, t: Scalar, value, why: str) -> SpecConstantError:
-    return SpecConstantError(f"specialization constant {spec_id} ({t.name}): {value!r} {why}")
+class _Unfit(Exception):
+    """A value that does not fit its declared scalar type (the callers say which constant it was)."""
 
 
-def pack_spec_value(spec_id: int, t: Scalar, value) -> bytes:
-    """The bytes of one specialization constant of declared type t (bool: a 32-bit VkBool32)."""
+def scalar_bytes(t: Scalar, value) -> bytes:
+    """The little-endian bytes of `value` as declared type t (bool: a 32-bit VkBool32); raises _Unfit(why)."""
     if isinstance(value, (bytes, bytearray)):
         want = 4 if t.kind == "bool" else t.width // 8
         if len(value) != want:
-            raise _spec_error(spec_id, t, bytes(value), f"is {len(value)} bytes; the type has {want}")
+            raise _Unfit(f"is {len(value)} bytes; the type has {want}")
         return bytes(value)
     if isinstance(value, np.generic):
         value = value.item()
     if t.kind == "bool":
         if not isinstance(value, (bool, int)) or value not in (0, 1):
-            raise _spec_error(spec_id, t, value, "is not true/false")
+            raise _Unfit("is not true/false")
         return int(bool(value)).to_bytes(4, "little")
     if t.kind == "int":
         if isinstance(value, float):
             if not value.is_integer():
-                raise _spec_error(spec_id, t, value, "is not an integer")
+                raise _Unfit("is not an integer")
             value = int(value)
         if not isinstance(value, int):
-            raise _spec_error(spec_id, t, value, "is not an integer")
+            raise _Unfit("is not an integer")
         low, high = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, (1 << t.width) - 1)
         if not low <= value <= high:
-            raise _spec_error(spec_id, t, value, f"does not fit {t.name} ({low} .. {high})")
+            raise _Unfit(f"does not fit {t.name} ({low} .. {high})")
         return value.to_bytes(t.width // 8, "little", signed=t.signed)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _spec_error(spec_id, t, value, "is not a number")
+        raise _Unfit("is not a number")
     dtype = scalar_dtype(t)
     try:
         as_float = float(value)
     except OverflowError:
-        raise _spec_error(spec_id, t, value, f"is beyond the range of {t.name}") from None
+        raise _Unfit(f"is beyond the range of {t.name}") from None
     with np.errstate(over="ignore"):
         packed = np.array([as_float], np.float64).astype(dtype)
     if math.isfinite(as_float) and not np.isfinite(packed[0].astype(np.float64)):
-        raise _spec_error(spec_id, t, value, f"is beyond the range of {t.name}")
+        raise _Unfit(f"is beyond the range of {t.name}")
     return packed.tobytes()
+
+
+def pack_spec_value(spec_id: int, t: Scalar, value) -> bytes:
+    """The bytes of one specialization constant of declared type t (bool: a 32-bit VkBool32)."""
+    try:
+        return scalar_bytes(t, value)
+    except _Unfit as why:
+        shown = bytes(value) if isinstance(value, bytearray) else value
+        raise SpecConstantError(f"specialization constant {spec_id} ({t.name}): {shown!r} {why}") from None
+
+
+def pack_push_constants(iface: ModuleInterface, values: Sequence, names: Sequence[str] | None = None) -> bytes:
+    """The push-constant block of the module, `values` in member order, each packed by its member's declared
+    type at its Offset: the one packer of push constants (kernel[grid](...), the ops, the CLI's --push values).
+    The block's bytes are exactly its size; `names` name the members in errors (default: member N)."""
+    block = iface.push_constant_type
+    if not isinstance(block, Struct) or not iface.push_constant_size:
+        if values:
+            raise PushConstantError(f"push constants: {len(values)} values given, but the module has no "
+                                    "push-constant block")
+        return b""
+    members = block.members
+    names = list(names) if names is not None else [m.name or f"member {i}" for i, m in enumerate(members)]
+    if len(values) != len(members):
+        raise PushConstantError(f"push constants: {len(values)} values given for the block's {len(members)} members "
+                                f"({', '.join(names)})")
+    data = bytearray(iface.push_constant_size)
+    for name, member, value in zip(names, members, values):
+        if not isinstance(member.type, Scalar) or member.offset is None:
+            raise PushConstantError(f"push constants: {name} is a {member.type}; only scalar members are packed "
+                                    "from values (pass the block's bytes instead)")
+        try:
+            raw = scalar_bytes(member.type, value)
+        except _Unfit as why:
+            raise PushConstantError(f"{name}: {value!r} {why}") from None
+        data[member.offset:member.offset + len(raw)] = raw
+    return bytes(data)
 
 
 def pack_spec_constants(iface: ModuleInterface, spec: Mapping | None) -> dict[int, bytes]:

@@ -188,7 +188,7 @@ def _cmd_run(args) -> int:
         if binding not in buffers:
             raise LaunchError(f"--raw {binding}: binding {binding} has no --buf")
         buffers[binding] = RawBytes(buffers[binding])
-    push = _load_npy(args.push, "--push") if args.push else None
+    push = _push_argument(args.push)
     spec = dict(args.spec)
     if args.collect and args.device != "ref":
         raise LaunchError("--collect needs --device ref (diagnostics are the reference executor's)")
@@ -227,6 +227,25 @@ def _cmd_run(args) -> int:
     return 1 if report else 0
 
 
+def _push_argument(text: str | None):
+    """--push: FILE.npy (the block's bytes) or comma-separated numbers (packed by the block's member types)."""
+    if not text:
+        return None
+    if text.endswith(".npy"):
+        return _load_npy(text, "--push")
+    values: list[int | float] = []
+    for item in text.split(","):
+        try:
+            values.append(int(item, 0))
+        except ValueError:
+            try:
+                values.append(float(item))
+            except ValueError:
+                raise LaunchError(f"--push {text!r}: {item!r} is not a number (give FILE.npy or numbers "
+                                  "like 64,0.5)") from None
+    return values
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a SPIR-V compute module once (reference executor or a Vulkan device)",
                               description=__doc__.split("\n\n")[1] if __doc__ else None)
@@ -243,7 +262,9 @@ def register(subparsers) -> None:
                    help="take that binding's --buf as raw bytes: no check of its dtype against the declared type")
     p.add_argument("--spec", type=_spec_value, action="append", default=[], metavar="ID=VALUE",
                    help="specialization constant")
-    p.add_argument("--push", metavar="FILE.npy", help="push-constant bytes")
+    p.add_argument("--push", metavar="FILE.npy|V,V,...",
+                   help="push constants: the block's bytes (.npy), or values in member order packed by their "
+                   "declared types (e.g. 64,0.5)")
     p.add_argument("--device", type=_device, default="ref", help="'ref' (default) or a Vulkan device number")
     p.add_argument("--subgroup-size", type=int, default=None, help="subgroup size (8, 16, 32, 64)")
     p.add_argument("--entry", default="main", help="entry point name (default main)")

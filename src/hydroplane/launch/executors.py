@@ -16,6 +16,7 @@ This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk an
 
 from __future__ import annotations
 
+import atexit
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from hydroplane.launch.checks import (
     check_entry,
     check_grid,
     check_push_constants,
+    pack_push_constants,
     pack_spec_constants,
 )
 from hydroplane.launch.limits import (
@@ -47,6 +49,7 @@ from hydroplane.launch.limits import (
     check_buffer_sizes,
     check_target_limits,
     check_with_validator,
+    effective_local_size,
 )
 from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
@@ -57,13 +60,13 @@ __all__ = [
     "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "LimitError", "OutputPathError",
     "PushConstantError",
     "RawBytes", "ReferenceExecutor", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
-    "run", "terminal_progress",
+    "run", "shared_executor", "terminal_progress",
 ]
 
 Words = bytes | Sequence[int] | np.ndarray | CompiledKernel
 BindingKey = int | tuple[int, int]
 SpecValue = bool | int | float | bytes | np.generic
-PushData = bytes | bytearray | np.ndarray | np.generic | None
+PushData = bytes | bytearray | np.ndarray | np.generic | Sequence[int | float] | None
 
 
 @runtime_checkable
@@ -83,6 +86,8 @@ class Executor(Protocol):
              shape: tuple[int, ...] | None = None) -> np.ndarray: ...
 
     def write(self, buf: Any, array: np.ndarray) -> None: ...
+
+    def release(self, buf: Any) -> None: ...  # free one buffer now (safe twice)
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
                subgroup_size: int | None = None, *, validate: bool = True) -> Any: ...
@@ -136,6 +141,9 @@ class ReferenceExecutor(_RefExecutor):
         """The reference executor at its subgroup size (what `target_subgroup_size()` constexprs answer)."""
         return Target.reference(self.subgroup_size)
 
+    def release(self, buf: Any) -> None:
+        buf.release()
+
     # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
     # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
     def kernel(self, words: Words, entry: str = "main",  # type: ignore[override]
@@ -146,7 +154,8 @@ class ReferenceExecutor(_RefExecutor):
         compiled = compile_kernel(words, self.target, entry)
         packed = pack_spec_constants(compiled.interface, spec)
         check_target_limits(compiled, self.target, packed)
-        native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size)
+        native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size,
+                                local_size=effective_local_size(compiled, packed))
         return CheckedKernel(native, compiled)
 
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),  # type: ignore[override]
@@ -226,6 +235,9 @@ class VulkanExecutor:
     def write(self, buf: Any, array: np.ndarray) -> None:
         buf.write(array)
 
+    def release(self, buf: Any) -> None:
+        buf.close()
+
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
                subgroup_size: int | None = None, *, validate: bool = True) -> CheckedKernel:
         if validate:
@@ -280,13 +292,43 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
     given = {k: v for k, v in ref_options.items() if v is not None}
     if device is None or device == "ref":
         return ReferenceExecutor(**given, time_limit=timeout)
-    try:
-        index = int(device)
-    except (TypeError, ValueError):
-        raise LaunchError(f"device must be 'ref' or a Vulkan device number, not {device!r}") from None
+    index = _device_index(device)
     if given:
         raise LaunchError(f"options {sorted(given)} only apply to the reference executor")
     return VulkanExecutor(index, robust=robust, timeout=timeout)
+
+
+_shared: dict = {}
+
+
+def shared_executor(device: str | int | None = "ref") -> Executor:
+    """The process's one executor of "ref" (or None) or Vulkan device N, made on first use and closed at exit:
+    what `kernel[grid](...)`, `device_array` and the ops share, so arrays made on a device bind to every launch
+    there."""
+    key: str | int = "ref" if device in (None, "ref") else _device_index(device)
+    if key not in _shared:
+        _shared[key] = get_executor(key)
+    return _shared[key]
+
+
+def _device_index(device) -> int:
+    if isinstance(device, bool) or not isinstance(device, int | np.integer | str):
+        raise LaunchError(f"device must be 'ref' or a Vulkan device number, not {device!r}")
+    try:
+        index = int(device)
+    except ValueError:
+        raise LaunchError(f"device must be 'ref' or a Vulkan device number (0, 1, ...), not {device!r}") from None
+    if index < 0:
+        raise LaunchError(f"device must be 'ref' or a Vulkan device number (0, 1, ...), not {device!r}")
+    return index
+
+
+def _close_shared() -> None:
+    for key in list(_shared):
+        _shared.pop(key).close()
+
+
+atexit.register(_close_shared)
 
 
 def run(words: Words, grid: Sequence[int] = (1, 1, 1),
@@ -323,6 +365,8 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
         check_buffers(iface, buffers or {})
         arrays = {k: np.asarray(v.array if isinstance(v, RawBytes) else v) for k, v in (buffers or {}).items()}
         check_buffer_sizes(iface, {k: a.nbytes for k, a in arrays.items()})
+        if isinstance(push, list | tuple):
+            push = pack_push_constants(iface, push)  # values in member order, by their declared types
         check_push_constants(iface, _push_bytes(push))
         packed = pack_spec_constants(iface, spec)
         check_target_limits(compiled, compiled.target, packed)

@@ -21,7 +21,6 @@ This module sits above `lang` and `launch` (it imports both, and spirv).
 
 from __future__ import annotations
 
-import atexit
 import linecache
 import logging
 from dataclasses import dataclass, field
@@ -31,15 +30,14 @@ import numpy as np
 from hydroplane.errors import HydroplaneError
 from hydroplane.lang import kernel_source
 from hydroplane.lang.compiler import Func, Kernel, Specialization
-from hydroplane.lang.core import Access
 from hydroplane.launch import executors
+from hydroplane.launch.checks import PushConstantError
+from hydroplane.launch.prepared import ArgumentError, DeviceArray, PreparedLaunch, grid_of, prepare
 from hydroplane.spirv.compiled import CompiledKernel
 
 log = logging.getLogger("hydroplane.launch.jit")
 
-
-class JitLaunchError(executors.LaunchError):
-    """A launch whose arguments do not fit the kernel, or a device that cannot run it."""
+JitLaunchError = ArgumentError  # a launch whose arguments do not fit the kernel, or a device that cannot run it
 
 
 class KernelError(HydroplaneError):
@@ -53,43 +51,25 @@ class KernelError(HydroplaneError):
         super().__init__(message)
 
 
-# executors, one per device, kept for the process ----------------------------------------------------
-_executors: dict = {}
-
-
 def executor_for(device):
-    """The shared executor of "ref" or Vulkan device N."""
-    key = "ref" if device in (None, "ref") else int(device)
-    if key not in _executors:
-        _executors[key] = executors.get_executor(key)
-    return _executors[key]
-
-
-def _close_executors() -> None:
-    for key in list(_executors):
-        _executors.pop(key).close()
-
-
-atexit.register(_close_executors)
-
-
-@dataclass
-class DeviceArray:
-    """An array held in one executor's buffer: pass it to launches on that device without copies."""
-
-    device: str | int
-    buffer: object
-    dtype: np.dtype
-    shape: tuple
-
-    def numpy(self) -> np.ndarray:
-        return executor_for(self.device).read(self.buffer, self.dtype, self.shape)
+    """The shared executor of "ref" or Vulkan device N (`executors.shared_executor`)."""
+    return executors.shared_executor(device)
 
 
 def device_array(array, device="ref") -> DeviceArray:
     """Copy a NumPy array into a buffer of `device` ("ref" or a Vulkan device number)."""
-    array = np.ascontiguousarray(array)
-    return DeviceArray(device, executor_for(device).buffer(array), array.dtype, array.shape)
+    if isinstance(array, DeviceArray):
+        raise JitLaunchError("device_array() takes a NumPy array; this is already a DeviceArray (use .numpy())")
+    try:
+        array = np.ascontiguousarray(array)
+    except (TypeError, ValueError) as err:
+        raise JitLaunchError(f"device_array() takes a NumPy array (or what np.asarray accepts): {err}") from None
+    if array.dtype.kind in "OUSMm":
+        raise JitLaunchError(f"device_array() takes an array of numbers, not {array.dtype} "
+                             f"({array.reshape(-1)[:3].tolist()!r}...)")
+    executor = executor_for(device)
+    key = "ref" if device in (None, "ref") else int(device)
+    return DeviceArray(key, executor, executor.buffer(array), array.dtype, array.shape)
 
 
 @dataclass
@@ -105,6 +85,22 @@ class LaunchResult:
 
 def _device_label(device, executor) -> str:
     return "ref" if device == "ref" else getattr(executor, "name", f"vk:{device}")
+
+
+class GridLaunch:
+    """`kernel[grid]`: call it to launch once; `.prepare(...)` to bind once and dispatch or time many times."""
+
+    def __init__(self, kernel_: JitKernel, grid):
+        self._kernel, self._grid = kernel_, grid
+
+    def __call__(self, *args, device=None, **kwargs) -> LaunchResult:
+        return self._kernel.launch(self._grid, args, kwargs, device)
+
+    def prepare(self, *args, device=None, **kwargs) -> PreparedLaunch:
+        """The launch bound to its arguments on its device (the shared executor), not yet dispatched:
+        `dispatch()`, `read(name)`, `time(repeat=20)` (seconds per run: GPU timestamps after a warm-up on
+        Vulkan, wall time on the reference executor), `close()` (or use it in a `with`)."""
+        return self._kernel.prepare(self._grid, args, kwargs, device)
 
 
 class JitKernel:
@@ -126,8 +122,12 @@ class JitKernel:
     def asm(self, target=None, **constexprs) -> str:
         return self.kernel.asm(target, **constexprs)
 
-    def __getitem__(self, grid):
-        return lambda *args, device=None, **kwargs: self.launch(grid, args, kwargs, device)
+    def __getitem__(self, grid) -> GridLaunch:
+        return GridLaunch(self, grid)
+
+    def __call__(self, *args, **kwargs):
+        raise JitLaunchError(f"{self.kernel.name} is a kernel: launch it with a grid of workgroups, "
+                             f"{self.kernel.name}[grid](...), e.g. {self.kernel.name}[(n + 63) // 64](...)")
 
     def __repr__(self) -> str:
         return f"<hydroplane.kernel {self.kernel.name}>"
@@ -144,67 +144,64 @@ class JitKernel:
         runtime = {n: v for n, v in bound.arguments.items() if n not in compile_time}
         return constexprs, runtime
 
-    def launch(self, grid, args, kwargs, device=None) -> LaunchResult:
-        constexprs, runtime = self._bind(args, kwargs)
-        key = tuple(sorted(constexprs.items()))
+    def _device(self, device, constexprs: dict, runtime: dict):
+        """The device the launch runs on: the one its device arrays are on, else `device`, else the default."""
         pinned = {a.device for a in runtime.values() if isinstance(a, DeviceArray)}
+        if device is not None and device != "ref":
+            device = executors._device_index(device)
         if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
             raise JitLaunchError(f"{self.kernel.name}: device arrays of {sorted(map(str, pinned))} "
                                  f"with device={device!r}")
         if device is None and pinned:
             device = pinned.pop()
         if device is None:
+            key = tuple(sorted(constexprs.items()))
             device = self._default_device.get(key)
             if device is None:
                 device = self._default_device[key] = self._choose_device(constexprs)
+        return device
+
+    def _prepared(self, grid, constexprs: dict, runtime: dict, device, executor) -> tuple[PreparedLaunch, bool]:
+        spec = self.kernel.compile(executor.target, **constexprs)  # shapes checked against the device
+        pipeline, lowered = self._pipeline(device, executor, spec)
+        dims = grid_of(grid, dict(spec.constexprs))
+        try:
+            return prepare(executor, pipeline, spec, dims, runtime), lowered
+        except PushConstantError as err:
+            raise JitLaunchError(str(err)) from None
+
+    def prepare(self, grid, args, kwargs, device=None) -> PreparedLaunch:
+        constexprs, runtime = self._bind(args, kwargs)
+        device = self._device(device, constexprs, runtime)
+        return self._prepared(grid, constexprs, runtime, device, executor_for(device))[0]
+
+    def launch(self, grid, args, kwargs, device=None) -> LaunchResult:
+        constexprs, runtime = self._bind(args, kwargs)
+        device = self._device(device, constexprs, runtime)
         # the reference executor keeps every buffer it made: a launch without device arrays on it
         # uses its own, closed afterwards (compiled kernels are shared)
         transient = device == "ref" and not any(isinstance(a, DeviceArray) for a in runtime.values())
         executor = executors.get_executor("ref") if transient else executor_for(device)
         try:
-            spec = self.kernel.compile(executor.target, **constexprs)  # shapes checked against the device
-            return self._run(spec, device, executor, _grid(grid, dict(spec.constexprs)), runtime)
+            prepared, lowered = self._prepared(grid, constexprs, runtime, device, executor)
+            with prepared:
+                return self._run(prepared, device, lowered)
         finally:
             if transient:
                 executor.close()
 
-    def _run(self, spec: Specialization, device, executor, grid, runtime: dict) -> LaunchResult:
-        pipeline, lowered = self._pipeline(device, executor, spec)
-        buffers, outputs, temporary = {}, {}, []
-        for p in spec.buffers:
-            value = runtime[p.name]
-            if isinstance(value, DeviceArray):
-                if value.dtype != _numpy_dtype(p.dtype):
-                    raise JitLaunchError(f"{p.name}: a device array of {value.dtype}, the kernel takes {p.dtype}")
-                buffers[p.binding] = value.buffer
-                continue
-            if not isinstance(value, np.ndarray):
-                raise JitLaunchError(f"{p.name}: expected a NumPy array (or DeviceArray) of {p.dtype}, "
-                                     f"got {type(value).__name__}")
-            if value.dtype != _numpy_dtype(p.dtype):
-                raise JitLaunchError(f"{p.name}: an array of {value.dtype}, the kernel takes {p.dtype} "
-                                     f"({_numpy_dtype(p.dtype)}); convert it with .astype()")
-            buffers[p.binding] = executor.buffer(np.ascontiguousarray(value))
-            temporary.append(buffers[p.binding])
-            if p.access != Access.readonly.value:
-                outputs[p.name] = (value, buffers[p.binding])
-        push = _push_constants(spec, runtime)
-        label = _device_label(device, executor)
-        log.info("%s%s runs on %s%s", self.kernel.name, grid, label, " (EXT lowered to NV2)" if lowered else "")
-        result = LaunchResult(label, self.kernel.name, grid, lowered=lowered)
+    def _run(self, prepared: PreparedLaunch, device, lowered: bool) -> LaunchResult:
+        label = _device_label(device, prepared.executor)
+        log.info("%s%s runs on %s%s", self.kernel.name, prepared.grid, label,
+                 " (EXT lowered to NV2)" if lowered else "")
+        result = LaunchResult(label, self.kernel.name, prepared.grid, lowered=lowered)
         try:
-            try:
-                executor.dispatch(pipeline, grid, buffers, push)
-            except HydroplaneError as err:
-                raise _at_python_line(self.kernel.name, pipeline.compiled, err) from err
-            for name, (array, buf) in outputs.items():
-                back = executor.read(buf, array.dtype, array.shape)
-                if array.flags.writeable:
-                    np.copyto(array, back)
-                result.outputs[name] = back
-        finally:
-            for buf in temporary:
-                (getattr(buf, "close", None) or buf.release)()
+            prepared.dispatch()
+        except HydroplaneError as err:
+            raise _at_python_line(self.kernel.name, prepared.kernel.compiled, err) from err
+        for name, back in prepared.outputs().items():
+            np.copyto(prepared._arrays[name][0], back)
+            result.outputs[name] = back
         return result
 
     def _pipeline(self, device, executor, spec: Specialization):
@@ -255,38 +252,6 @@ def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -
     return KernelError(f"{location}: {name}: {err}\n    {text}\n    {caret}", location, diagnostic)
 
 
-def _numpy_dtype(t) -> np.dtype:
-    """The NumPy dtype of a buffer's elements (a vector buffer takes a flat array of its component)."""
-    return getattr(t, "component", t).dtype
-
-
-def _grid(grid, constexprs) -> tuple[int, int, int]:
-    if callable(grid):
-        grid = grid(dict(constexprs))
-    dims = (grid,) if isinstance(grid, int) else tuple(grid)
-    if not 1 <= len(dims) <= 3 or any(not isinstance(d, int | np.integer) or d < 1 for d in dims):
-        raise JitLaunchError(f"a grid is 1 to 3 positive ints (workgroups), not {grid!r}")
-    return tuple(int(d) for d in (*dims, *(1,) * (3 - len(dims))))
-
-
-def _push_constants(spec: Specialization, runtime: dict) -> bytes | None:
-    if not spec.scalars:
-        return None
-    data = bytearray(spec.push_constant_size)
-    for p in spec.scalars:
-        value = runtime[p.name]
-        if isinstance(value, np.ndarray) or not isinstance(value, int | float | np.number):
-            raise JitLaunchError(f"{p.name}: expected a {p.dtype} number, got {type(value).__name__}")
-        if p.dtype.kind == "int" and not float(value).is_integer():
-            raise JitLaunchError(f"{p.name}: {value!r} is not an integer ({p.dtype})")
-        info = np.iinfo(_numpy_dtype(p.dtype)) if p.dtype.kind == "int" else None
-        if info is not None and not info.min <= int(value) <= info.max:
-            raise JitLaunchError(f"{p.name}: {value} does not fit {p.dtype}")
-        raw = np.asarray(value, _numpy_dtype(p.dtype)).tobytes()
-        data[p.offset:p.offset + len(raw)] = raw
-    return bytes(data)
-
-
 def kernel(fn=None, *, local_size=64, name: str | None = None):
     """`@hydroplane.kernel` / `@hydroplane.kernel(local_size=...)`: a launchable language kernel."""
     if fn is None:
@@ -299,5 +264,5 @@ def func(fn) -> Func:
     return Func(fn)
 
 
-__all__ = ["DeviceArray", "JitKernel", "JitLaunchError", "KernelError", "LaunchResult", "device_array", "func",
-           "kernel"]
+__all__ = ["DeviceArray", "GridLaunch", "JitKernel", "JitLaunchError", "KernelError", "LaunchResult", "PreparedLaunch",
+           "device_array", "func", "kernel"]

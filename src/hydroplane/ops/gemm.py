@@ -42,26 +42,15 @@ from hydroplane.kernels.gemm import (
 )
 from hydroplane.lang.compiler import Specialization
 from hydroplane.launch import executors
+from hydroplane.launch.prepared import prepare
 
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
-
-
-WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (PreparedGemm.time)
 
 
 def cache_path() -> Path:
     """$XDG_CACHE_HOME/hydroplane/gemm.json, or ~/.cache/hydroplane/gemm.json."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "hydroplane" / "gemm.json"
-
-
-def push_bytes(spec: Specialization, scalars: dict) -> bytes:
-    """The push-constant block of a specialization from {name: value}, at the offsets the kernel declares."""
-    data = bytearray(-(-spec.push_constant_size // 4) * 4)
-    for p in spec.scalars:
-        raw = np.asarray(scalars[p.name], p.dtype.dtype).tobytes()
-        data[p.offset:p.offset + len(raw)] = raw
-    return bytes(data)
 
 
 def poisoned(shape, dtype) -> np.ndarray:
@@ -120,9 +109,12 @@ def _executor(device):
 class GemmRunner:
     """One executor (Vulkan device or reference) and the GEMM pipelines made on it."""
 
-    def __init__(self, device, executor, note: str = ""):
+    def __init__(self, device, executor, note: str = "", *, owns_executor: bool = True):
+        """`owns_executor=False` for an executor shared with others (`executors.shared_executor`, whose device
+        arrays bind here): close() then leaves it open."""
         self.device = device
         self.executor = executor
+        self.owns_executor = owns_executor
         self.target = executor.target
         self.note = note
         self._kernels: dict = {}
@@ -158,7 +150,8 @@ class GemmRunner:
         return self.device == "ref"
 
     def close(self) -> None:
-        self.executor.close()
+        if self.owns_executor:
+            self.executor.close()
 
     def reopen(self) -> None:
         """A new executor on the same device, after the old one's device was lost (its objects are left alone)."""
@@ -209,7 +202,7 @@ class GemmRunner:
                             "wall time" if self.is_reference else "GPU timestamps", len(times), output=d,
                             note=self.note)
         if check:
-            exact = reference(problem, data["a"], data["b"], data["c"], data["bias"])
+            exact = reference(problem, data["a"], data["b"], data.get("c"), data.get("bias"))
             result.error = relative_error(d, exact)
             result.ok = bool(np.isfinite(result.error)) and result.error <= tolerance(problem)
         return result
@@ -264,63 +257,44 @@ class GemmRunner:
 
 
 class PreparedGemm:
-    """One GEMM ready on a device: its buffers (inputs copied in, D poisoned), push constants and kernel."""
+    """One GEMM ready on a device: a prepared launch (inputs copied in, D poisoned) with its plan."""
 
     def __init__(self, runner: GemmRunner, plan, spec: Specialization, kernel, inputs: dict):
         self.runner, self.plan, self.kernel = runner, plan, kernel
         problem = plan.problem
-        executor = runner.executor
         self.poison = poisoned((problem.m, problem.n), problem.dtype.out.dtype)
         filler = self.poison[0, :1].copy()
-        arrays = {"a": inputs["a"], "b": inputs["b"], "c": inputs["c"] if problem.beta != 0 else filler,
-                  "bias": inputs["bias"] if problem.bias else filler, "d": self.poison}
-        made = {name: executor.buffer(np.ascontiguousarray(array)) for name, array in arrays.items()}
-        made.update(a4=made["a"], b4=made["b"])  # the V4 views of A and B bind the same buffers
-        self.buffers = {p.binding: made[p.name] for p in spec.buffers}
-        self._owned = list(made.values())[:len(arrays)]
-        self.d_binding = next(p.binding for p in spec.buffers if p.name == "d")
-        self.push = push_bytes(spec, plan.scalars)
-        self._recording = None
+        missing = [name for name, needed in (("a", True), ("b", True), ("c", problem.beta != 0), ("bias", problem.bias))
+                   if needed and inputs.get(name) is None]
+        if missing:
+            raise GemmError(f"{problem.describe()}: no input {', '.join(missing)} given")
+        arrays = {"a": inputs["a"], "b": inputs["b"],
+                  "c": inputs["c"] if problem.beta != 0 else filler,
+                  "bias": inputs["bias"] if problem.bias else filler, "d": self.poison, **plan.scalars}
+        self.launch = prepare(runner.executor, kernel, spec, plan.grid, arrays, aliases={"a4": "a", "b4": "b"})
 
     def dispatch(self) -> None:
         """One run through the executor's checked dispatch."""
-        self.runner.executor.dispatch(self.kernel, self.plan.grid, self.buffers, self.push)
+        self.launch.dispatch()
 
     def read(self) -> np.ndarray:
-        return self.runner.executor.read(self.buffers[self.d_binding], self.poison.dtype, self.poison.shape)
+        return self.launch.read("d")
 
     def repoison(self) -> None:
         """D back to the poison value (before a run whose output is checked)."""
-        self.runner.executor.write(self.buffers[self.d_binding], self.poison)
+        self.launch.write("d", self.poison)
 
     def timed_run(self) -> float:
         """One run; seconds by GPU timestamps on Vulkan, by the wall clock on the reference executor."""
-        if self.runner.is_reference:
-            start = time.perf_counter()
-            self.dispatch()
-            return time.perf_counter() - start
-        if self._recording is None:
-            self._recording = self.runner.executor.device.record(self.kernel.native, self.plan.grid,
-                                                                 dict(self.buffers), self.push, timestamps=True)
-        self._recording.run()
-        return self._recording.device_time_ns() / 1e9
+        return self.launch.timed_run()
 
     def time(self, repeat: int, warmup: int = 0, warmup_s: float | None = None) -> list[float]:
         """`repeat` timed runs after `warmup` runs and, on a GPU, after at least `warmup_s` seconds of back-to-back
-        runs (default WARMUP_S): a GPU idle for a moment drops to its idle clock (the H200: 345 MHz against 1980)
-        and needs sustained work to climb back, so a count of warm-up runs alone measured the idle clock."""
-        if warmup_s is None:
-            warmup_s = 0.0 if self.runner.is_reference else WARMUP_S
-        vk.warm_up(self.timed_run, warmup, warmup_s)
-        return [self.timed_run() for _ in range(max(repeat, 1))]
+        runs (default WARMUP_S; `PreparedLaunch.time`)."""
+        return self.launch.time(max(repeat, 1), warmup, warmup_s)
 
     def close(self) -> None:
-        if self._recording is not None:
-            self._recording.close()
-            self._recording = None
-        for buf in self._owned:
-            (getattr(buf, "close", None) or buf.release)()
-        self.buffers, self._owned = {}, []
+        self.launch.close()
 
     def __enter__(self) -> PreparedGemm:
         return self

@@ -145,7 +145,10 @@ class Executor:
         buf.data[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
 
     # -- kernels -------------------------------------------------------------------------------------
-    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None) -> Kernel:
+    def kernel(self, words, entry: str = "main", spec: dict | None = None, subgroup_size: int | None = None, *,
+               local_size: tuple[int, int, int] | None = None) -> Kernel:
+        """`local_size`: the workgroup size the caller already knows (the launch layer's, from its CompiledKernel's
+        interface); None reads it from the module (LocalSize, LocalSizeId or a WorkgroupSize constant)."""
         program = Program(words, spec)
         ep = program.entry_points.get(entry)
         if ep is None:
@@ -158,7 +161,8 @@ class Executor:
         if subgroup_size is not None and subgroup_size not in (1, 2, 4, *SUBGROUP_SIZES):
             raise InvalidModuleError(f"subgroup size {subgroup_size} is not one of {SUBGROUP_SIZES}")
         try:
-            local_size = _local_size(program, ep)
+            if local_size is None:
+                local_size = _local_size(program, ep)
         except HydroplaneError:
             raise
         except (KeyError, IndexError, ValueError, TypeError, AttributeError, OverflowError, MemoryError) as exc:

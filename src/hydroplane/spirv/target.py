@@ -255,7 +255,8 @@ class Target:
                 coop_khr=tuple(CoopShape.from_dict(s) for s in record.get("coop_khr", ())),
                 coop_nv=tuple(CoopShape.from_dict(s) for s in record.get("coop_nv", ())),
                 coop_nv2_flexible=tuple(CoopShape.from_dict(s) for s in record.get("coop_nv2_flexible", ())),
-                coop_ext=tuple(CoopShape.from_dict(s) for s in record.get("coop_ext_shapes", ())),
+                coop_ext=tuple(CoopShape.from_dict(s)  # records written before 2026-12 call it coop_ext_shapes
+                               for s in record.get("coop_ext", record.get("coop_ext_shapes", ()))),
                 nv2_features=frozenset(k for k, v in nv2.items() if v),
                 ext_maintenance1=EXT_MAINTENANCE1 in record.get("extensions", ()),
                 support=frozenset(k for k, v in support.items() if v),

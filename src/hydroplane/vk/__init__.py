@@ -16,7 +16,7 @@ Executor interface (the shape the reference executor shares; `launch.VulkanExecu
 `Device.dispatch(pipeline, grid, {binding | (set, binding): buffer}, push=)`, `close()`.
 """
 
-from hydroplane.vk.capabilities import CoopShape, DeviceInfo, default_instance, devices
+from hydroplane.vk.capabilities import CoopMatrixProperties, DeviceInfo, default_instance, devices
 from hydroplane.vk.device import Device, pick_device
 from hydroplane.vk.errors import (
     ClosedError,
@@ -39,7 +39,7 @@ from hydroplane.vk.results import check, result_name
 from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipeline_statistics, warm_up
 
 __all__ = [
-    "BenchResult", "Binding", "Buffer", "ClosedError", "CoopShape", "Device", "DeviceInfo", "DeviceLost",
+    "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "Device", "DeviceInfo", "DeviceLost",
     "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",

@@ -21,8 +21,10 @@ from hydroplane.vk.instance import Instance, STyped, chain_structs, enumerate_st
 
 
 @dataclass(frozen=True)
-class CoopShape:
-    """One cooperative-matrix configuration the device offers: D(MxN) = A(MxK) B(KxN) + C."""
+class CoopMatrixProperties:
+    """One VkCooperativeMatrixPropertiesKHR (or NV / NV2 flexible-dimensions) record as the device reports it,
+    component types as names: plain data (vk imports nothing of ours). The type model's shape is
+    `spirv.target.CoopShape`, which `Target.from_device_record` makes from these."""
 
     m: int
     n: int
@@ -72,11 +74,11 @@ class DeviceInfo:
     memory_heaps: list[dict]
     extensions: frozenset[str]
     features: dict[str, dict[str, bool]]
-    coop_khr: tuple[CoopShape, ...] = ()
-    coop_nv: tuple[CoopShape, ...] = ()
-    coop_nv2_flexible: tuple[CoopShape, ...] = ()
+    coop_khr: tuple[CoopMatrixProperties, ...] = ()
+    coop_nv: tuple[CoopMatrixProperties, ...] = ()
+    coop_nv2_flexible: tuple[CoopMatrixProperties, ...] = ()
     coop_nv2_properties: dict[str, int] = field(default_factory=dict)
-    coop_ext_shapes: tuple[CoopShape, ...] = ()
+    coop_ext: tuple[CoopMatrixProperties, ...] = ()
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)  # maxComputeWorkGroupCount
     max_bound_descriptor_sets: int = 4  # maxBoundDescriptorSets
     handle: int = field(default=0, repr=False, compare=False)
@@ -121,7 +123,8 @@ class DeviceInfo:
             "subgroup_size_control": self.has_feature("subgroup_size_control", "subgroupSizeControl"),
         }
 
-    def coop_shapes(self, a: str | None = None, c: str | None = None, scope: str = "subgroup") -> list[CoopShape]:
+    def coop_shapes(self, a: str | None = None, c: str | None = None,
+                    scope: str = "subgroup") -> list[CoopMatrixProperties]:
         """KHR shapes filtered by A type (e.g. 'f16'), C type (e.g. 'f32') and scope."""
         return [s for s in self.coop_khr
                 if (a is None or s.a == a) and (c is None or s.c == c) and s.scope == scope]
@@ -129,7 +132,7 @@ class DeviceInfo:
     def to_dict(self) -> dict:
         """Plain data for JSON (no handles)."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("handle", "instance")}
-        for key in ("coop_khr", "coop_nv", "coop_nv2_flexible", "coop_ext_shapes"):
+        for key in ("coop_khr", "coop_nv", "coop_nv2_flexible", "coop_ext"):
             out[key] = [asdict(shape) for shape in out[key]]
         out["extensions"] = sorted(self.extensions)
         out["cooperative_matrix_khr"] = self.cooperative_matrix_khr
@@ -160,9 +163,9 @@ def _read_features(handle: int, api_version: int, extensions) -> dict[str, dict[
     return out
 
 
-def _khr_shape(p, granularity=False, invocations=0) -> CoopShape:
+def _khr_shape(p, granularity=False, invocations=0) -> CoopMatrixProperties:
     dims = (p.MGranularity, p.NGranularity, p.KGranularity) if granularity else (p.MSize, p.NSize, p.KSize)
-    return CoopShape(*dims, E.component_type_name(p.AType), E.component_type_name(p.BType),
+    return CoopMatrixProperties(*dims, E.component_type_name(p.AType), E.component_type_name(p.BType),
                      E.component_type_name(p.CType), E.component_type_name(p.ResultType),
                      bool(getattr(p, "saturatingAccumulation", 0)), E.scope_name(getattr(p, "scope", 3)),
                      invocations, granularity)
@@ -184,7 +187,7 @@ def _coop_queries(inst: Instance, handle: int, extensions, subgroup_size: int) -
     if "VK_NV_cooperative_matrix" in extensions:
         props = _query(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", C.VkCooperativeMatrixPropertiesNV,
                        handle)
-        out["coop_nv"] = tuple(CoopShape(p.MSize, p.NSize, p.KSize, E.component_type_name(p.AType),
+        out["coop_nv"] = tuple(CoopMatrixProperties(p.MSize, p.NSize, p.KSize, E.component_type_name(p.AType),
                                          E.component_type_name(p.BType), E.component_type_name(p.CType),
                                          E.component_type_name(p.DType), False, E.scope_name(p.scope))
                                for p in props)
@@ -197,7 +200,7 @@ def _coop_queries(inst: Instance, handle: int, extensions, subgroup_size: int) -
                                                             subgroupSize=subgroup_size, flags=0)
         props = _query(inst, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT", C.VkCooperativeMatrixProperties2EXT,
                        handle, ctypes.byref(query))
-        out["coop_ext_shapes"] = tuple(_khr_shape(p, True, subgroup_size) for p in props)
+        out["coop_ext"] = tuple(_khr_shape(p, True, subgroup_size) for p in props)
     return out
 
 

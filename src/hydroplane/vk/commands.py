@@ -56,7 +56,7 @@ def device_rows(d: DeviceInfo) -> list[tuple[str, str]]:
     if d.cooperative_matrix_ext:
         bits = d.features.get("cooperative_matrix_maintenance1_ext", {})
         rows.append(("  EXT features", ", ".join(k.replace("cooperativeMatrix", "") for k, v in bits.items() if v)))
-        rows += [("  EXT properties2", s.text()) for s in d.coop_ext_shapes]
+        rows += [("  EXT properties2", s.text()) for s in d.coop_ext]
     rows.append(("pipeline statistics", _yes(d.pipeline_statistics)))
     return rows
 

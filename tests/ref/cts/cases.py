@@ -24,7 +24,7 @@ class TypePair:
     c: np.dtype  # C and result components
     glsl_a: str
     glsl_c: str
-    device_a: str  # how hydroplane.vk.CoopShape spells them
+    device_a: str  # how hydroplane.vk.CoopMatrixProperties spells them
     device_c: str
 
 

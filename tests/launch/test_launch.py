@@ -78,6 +78,20 @@ def test_cli_run(kernel_path, tmp_path, capsys):
     np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), a * np.float32(0.5) + np.float32(2) + b)
 
 
+def test_cli_push_values_pack_by_the_blocks_declared_types(kernel_path, tmp_path, capsys):
+    a, b = _inputs(8)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    base = ["run", str(kernel_path), "--grid", "2", "--buf", f"0={tmp_path / 'a.npy'}", "--buf",
+            f"1={tmp_path / 'b.npy'}", "--out", f"1={tmp_path / 'o.npy'}", "--device", "ref"]
+    assert main([*base, "--push", "-1.25"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "o.npy"), a + np.float32(-1.25) + b)
+    assert main([*base, "--push", "1,2"]) == 1
+    assert "2 values given for the block's 1 members" in capsys.readouterr().err
+    assert main([*base, "--push", "x"]) == 1
+    assert "'x' is not a number" in capsys.readouterr().err
+
+
 def test_cli_errors_are_one_line(kernel_path, tmp_path, capsys):
     a, _ = _inputs(4)
     np.save(tmp_path / "a.npy", a)
