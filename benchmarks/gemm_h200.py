@@ -16,7 +16,7 @@ GEMM takes) and size (4096^3 and 8192^3, two size classes of the autotune cache)
      f16:f32, bf16, torch._int_mm for s8; u8 has no cuBLAS path).
 It prints a table (TFLOP/s, ratios, the issue's targets, NVIDIA's vk_cooperative_matrix_perf at 4096^3) and writes
 to $OUT (when set): gemm_h200.txt (everything printed), gemm_h200.md (the docs/perf.md section) and
-gemm_table_h200.json (the tuned winners, for src/hydroplane/kernels/gemm_table.json).
+gemm_table_h200.json (the tuned winners, for src/hydroplane/ops/gemm_table.json).
 
 On the lent H200 (Vulkan needs the loader and the GLVND libraries unpacked first, docs/vulkan.md):
 

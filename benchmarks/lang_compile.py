@@ -94,7 +94,7 @@ def example_gemm(i: int) -> None:
 
 
 def library_gemm(i: int) -> None:
-    """The GEMM library's cooperative-matrix kernel (src/hydroplane/kernels/gemm_kernels.py), its cache cleared."""
+    """The GEMM library's cooperative-matrix kernel (src/hydroplane/kernels/gemm/source.py), its cache cleared."""
     LIBRARY.kernel._cache.clear()
     LIBRARY.kernel.compile(H200, **LIBRARY.constexprs)
 

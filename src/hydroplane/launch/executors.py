@@ -11,7 +11,7 @@ types, push-constant size, spec constants packed by their declared types, grid l
 reference executor as `ReferenceExecutor` (a checking `hydroplane.ref.Executor`), a Vulkan device
 as `VulkanExecutor`. Options are explicit keywords; a misspelled one is a TypeError.
 
-This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk and launch_checks.
+This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk and launch.checks/limits.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ class VulkanExecutor:
     crashing; `robust=False` is for measured kernels that check their own bounds. `timeout` (seconds)
     bounds each dispatch's wait; past it the device is marked lost and its objects are left alone (a
     shader may still be running them) and `vk.DeviceTimeout` is raised. Every kernel is checked against
-    the device's limits (`launch_limits`) and, unless `kernel(..., validate=False)` says the words are
+    the device's limits (`launch.limits`) and, unless `kernel(..., validate=False)` says the words are
     trusted (hydroplane's own builder or language), validated with spirv-val before the driver sees it.
     """
 
@@ -345,7 +345,7 @@ def run(words: Words, grid: Sequence[int] = (1, 1, 1),
     refused by name). Before any work the launch checks run (hydroplane.launch.checks): every binding
     given and none extra, each array of its binding's declared element type (RawBytes skips that),
     push constants of the block's size, spec constants that fit their declared types, a grid within
-    the executor's limits; on a Vulkan device also the device's limits (`launch_limits`) and, unless
+    the executor's limits; on a Vulkan device also the device's limits (`launch.limits`) and, unless
     `validate=False` (words from hydroplane's own builder), spirv-val.
     """
     own = executor is None

@@ -18,7 +18,7 @@ spirv-val rejects. So every launch checks first, the same on every executor:
   cached per module; when spirv-val is missing it says so once on stderr and lets the module pass.
 
 Each refusal is a `LimitError` (a LaunchError) whose one-line message names the limit and its value.
-Imports launch_checks and spirv only.
+Imports launch.checks and spirv only.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Time is GPU timestamps on Vulkan (vk.bench over a recorded dispatch, warm-up fir
 the reference executor. The autotuner tries `kernels.candidate_configs` for (device, driver, dtype,
 layout, size class), verifies each candidate before timing it, and keeps the winner in
 $XDG_CACHE_HOME/hydroplane/gemm.json (~/.cache when unset); the package ships a small table of
-winners for known devices (kernels/gemm_table.json). This layer sits above kernels, lang, launch and vk.
+winners for known devices (ops/gemm_table.json). This layer sits above kernels, lang, launch and vk.
 """
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def load_cache() -> dict:
 
 
 def shipped_table() -> dict:
-    """The winners shipped with the package (kernels/gemm_table.json): {device key: {problem key: entry}}."""
+    """The winners shipped with the package (ops/gemm_table.json): {device key: {problem key: entry}}."""
     try:
         text = resources.files("hydroplane.ops").joinpath("gemm_table.json").read_text()
         return json.loads(text).get("devices", {})
