@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hydroplane
-from hydroplane.lang import Buffer, f32, global_id, readonly, s32, u8
+from hydroplane.lang import Buffer, CompilationError, f32, global_id, readonly, s32, u8
 from hydroplane.launch import executors
 from hydroplane.launch.checks import PushConstantError, pack_push_constants
 from hydroplane.launch.jit import JitLaunchError, device_array
@@ -129,3 +129,13 @@ def test_the_one_packer_refuses_what_does_not_fit():
         pack_push_constants(iface, [0.5, 1.5, 9])
     with pytest.raises(PushConstantError, match="b: 2147483648 does not fit s32"):
         pack_push_constants(iface, [0.5, 1 << 31, 9], names=["a", "b", "n"])
+
+
+@pytest.mark.parametrize("local_size", [None, 1.5, (0,), (1, 2, 3, 4), True, lambda constexprs: None])
+def test_a_bad_local_size_is_a_compilation_error(local_size):
+    @hydroplane.kernel(local_size=local_size)
+    def fill(y: Buffer[f32]):
+        y[global_id()] = 1.0
+
+    with pytest.raises(CompilationError, match="local_size must be 1 to 3 positive ints"):
+        fill[(1,)](np.zeros(4, np.float32), device="ref")

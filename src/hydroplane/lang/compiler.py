@@ -30,7 +30,7 @@ from hydroplane.lang.coop_semantic import CoopSemantic
 from hydroplane.lang.errors import CompilationError, SemanticError
 from hydroplane.lang.semantic import BufferRef, LocalArray, Value, is_literal
 from hydroplane.spirv import decode, grammar, types
-from hydroplane.spirv.builder import ModuleBuilder
+from hydroplane.spirv.builder import BuildError, ModuleBuilder, local_size_dims
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.enums import StorageClass
 from hydroplane.spirv.locations import SourceLocation, source_locations
@@ -359,10 +359,10 @@ def _local_size(kernel_: Kernel, constexprs: dict) -> tuple[int, int, int]:
         if size not in constexprs:
             raise SemanticError(f"local_size names the constexpr {size!r}, which was not given")
         size = constexprs[size]
-    dims = (size,) if isinstance(size, int) else tuple(size)
-    if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
-        raise SemanticError(f"local_size must be 1 to 3 positive ints, not {size!r}")
-    return (*dims, *(1,) * (3 - len(dims)))
+    try:
+        return local_size_dims(size)
+    except BuildError as err:
+        raise SemanticError(str(err)) from None
 
 
 def _compile_kernel(kernel_: Kernel, constexprs: dict, target: Target | None = None) -> Specialization:

@@ -429,7 +429,7 @@ class ModuleBuilder:
         if interface is not None:
             self._entry_points[-1].interface = list(interface)
         if local_size is not None:
-            self.execution_mode(function, "LocalSize", *_local_size(local_size))
+            self.execution_mode(function, "LocalSize", *local_size_dims(local_size))
 
     def execution_mode(self, function: int, mode: str | int, *literals) -> None:
         self.emit(Op.ExecutionMode, function, mode, *literals)
@@ -775,11 +775,14 @@ def _stride_decoration(stride: int | None) -> list[tuple]:
     return [] if stride is None else [("ArrayStride", stride)]
 
 
-def _local_size(size: Sequence[int] | int) -> tuple[int, int, int]:
-    dims = (size,) if isinstance(size, int) else tuple(size)
-    if not 1 <= len(dims) <= 3 or any(not isinstance(d, int) or d < 1 for d in dims):
+def local_size_dims(size: Sequence[int] | int) -> tuple[int, int, int]:
+    """A workgroup size as three ints from an int or 1 to 3 positive ints (the one normalisation: the builder's
+    LocalSize and the kernel language's local_size); BuildError for anything else."""
+    dims = (size,) if isinstance(size, int) else tuple(size) if isinstance(size, tuple | list) else None
+    if dims is None or not 1 <= len(dims) <= 3 or any(
+            not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
         raise BuildError(f"local_size must be 1 to 3 positive ints, not {size!r}")
-    return (*dims, *(1,) * (3 - len(dims)))
+    return (dims[0], *dims[1:], *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
 _DECLARERS = {
