@@ -325,7 +325,10 @@ def _transpose_nv(ctx, inst):
 def _element_call(ctx, function_id: int):
     def call(*args):
         count = len(args[0])
-        return np.asarray(ctx.call(function_id, [np.asarray(a) for a in args], lanes=count))
+        out = np.asarray(ctx.call(function_id, [np.asarray(a) for a in args], lanes=count))
+        if out.shape[:1] == (1,) and count != 1:  # a value the same in every lane (a constant every element took)
+            out = np.broadcast_to(out, (count, *out.shape[1:]))
+        return out
     return call
 
 

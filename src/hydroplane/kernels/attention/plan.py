@@ -1,0 +1,386 @@
+"""Fused attention as plain data: problems, tile configurations, the launch plan and the NumPy reference.
+
+    problem = AttentionProblem(batch=4, heads=16, q_len=4096, kv_len=4096, head_dim=128, dtype=f16, causal=True)
+    config = default_config(problem, target)          # tiles asked of the target (its cooperative-matrix shapes)
+    plan = attention_plan(problem, config, target)    # constexprs, grids and push constants of one or two passes
+    reference(problem, q, k, v)                       # float64 softmax(q kᵀ scale) v
+
+O = softmax(Q Kᵀ * scale) V in torch's layout: Q (batch, heads, q_len, head_dim), K and V (batch, kv_heads, kv_len,
+head_dim), kv_heads dividing heads (grouped-query and multi-query attention: query head h reads KV head
+h // (heads // kv_heads)). Causal masking is aligned bottom-right: query i sees keys j <= i + kv_len - q_len (a
+query that sees no key gets zeros). The decode path (config.splits > 1) splits the keys into SPLITS ranges, each
+workgroup writing its range's unnormalised O with the row maximum and sum, and a second kernel combines them
+(flash-decoding). Launching, timing and the checks live above this layer (hydroplane.ops.attention); the kernels
+are in source.py. Imports only lang and spirv.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from hydroplane.errors import HydroplaneError
+from hydroplane.kernels.attention import source
+from hydroplane.spirv import types
+from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
+from hydroplane.spirv.target import Target
+
+DTYPE_NAMES = ("f16", "bf16")
+MAX_HEAD_DIM = 256
+HEAD_DIM_STEP = 16  # head_dim is a multiple of it: 16-byte rows and whole tiles on every device
+MAX_ELEMENTS = 2 ** 31 - 1  # indices into Q, K, V and the partial results are s32
+USE_A, USE_B, USE_ACC = (CooperativeMatrixUse.MatrixAKHR, CooperativeMatrixUse.MatrixBKHR,
+                         CooperativeMatrixUse.MatrixAccumulatorKHR)
+
+
+class AttentionError(HydroplaneError):
+    """An attention request that cannot be run as asked: shapes, dtypes, heads, head_dim, or a configuration."""
+
+
+def parse_dtype(name) -> types.Scalar:
+    """'f16' or 'bf16' (also a NumPy dtype or a types.Scalar of them)."""
+    if isinstance(name, types.Scalar):
+        text = str(name)
+    else:
+        try:
+            text = {"float16": "f16", "bfloat16": "bf16"}.get(np.dtype(name).name, np.dtype(name).name) \
+                if not isinstance(name, str) else name
+        except TypeError:
+            text = str(name)
+    if text not in DTYPE_NAMES:
+        raise AttentionError(f"attention takes f16 or bf16 inputs, not {name}")
+    return types.scalar(text)
+
+
+@dataclass(frozen=True)
+class AttentionProblem:
+    """One attention call: shapes, element type, masking and scale (None: 1/sqrt(head_dim))."""
+
+    batch: int
+    heads: int
+    q_len: int
+    kv_len: int
+    head_dim: int
+    dtype: types.Scalar = types.scalar("f16")
+    kv_heads: int | None = None  # None: heads
+    causal: bool = False
+    scale: float | None = None
+
+    def __post_init__(self):
+        for name in ("batch", "heads", "q_len", "kv_len", "head_dim"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise AttentionError(f"attention: {name} must be a positive integer, not {value!r}")
+        if self.kv_heads is None:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if isinstance(self.kv_heads, bool) or not isinstance(self.kv_heads, int | np.integer) or self.kv_heads < 1:
+            raise AttentionError(f"attention: kv_heads must be a positive integer, not {self.kv_heads!r}")
+        if self.heads % self.kv_heads:
+            raise AttentionError(f"attention: the {self.kv_heads} KV heads must divide the {self.heads} query heads "
+                                 "(grouped-query attention)")
+        object.__setattr__(self, "dtype", parse_dtype(self.dtype))
+        if self.head_dim % HEAD_DIM_STEP or self.head_dim > MAX_HEAD_DIM:
+            raise AttentionError(f"attention: head_dim {self.head_dim} is not supported: it must be a multiple of "
+                                 f"{HEAD_DIM_STEP} up to {MAX_HEAD_DIM} (64 and 128 are the tuned ones)")
+        if self.scale is not None and not math.isfinite(self.scale):
+            raise AttentionError(f"attention: scale must be a finite number, not {self.scale!r}")
+        largest = max(self.batch * self.heads * self.q_len, self.batch * self.kv_heads * self.kv_len) * self.head_dim
+        if largest > MAX_ELEMENTS:
+            raise AttentionError(f"attention: {largest} elements in one tensor; at most {MAX_ELEMENTS} (s32 indices)")
+
+    @property
+    def softmax_scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim) if self.scale is None else float(self.scale)
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+    @property
+    def flops(self) -> float:
+        """4 * B * H * S_q * S_kv * D (two matrix products), halved for causal masking (the convention of
+        FlashAttention's and torch's benchmarks)."""
+        full = 4.0 * self.batch * self.heads * self.q_len * self.kv_len * self.head_dim
+        return full / 2 if self.causal else full
+
+    @property
+    def kv_bytes(self) -> int:
+        """Bytes of K and V: what a decode step must read."""
+        return 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim * self.dtype.width // 8
+
+    def shapes(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(Q and O shape, K and V shape)."""
+        return ((self.batch, self.heads, self.q_len, self.head_dim),
+                (self.batch, self.kv_heads, self.kv_len, self.head_dim))
+
+    def describe(self) -> str:
+        extras = []
+        if self.kv_heads != self.heads:
+            extras.append(f"{self.kv_heads} KV heads")
+        if self.causal:
+            extras.append("causal")
+        if self.scale is not None:
+            extras.append(f"scale {self.scale:g}")
+        return (f"B={self.batch} H={self.heads} S_q={self.q_len} S_kv={self.kv_len} D={self.head_dim} {self.dtype}"
+                + (f" ({', '.join(extras)})" if extras else ""))
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """A tile configuration. tile (QT, SN, QK): the query tile's rows, the columns of a score matrix (also the
+    contraction of P V and the width of an output matrix) and the contraction step of Q Kᵀ; subgroups per workgroup
+    (WM), query_tiles per subgroup (SMQ), key_tiles score matrices per key block (NS: BN = NS * SN keys), pad
+    (16-byte chunks added to each shared row against bank conflicts), splits (1: one pass; N > 1: the decode path,
+    the keys split into N ranges and combined in a second pass; 0: chosen from the problem)."""
+
+    tile: tuple[int, int, int] = (16, 16, 16)
+    subgroups: int = 4
+    query_tiles: int = 1
+    key_tiles: int = 4
+    pad: int = 1
+    splits: int = 1
+
+    def __post_init__(self):
+        if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
+            raise AttentionError(f"an attention tile is three positive ints (QT, SN, QK), not {self.tile!r}")
+        for name in ("subgroups", "query_tiles", "key_tiles"):
+            if getattr(self, name) < 1:
+                raise AttentionError(f"an attention config's {name} must be positive, not {getattr(self, name)}")
+        if self.pad < 0 or self.splits < 0:
+            raise AttentionError(f"an attention config's pad and splits are >= 0, not {self.pad}, {self.splits}")
+
+    @property
+    def block(self) -> tuple[int, int]:
+        """(BM, BN): queries per workgroup, keys per step."""
+        return self.subgroups * self.query_tiles * self.tile[0], self.key_tiles * self.tile[1]
+
+    def describe(self) -> str:
+        bm, bn = self.block
+        qt, sn, qk = self.tile
+        text = (f"tiles {qt}x{sn}x{qk}: block {bm} queries x {bn} keys, {self.subgroups} subgroups of "
+                f"{self.query_tiles} query tile{'s' * (self.query_tiles > 1)}")
+        if self.pad:
+            text += f", rows padded by {16 * self.pad} bytes"
+        if self.splits > 1:
+            text += f", {self.splits} KV splits (decode path)"
+        return text
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> AttentionConfig:
+        try:
+            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        except TypeError as err:
+            raise AttentionError(f"a malformed attention config {d!r}: {err}") from None
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One dispatch: the kernel (a lang Kernel), its constexprs, grid and push-constant values."""
+
+    kernel: object
+    constexprs: dict
+    grid: tuple[int, int, int]
+    scalars: dict
+
+
+@dataclass(frozen=True)
+class AttentionPlan:
+    """The main pass and, on the decode path, the combining pass with the partial results' sizes (f32 elements)."""
+
+    problem: AttentionProblem
+    config: AttentionConfig
+    main: Pass
+    combine: Pass | None = None
+    partial_o: int = 0  # f32 elements of the split results (0 without splits)
+    partial_stats: int = 0
+
+    @property
+    def splits(self) -> int:
+        return self.main.scalars["SPLITS"]
+
+
+def matrix(component, rows, cols, use) -> types.CoopMatrix:
+    return types.CoopMatrix(component, rows, cols, use, Scope.Subgroup)
+
+
+def direct_p(problem_dtype: types.Scalar, tile, target: Target) -> bool:
+    """Whether the target lacks the accumulator of the input type that P passes through (the H200 offers no bf16
+    accumulator); such a tile cannot run there."""
+    qt, sn, _ = tile
+    return not target.offers(matrix(problem_dtype, qt, sn, USE_ACC))
+
+
+def offers_tile(dtype: types.Scalar, tile, target: Target) -> bool:
+    """Whether the target runs every matrix of the kernel at this tile: Q's A, Kᵀ's and V's B, the f32 scores and
+    their input-type copy, P's A, and the two MulAdds."""
+    qt, sn, qk = tile
+    f32 = types.scalar("f32")
+    a, kt = matrix(dtype, qt, qk, USE_A), matrix(dtype, qk, sn, USE_B)
+    p, vt = matrix(dtype, qt, sn, USE_A), matrix(dtype, sn, sn, USE_B)
+    s = matrix(f32, qt, sn, USE_ACC)
+    if not all(target.offers(t) for t in (a, kt, p, vt, s, matrix(dtype, qt, sn, USE_ACC))):
+        return False
+    return target.offers_muladd(a, kt, s, s) and target.offers_muladd(p, vt, s, s)
+
+
+def target_tiles(dtype: types.Scalar, target: Target) -> list[tuple[int, int, int]]:
+    """The tiles (QT, SN, QK) the target runs for the dtype, fixed shapes first, largest first (ref: 16x16x16)."""
+    if target.is_reference:
+        return [(16, 16, 16)]
+    found = []
+    for s in target.shapes(dtype, "f32"):
+        for tile in ((s.m, s.n, s.k),):
+            if tile not in found and offers_tile(dtype, tile, target):
+                found.append(tile)
+    return found
+
+
+def check_config(problem: AttentionProblem, config: AttentionConfig, target: Target) -> None:
+    """Refuse (AttentionError, naming it) what cannot run: a tile the target lacks, head_dim that is no multiple of
+    the tiles, a workgroup or shared memory larger than the target allows."""
+    qt, sn, qk = config.tile
+    d = problem.head_dim
+    if not offers_tile(problem.dtype, config.tile, target):
+        tiles = ", ".join("x".join(map(str, t)) for t in target_tiles(problem.dtype, target)) or "none"
+        raise AttentionError(f"{target.name} does not run attention tiles {qt}x{sn}x{qk} of {problem.dtype} "
+                             f"(it offers: {tiles})")
+    if d % qk or d % sn or qk % source.WIDE or sn % source.WIDE:
+        raise AttentionError(f"head_dim {d} is no multiple of the tiles' {sn} and {qk} (multiples of 8)")
+    threads = config.subgroups * target.subgroup_size
+    if threads > target.max_workgroup_invocations or threads > target.max_workgroup_size[0]:
+        raise AttentionError(f"{threads} invocations per workgroup; {target.name} allows "
+                             f"{target.max_workgroup_invocations}")
+    shared = 16 * source.shared_chunks(d, config.pad, config.subgroups, config.query_tiles, qt, sn, config.key_tiles)
+    if shared > target.shared_memory:
+        raise AttentionError(f"the configuration needs {shared} bytes of shared memory; {target.name} has "
+                             f"{target.shared_memory}")
+
+
+def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int = 1024) -> int:
+    """Splits for the decode path: enough workgroups to fill a large GPU, each split at least two key blocks."""
+    bm, bn = config.block
+    workgroups = -(-problem.q_len // bm) * problem.heads * problem.batch
+    if workgroups >= target_workgroups // 4:
+        return 1
+    return max(1, min(-(-target_workgroups // workgroups), problem.kv_len // (2 * bn)))
+
+
+def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: Target) -> AttentionPlan:
+    """The passes for `problem` with `config` on `target` (checked first)."""
+    check_config(problem, config, target)
+    qt, sn, qk = config.tile
+    bm, bn = config.block
+    splits = config.splits or auto_splits(problem, config)
+    split_len = -(-problem.kv_len // (splits * bn)) * bn  # a multiple of the key block
+    splits = -(-problem.kv_len // split_len)  # none empty
+    q_blocks = -(-problem.q_len // bm)
+    if q_blocks * splits > target.max_workgroup_count[0] or problem.heads > target.max_workgroup_count[1] \
+            or problem.batch > target.max_workgroup_count[2]:
+        raise AttentionError(f"the grid ({q_blocks * splits}, {problem.heads}, {problem.batch}) exceeds "
+                             f"{target.name}'s workgroup counts {target.max_workgroup_count}")
+    constexprs = {"IN": problem.dtype, "D": problem.head_dim, "QT": qt, "SN": sn, "QK": qk, "WM": config.subgroups,
+                  "SMQ": config.query_tiles, "NS": config.key_tiles, "SG": target.subgroup_size, "PAD": config.pad,
+                  "CAUSAL": problem.causal, "SPLIT": splits > 1, "GUARD_KV": problem.kv_len % bn != 0}
+    scalars = {"S_Q": problem.q_len, "S_KV": problem.kv_len, "HEADS": problem.heads, "KV_HEADS": problem.kv_heads,
+               "SPLITS": splits, "SPLIT_LEN": split_len, "scale_log2": problem.softmax_scale * math.log2(math.e)}
+    main = Pass(source.attention, constexprs, (q_blocks * splits, problem.heads, problem.batch), scalars)
+    if splits == 1:
+        return AttentionPlan(problem, config, main)
+    rows = problem.batch * problem.heads * splits * problem.q_len
+    combine = Pass(source.attention_combine(problem.dtype), {"D": problem.head_dim},
+                   (problem.q_len, problem.heads, problem.batch),
+                   {"S_Q": problem.q_len, "HEADS": problem.heads, "SPLITS": splits})
+    return AttentionPlan(problem, replace(config, splits=splits), main, combine, rows * problem.head_dim, rows * 2)
+
+
+def default_config(problem: AttentionProblem, target: Target) -> AttentionConfig:
+    """The first candidate."""
+    return candidate_configs(problem, target)[0]
+
+
+def candidate_configs(problem: AttentionProblem, target: Target) -> list[AttentionConfig]:
+    """Configurations that run on the target for this problem, the expected fastest first: on GPUs with tiles of 16
+    rows, 4 or 8 subgroups of one query tile against 64-key blocks (32 for head_dim 256); on small tiles (lavapipe's
+    8x8x8) 2 subgroups; the decode path (splits chosen from the problem) where few query blocks would leave the GPU
+    idle."""
+    tiles = target_tiles(problem.dtype, target)
+    if not tiles:
+        raise AttentionError(f"{target.name} offers no cooperative matrices for attention in {problem.dtype} "
+                             "(f16 or bf16 inputs with f32 accumulators)")
+    found = []
+    for tile in tiles:
+        qt, sn, _ = tile
+        big = qt >= 16
+        shapes = ([(4, 1, 4), (8, 1, 4), (4, 1, 2), (4, 2, 2), (2, 1, 4)] if big else [(2, 1, 2), (1, 1, 2), (2, 2, 1)])
+        for subgroups, query_tiles, key_tiles in shapes:
+            config = AttentionConfig(tile, subgroups, query_tiles, key_tiles, pad=1, splits=1)
+            if auto_splits(problem, config) > 1:
+                found.append(replace(config, splits=0))
+            found.append(config)
+        found.append(AttentionConfig(tile, 1, 1, 1 if big else 2, pad=1, splits=0))  # decode: one subgroup
+    runnable = []
+    for config in found:
+        try:
+            check_config(problem, config, target)
+        except AttentionError:
+            continue
+        if config not in runnable:
+            runnable.append(config)
+    if not runnable:
+        raise AttentionError(f"no attention configuration fits {target.name} for {problem.describe()}")
+    decode = problem.q_len <= runnable[0].block[0] and auto_splits(problem, runnable[-1]) > 1
+    if decode:  # few queries against many keys: the one-subgroup split config leads
+        runnable.sort(key=lambda c: (c.subgroups != 1 or c.splits != 0))
+    return runnable
+
+
+# inputs and the NumPy reference ---------------------------------------------------------------------
+def random_inputs(problem: AttentionProblem, rng: np.random.Generator, logit_scale: float = 1.0) -> dict:
+    """Q, K, V of normal values in the input type; `logit_scale` multiplies Q and K (so the scaled logits reach
+    about logit_scale**2 times their usual spread: the online softmax must stay stable)."""
+    q_shape, kv_shape = problem.shapes()
+    np_dtype = problem.dtype.dtype
+
+    def normal(shape, factor):
+        return (rng.standard_normal(shape) * factor).astype(np.float32).astype(np_dtype)
+
+    return {"q": normal(q_shape, logit_scale), "k": normal(kv_shape, logit_scale), "v": normal(kv_shape, 1.0)}
+
+
+def reference(problem: AttentionProblem, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """softmax(q kᵀ scale) v in float64 (rows that see no key: zeros), with GQA's shared KV heads and the
+    bottom-right causal mask."""
+    q64 = np.asarray(q).astype(np.float64)
+    k64 = np.repeat(np.asarray(k).astype(np.float64), problem.group, axis=1)
+    v64 = np.repeat(np.asarray(v).astype(np.float64), problem.group, axis=1)
+    scores = q64 @ np.swapaxes(k64, -1, -2) * problem.softmax_scale
+    visible = np.ones((problem.q_len, problem.kv_len), bool)
+    if problem.causal:
+        rows = np.arange(problem.q_len)[:, None]
+        cols = np.arange(problem.kv_len)[None, :]
+        visible = cols <= rows + problem.kv_len - problem.q_len
+    scores = np.where(visible, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    weights = np.where(visible, np.exp(scores - top), 0.0)
+    total = weights.sum(axis=-1, keepdims=True)
+    out = weights @ v64
+    return np.divide(out, total, out=np.zeros_like(out), where=total > 0)
+
+
+def relative_error(out: np.ndarray, exact: np.ndarray) -> float:
+    """||O - R|| / ||R|| (Frobenius; the plain norm of O - R when R is 0)."""
+    diff = float(np.linalg.norm(np.asarray(out).astype(np.float64) - exact))
+    norm = float(np.linalg.norm(exact))
+    return diff / norm if norm else diff
+
+
+def tolerance(problem: AttentionProblem) -> float:
+    """The verification bound on relative_error: P is rounded to the input type before P V, and O to it at the
+    end (f16: 11 significant bits, bf16: 8)."""
+    return 1e-2 if problem.dtype.width == 16 and str(problem.dtype) == "f16" else 3e-2

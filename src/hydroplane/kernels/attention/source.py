@@ -1,0 +1,366 @@
+"""The fused attention kernels, written in the kernel language: O = softmax(Q Kᵀ * scale) V, FlashAttention-2 style.
+
+- `attention`: one workgroup per (query block, head, batch) (and per KV split in the decode path). WM subgroups each
+  own SMQ query tiles of QT rows; per block of BN keys, K and V are staged through shared memory (16-byte chunks,
+  the next block's loads issued into registers before the multiplications that hide them), each subgroup computes
+  its scores S = Q Kᵀ with `coop.mul_add` into f32 accumulators of QT x SN, scales and masks them with `coop.map`
+  (the element's row and column against the causal diagonal and the KV length), keeps the running row maximum and
+  sum with `coop.reduce`, rescales its output accumulators, converts P to the A use (`coop.convert` to the input
+  type, then `coop.convert_use`) and accumulates O += P V. At the end O is divided by the row sum. SPLIT (the
+  decode path, flash-decoding) instead writes each split's unnormalised O and its row maximum and sum (f32).
+- `attention_combine(IN)`: the second pass of the decode path: per output row the splits' partial results merged.
+
+Every buffer of the main kernel is a view of 16-byte elements (`vector_type(u32, 4)`): Q, K and V rows (D elements
+of 16 bits, D a multiple of 16) are read as chunks, the output tiles stored through the view (its alignment known to
+the driver); only the row statistics are f32 scalars. The input type IN (f16 or bf16) is a constexpr. Scores are kept
+in log2 units (scale * log2(e) folded into the scaling map), so the exponentials are `exp2`. A masked score is
+MASKED, the running maximum starts at START (finite, far above MASKED): a row that sees no key keeps a zero sum and
+writes zeros. This module imports only the language.
+"""
+
+import functools
+
+from hydroplane.lang import (
+    Buffer,
+    barrier,
+    bitcast,
+    constexpr,
+    coop,
+    exp2,
+    f32,
+    func,
+    kernel_source,
+    lane_id,
+    local_array,
+    local_index,
+    maximum,
+    minimum,
+    readonly,
+    s32,
+    shared_array,
+    static_assert,
+    static_range,
+    subgroup_id,
+    u32,
+    vec,
+    vector_type,
+    workgroup_id,
+)
+
+V4 = vector_type(u32, 4)  # 16 bytes: every staged copy and the output stores move these
+WIDE = 8  # 16-bit elements per V4
+MASKED = -3.0e38  # a masked score (log2 units): exp2(MASKED - m) is 0 for every m the kernel keeps
+START = -1.0e30  # the running maximum before any key: finite, so exp2(START - START) stays 1, not NaN
+
+
+@func
+def larger(x, y):
+    return maximum(x, y)
+
+
+@func
+def add(x, y):
+    return x + y
+
+
+@func
+def larger_of(row, col, x, y):
+    return maximum(x, y)
+
+
+@func
+def exp2_minus(row, col, x, m):
+    """exp2(x - m): the probabilities from scores and the row maximum, and the rescale factor of old rows."""
+    return exp2(x - m)
+
+
+@func
+def divided_by(row, col, x, total):
+    """x / total where the row saw a key (total > 0), else 0."""
+    y = f32(0.0)
+    if total > 0.0:
+        y = x / total
+    return y
+
+
+@func
+def scaled_score(row, col, x, q_first, k_first, k_limit, diagonal, scale, CAUSAL: constexpr, MASK: constexpr):
+    """A score in log2 units; with MASK, MASKED where the key lies at or past k_limit or (CAUSAL) past the
+    query's diagonal: query q_first + row sees keys up to q_first + row + diagonal (diagonal = S_kv - S_q)."""
+    y = x * scale
+    if MASK:
+        key = k_first + col
+        if key >= k_limit:
+            y = f32(MASKED)
+        if CAUSAL:
+            if key > q_first + row + diagonal:
+                y = f32(MASKED)
+    return y
+
+
+@func
+def chunk_of(source, base, i, row0, row_limit, CHUNKS: constexpr, GUARD: constexpr):
+    """Chunk i (CHUNKS V4s a row) of the rows from row0 of a row-major array of V4s starting at V4 index base;
+    with GUARD, rows at or past row_limit read zeros."""
+    r = i // CHUNKS
+    c = i - r * CHUNKS
+    if GUARD:
+        value = vec(u32(0), u32(0), u32(0), u32(0))
+        if row0 + r < row_limit:
+            value = source[base + (row0 + r) * CHUNKS + c]
+        return value
+    return source[base + (row0 + r) * CHUNKS + c]
+
+
+@func
+def fetch_rows(regs, source, base, row0, row_limit, ROWS: constexpr, CHUNKS: constexpr, THREADS: constexpr,
+               GUARD: constexpr):
+    """This invocation's chunks of ROWS rows into regs (chunks local_index(), + THREADS, ...): the loads are issued
+    now, put_rows stores them into shared memory later."""
+    TOTAL = ROWS * CHUNKS
+    first = local_index()
+    for t in static_range((TOTAL + THREADS - 1) // THREADS):
+        i = first + t * THREADS
+        if TOTAL % THREADS == 0:
+            regs[t] = chunk_of(source, base, i, row0, row_limit, CHUNKS, GUARD)
+        elif i < TOTAL:
+            regs[t] = chunk_of(source, base, i, row0, row_limit, CHUNKS, GUARD)
+
+
+@func
+def put_rows(shared, base, regs, ROWS: constexpr, CHUNKS: constexpr, THREADS: constexpr, LDS: constexpr):
+    """The chunks fetch_rows loaded into shared[base:], rows LDS V4s apart (LDS - CHUNKS: padding against bank
+    conflicts)."""
+    TOTAL = ROWS * CHUNKS
+    first = local_index()
+    for t in static_range((TOTAL + THREADS - 1) // THREADS):
+        i = first + t * THREADS
+        r = i // CHUNKS
+        if TOTAL % THREADS == 0:
+            shared[base + i + r * (LDS - CHUNKS)] = regs[t]
+        elif i < TOTAL:
+            shared[base + i + r * (LDS - CHUNKS)] = regs[t]
+
+
+@func
+def copy_tile_out(dest, shared, region, dest_base, row0, row_limit, ROWS: constexpr, CHUNKS: constexpr,
+                  LDD: constexpr, SG: constexpr):
+    """A subgroup writes the ROWS x CHUNKS V4s it staged at shared[region:] (rows CHUNKS apart) to dest rows from
+    row0 (LDD V4s apart, from V4 index dest_base), the rows before row_limit only."""
+    for i in range(lane_id(), ROWS * CHUNKS, SG):
+        r = i // CHUNKS
+        if row0 + r < row_limit:
+            dest[dest_base + (row0 + r) * LDD + i - r * CHUNKS] = shared[region + i]
+
+
+def attention_threads(constexprs: dict) -> int:
+    return constexprs["WM"] * constexprs["SG"]
+
+
+def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS) -> int:  # noqa: N803 -- the kernel's constexprs
+    """V4s of the one shared array: the Q block, or the K and V blocks, or the edge tiles' regions."""
+    lds = D // WIDE + PAD
+    region = QT * SN // 4  # an f32 tile (the largest staged tile), per subgroup
+    return max(WM * SMQ * QT * lds, 2 * NS * SN * lds, WM * region)
+
+
+def register_chunks(D, WM, SMQ, QT, SN, NS, SG) -> int:  # noqa: N803
+    """V4 registers an invocation holds between a fetch and its put: its chunks of the Q block or of a K/V block."""
+    threads = WM * SG
+    return max(-(-WM * SMQ * QT * D // WIDE // threads), -(-NS * SN * D // WIDE // threads))
+
+
+@kernel_source(local_size=attention_threads, name="attention")
+def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4, readonly], out4: Buffer[V4],
+              o_part4: Buffer[V4], ml_part: Buffer[f32],
+              S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale_log2: f32,
+              IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
+              SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
+              SPLIT: constexpr = False, GUARD_KV: constexpr = True):
+    """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
+    GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out."""
+    static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
+                  "D is a multiple of the tiles QK and SN, which are multiples of 8")
+    BM = WM * SMQ * QT
+    BN = NS * SN
+    THREADS = WM * SG
+    CHUNKS = D // WIDE  # V4s in a row of Q, K, V or O
+    LDS = CHUNKS + PAD  # shared rows, padded
+    KD = D // QK  # Q's A tiles per query tile
+    DT = D // SN  # output tiles per query tile
+    REGION = QT * SN // 4  # V4s of one subgroup's edge-tile region (an f32 tile)
+    TA = coop.Matrix[IN, QT, QK, coop.A]
+    TK = coop.Matrix[IN, QK, SN, coop.B]
+    TV = coop.Matrix[IN, SN, SN, coop.B]
+    TP = coop.Matrix[IN, QT, SN, coop.A]
+    TS = coop.Matrix[f32, QT, SN, coop.Accumulator]
+    TO = coop.Matrix[IN, QT, SN, coop.Accumulator]
+    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS))
+    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG))
+
+    sg = subgroup_id()
+    batch = workgroup_id(2)
+    head = workgroup_id(1)
+    block = workgroup_id(0) // SPLITS
+    split = workgroup_id(0) - block * SPLITS
+    kv_head = head // (HEADS // KV_HEADS)
+    q0 = block * BM
+    q_base = (batch * HEADS + head) * S_Q * CHUNKS  # V4 index of this head's Q (and O) rows
+    kv_base = (batch * KV_HEADS + kv_head) * S_KV * CHUNKS
+    diagonal = S_KV - S_Q  # causal: query i sees keys j <= i + diagonal (aligned bottom-right)
+    kv_lo = split * SPLIT_LEN
+    kv_hi = minimum(S_KV, kv_lo + SPLIT_LEN)
+    unmasked_hi = kv_hi  # keys below it are seen by every query of the block
+    if CAUSAL:
+        kv_hi = minimum(kv_hi, minimum(q0 + BM, S_Q) + diagonal)
+        unmasked_hi = minimum(kv_hi, q0 + diagonal + 1)
+    blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
+
+    # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
+    fetch_rows(regs, q4, q_base, q0, S_Q, BM, CHUNKS, THREADS, True)
+    put_rows(smem, 0, regs, BM, CHUNKS, THREADS, LDS)
+    barrier()
+    qa = local_array(TA, SMQ * KD)
+    for i in static_range(SMQ):
+        for kd in static_range(KD):
+            qa[i * KD + kd] = coop.load(TA, smem, ((sg * SMQ + i) * QT) * LDS + kd * QK // WIDE, LDS, coop.RowMajor)
+    barrier()
+
+    o = local_array(TS, SMQ * DT)
+    row_max = local_array(TS, SMQ)
+    row_sum = local_array(TS, SMQ)
+    for i in static_range(SMQ):
+        row_max[i] = coop.fill(TS, START)
+        row_sum[i] = coop.fill(TS, 0.0)
+        for dn in static_range(DT):
+            o[i * DT + dn] = coop.fill(TS, 0.0)
+    s = local_array(TS, SMQ * NS)
+    p = local_array(TP, SMQ * NS)
+    V_BASE = BN * LDS  # the V block follows the K block
+
+    if blocks > 0:
+        fetch_rows(regs, k4, kv_base, kv_lo, kv_hi, BN, CHUNKS, THREADS, GUARD_KV)
+        put_rows(smem, 0, regs, BN, CHUNKS, THREADS, LDS)
+        barrier()
+    for j in range(blocks):
+        k0 = kv_lo + j * BN
+        more = j + 1 < blocks
+        fetch_rows(regs, v4, kv_base, k0, kv_hi, BN, CHUNKS, THREADS, GUARD_KV)  # V_j, stored after the scores
+        for t in static_range(NS):
+            for i in static_range(SMQ):
+                s[i * NS + t] = coop.fill(TS, 0.0)
+            for kd in static_range(KD):
+                kb = coop.load(TK, smem, (t * SN) * LDS + kd * QK // WIDE, LDS, coop.ColumnMajor)  # Kᵀ
+                for i in static_range(SMQ):
+                    s[i * NS + t] = coop.mul_add(qa[i * KD + kd], kb, s[i * NS + t])
+        masked = k0 + BN > unmasked_hi
+        for i in static_range(SMQ):
+            q_first = q0 + (sg * SMQ + i) * QT
+            for t in static_range(NS):
+                if masked:
+                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
+                                             scale_log2, CAUSAL, True)
+                else:
+                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
+                                             scale_log2, CAUSAL, False)
+            block_max = coop.reduce(s[i * NS], coop.Row, larger)
+            for t in static_range(1, NS):
+                block_max = coop.map(larger_of, block_max, coop.reduce(s[i * NS + t], coop.Row, larger))
+            new_max = coop.map(larger_of, row_max[i], block_max)
+            rescale = coop.map(exp2_minus, row_max[i], new_max)
+            row_max[i] = new_max
+            total = row_sum[i] * rescale
+            for t in static_range(NS):
+                prob = coop.map(exp2_minus, s[i * NS + t], new_max)
+                total = total + coop.reduce(prob, coop.Row, add)
+                p[i * NS + t] = coop.convert_use(coop.convert(prob, IN), coop.A)
+            row_sum[i] = total
+            for dn in static_range(DT):
+                o[i * DT + dn] = o[i * DT + dn] * rescale
+        put_rows(smem, V_BASE, regs, BN, CHUNKS, THREADS, LDS)
+        if more:
+            fetch_rows(regs, k4, kv_base, k0 + BN, kv_hi, BN, CHUNKS, THREADS, GUARD_KV)  # K_j+1, stored after P V
+        barrier()
+        for dn in static_range(DT):
+            for t in static_range(NS):
+                vb = coop.load(TV, smem, V_BASE + (t * SN) * LDS + dn * SN // WIDE, LDS, coop.RowMajor)
+                for i in static_range(SMQ):
+                    o[i * DT + dn] = coop.mul_add(p[i * NS + t], vb, o[i * DT + dn])
+        if more:
+            put_rows(smem, 0, regs, BN, CHUNKS, THREADS, LDS)
+        barrier()
+
+    whole = q0 + BM <= S_Q  # the same in the whole workgroup: tiles store straight to the buffers
+    region = sg * REGION
+    for i in static_range(SMQ):
+        row0 = q0 + (sg * SMQ + i) * QT
+        for dn in static_range(DT):
+            if SPLIT:  # unnormalised O of this split, f32: o_part[batch, head, split, row, :]
+                part_base = ((batch * HEADS + head) * SPLITS + split) * S_Q * (D // 4)
+                if whole:
+                    coop.store(o[i * DT + dn], o_part4, part_base + row0 * (D // 4) + dn * SN // 4, D // 4,
+                               coop.RowMajor)
+                else:
+                    coop.store(o[i * DT + dn], smem, region, SN // 4, coop.RowMajor)
+                    barrier()
+                    copy_tile_out(o_part4, smem, region, part_base + dn * SN // 4, row0, S_Q, QT, SN // 4, D // 4,
+                                  SG)
+                    barrier()
+            else:
+                result = coop.convert(coop.map(divided_by, o[i * DT + dn], row_sum[i]), IN)
+                if whole:
+                    coop.store(result, out4, q_base + row0 * CHUNKS + dn * SN // WIDE, CHUNKS, coop.RowMajor)
+                else:
+                    coop.store(result, smem, region, SN // WIDE, coop.RowMajor)
+                    barrier()
+                    copy_tile_out(out4, smem, region, q_base + dn * SN // WIDE, row0, S_Q, QT, SN // WIDE, CHUNKS,
+                                  SG)
+                    barrier()
+        if SPLIT:  # the row maximum and sum: ml_part[batch, head, split, row, 0 and 1]
+            stats_base = ((batch * HEADS + head) * SPLITS + split) * S_Q * 2
+            coop.store(row_max[i], smem, region, SN // 4, coop.RowMajor)
+            barrier()
+            lane = lane_id()
+            if lane < QT and row0 + lane < S_Q:
+                ml_part[stats_base + (row0 + lane) * 2] = bitcast(smem[region + lane * (SN // 4)][0], f32)
+            barrier()
+            coop.store(row_sum[i], smem, region, SN // 4, coop.RowMajor)
+            barrier()
+            if lane < QT and row0 + lane < S_Q:
+                ml_part[stats_base + (row0 + lane) * 2 + 1] = bitcast(smem[region + lane * (SN // 4)][0], f32)
+            barrier()
+
+
+def combine_threads(constexprs: dict) -> int:
+    return constexprs["D"]
+
+
+@functools.cache
+def attention_combine(IN):  # noqa: N803 -- the output's element type, read as the kernel's constant
+    """The decode path's second pass: one workgroup of D invocations per (query row, head, batch) merges the
+    splits' partial O (unnormalised, f32) by their row maxima and sums into the output row (IN)."""
+
+    @kernel_source(local_size=combine_threads, name=f"attention_combine_{IN}")
+    def combine(o_part: Buffer[f32, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN], S_Q: s32,
+                HEADS: s32, SPLITS: s32, D: constexpr):
+        row = workgroup_id(0)
+        head = workgroup_id(1)
+        batch = workgroup_id(2)
+        d = local_index()
+        first = (batch * HEADS + head) * SPLITS  # split 0 of this head
+        top = f32(START)
+        for split in range(SPLITS):
+            top = maximum(top, ml_part[((first + split) * S_Q + row) * 2])
+        total = f32(0.0)
+        value = f32(0.0)
+        for split in range(SPLITS):
+            at = (first + split) * S_Q + row
+            weight = exp2(ml_part[at * 2] - top)
+            total += weight * ml_part[at * 2 + 1]
+            value += weight * o_part[at * D + d]
+        result = f32(0.0)
+        if total > 0.0:
+            result = value / total
+        out[((batch * HEADS + head) * S_Q + row) * D + d] = IN(result)
+
+    return combine
