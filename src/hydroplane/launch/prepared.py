@@ -26,7 +26,7 @@ from hydroplane import vk
 from hydroplane.lang.compiler import KernelParam, Specialization
 from hydroplane.lang.core import Access
 from hydroplane.launch.checks import LaunchError, pack_push_constants
-from hydroplane.launch.executors import CheckedKernel, Executor
+from hydroplane.launch.executors import BindingKey, CheckedKernel, Executor, VulkanExecutor
 
 WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle for a moment runs at its idle clock)
 
@@ -87,16 +87,16 @@ class PreparedLaunch:
     Arrays the launch copied in are released by `close` (also on `with` exit); device arrays are the caller's."""
 
     def __init__(self, executor: Executor, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
-                 buffers: dict[int, Any], push: bytes | None, owned: list, arrays: dict[str, tuple[Any, Any]]):
+                 buffers: dict[BindingKey, Any], push: bytes | None, owned: list, arrays: dict[str, tuple[Any, Any]]):
         self.executor, self.kernel, self.spec, self.grid = executor, kernel, spec, grid
         self.buffers, self.push = buffers, push
         self._owned = owned
         self._arrays = arrays  # parameter name -> (the caller's value, its buffer)
-        self._recording = None
+        self._recording: Any = None
 
     @property
     def on_reference(self) -> bool:
-        return not hasattr(self.executor, "device")
+        return not isinstance(self.executor, VulkanExecutor)
 
     def dispatch(self) -> None:
         """One run through the executor's checked dispatch."""
@@ -128,6 +128,7 @@ class PreparedLaunch:
             self.dispatch()
             return time.perf_counter() - start
         if self._recording is None:
+            assert isinstance(self.executor, VulkanExecutor)
             self._recording = self.executor.device.record(self.kernel.native, self.grid, dict(self.buffers),
                                                           _padded(self.push), timestamps=True)
         self._recording.run()
@@ -171,7 +172,7 @@ def prepare(executor: Executor, kernel: CheckedKernel, spec: Specialization, gri
     `aliases` ({parameter: other parameter}) binds a parameter to another's buffer (the GEMM's vector views of
     A and B bind A's and B's buffers)."""
     aliases = dict(aliases or {})
-    buffers: dict[int, Any] = {}
+    buffers: dict[BindingKey, Any] = {}
     owned: list = []
     arrays: dict[str, tuple[Any, Any]] = {}
     try:
@@ -183,11 +184,11 @@ def prepare(executor: Executor, kernel: CheckedKernel, spec: Specialization, gri
             if not isinstance(value, DeviceArray):
                 owned.append(buf)
             arrays[p.name] = (value, buf)
-            buffers[p.binding] = buf
+            buffers[_binding(p)] = buf
         for p in spec.buffers:
             if p.name in aliases:
                 arrays[p.name] = arrays[aliases[p.name]]
-                buffers[p.binding] = arrays[p.name][1]
+                buffers[_binding(p)] = arrays[p.name][1]
         push = pack_push_constants(kernel.interface, [_scalar(p, arguments.get(p.name)) for p in spec.scalars],
                                    names=[p.name for p in spec.scalars]) if spec.scalars else None
     except BaseException:
@@ -195,6 +196,12 @@ def prepare(executor: Executor, kernel: CheckedKernel, spec: Specialization, gri
             executor.release(buf)
         raise
     return PreparedLaunch(executor, kernel, spec, grid, buffers, push, owned, arrays)
+
+
+def _binding(p: KernelParam) -> int:
+    if p.binding is None:
+        raise ArgumentError(f"{p.name}: a buffer parameter without a binding")
+    return p.binding
 
 
 def _bind_buffer(executor: Executor, p: KernelParam, value):
