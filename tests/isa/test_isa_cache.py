@@ -7,24 +7,17 @@ import os
 from pathlib import Path
 
 import pytest
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS,
-    amd_dir,
-    library,
-    llvm_mc,
-    private_cache,
-    seed_page,
-)
+from isa_testdata import CDNA5, RDNA3, isa_files, private_cache  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import IsaLibrary, SpecCache, SpecFormatError, cache_dir, import_xml
 from hydroplane.isa.sources import XmlSource
 from hydroplane.isa.spec import Spec, build_image
 
 
-def copy_excerpt(amd_dir: Path, dest: Path, arch: str = "AMD RDNA 3") -> Path:
+def copy_file(isa_files, dest: Path, arch: str = RDNA3) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
-    path = dest / EXCERPTS[arch]
-    path.write_bytes((amd_dir / EXCERPTS[arch]).read_bytes())
+    path = dest / isa_files.files[arch]
+    path.write_bytes(isa_files.read(arch))
     return path
 
 
@@ -39,8 +32,8 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "home" / ".cache" / "hydroplane" / "isa"
 
 
-def test_built_once_and_keyed_by_content(amd_dir, tmp_path):
-    xml = copy_excerpt(amd_dir, tmp_path / "spec")
+def test_built_once_and_keyed_by_content(isa_files, tmp_path):
+    xml = copy_file(isa_files, tmp_path / "spec")
     first = SpecCache()  # HYDROPLANE_CACHE_DIR -> tmp (autouse fixture)
     spec = first.load(XmlSource(xml))
     assert first.imported == [str(xml)]
@@ -54,7 +47,7 @@ def test_built_once_and_keyed_by_content(amd_dir, tmp_path):
     assert again.imported == []  # a hit: not re-imported
 
     # the same content under another name and time: still a hit (keyed by hash, not path)
-    twin = copy_excerpt(amd_dir, tmp_path / "elsewhere")
+    twin = copy_file(isa_files, tmp_path / "elsewhere")
     os.utime(twin, (1_000_000_000, 1_000_000_000))
     third = SpecCache()
     third.load(XmlSource(twin))
@@ -68,8 +61,8 @@ def test_built_once_and_keyed_by_content(amd_dir, tmp_path):
     assert changed.encoding("ENC_VOP1").field("OP").description == "Opcode field."
 
 
-def test_damaged_image_is_rebuilt(amd_dir, tmp_path):
-    xml = copy_excerpt(amd_dir, tmp_path / "spec", "AMD CDNA 5")
+def test_damaged_image_is_rebuilt(isa_files, tmp_path):
+    xml = copy_file(isa_files, tmp_path / "spec", CDNA5)
     cache = SpecCache()
     spec = cache.load(XmlSource(xml))
     image = cache.image_path(spec.sha256)
@@ -81,17 +74,17 @@ def test_damaged_image_is_rebuilt(amd_dir, tmp_path):
     assert SpecCache().load(XmlSource(xml)).architecture == "AMD CDNA 5"
 
 
-def test_unwritable_cache_still_works(amd_dir, tmp_path):
+def test_unwritable_cache_still_works(isa_files, tmp_path):
     blocker = tmp_path / "file-not-folder"
     blocker.write_text("x")
-    lib = IsaLibrary.open(amd_dir, SpecCache(blocker / "isa"))
+    lib = IsaLibrary.open(isa_files.folder, SpecCache(blocker / "isa"))
     assert sorted(lib.architectures) == ["AMD CDNA 5", "AMD RDNA 3"]
 
 
-def test_image_round_trips_the_model(amd_dir):
+def test_image_round_trips_the_model(isa_files):
     """Every record read back from a cache image equals what the importer built."""
-    for name in EXCERPTS.values():
-        model = import_xml((amd_dir / name).read_bytes(), name)
+    for arch, name in isa_files.files.items():
+        model = import_xml(isa_files.read(arch), name)
         spec = Spec(build_image(model, "0" * 64, name))
         assert spec.document == model.document and spec.groups == model.groups
         assert spec.subgroups == model.subgroups
@@ -102,13 +95,13 @@ def test_image_round_trips_the_model(amd_dir):
         assert [e.name for e in spec.catalog()] == list(model.instructions)
 
 
-def test_files_are_imported_when_first_needed(amd_dir):
+def test_files_are_imported_when_first_needed(isa_files):
     cache = SpecCache()
-    library = IsaLibrary.open(amd_dir, cache)
+    library = IsaLibrary.open(isa_files.folder, cache)
     assert library.architectures == ["AMD CDNA 5", "AMD RDNA 3"]  # from the files' heads
     assert cache.imported == []
     assert library.spec("gfx1100").architecture == "AMD RDNA 3"
-    assert [Path(p).name for p in cache.imported] == [EXCERPTS["AMD RDNA 3"]]
+    assert [Path(p).name for p in cache.imported] == [isa_files.files[RDNA3]]
     assert library.find("v_cvt_off_f32_i4")[0].architecture == "AMD CDNA 5"  # newest first
     assert len(cache.imported) == 2
     assert [s.architecture for s in library.specs] == library.architectures

@@ -1,9 +1,9 @@
-"""Encode/decode every instruction form of the excerpts, and compare with LLVM's assembler.
+"""Encode/decode every instruction form of the loaded files, and compare with LLVM's assembler.
 
 For each (instruction, encoding) pair whose layout is available (AMD's own, or a literal form
 derived from ENC_VOP1), random operand values are encoded, decoded back, disassembled and
 re-assembled; then all lines of an architecture go through one llvm-mc process, which must
-give the same bytes for every line it accepts. Pairs whose layout the excerpts lack (VOP3,
+give the same bytes for every line it accepts. Pairs whose layout the files lack (VOP3,
 DPP) must fail with an error naming the missing layout.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+from isa_testdata import isa_files, library, llvm_mc, private_cache  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import DecodeError, EncodeError, decode, disassemble, encode
 from hydroplane.isa.errors import AssemblyError

@@ -12,19 +12,11 @@ import zipfile
 
 import pytest
 from conftest import REPO
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS,
-    amd_dir,
-    library,
-    llvm_mc,
-    private_cache,
-    seed_page,
-)
+from isa_testdata import RDNA3, isa_files, private_cache  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import IsaLibrary, SpecCache, SpecFormatError
 from hydroplane.isa.sources import XmlSource
 
-RDNA3 = EXCERPTS["AMD RDNA 3"]
 DEEP = '<op type="~">' * 5000 + '<lit val="1"/>' + "</op>" * 5000
 
 # (name, pattern, replacement, what the message says); every match of the pattern is replaced
@@ -43,8 +35,8 @@ CASES = [
 ]
 
 
-def _damaged(amd_dir, tmp_path, pattern: str, replacement: str):
-    text = (amd_dir / RDNA3).read_text(encoding="utf-8")
+def _damaged(isa_files, tmp_path, pattern: str, replacement: str):
+    text = isa_files.read(RDNA3).decode("utf-8")
     damaged, count = re.subn(pattern, replacement, text)
     assert count, pattern
     folder = tmp_path / "spec"
@@ -60,8 +52,8 @@ def _line_of_first(damaged: str, replacement: str) -> int:
 
 
 @pytest.mark.parametrize("name,pattern,replacement,says", CASES, ids=[c[0] for c in CASES])
-def test_damaged_xml_raises_spec_format_error_with_file_and_line(amd_dir, tmp_path, name, pattern, replacement, says):
-    folder, path, damaged = _damaged(amd_dir, tmp_path, pattern, replacement)
+def test_damaged_xml_raises_spec_format_error_with_file_and_line(isa_files, tmp_path, name, pattern, replacement, says):
+    folder, path, damaged = _damaged(isa_files, tmp_path, pattern, replacement)
     with pytest.raises(SpecFormatError) as caught:
         SpecCache(tmp_path / "cache").load(XmlSource(path))
     message = str(caught.value)
@@ -75,8 +67,8 @@ def test_damaged_xml_raises_spec_format_error_with_file_and_line(amd_dir, tmp_pa
 
 @pytest.mark.parametrize("name,pattern,replacement,says", CASES[:1] + CASES[4:6],
                          ids=["condition id", "operand field", "huge bit count"])
-def test_isa_decode_on_damaged_xml_prints_one_line(amd_dir, tmp_path, name, pattern, replacement, says):
-    folder, _, _ = _damaged(amd_dir, tmp_path, pattern, replacement)
+def test_isa_decode_on_damaged_xml_prints_one_line(isa_files, tmp_path, name, pattern, replacement, says):
+    folder, _, _ = _damaged(isa_files, tmp_path, pattern, replacement)
     env = dict(os.environ, HYDROPLANE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO / "src"))
     proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "decode", "--spec", str(folder), "--arch",
                            "AMD RDNA 3", "0x7E0A1D01"], capture_output=True, text=True, env=env, timeout=120)
@@ -85,10 +77,10 @@ def test_isa_decode_on_damaged_xml_prints_one_line(amd_dir, tmp_path, name, patt
     assert len(lines) == 1 and lines[0].startswith("hydroplane: error: ") and says in lines[0], proc.stderr
 
 
-def test_zip_with_a_damaged_member_is_a_spec_format_error(amd_dir, tmp_path):
+def test_zip_with_a_damaged_member_is_a_spec_format_error(isa_files, tmp_path):
     archive = tmp_path / "amd.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("amdgpu_isa_rdna3.xml", (amd_dir / RDNA3).read_bytes())
+        zf.writestr("amdgpu_isa_rdna3.xml", isa_files.read(RDNA3))
     raw = bytearray(archive.read_bytes())
     start = 30 + len("amdgpu_isa_rdna3.xml")  # the local header, then the deflate stream
     raw[start:start + 8] = b"\xff" * 8

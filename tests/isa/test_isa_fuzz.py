@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS,
-    amd_dir,
-    library,
-    llvm_mc,
-    private_cache,
-    seed_page,
-)
+from isa_testdata import CDNA5, isa_files, library, private_cache  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import IsaError, decode, import_xml
 from hydroplane.isa.syntax import assemble, disassemble
@@ -56,8 +49,8 @@ def test_assemble_token_soup(library, parts):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cut=st.integers(min_value=0, max_value=400_000), junk=st.binary(max_size=8))
-def test_import_damaged_xml(amd_dir, cut, junk):
-    original = (amd_dir / EXCERPTS["AMD CDNA 5"]).read_bytes()
+def test_import_damaged_xml(isa_files, cut, junk):
+    original = isa_files.read(CDNA5)
     damaged = original[:cut] + junk + original[cut + len(junk):]
     try:
         import_xml(damaged, "damaged.xml")

@@ -1,4 +1,4 @@
-"""The importer reads both excerpts (schema 1.1.1 and 1.2.0) into the model, and rejects bad XML."""
+"""The importer reads both architectures' files (schema 1.1.1 and 1.2.0) into the model, and rejects bad XML."""
 
 from __future__ import annotations
 
@@ -6,14 +6,7 @@ import re
 import zipfile
 
 import pytest
-from isa_testdata import (  # noqa: F401 (pytest fixtures)
-    EXCERPTS,
-    amd_dir,
-    library,
-    llvm_mc,
-    private_cache,
-    seed_page,
-)
+from isa_testdata import CDNA5, RDNA3, isa_files, private_cache  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import (
     IsaLibrary,
@@ -25,40 +18,31 @@ from hydroplane.isa import (
 )
 from hydroplane.isa.conditions import describe, evaluate
 
-# What README.md of the excerpts states about each file.
-EXPECTED = {
-    "AMD RDNA 3": dict(schema="1.1.1", arch_id=8, encodings={"ENC_SOP1", "ENC_VOP1", "ENC_VOP2"},
-                       forms=122, formats={"FMT_NUM_B16", "FMT_NUM_F16", "FMT_NUM_F32", "FMT_NUM_F64",
-                                           "FMT_NUM_I32", "FMT_NUM_U32"}),
-    "AMD CDNA 5": dict(schema="1.2.0", arch_id=4, encodings={"ENC_SOP1", "ENC_VOP1"}, forms=157,
-                       formats={"FMT_NUM_F16", "FMT_NUM_F32", "FMT_NUM_F64", "FMT_NUM_I32", "FMT_NUM_U32"}),
-}
 
-
-@pytest.fixture(scope="module", params=sorted(EXCERPTS))
-def imported(request, amd_dir):
+@pytest.fixture(scope="module", params=[RDNA3, CDNA5])
+def imported(request, isa_files):
     arch = request.param
-    return arch, import_xml((amd_dir / EXCERPTS[arch]).read_bytes(), EXCERPTS[arch])
+    return arch, isa_files.facts[arch], import_xml(isa_files.read(arch), isa_files.files[arch])
 
 
 def test_document_and_sections(imported):
-    arch, spec = imported
-    want = EXPECTED[arch]
+    arch, want, spec = imported
     assert spec.document.architecture == arch
-    assert spec.document.architecture_id == want["arch_id"]
-    assert spec.document.schema_version == want["schema"]
+    assert spec.document.architecture_id == want.arch_id
+    assert spec.document.schema_version == want.schema
+    assert spec.document.release_date == want.release_date
     assert spec.document.license == "MIT"
-    assert set(spec.encodings) == want["encodings"]
-    assert set(spec.data_formats) == want["formats"]
+    assert set(spec.encodings) == want.encodings
+    assert set(spec.data_formats) == want.formats
     assert set(spec.operand_types) == {"OPR_SRC", "OPR_VGPR"}
     assert len(spec.instructions) == 20
-    assert sum(len(i.encodings) for i in spec.instructions.values()) == want["forms"]
+    assert sum(len(i.encodings) for i in spec.instructions.values()) == want.forms
     assert {"SALU", "VALU", "SMEM", "VMEM", "TRAP"} <= set(spec.groups)
     assert "TRANSCENDENTAL" in spec.subgroups and len(spec.subgroups) == 14
 
 
 def test_instruction_run_matches_the_readme(imported):
-    _, spec = imported
+    _, _, spec = imported
     opcodes = {i.encoding("ENC_VOP1").opcode: name for name, i in spec.instructions.items()}
     assert sorted(opcodes) == [8] + list(range(10, 29))  # no opcode 9
     off = spec.instructions["V_CVT_OFF_F32_I4"]
@@ -74,7 +58,7 @@ def test_instruction_run_matches_the_readme(imported):
 
 
 def test_operands_in_amd_order(imported):
-    _, spec = imported
+    _, _, spec = imported
     form = spec.instructions["V_CVT_OFF_F32_I4"].encoding("ENC_VOP1")
     vdst, src0 = form.operands
     assert (vdst.field_name, vdst.is_output, vdst.is_input, vdst.operand_type, vdst.data_format, vdst.size) == \
@@ -84,7 +68,7 @@ def test_operands_in_amd_order(imported):
 
 
 def test_vop1_layouts_differ_only_in_op(imported):
-    arch, spec = imported
+    arch, _, spec = imported
     vop1 = spec.encodings["ENC_VOP1"]
     widths = {f.name: (f.ranges[0].offset, f.width) for f in vop1.fields}
     op = (9, 7) if arch == "AMD CDNA 5" else (9, 8)
@@ -96,7 +80,7 @@ def test_vop1_layouts_differ_only_in_op(imported):
 
 
 def test_schema_versions_differ_in_condition_ids(imported):
-    arch, spec = imported
+    arch, _, spec = imported
     condition = spec.encodings["ENC_VOP1"].conditions[0]
     form = spec.instructions["V_CVT_I32_F32"].encoding("VOP1_INST_LITERAL")
     if arch == "AMD CDNA 5":
@@ -111,7 +95,7 @@ def test_schema_versions_differ_in_condition_ids(imported):
 
 
 def test_operand_type_values(imported):
-    _, spec = imported
+    _, _, spec = imported
     src = spec.operand_types["OPR_SRC"]
     names = src.names_by_value()
     assert names[0] == "s0" and names[106] == "VCC_LO" and names[128] == "0" and names[193] == "-1"
@@ -123,51 +107,50 @@ def test_operand_type_values(imported):
     assert [f.name for f in f32.fields] == ["Mantissa", "Exponent", "Sign"]
 
 
-def excerpt_text(amd_dir, arch="AMD RDNA 3") -> bytes:
-    return (amd_dir / EXCERPTS[arch]).read_bytes()
-
-
 @pytest.mark.parametrize("cut", [100, 5000, 200000])
-def test_truncated_xml_is_a_clear_error(amd_dir, cut):
-    data = excerpt_text(amd_dir)[:cut]
+def test_truncated_xml_is_a_clear_error(isa_files, cut):
+    data = isa_files.read(RDNA3)[:cut]
     with pytest.raises(SpecFormatError, match=r"cut\.xml: malformed or truncated XML at line \d+, column \d+"):
         import_xml(data, "cut.xml")
 
 
-def test_malformed_xml_names_line(amd_dir):
-    data = excerpt_text(amd_dir).replace(b"<BitCount>32</BitCount>", b"<BitCount>32</Bitcount>", 1)
-    with pytest.raises(SpecFormatError, match="bad.xml: malformed or truncated XML at line 17"):
+def test_malformed_xml_names_line(isa_files):
+    original = isa_files.read(RDNA3)
+    line = original[:original.index(b"<BitCount>32</BitCount>")].count(b"\n") + 1
+    assert line == 17  # the first encoding's BitCount, as in AMD's files
+    data = original.replace(b"<BitCount>32</BitCount>", b"<BitCount>32</Bitcount>", 1)
+    with pytest.raises(SpecFormatError, match=f"bad.xml: malformed or truncated XML at line {line},"):
         import_xml(data, "bad.xml")
 
 
-def test_bad_number_names_the_element(amd_dir):
-    data = excerpt_text(amd_dir).replace(b'<Opcode Radix="10">14</Opcode>', b'<Opcode Radix="10">1x4</Opcode>', 1)
+def test_bad_number_names_the_element(isa_files):
+    data = isa_files.read(RDNA3).replace(b'<Opcode Radix="10">14</Opcode>', b'<Opcode Radix="10">1x4</Opcode>', 1)
     with pytest.raises(SpecFormatError, match=r"V_CVT_OFF_F32_I4.*Opcode.*'1x4' is not a base-10 number"):
         import_xml(data, "n.xml")
 
 
-def test_missing_elements(amd_dir):
+def test_missing_elements(isa_files):
     with pytest.raises(SpecFormatError, match="root element is <Foo>"):
         import_xml(b"<Foo/>", "f.xml")
     with pytest.raises(SpecFormatError, match="missing <Architecture>"):
         import_xml(b"<Spec><ISA></ISA></Spec>", "f.xml")
     data = re.sub(rb"(<FieldName>SRC0</FieldName>\s*<Description>[^<]*</Description>)\s*<BitLayout.*?</BitLayout>",
-                  rb"\1", excerpt_text(amd_dir), count=1, flags=re.S)
+                  rb"\1", isa_files.read(RDNA3), count=1, flags=re.S)
     with pytest.raises(SpecFormatError, match=r"ENC_VOP1\).*\(SRC0\): missing <BitLayout>"):
         import_xml(data, "f.xml")
 
 
-def test_sources_folder_zip_and_file(amd_dir, tmp_path):
-    folder = xml_sources(amd_dir)
-    assert sorted(s.path.name for s in folder) == sorted(EXCERPTS.values())
+def test_sources_folder_zip_and_file(isa_files, tmp_path):
+    folder = xml_sources(isa_files.folder)
+    assert sorted(s.path.name for s in folder) == sorted(isa_files.files.values())
     archive = tmp_path / "AMD_GPU_MR_ISA_XML.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        for name in EXCERPTS.values():
-            zf.write(amd_dir / name, f"isa/{name}")
+        for arch, name in isa_files.files.items():
+            zf.write(isa_files.path(arch), f"isa/{name}")
         zf.writestr("isa/README.txt", "not xml")
     zipped = IsaLibrary.open(archive, SpecCache(tmp_path / "c1"))
-    assert sorted(zipped.architectures) == sorted(EXCERPTS)
-    single = IsaLibrary.open(amd_dir / EXCERPTS["AMD CDNA 5"], SpecCache(tmp_path / "c2"))
+    assert sorted(zipped.architectures) == sorted(isa_files.files)
+    single = IsaLibrary.open(isa_files.path(CDNA5), SpecCache(tmp_path / "c2"))
     assert single.architectures == ["AMD CDNA 5"]
 
 

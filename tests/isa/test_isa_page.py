@@ -1,4 +1,4 @@
-"""Reference pages: seed 001's page field by field, every instruction's page, and the CLI."""
+"""Reference pages: seed 001's fields (our expected page; seed 001 itself when present), every page, the CLI."""
 
 from __future__ import annotations
 
@@ -8,104 +8,106 @@ import sys
 from html.parser import HTMLParser
 
 import pytest
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+from isa_testdata import (  # noqa: F401 (pytest fixtures)
+    CDNA5,
+    HEADINGS,
+    isa_files,
+    library,
+    library_of,
+    llvm_mc,
+    page_facts,
+    private_cache,
+)
 
 from hydroplane.cli import main
-from hydroplane.isa import IsaLibrary, SpecCache
+from hydroplane.isa import GFX_TARGETS, IsaLibrary, SpecCache
 from hydroplane.isa.page import build_page, render_text
 from hydroplane.isa.page_html import render_html
 
 VOID = {"meta", "br"}
 
 
-def seed_section(seed: str, start: str, end: str) -> str:
-    return seed.split(start, 1)[1].split(end, 1)[0]
+def section(text: str, start: str, end: str) -> str:
+    return text.split(start, 1)[1].split(end, 1)[0]
 
 
 @pytest.fixture(scope="module")
-def seed_page_text(library, llvm_mc):
-    return render_text(build_page(library, "v_cvt_off_f32_i4", "cdna5"))
+def page_text(page_facts, llvm_mc, tmp_path_factory):
+    """The text page of v_cvt_off_f32_i4 on CDNA 5 from the file set the facts belong to."""
+    return render_text(build_page(library_of(page_facts.files, tmp_path_factory), "v_cvt_off_f32_i4", "cdna5"))
 
 
 def lines_of(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines()]
 
 
-def test_title_group_and_description(seed_page, seed_page_text):
-    seed, page = lines_of(seed_page), lines_of(seed_page_text)
-    assert page[0] == seed[0] == "v_cvt_off_f32_i4 GPU Native ISA AMD Vector"
-    assert seed[2] == "Vector Arithmetic" and seed[2] in page[:4]
-    description = seed[6]
-    assert description.startswith("Convert from a signed 4-bit integer")
-    assert description in page
+def test_title_group_and_description(page_facts, page_text):
+    page = lines_of(page_text)
+    assert page[0] == page_facts.title == "v_cvt_off_f32_i4 GPU Native ISA AMD Vector"
+    assert page_facts.group_title == "Vector Arithmetic" and page_facts.group_title in page[:4]
+    assert page_facts.description.startswith(("Convert from a signed 4-bit integer", "Map the signed 4-bit"))
+    assert page_facts.description in page
 
 
-def test_bit_layout_cells(seed_page, seed_page_text):
-    seed_cells = [x for x in lines_of(seed_section(seed_page, "Binary Layout (AMD CDNA 5)", "The ENC_VOP1")) if x]
-    page_cells = [x for x in lines_of(seed_section(seed_page_text, "Binary Layout (AMD CDNA 5)", "The ENC_VOP1")) if x]
-    assert seed_cells == ["0111111", "31:25", "VDST", "24:17", "unassigned", "16", "0001110", "15:9", "SRC0", "8:0"]
-    assert page_cells == seed_cells
+def test_bit_layout_cells(page_facts, page_text):
+    cells = [x for x in lines_of(section(page_text, "Binary Layout (AMD CDNA 5)", "The ENC_VOP1")) if x]
+    assert page_facts.cells == ["0111111", "31:25", "VDST", "24:17", "unassigned", "16", "0001110", "15:9", "SRC0",
+                                "8:0"]
+    assert cells == page_facts.cells
 
 
-def test_layout_note_and_generations(seed_page, seed_page_text):
-    seed_note = next(line for line in lines_of(seed_page) if line.startswith("The ENC_VOP1 layout"))
-    page_note = next(line for line in lines_of(seed_page_text) if line.startswith("The ENC_VOP1 layout"))
-    for sentence in re.split(r"(?<=\.) (?=[A-Z])", seed_note)[:3]:  # layout, opcode/identifier, unassigned
-        assert sentence in page_note, sentence
-    differing = re.findall(r"(AMD [A-Z]+ [\d.]+) \(field layout\)", seed_note)
-    same = re.findall(r"The same in (AMD [A-Z]+ \d+(?:\.\d+)?)", seed_note)
-    assert len(differing) == 8 and same == ["AMD RDNA 4"]
-    # which generations were compared, and the verdict for each the seed names
-    assert "Compared across the loaded generations (AMD CDNA 5, AMD RDNA 3)." in page_note
-    not_compared = page_note.split("Not compared (no file loaded): ", 1)[1]
-    for arch in differing + same:
+def test_layout_note_and_generations(page_facts, page_text):
+    note = next(line for line in lines_of(page_text) if line.startswith("The ENC_VOP1 layout"))
+    for sentence in re.split(r"(?<=\.) (?=[A-Z])", page_facts.note)[:3]:  # layout, opcode/identifier, unassigned
+        assert sentence in note, sentence
+    # which generations were compared, and the verdict for each the facts name
+    assert "Compared across the loaded generations (AMD CDNA 5, AMD RDNA 3)." in note
+    not_compared = note.split("Not compared (no file loaded): ", 1)[1]
+    assert "AMD RDNA 3" in page_facts.generations_differing
+    for arch in page_facts.generations_differing + page_facts.generations_same:
         if arch == "AMD RDNA 3":
-            assert "Not the same in every generation: AMD RDNA 3 (field layout)." in page_note
+            assert "Not the same in every generation: AMD RDNA 3 (field layout)." in note
         else:
             assert arch in not_compared, arch
+    unloaded = [arch for arch in GFX_TARGETS if arch not in ("AMD CDNA 5", "AMD RDNA 3")]
+    assert sorted(not_compared.rstrip(".").split(", ")) == sorted(unloaded)  # every generation without a file
 
 
-def test_format_width_opcode_identifier(seed_page, seed_page_text):
-    for field in ("Format VOP1", "Width 32 bits", "Opcode 14", "Identifier 0x7E001C00"):
-        assert field in lines_of(seed_page)
-        assert field in lines_of(seed_page_text)
+def test_format_width_opcode_identifier(page_facts, page_text):
+    assert len(page_facts.fields) == 4
+    for field in page_facts.fields:
+        assert field in lines_of(page_text)
 
 
-def test_operands(seed_page, seed_page_text):
-    seed_ops = [x for x in lines_of(seed_section(seed_page, "Operands", "In AMD's order")) if x]
-    page_ops = lines_of(seed_section(seed_page_text, "\nOperands\n", "In AMD's order"))
-    assert seed_ops[0] == "• VDST" and seed_ops[2] == "• SRC0"
-    for bullet, description in (seed_ops[0:2], seed_ops[2:4]):
+def test_operands(page_facts, page_text):
+    page_ops = lines_of(section(page_text, "\nOperands\n", "In AMD's order"))
+    assert [bullet for bullet, _ in page_facts.operands] == ["• VDST", "• SRC0"]
+    for bullet, description in page_facts.operands:
         at = page_ops.index(bullet)
         assert page_ops[at + 1] == description
     assert "Field VDST: bits 24:17 (8 bits); operand size 32 bits." in page_ops
     assert "Field SRC0: bits 8:0 (9 bits); operand size 32 bits." in page_ops
-    order = next(line for line in lines_of(seed_page) if line.startswith("In AMD's order"))
-    assert order in lines_of(seed_page_text)
+    assert page_facts.order in lines_of(page_text)
 
 
-def test_targets_related_reference(seed_page, seed_page_text):
-    seed_row = seed_section(seed_page, "TargetSupport", "Related").strip()
-    target, support = re.match(r"(gfx\d+)(.*)", seed_row).groups()
-    row = next(line for line in lines_of(seed_page_text) if line.startswith(target))
-    assert support.strip() in row and "AMD RDNA 3" in row
-    assert any(line.startswith("gfx1250") and "✅ Supported" in line for line in lines_of(seed_page_text))
-    for heading in ("GFX Target Compatibility", "Related", "More in Vector Arithmetic", "Reference",
-                    "AMDGPU / GFX ISA", "Description", "Semantics", "Example", "Sources"):
-        assert heading in lines_of(seed_page) and heading in lines_of(seed_page_text), heading
-    related = lines_of(seed_section(seed_page_text, "More in Vector Arithmetic", "Reference"))
+def test_targets_related_reference(page_facts, page_text):
+    target, support = page_facts.target
+    row = next(line for line in lines_of(page_text) if line.startswith(target))
+    assert support in row and "AMD RDNA 3" in row
+    assert any(line.startswith("gfx1250") and "✅ Supported" in line for line in lines_of(page_text))
+    assert page_facts.headings == HEADINGS
+    for heading in HEADINGS:
+        assert heading in lines_of(page_text), heading
+    related = lines_of(section(page_text, "More in Vector Arithmetic", "Reference"))
     assert "v_cvt_f32_ubyte0" in related and "v_cvt_off_f32_i4" not in related
 
 
-def test_lookup_table_semantics_and_example(seed_page, seed_page_text):
-    table = re.search(r"Lookup table on S0\[3:0\]: S0 binary Result( [01]{4} [+-]\d\.\d{4}f){16}", seed_page)
-    assert table and table.group(0) in seed_page_text
-    semantics = seed_section(seed_page, "\nSemantics\n", "\nExample").strip()
-    assert semantics == seed_section(seed_page_text, "\nSemantics\n", "\nExample").strip()
-    example = seed_section(seed_page, "\nExample\n", "A real instruction").strip()
-    assert example == "v_cvt_off_f32_i4 v5, v1"
-    page_example = lines_of(seed_section(seed_page_text, "\nExample\n", "\nSources"))
-    assert example in page_example
+def test_lookup_table_semantics_and_example(page_facts, page_text):
+    assert page_facts.table_text and page_facts.table_text in page_text
+    assert page_facts.semantics == section(page_text, "\nSemantics\n", "\nExample").strip()
+    assert page_facts.example == "v_cvt_off_f32_i4 v5, v1"
+    page_example = lines_of(section(page_text, "\nExample\n", "\nSources"))
+    assert page_facts.example in page_example
     assert "Encoded from the XML layout: 01 1d 0a 7e" in page_example
     assert "Checked: llvm-mc-22 -mcpu=gfx1250 produces the same bytes." in page_example
 
@@ -127,7 +129,7 @@ class TagBalance(HTMLParser):
         self.text.append(data)
 
 
-@pytest.mark.parametrize("arch", ["AMD RDNA 3", "AMD CDNA 5"])
+@pytest.mark.parametrize("arch", ["AMD RDNA 3", CDNA5])
 def test_every_instruction_renders(library, llvm_mc, arch):
     spec = library.spec(arch)
     for name in spec.instruction_names():
@@ -147,9 +149,10 @@ def test_every_instruction_renders(library, llvm_mc, arch):
         assert page.description in visible and f"0x{page.identifier:08X}" in visible
 
 
-def test_cli_show_with_html(amd_dir, tmp_path, capsys):
+def test_cli_show_with_html(isa_files, tmp_path, capsys):
     out = tmp_path / "page.html"
-    assert main(["isa", "show", "V_CVT_OFF_F32_I4", "--spec", str(amd_dir), "--html", str(out), "--no-llvm"]) == 0
+    argv = ["isa", "show", "V_CVT_OFF_F32_I4", "--spec", str(isa_files.folder), "--html", str(out), "--no-llvm"]
+    assert main(argv) == 0
     text = capsys.readouterr().out
     assert "Identifier 0x7E001C00" in text and "Binary Layout (AMD CDNA 5)" in text
     assert "Not checked with LLVM's assembler" in text
@@ -157,8 +160,8 @@ def test_cli_show_with_html(amd_dir, tmp_path, capsys):
     assert "<td class='unassigned'>unassigned</td>" in html and "<td>31:25</td>" in html
 
 
-def test_cli_search_decode_encode(amd_dir, capsys, monkeypatch):
-    monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(amd_dir))
+def test_cli_search_decode_encode(isa_files, capsys, monkeypatch):
+    monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(isa_files.folder))
     assert main(["isa", "search", "rpi"]) == 0
     assert "v_cvt_nearest_i32_f32" in capsys.readouterr().out
     assert main(["isa", "encode", "v_cvt_off_f32_i4 v5, v1", "--arch", "rdna3"]) == 0
@@ -196,8 +199,8 @@ def test_cli_search_decode_encode(amd_dir, capsys, monkeypatch):
     (["isa", "encode", "v_cvt_f32_f16 v5, 70000.0", "--arch", "cdna5"], "70000.0 does not fit a 16-bit float"),
     (["isa", "decode", "0x7E0A1D01", "0x123456789", "--arch", "rdna3"], "'0x123456789' is not a 32-bit hex dword"),
 ])
-def test_cli_errors_are_one_line(amd_dir, capsys, monkeypatch, argv, message):
-    monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(amd_dir))
+def test_cli_errors_are_one_line(isa_files, capsys, monkeypatch, argv, message):
+    monkeypatch.setenv("HYDROPLANE_AMD_ISA", str(isa_files.folder))
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("hydroplane: error: ") and err.count("\n") == 1, err
@@ -219,9 +222,9 @@ def test_cli_malformed_spec_no_traceback(tmp_path, monkeypatch):
     assert proc.returncode == 1 and proc.stderr.startswith("hydroplane: error: no AMD ISA specification")
 
 
-def test_page_without_any_layout(amd_dir, tmp_path):
+def test_page_without_any_layout(isa_files, tmp_path):
     """A file whose encodings section lacks the instruction's layouts still renders a page."""
-    text = (amd_dir / "amdgpu_isa_cdna5.excerpt.xml").read_text(encoding="utf-8")
+    text = isa_files.read(CDNA5).decode("utf-8")
     text = re.sub(r"<Encoding Order=\"5\">.*?</Encoding>\s*", "", text, count=1, flags=re.S)
     folder = tmp_path / "amd"
     folder.mkdir()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from isa_testdata import amd_dir, library, llvm_mc, private_cache, seed_page  # noqa: F401 (pytest fixtures)
+from isa_testdata import isa_files, library, llvm_mc, private_cache  # noqa: F401 (pytest fixtures)
 
 from hydroplane.isa import GFX_TARGETS, UnknownNameError, arch_key, architecture_of_target, targets_of
 from hydroplane.isa.llvm import assemble_lines
@@ -52,7 +52,7 @@ def test_all_encodings_of_an_instruction(library):
     assert not forms["ENC_VOP1"].derived
     assert forms["VOP1_INST_LITERAL"].encoding.derived_from == "ENC_VOP1"
     assert forms["VOP1_INST_LITERAL64"].encoding.bit_count == 96
-    assert forms["ENC_VOP3"] is None  # not in the excerpt
+    assert forms["ENC_VOP3"] is None  # not in the file
     rdna3 = [form.encoding for form, _ in library.forms("v_cvt_f32_f64", "rdna3")]
     assert rdna3 == ["ENC_VOP1", "VOP1_INST_LITERAL", "ENC_VOP3", "VOP3_INST_LITERAL"]  # F64: no DPP
 

@@ -105,6 +105,11 @@ class Spec:
     def architecture(self) -> str:
         return self.document.architecture
 
+    @property
+    def decoded_records(self) -> tuple[tuple[str, str], ...]:
+        """(kind, name) of every record decoded so far, ("catalog", "") for the search catalog: what a query cost."""
+        return tuple(self._records) + ((("catalog", ""),) if self._catalog is not None else ())
+
     def _record(self, kind: str, name: str):
         key = (kind, name)
         if key not in self._records:
