@@ -1,8 +1,12 @@
 """Shared fixtures: the external tools the tests need and the shared/ folder.
 
 A missing tool fails the test that needs it: the test userland (scripts/test) has every
-tool, so a skip there would hide a broken environment. Tests that depend on data outside
-the repository (../shared/isa/amd) skip with the reason when that data is absent.
+tool, so a skip there would hide a broken environment. Nothing in the suite needs data
+outside the repository: the ISA tests run on the project's own files (tests/isa/fixture),
+the grammar checks on seed 000's facts recorded in tests/spirv/test_grammar.py. Where the
+shared folder (../shared, or $HYDROPLANE_SHARED) is present, those tests gain extra
+parameters or tests that compare with AMD's excerpts and the seeds; where it is absent those
+are never collected, so a clone on its own skips nothing.
 """
 
 from __future__ import annotations

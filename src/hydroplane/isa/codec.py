@@ -46,11 +46,6 @@ class Decoded:
                 used |= f.mask
         return int.from_bytes(self.data, "little") & ~used
 
-    def operand_values(self) -> list[tuple[str, int]]:
-        """(field, value) of each operand with a field, in AMD's order."""
-        return [(o.field_name, self.values[o.field_name]) for o in self.form.operands
-                if o.field_name in self.values]
-
 
 def find_form(spec: Spec, name: str, encoding: str) -> tuple[Instruction, InstructionEncoding, Layout]:
     """The instruction, its form in `encoding`, and that form's layout (errors name what lacks)."""
