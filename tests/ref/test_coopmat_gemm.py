@@ -1,8 +1,8 @@
 """The benchmark's tiled cooperative-matrix GEMM (benchmarks/ref_gemm.comp) as a test: exact on
-integer-valued f16 inputs on the reference executor and on lavapipe, within the issue's 3 s
-"done when" bound (checked generously here; the measured number is in docs/ref_coopmat.md)."""
+integer-valued f16 inputs on the reference executor and on lavapipe. The issue's 3 s "done when" bound is
+measured (docs/ref_coopmat.md), not asserted: the test bounds the work instead (one batch of every
+invocation, a fixed number of instruction steps)."""
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +35,10 @@ def test_gemm_on_reference_executor_is_exact_and_fast(glslang):
     ex = Executor(subgroup_size=32)
     bufs = {0: ex.buffer(a), 1: ex.buffer(b), 2: ex.buffer(np.full((SIZE, SIZE), np.nan, np.float32))}
     kernel = ex.kernel(words)
-    start = time.perf_counter()
     ex.dispatch(kernel, _grid(), bufs)
-    elapsed = time.perf_counter() - start
     np.testing.assert_array_equal(ex.read(bufs[2], np.float32, (SIZE, SIZE)), want)
-    assert elapsed < 10.0, f"256^3 coop GEMM took {elapsed:.2f} s on the reference executor (target 3 s)"
+    # what keeps it fast: every invocation in one batch, each instruction executed once for all (1312 steps)
+    assert ex.last_stats["batches"] == 1 and ex.last_stats["instructions"] <= 2000, ex.last_stats
 
 
 def test_gemm_reference_and_lavapipe_agree(glslang):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from conftest import REPO
 from hydroplane.spirv import text
 from hydroplane.spirv.binary import to_bytes
 
-RUN_LIMIT_S = 120
+RUN_LIMIT_S = 600  # a hang guard, not a speed bound: generous enough for a loaded 2-core machine
 
 STORE = """
                OpCapability Shader
@@ -205,7 +204,6 @@ class Outcome:
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
 
     @property
     def error_line(self) -> str:
@@ -260,12 +258,11 @@ def run_driver(module: Path, device: str, key: str, count: int, out: Path) -> Ou
 
 
 def run_process(argv: list[str], limit_s: float) -> Outcome:
-    start = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit_s, env=_env())
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"hung: no exit within {limit_s} s: {argv}\n{exc.stderr}") from None
-    outcome = Outcome(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+    outcome = Outcome(proc.returncode, proc.stdout, proc.stderr)
     assert proc.returncode >= 0, f"killed by signal {-proc.returncode}: {argv}\n{proc.stderr[-2000:]}"
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
     return outcome

@@ -1,5 +1,5 @@
 """Fuzz: mutated whole modules of the glslang corpus fed to reflect() and compile_kernel(); only SpirvError
-comes out, with a word offset inside the module when it has one, each input in bounded time.
+comes out, with a word offset inside the module when it has one (no wall clock is asserted).
 
 Whole modules (not windows, as in test_fuzz.py) keep the types, decorations and variables that
 reflection reads, so the mutants reach it: a pointer type that is gone, a struct that holds itself, a
@@ -9,7 +9,6 @@ constant that is no integer. Planted cases check that the error names the instru
 from __future__ import annotations
 
 import random
-import time
 import traceback
 from array import array
 
@@ -23,7 +22,6 @@ from hydroplane.spirv.target import Target
 
 MUTANTS = 12_000
 SEED = 90210
-PER_INPUT_LIMIT_S = 2.0
 
 PLANTED = """
                OpCapability Shader
@@ -52,7 +50,6 @@ def test_mutated_modules_reflect_or_raise_spirv_error(corpus_binaries):
     pool = [binary.as_words(data) for _, data in sorted(corpus_binaries.items())]
     targets = (Target.profile("lavapipe"), Target.profile("nvidia-h200"), Target.reference())
     reflected = rejected = 0
-    slowest = 0.0
     failures = []
     for n in range(MUTANTS):
         mutant = mutate(rng.choice(pool), rng)
@@ -61,7 +58,6 @@ def test_mutated_modules_reflect_or_raise_spirv_error(corpus_binaries):
         except SpirvError:
             continue
         size = len(binary.as_words(mutant)) if isinstance(mutant, array) else len(mutant) // 4
-        start = time.perf_counter()
         for step, argument in ((reflect, None), (compile_kernel, targets[n % 3])):
             try:
                 step(module) if argument is None else step(module, argument)
@@ -71,10 +67,8 @@ def test_mutated_modules_reflect_or_raise_spirv_error(corpus_binaries):
                 rejected += 1
             except Exception:  # anything else is a bug: keep the input to reproduce it
                 failures.append((n, list(mutant) if isinstance(mutant, array) else mutant, traceback.format_exc()))
-        slowest = max(slowest, time.perf_counter() - start)
     assert not failures, f"{len(failures)} inputs raised other errors; first: {failures[0]}"
     assert reflected > 1000 and rejected > 200, (reflected, rejected)  # both paths exercised
-    assert slowest < PER_INPUT_LIMIT_S, slowest
 
 
 def _planted(block: str, pointer: str = "%ptr_b") -> array:
