@@ -47,7 +47,12 @@ def config_of(runner: GemmRunner, problem: GemmProblem, kind: str) -> GemmConfig
     return next(c for c in candidate_configs(problem, runner.target) if c.kind == kind)
 
 
+LAVAPIPE_TIMEOUT_S = 600  # a dispatch's wait on lavapipe (a CPU driver): the 60 s default failed on a loaded machine
+
+
 def check(runner: GemmRunner, problem: GemmProblem, config: GemmConfig, seed: int = 0):
+    if not runner.is_reference:
+        runner.executor.device.set_timeout(LAVAPIPE_TIMEOUT_S)
     result = runner.run(problem, config, seed=seed)
     assert result.ok, f"{problem.describe()} with {config.describe()} on {runner.name}: error {result.error}"
     assert result.error == 0 or not problem.dtype.integer
