@@ -229,15 +229,15 @@ def offers_tile(dtype: types.Scalar, tile, target: Target) -> bool:
 
 
 def target_tiles(dtype: types.Scalar, target: Target) -> list[tuple[int, int, int]]:
-    """The tiles (QT, SN, QK) the target runs for the dtype, fixed shapes first, largest first (ref: 16x16x16)."""
+    """The tiles (QT, SN, QK) the target runs for the dtype: its fixed shapes, largest first, then (on tiles of 16
+    rows or more) wider ones from NV2 flexible dimensions; the reference executor: 16x16x16."""
     if target.is_reference:
         return [(16, 16, 16)]
-    found = []
-    for s in target.shapes(dtype, "f32"):
-        for tile in ((s.m, s.n, s.k),):
-            if tile not in found and offers_tile(dtype, tile, target):
-                found.append(tile)
-    return found
+    found = [(s.m, s.n, s.k) for s in target.shapes(dtype, "f32")]
+    for s in target.coop_nv2_flexible:
+        if s.scope == Scope.Subgroup and s.a == dtype and s.c == types.scalar("f32") and s.m >= 16:
+            found += [(s.m, 2 * s.n, s.k), (s.m, 4 * s.n, s.k), (s.m, 2 * s.n, 2 * s.k), (s.m, 4 * s.n, 4 * s.k)]
+    return [t for t in dict.fromkeys(found) if offers_tile(dtype, t, target)]
 
 
 def check_config(problem: AttentionProblem, config: AttentionConfig, target: Target) -> None:
@@ -261,12 +261,14 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"{target.shared_memory}")
 
 
-def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int = 1024) -> int:
-    """Splits for the decode path: enough workgroups to fill a large GPU, each split at least two key blocks."""
+def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int = 4096) -> int:
+    """Splits for the decode path: where every query of a head fits one block, enough splits to make about
+    `target_workgroups` workgroups, each split at least two key blocks long; 1 (one pass) otherwise."""
     bm, bn = config.block
-    workgroups = -(-problem.q_len // bm) * problem.heads * problem.batch
-    if workgroups >= target_workgroups // 4:
+    q_blocks = -(-problem.q_len // bm)
+    if q_blocks > 1 or problem.kv_len < 4 * bn:
         return 1
+    workgroups = q_blocks * problem.heads * problem.batch
     return max(1, min(-(-target_workgroups // workgroups), problem.kv_len // (2 * bn)))
 
 
@@ -316,13 +318,17 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
     for tile in tiles:
         qt, sn, _ = tile
         big = qt >= 16
-        shapes = ([(4, 1, 4), (8, 1, 4), (4, 1, 2), (4, 2, 2), (2, 1, 4)] if big else [(2, 1, 2), (1, 1, 2), (2, 2, 1)])
-        for subgroups, query_tiles, key_tiles in shapes:
-            config = AttentionConfig(tile, subgroups, query_tiles, key_tiles, pad=1, splits=1)
+        # (subgroups, query tiles per subgroup, keys per block)
+        shapes = [(8, 1, 64), (4, 1, 32), (8, 1, 32), (4, 1, 64), (8, 2, 32), (4, 2, 64)] if big else \
+            [(2, 1, 2 * sn), (1, 1, 2 * sn), (2, 2, sn)]
+        for subgroups, query_tiles, keys in shapes:
+            if keys % sn:
+                continue
+            config = AttentionConfig(tile, subgroups, query_tiles, keys // sn, pad=1, splits=1)
             if auto_splits(problem, config) > 1:
                 found.append(replace(config, splits=0))
             found.append(config)
-        found.append(AttentionConfig(tile, 1, 1, 1 if big else 2, pad=1, splits=0))  # decode: one subgroup
+        found.append(AttentionConfig(tile, 1, 1, max(1, (16 if big else 2 * sn) // sn), pad=1, splits=0))  # decode
     runnable = []
     for config in found:
         try:

@@ -203,6 +203,8 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     head = workgroup_id(1)
     block = workgroup_id(0) // SPLITS
     split = workgroup_id(0) - block * SPLITS
+    if CAUSAL:  # the blocks with the most keys first: the GPU's last wave is the short blocks
+        block = (S_Q + BM - 1) // BM - 1 - block
     kv_head = head // (HEADS // KV_HEADS)
     q0 = block * BM
     q_base = (batch * HEADS + head) * S_Q * CHUNKS  # V4 index of this head's Q (and O) rows
@@ -263,18 +265,19 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                 else:
                     s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
                                              scale_log2, CAUSAL, False)
-            block_max = coop.reduce(s[i * NS], coop.Row, larger)
+            # the block's row maximum: the score matrices combined element by element, then one reduction
+            widest = s[i * NS]
             for t in static_range(1, NS):
-                block_max = coop.map(larger_of, block_max, coop.reduce(s[i * NS + t], coop.Row, larger))
-            new_max = coop.map(larger_of, row_max[i], block_max)
+                widest = coop.map(larger_of, widest, s[i * NS + t])
+            new_max = coop.map(larger_of, row_max[i], coop.reduce(widest, coop.Row, larger))
             rescale = coop.map(exp2_minus, row_max[i], new_max)
             row_max[i] = new_max
-            total = row_sum[i] * rescale
+            probs = coop.fill(TS, 0.0)  # the probabilities summed element by element, then one reduction
             for t in static_range(NS):
                 prob = coop.map(exp2_minus, s[i * NS + t], new_max)
-                total = total + coop.reduce(prob, coop.Row, add)
+                probs = probs + prob
                 p[i * NS + t] = coop.convert_use(coop.convert(prob, IN), coop.A)
-            row_sum[i] = total
+            row_sum[i] = row_sum[i] * rescale + coop.reduce(probs, coop.Row, add)
             for dn in static_range(DT):
                 o[i * DT + dn] = o[i * DT + dn] * rescale
         put_rows(smem, V_BASE, regs, BN, CHUNKS, THREADS, LDS)

@@ -1,0 +1,275 @@
+"""The H200 attention benchmark in ONE run: hydroplane's fused attention beside torch's scaled_dot_product_attention.
+
+For each case (f16, torch's layout (batch, heads, sequence, head_dim)):
+  (4, 16, 4096, 128) non-causal and causal, (1, 16, 16384, 128), (8, 32, 1024, 64), and decode: (16, 32, 1 query,
+  8192 keys, 128) —
+  1. every configuration of the sweep (kernels.attention.candidate_configs for the device, best first, at most
+     --max-configs; the decode case also its split counts) runs on the case's inputs with the output poisoned first
+     and checked after (||O - R|| / ||R|| against torch's SDPA in float32 on the GPU, or NumPy's float64 softmax
+     without torch), then is timed by GPU timestamps: at least --warmup-s of back-to-back runs, then the median of
+     --reps runs (the decode path's two dispatches' times summed); a configuration that fails or is wrong is
+     reported and skipped;
+  2. torch.nn.functional.scaled_dot_product_attention on the same inputs (CUDA events, the same warm-up, median of
+     --reps), when torch with CUDA is there.
+FLOPs are 4·B·H·S_q·S_kv·D (halved for causal); the decode case is also given as TB/s of K and V read. The table
+comes last; everything printed, and a JSON of every measurement, go to the folder given (default: $OUT, else none).
+
+On the lent H200 (Vulkan needs the loader and the GLVND libraries unpacked first, docs/vulkan.md):
+
+    for d in build/gldebs/*.deb; do dpkg -x "$d" /; done; ldconfig; \\
+    VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src \\
+        python3 benchmarks/attention_h200.py $OUT
+
+Here (lavapipe, no torch): `PYTHONPATH=src python3 benchmarks/attention_h200.py build/att_tiny --tiny`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from h200_check import Tee  # noqa: E402 -- this folder's standalone H200 check: writes to several streams
+
+from hydroplane import vk  # noqa: E402
+from hydroplane.kernels.attention import (  # noqa: E402
+    AttentionConfig,
+    AttentionProblem,
+    candidate_configs,
+    random_inputs,
+    reference,
+    relative_error,
+    tolerance,
+)
+from hydroplane.ops.attention import AttentionRunner  # noqa: E402
+
+CASES = {  # name: (batch, heads, q_len, kv_len, head_dim, causal)
+    "4x16x4096x128": (4, 16, 4096, 4096, 128, False),
+    "4x16x4096x128 causal": (4, 16, 4096, 4096, 128, True),
+    "1x16x16384x128": (1, 16, 16384, 16384, 128, False),
+    "8x32x1024x64": (8, 32, 1024, 1024, 64, False),
+    "decode 16x32 1x8192x128": (16, 32, 1, 8192, 128, False),
+}
+TINY = {  # the same code paths at sizes lavapipe finishes in seconds
+    "2x2x40x16": (2, 2, 40, 40, 16, False),
+    "2x2x40x16 causal": (2, 2, 40, 40, 16, True),
+    "decode 2x2 1x200x16": (2, 2, 1, 200, 16, False),
+}
+TARGETS = {"4x16x4096x128": "≥ 200 TFLOP/s", "4x16x4096x128 causal": "≥ 150 TFLOP/s",
+           "decode 16x32 1x8192x128": "≥ 3 TB/s"}
+DECODE_SPLITS = (8, 16, 32, 64)  # the decode case's split counts tried with its leading configurations
+
+
+def torch_or_none():
+    try:
+        import torch  # noqa: PLC0415 -- optional: the baseline and the GPU reference
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def make_inputs(problem: AttentionProblem, rng, torch):
+    """Q, K, V (NumPy, f16 normal values) and the reference: torch SDPA in float32 on the GPU, else NumPy float64."""
+    data = random_inputs(problem, rng)
+    if torch is None:
+        return data, reference(problem, data["q"], data["k"], data["v"])
+    q, k, v = (torch.from_numpy(data[name]).cuda() for name in "qkv")
+    data["torch"] = (q, k, v)
+    group = problem.heads // problem.kv_heads
+    with torch.no_grad():
+        qf, kf, vf = q.float(), k.float().repeat_interleave(group, 1), v.float().repeat_interleave(group, 1)
+        scores = (qf @ kf.transpose(-1, -2)) * problem.softmax_scale
+        if problem.causal:
+            rows = torch.arange(problem.q_len, device="cuda")[:, None]
+            cols = torch.arange(problem.kv_len, device="cuda")[None, :]
+            scores = scores.masked_fill(cols > rows + problem.kv_len - problem.q_len, float("-inf"))
+        exact = torch.softmax(scores, dim=-1) @ vf
+        del scores
+    return data, exact
+
+
+def error_of(out: np.ndarray, exact, torch) -> float:
+    if isinstance(exact, np.ndarray):
+        return relative_error(out, exact)
+    got = torch.from_numpy(np.ascontiguousarray(out)).cuda().float()
+    norm = float(torch.linalg.norm(exact))
+    return float(torch.linalg.norm(got - exact)) / norm
+
+
+def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int, per_tile: int) -> list:
+    """The first `limit` candidates, and the first `per_tile` of every other tile shape (NV2 flexible ones too)."""
+    candidates = candidate_configs(problem, runner.target)
+    configs = candidates[:limit]
+    for tile in dict.fromkeys(c.tile for c in candidates):
+        configs += [c for c in candidates if c.tile == tile][:per_tile]
+    if problem.q_len == 1:  # the decode path: also a few split counts of its leading configurations
+        leading = [c for c in configs if c.splits != 1][:2]
+        configs += [replace(c, splits=s) for c in leading for s in DECODE_SPLITS]
+    return list(dict.fromkeys(configs))
+
+
+def parse_config(text: str) -> AttentionConfig:
+    """`tile=16x16x16,subgroups=4,query_tiles=1,key_tiles=2,pad=1,splits=1` (fields left out keep their defaults)."""
+    fields: dict = {}
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        fields[key] = tuple(int(v) for v in value.split("x")) if key == "tile" else int(value)
+    return AttentionConfig(**fields)
+
+
+def statistics_text(prepared) -> str:
+    """The driver's register count and local (spill) memory of the main pass, where it reports them."""
+    kernel = prepared.passes[0].kernel
+    try:
+        found = vk.pipeline_statistics(kernel.native)
+    except (vk.VulkanError, AttributeError) as err:
+        return f"no statistics ({type(err).__name__})"
+    keep = ("Register Count", "Local Memory Size", "Stack Size")
+    return "; ".join(", ".join(f"{k} {v}" for k, v in e.statistics.items() if k in keep) for e in found)
+
+
+def time_hydroplane(runner, problem, config, data, exact, torch, reps, warmup_s, log) -> dict | None:
+    start = time.perf_counter()
+    try:
+        with runner.prepare(problem, config, data) as prepared:
+            stats = statistics_text(prepared)
+            prepared.dispatch()  # the output was poisoned when prepared
+            error = error_of(prepared.read(), exact, torch)
+            if not error <= tolerance(problem):
+                print(f"    WRONG   {config.describe()}: ||O-R||/||R|| = {error:.3g}", file=log)
+                return None
+            times = prepared.time(reps, warmup_s=warmup_s)
+            prepared.repoison()
+            prepared.dispatch()
+            error = max(error, error_of(prepared.read(), exact, torch))  # checked again after the timed runs
+            plan = prepared.plan
+    except Exception as err:  # noqa: BLE001 -- a configuration the driver refuses is skipped, and said so
+        print(f"    FAILED  {config.describe()}: {type(err).__name__}: {str(err)[:300]}", file=log)
+        if isinstance(err, vk.DeviceLost):
+            runner.executor.close()
+            runner.executor = runner.__class__.open(runner.device).executor
+        return None
+    seconds = statistics.median(times)
+    row = {"config": plan.config.describe(), "config_dict": plan.config.to_dict(), "seconds": seconds,
+           "min_s": min(times), "max_s": max(times), "runs": len(times), "error": error,
+           "tflops": problem.flops / seconds / 1e12, "kv_tbps": problem.kv_bytes / seconds / 1e12,
+           "statistics": stats}
+    print(f"    {row['tflops']:8.2f} TFLOP/s {row['kv_tbps']:6.3f} TB/s {seconds * 1e3:9.3f} ms  error {error:.2g}  "
+          f"{row['config']} [{stats}] ({time.perf_counter() - start:.1f} s)", file=log, flush=True)
+    return row
+
+
+def time_torch(problem: AttentionProblem, data, torch, reps: int, warmup_s: float) -> float | None:
+    q, k, v = data["torch"]
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    extra = {"enable_gqa": True} if problem.kv_heads != problem.heads else {}
+
+    def call():
+        return sdpa(q, k, v, is_causal=problem.causal, **extra)
+
+    call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    while time.perf_counter() - start < warmup_s:
+        call()
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        call()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(begin.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", default=os.environ.get("OUT"), help="where the full output goes")
+    parser.add_argument("--tiny", action="store_true", help="small cases (lavapipe, the reference executor)")
+    parser.add_argument("--device", default=None, help="a Vulkan device number or 'ref' (default: the best)")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--warmup-s", type=float, default=0.3)
+    parser.add_argument("--max-configs", type=int, default=6, help="leading configurations swept per case")
+    parser.add_argument("--per-tile", type=int, default=2, help="and the leading ones of every other tile shape")
+    parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    parser.add_argument("--config", action="append", default=[],
+                        help="a configuration to time instead of the sweep (repeatable), e.g. "
+                             "tile=16x16x16,subgroups=4,key_tiles=2")
+    args = parser.parse_args(argv)
+    cases = TINY if args.tiny else CASES
+    if args.cases:
+        cases = {name: cases[name] for name in args.cases.split(",")}
+    folder = Path(args.folder) if args.folder else None
+    streams = [sys.stdout]
+    if folder:
+        folder.mkdir(parents=True, exist_ok=True)
+        streams.append(open(folder / "attention_h200.txt", "w"))  # noqa: SIM115 -- closed at the end
+    log = Tee(*streams)
+    began = time.perf_counter()
+    torch = None if args.tiny else torch_or_none()
+    device = None if args.device is None else (args.device if args.device == "ref" else int(args.device))
+    results = []
+    explicit = [parse_config(text) for text in args.config]
+    with AttentionRunner.open(device, "f16") as runner:
+        runner.executor.capture_statistics = not runner.is_reference  # registers, spills: printed per configuration
+        print(f"attention benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python "
+              f"{platform.python_version()}, on {runner.name}"
+              + (f", driver {runner.executor.info.driver_version}" if not runner.is_reference else "")
+              + (f", torch {torch.__version__}" if torch else ", no torch (NumPy float64 reference, no baseline)"),
+              file=log, flush=True)
+        rng = np.random.default_rng(2026)
+        for name, (b, h, s_q, s_kv, d, causal) in cases.items():
+            problem = AttentionProblem(b, h, s_q, s_kv, d, "f16", causal=causal)
+            case_start = time.perf_counter()
+            print(f"\n{name}: {problem.describe()}", file=log, flush=True)
+            data, exact = make_inputs(problem, rng, torch)
+            rows = [r for r in (time_hydroplane(runner, problem, config, data, exact, torch, args.reps,
+                                                args.warmup_s, log)
+                                for config in explicit or sweep_configs(problem, runner, args.max_configs, args.per_tile)) if r]
+            best = min(rows, key=lambda r: r["seconds"]) if rows else None
+            torch_s = time_torch(problem, data, torch, args.reps, args.warmup_s) if torch else None
+            if torch_s:
+                print(f"    torch SDPA: {problem.flops / torch_s / 1e12:8.2f} TFLOP/s "
+                      f"{problem.kv_bytes / torch_s / 1e12:6.3f} TB/s {torch_s * 1e3:9.3f} ms", file=log)
+            results.append({"case": name, "problem": problem.describe(), "flops": problem.flops,
+                            "kv_bytes": problem.kv_bytes, "best": best, "tried": rows, "torch_s": torch_s})
+            print(f"    ({time.perf_counter() - case_start:.1f} s)", file=log, flush=True)
+            del data, exact
+    print(f"\nsummary (f16, median of {args.reps} by GPU timestamps after {args.warmup_s} s warm-up; torch: CUDA "
+          f"events; TFLOP/s = 4·B·H·S_q·S_kv·D / time, halved for causal; {time.perf_counter() - began:.0f} s in all)",
+          file=log)
+    print(f"| case | hydroplane ms | TFLOP/s | TB/s K+V | torch SDPA ms | TFLOP/s | hydroplane/torch | target | "
+          f"error | config |", file=log)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=log)
+    for r in results:
+        best, torch_s = r["best"], r["torch_s"]
+        if best is None:
+            print(f"| {r['case']} | no configuration verified | | | | | | {TARGETS.get(r['case'], '')} | | |",
+                  file=log)
+            continue
+        t_ms = f"{torch_s * 1e3:.3f}" if torch_s else "-"
+        t_tf = f"{r['flops'] / torch_s / 1e12:.1f}" if torch_s else "-"
+        ratio = f"{torch_s / best['seconds']:.2f}" if torch_s else "-"
+        print(f"| {r['case']} | {best['seconds'] * 1e3:.3f} | {best['tflops']:.1f} | {best['kv_tbps']:.3f} | {t_ms} | "
+              f"{t_tf} | {ratio} | {TARGETS.get(r['case'], '')} | {best['error']:.2g} | {best['config']} |", file=log)
+    if folder:
+        (folder / "attention_h200.json").write_text(json.dumps(results, indent=1) + "\n")
+        for s in streams[1:]:
+            s.close()
+    return 0 if all(r["best"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,374 @@
+"""Fused attention on a device: `attention(q, k, v)` for arrays, and the runner that times and verifies it.
+
+    out = attention(q, k, v, causal=True)               # NumPy in, NumPy out (or DeviceArrays in, one out)
+    with AttentionRunner.open(0) as runner:              # timing: GPU timestamps on Vulkan, wall time on ref
+        result = runner.run(problem, repeat=20)
+        print(result.text())
+
+`attention` checks its arguments (AttentionError, a HydroplaneError, naming what is wrong), picks the device
+(that of any DeviceArray argument, else the first Vulkan device with cooperative matrices for the dtype, else
+the reference executor) and the configuration (kernels.attention.default_config for the device's tiles), and
+launches the kernels through `hydroplane.launch.jit` (`kernel[grid](...)`): every buffer is bound as a view of
+16-byte elements (the kernel's wide loads), the decode path's partial results stay on the device between its
+two passes. `AttentionRunner.prepare` binds the buffers and records the dispatches for timing (vk.bench-style: a
+warm-up of at least WARMUP_S, then GPU timestamps; the decode path's time is the sum of its two dispatches').
+This layer sits above kernels, lang, launch and vk.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hydroplane import vk
+from hydroplane.errors import HydroplaneError
+from hydroplane.kernels.attention import (
+    AttentionConfig,
+    AttentionError,
+    AttentionPlan,
+    AttentionProblem,
+    Pass,
+    attention_plan,
+    default_config,
+    parse_dtype,
+    random_inputs,
+    reference,
+    relative_error,
+    target_tiles,
+    tolerance,
+)
+from hydroplane.launch import executors
+from hydroplane.launch.jit import device_array
+from hydroplane.launch.prepared import DeviceArray, prepare
+
+WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle a moment runs at its idle clock)
+POISON = -777.0  # written over the outputs before a checked run: no attention of the test inputs gives it
+
+
+# arguments ---------------------------------------------------------------------------------------------
+def as_array(x, name: str):
+    """A DeviceArray as it is, a NumPy array, or a DLPack CPU array (a torch CPU tensor) through np.from_dlpack."""
+    if isinstance(x, DeviceArray | np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, TypeError, ValueError, RuntimeError) as err:
+            raise AttentionError(f"attention: {name} ({type(x).__name__}) cannot be read through DLPack: {err} "
+                                 "(DLPack arrays must be on the CPU; NumPy reads no bf16 over DLPack: pass a "
+                                 "NumPy array of ml_dtypes.bfloat16)") from None
+    raise AttentionError(f"attention: {name} must be a NumPy array, a hydroplane DeviceArray or a DLPack CPU array, "
+                         f"not {type(x).__name__}")
+
+
+def problem_of(q, k, v, causal: bool = False, scale: float | None = None) -> AttentionProblem:
+    """The problem the arrays describe (torch's layout: q (B, H, S_q, D), k and v (B, H_kv, S_kv, D))."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if len(x.shape) != 4:
+            raise AttentionError(f"attention: {name} has shape {tuple(x.shape)}; it must be 4-D (batch, heads, "
+                                 "sequence, head_dim)")
+    dtypes = {name: np.dtype(x.dtype) for name, x in (("q", q), ("k", k), ("v", v))}
+    if len(set(dtypes.values())) > 1:
+        raise AttentionError("attention: q, k and v must share one dtype, not "
+                             + ", ".join(f"{n} {d}" for n, d in dtypes.items()))
+    dtype = parse_dtype(dtypes["q"])
+    if tuple(k.shape) != tuple(v.shape):
+        raise AttentionError(f"attention: k {tuple(k.shape)} and v {tuple(v.shape)} must have one shape")
+    (b, h, s_q, d), (b_kv, h_kv, s_kv, d_kv) = tuple(q.shape), tuple(k.shape)
+    if b_kv != b:
+        raise AttentionError(f"attention: q has batch {b}, k and v {b_kv}")
+    if d_kv != d:
+        raise AttentionError(f"attention: q has head_dim {d}, k and v {d_kv}")
+    if h_kv < 1 or h % h_kv:
+        raise AttentionError(f"attention: k and v have {h_kv} heads, which must divide q's {h} "
+                             "(grouped-query attention)")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float | np.floating)):
+        raise AttentionError(f"attention: scale must be a number or None, not {type(scale).__name__}")
+    return AttentionProblem(int(b), int(h), int(s_q), int(s_kv), int(d), dtype, int(h_kv), bool(causal),
+                            None if scale is None else float(scale))
+
+
+def _device_of(arrays, out, device):
+    pinned = {a.device for a in (*arrays, out) if isinstance(a, DeviceArray)}
+    if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
+        raise AttentionError(f"attention: device arrays of {sorted(map(str, pinned))} with device={device!r}")
+    if pinned:
+        return pinned.pop()
+    return device
+
+
+def choose_device(dtype, device=None):
+    """`device` as given ("ref" or N), else the first Vulkan device offering attention tiles for the dtype, else
+    "ref"."""
+    if device is not None:
+        if device != "ref" and (isinstance(device, bool) or not isinstance(device, int | np.integer)):
+            raise AttentionError(f"attention: device is 'ref', a Vulkan device number or None, not {device!r}")
+        return device if device == "ref" else int(device)
+    try:
+        count = len(vk.devices())
+    except HydroplaneError:
+        return "ref"
+    for index in range(count):
+        try:
+            if target_tiles(dtype, executors.shared_executor(index).target):
+                return index
+        except HydroplaneError:
+            continue
+    return "ref"
+
+
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=None, device=None,
+              config: AttentionConfig | None = None):
+    """softmax(q kᵀ * scale) v (docs/attention.md): q (B, H, S_q, D), k and v (B, H_kv, S_kv, D) of f16 or bf16;
+    scale defaults to 1/sqrt(D); causal masks keys j > i + S_kv - S_q. Returns O (B, H, S_q, D) in q's dtype: a
+    DeviceArray when any argument is one (it stays on that device), else a NumPy array (`out`, when given, is
+    written and returned). `device`: "ref", a Vulkan device number, or None (the best one)."""
+    q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
+    if not isinstance(causal, bool | np.bool_):
+        raise AttentionError(f"attention: causal must be a bool, not {type(causal).__name__}")
+    problem = problem_of(q, k, v, causal, scale)
+    if out is not None:
+        out = as_array(out, "out")
+        shape, dtype = problem.shapes()[0], np.dtype(problem.dtype.dtype)
+        if tuple(out.shape) != shape or np.dtype(out.dtype) != dtype:
+            raise AttentionError(f"attention: out is {tuple(out.shape)} {np.dtype(out.dtype)}; it must be {shape} "
+                                 f"{dtype}")
+        if isinstance(out, np.ndarray) and not (out.flags.c_contiguous and out.flags.writeable):
+            raise AttentionError("attention: out must be a writable C-contiguous NumPy array")
+    device = choose_device(problem.dtype, _device_of((q, k, v), out, device))
+    on_device = any(isinstance(a, DeviceArray) for a in (q, k, v, out))
+    # the reference executor keeps what it made until closed: a call without device arrays uses its own
+    transient = device == "ref" and not on_device
+    executor = executors.get_executor("ref") if transient else executors.shared_executor(device)
+    try:
+        plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
+        if out is None and on_device:
+            out = device_array(np.full(problem.shapes()[0], POISON, problem.dtype.dtype), device)
+        with PreparedAttention(executor, plan, {"q": q, "k": k, "v": v}, out) as prepared:
+            prepared.dispatch()
+            if isinstance(out, DeviceArray):
+                return out
+            result = prepared.read()
+            if out is None:
+                return result
+            np.copyto(out, result)
+            return out
+    finally:
+        if transient:
+            executor.close()
+
+
+# timing and verification ------------------------------------------------------------------------------------
+@dataclass
+class AttentionResult:
+    """One verified (or failed) attention run."""
+
+    problem: AttentionProblem
+    config: AttentionConfig
+    device: str
+    seconds: float  # median time per call
+    timing: str  # "GPU timestamps" or "wall time"
+    runs: int
+    error: float | None = None  # ||O - R|| / ||R|| against NumPy in float64 (None: not checked)
+    ok: bool = True
+    output: np.ndarray | None = field(default=None, repr=False)
+    note: str = ""
+
+    @property
+    def tflops(self) -> float:
+        return self.problem.flops / self.seconds / 1e12 if self.seconds > 0 else 0.0
+
+    @property
+    def kv_tbps(self) -> float:
+        """TB/s of K and V read (the decode path's measure)."""
+        return self.problem.kv_bytes / self.seconds / 1e12 if self.seconds > 0 else 0.0
+
+    def text(self) -> str:
+        lines = [f"attention {self.problem.describe()} on {self.device}",
+                 f"  time    {self.seconds * 1e3:.3f} ms ({self.timing}, median of {self.runs})",
+                 f"  speed   {self.tflops:.4g} TFLOP/s ({self.kv_tbps:.3g} TB/s of K and V read)",
+                 f"  config  {self.config.describe()}"]
+        if self.error is not None:
+            verdict = "ok" if self.ok else "FAILED"
+            lines.append(f"  check   {verdict}: ||O-R||/||R|| = {self.error:.3g} (bound {tolerance(self.problem):g}) "
+                         "against NumPy (float64)")
+        if self.note:
+            lines.append(f"  note    {self.note}")
+        return "\n".join(lines)
+
+
+def _executor(device):
+    """The runner's executor; a Vulkan device without robust buffer access (the kernel keeps every access inside
+    its buffers: rows past the sequences are guarded; robust access cost the GEMM 2-3x on the H200)."""
+    if device == "ref":
+        return executors.get_executor("ref")
+    return executors.get_executor(device, robust=False)
+
+
+class AttentionRunner:
+    """One executor (a Vulkan device or the reference executor) for timing and verifying attention."""
+
+    def __init__(self, device, executor, note: str = ""):
+        self.device, self.executor, self.note = device, executor, note
+        self.target = executor.target
+
+    @classmethod
+    def open(cls, device=None, dtype="f16") -> AttentionRunner:
+        """Device "ref", N, or None: the first Vulkan device with attention tiles for `dtype`, else ref."""
+        chosen = choose_device(parse_dtype(dtype), device)
+        note = "" if device is not None or chosen != "ref" else "no Vulkan device with cooperative matrices for " \
+            f"{parse_dtype(dtype)}; ran on the reference executor"
+        return cls(chosen, _executor(chosen), note)
+
+    @property
+    def name(self) -> str:
+        return "ref (the reference executor)" if self.device == "ref" else self.executor.name
+
+    @property
+    def is_reference(self) -> bool:
+        return self.device == "ref"
+
+    def close(self) -> None:
+        self.executor.close()
+
+    def __enter__(self) -> AttentionRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def plan(self, problem: AttentionProblem, config: AttentionConfig | None = None) -> AttentionPlan:
+        return attention_plan(problem, config or default_config(problem, self.target), self.target)
+
+    def prepare(self, problem: AttentionProblem, config: AttentionConfig | None, inputs: dict) -> PreparedAttention:
+        """The inputs in buffers of this device, the output poisoned, the passes bound: dispatch, read, time."""
+        return PreparedAttention(self.executor, self.plan(problem, config), inputs)
+
+    def run(self, problem: AttentionProblem, config: AttentionConfig | None = None, *, inputs: dict | None = None,
+            repeat: int = 1, check: bool = True, seed: int = 0, logit_scale: float = 1.0) -> AttentionResult:
+        """Run once (checked dispatch, output poisoned first), time `repeat` runs, verify against NumPy."""
+        data = inputs if inputs is not None else random_inputs(problem, np.random.default_rng(seed), logit_scale)
+        with self.prepare(problem, config, data) as prepared:
+            start = time.perf_counter()
+            prepared.dispatch()
+            first = time.perf_counter() - start
+            out = prepared.read()
+            times = [first] if self.is_reference and repeat <= 1 else prepared.time(repeat)
+        result = AttentionResult(problem, prepared.plan.config, self.name, statistics.median(times),
+                                 "wall time" if self.is_reference else "GPU timestamps", len(times), output=out,
+                                 note=self.note)
+        if check:
+            result.error = relative_error(out, reference(problem, data["q"], data["k"], data["v"]))
+            result.ok = bool(np.isfinite(result.error)) and result.error <= tolerance(problem)
+        return result
+
+
+_pipelines: dict = {}  # (id(executor), id(specialization)) -> (executor, specialization, checked kernel)
+
+
+def pipeline(executor, p: Pass):
+    """The pass's specialization for the executor's target and the executor's kernel of it (cached)."""
+    spec = p.kernel.compile(executor.target, **p.constexprs)
+    key = (id(executor), id(spec))
+    if key not in _pipelines or _pipelines[key][0] is not executor:
+        _pipelines[key] = (executor, spec, executor.kernel(spec.words))
+    return spec, _pipelines[key][2]
+
+
+def _view(x: DeviceArray, dtype) -> DeviceArray:
+    """Another element type's view of a device array's buffer."""
+    dtype = np.dtype(dtype)
+    return DeviceArray(x.device, x.executor, x.buffer, dtype, (x.nbytes // dtype.itemsize,))
+
+
+def _words(x):
+    """A main-kernel argument: the array's bytes as 32-bit words (the kernel binds 16-byte elements)."""
+    if isinstance(x, DeviceArray):
+        return _view(x, np.uint32)
+    return np.ascontiguousarray(x).reshape(-1).view(np.uint32)
+
+
+class PreparedAttention:
+    """One attention call bound on an executor (`launch.prepared.prepare` per pass): the inputs (NumPy arrays are
+    copied in, DeviceArrays bound as they are), the output (poisoned when the call makes it), the decode path's
+    partial results; `dispatch`, `read`, `time`, `close`."""
+
+    def __init__(self, executor, plan: AttentionPlan, inputs: dict, out: DeviceArray | None = None):
+        self.executor, self.plan = executor, plan
+        problem = plan.problem
+        self.out_shape, self.out_dtype = problem.shapes()[0], np.dtype(problem.dtype.dtype)
+        self.poison = np.full(self.out_shape, POISON, self.out_dtype)
+        self._made: list = []
+        self.passes: list = []
+        try:
+            if out is None:
+                out = self._device_array(self.poison)
+            self.out = out
+            if plan.combine is None:
+                partial_o = stats = self._device_array(np.zeros(4, np.float32))
+            else:
+                partial_o = self._device_array(np.full(plan.partial_o, POISON, np.float32))
+                stats = self._device_array(np.full(plan.partial_stats, POISON, np.float32))
+            main = {"q4": _words(inputs["q"]), "k4": _words(inputs["k"]), "v4": _words(inputs["v"]),
+                    "out4": _words(out if plan.combine is None else stats), "o_part4": _view(partial_o, np.uint32),
+                    "ml_part": stats, **plan.main.scalars}
+            self.passes.append(self._prepare(plan.main, main))
+            if plan.combine is not None:
+                combine = {"o_part": partial_o, "ml_part": stats, "out": _view(out, self.out_dtype),
+                           **plan.combine.scalars}
+                self.passes.append(self._prepare(plan.combine, combine))
+        except BaseException:
+            self.close()
+            raise
+
+    def _device_array(self, array: np.ndarray) -> DeviceArray:
+        buf = self.executor.buffer(array)
+        self._made.append(buf)
+        device = "ref" if not isinstance(self.executor, executors.VulkanExecutor) else self.executor.name
+        return DeviceArray(device, self.executor, buf, array.dtype, array.shape)
+
+    def _prepare(self, p: Pass, arguments: dict):
+        spec, kernel = pipeline(self.executor, p)
+        return prepare(self.executor, kernel, spec, p.grid, arguments)
+
+    def dispatch(self) -> None:
+        """One run through the executor's checked dispatch (both passes on the decode path)."""
+        for launch in self.passes:
+            launch.dispatch()
+
+    def read(self) -> np.ndarray:
+        return self.executor.read(self.out.buffer, self.out_dtype, self.out_shape)
+
+    def repoison(self) -> None:
+        """The output back to the poison value (before a run whose output is checked)."""
+        self.executor.write(self.out.buffer, self.poison)
+
+    def timed_run(self) -> float:
+        """One run; seconds by GPU timestamps on Vulkan (the passes' times summed), wall time on ref."""
+        return sum(launch.timed_run() for launch in self.passes)
+
+    def time(self, repeat: int, warmup: int = 1, warmup_s: float | None = None) -> list[float]:
+        """`repeat` timed runs after `warmup` runs and, on a GPU, at least `warmup_s` (default WARMUP_S) seconds of
+        back-to-back runs."""
+        if warmup_s is None:
+            warmup_s = WARMUP_S if isinstance(self.executor, executors.VulkanExecutor) else 0.0
+        vk.warm_up(self.timed_run, warmup, warmup_s)
+        return [self.timed_run() for _ in range(max(repeat, 1))]
+
+    def close(self) -> None:
+        """Release the passes' bindings and the buffers made here (safe twice)."""
+        passes, self.passes = self.passes, []
+        for launch in passes:
+            launch.close()
+        made, self._made = self._made, []
+        for buf in made:
+            self.executor.release(buf)
+
+    def __enter__(self) -> PreparedAttention:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
