@@ -43,6 +43,12 @@ PYTHON_OPERATORS = {
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
     "ge": operator.ge, "neg": operator.neg, "pos": operator.pos, "invert": operator.invert, "not": operator.not_,
 }
+# How deep statements and expressions may nest in one function (a flat chain `a + b + ... + z` of one
+# operator is not nesting: it is compiled iteratively). Deeper code is refused with a located error before
+# Python's own recursion limit could end the compilation with a RecursionError.
+NESTING_LIMIT = 400
+# What a memory object is called in a message.
+MEMORY_KINDS = {BufferRef: "buffer", SharedArray: "shared array", LocalArray: "local array"}
 # Python builtins inside a kernel mean these language builtins.
 PYTHON_BUILTINS = {builtins.abs: core.abs_, builtins.min: core.minimum, builtins.max: core.maximum}
 # Python conversions inside a kernel: float() is f32 (never a silent f64), int() s32.
@@ -153,7 +159,9 @@ class CodeGenerator(ast.NodeVisitor):
         self.compile_time = {core.static_assert: self._static_assert, core.static_print: self._static_print,
                              core.constexpr: lambda value: value, builtins.len: self._len,
                              builtins.range: self._range_outside_for, core.static_range: self._range_outside_for,
-                             builtins.print: self._static_print}
+                             builtins.print: self._print}
+        self.depth = 0  # how deep visit() is nested (NESTING_LIMIT)
+        self.declared: dict[str, str] = {}  # a run-time local's name -> the source line of its first assignment
         for name, value in scope.items():
             self.bind(name, value, initial=True)
 
@@ -164,7 +172,11 @@ class CodeGenerator(ast.NodeVisitor):
         previous = self.node
         if hasattr(node, "lineno"):
             self.node = node
+        self.depth += 1
         try:
+            if self.depth > NESTING_LIMIT:
+                raise SemanticError(f"the code nests more than {NESTING_LIMIT} levels deep here (expressions inside "
+                                    "expressions, blocks inside blocks): split it into named intermediate values")
             if isinstance(node, ast.stmt):
                 self.locate(node)
             return super().visit(node)
@@ -172,9 +184,13 @@ class CodeGenerator(ast.NodeVisitor):
             raise
         except SemanticError as err:
             raise self.error(str(err)) from None
+        except RecursionError:
+            raise self.error("the code nests too deep to compile (Python's recursion limit): split it into named "
+                             "intermediate values") from None
         except Exception as err:  # a stray exception becomes a located error too
             raise self.error(f"{type(err).__name__}: {err}") from err
         finally:
+            self.depth -= 1
             self.node = previous
 
     def locate(self, node: ast.AST) -> None:
@@ -215,6 +231,8 @@ class CodeGenerator(ast.NodeVisitor):
     def bind(self, name: str, value, initial: bool = False) -> None:
         existing = self.locals.get(name)
         if isinstance(existing, Local):
+            if isinstance(value, Value) and value.type != existing.type:
+                raise SemanticError(self._retyped(name, existing, value, f"{name} = ..."))
             self.semantic.store_local(existing, value)
             return
         if isinstance(existing, tuple) and not is_compile_time(existing):
@@ -242,6 +260,7 @@ class CodeGenerator(ast.NodeVisitor):
         value = self.semantic.materialize(value)
         local = self.semantic.local(name, value.type)
         self.semantic.store_local(local, value)
+        self.declared.setdefault(name, self.source.location(self.node)[2].strip())
         return local
 
     def _store_tuple(self, name: str, storage: tuple, value) -> None:
@@ -315,8 +334,22 @@ class CodeGenerator(ast.NodeVisitor):
             return
         if not isinstance(node.target, ast.Name):
             raise SemanticError(f"cannot assign to {type(node.target).__name__}")
-        current = self.read(self.lookup(node.target.id))
-        self.bind(node.target.id, self.operate(op, current, self.visit(node.value)))
+        name = node.target.id
+        binding = self.lookup(name)
+        current, value = self.read(binding), self.visit(node.value)
+        if isinstance(binding, Local) and isinstance(value, Value) and value.type != binding.type \
+                and not isinstance(value.type, types.Vector | types.CoopMatrix):
+            raise SemanticError(self._retyped(name, binding, value, f"{name} {SYMBOLS[op]}= ..."))
+        self.bind(name, self.operate(op, current, value))
+
+    def _retyped(self, name: str, local: Local, value: Value, what: str) -> str:
+        """The message for a value of another type meeting a variable (its type is its first assignment's)."""
+        first = self.declared.get(name)
+        made = f" (its first assignment `{first}` made it one)" if first else ""
+        start = f"{name} = 0.0" if value.type == types.F32 else f"{name} = {value.type}(0)"
+        return (f"{what}: {name} is a {local.type}{made} and the value is a {value.type}; a variable keeps the type "
+                f"of its first assignment: start it as `{start}` to make it a {value.type}, or convert the value "
+                f"({local.type}(...))")
 
     def visit_If(self, node: ast.If):
         test = self.visit(node.test)
@@ -516,7 +549,15 @@ class CodeGenerator(ast.NodeVisitor):
             if node.attr in ("type", "dtype"):
                 return base.type
             raise SemanticError(f"a {base.type} value has no attribute {node.attr!r} (only .type)")
-        return getattr(base, node.attr)
+        memory = MEMORY_KINDS.get(type(base))
+        if memory is not None:
+            raise SemanticError(f"a {memory} has no attribute or method {node.attr!r}: it takes x[i] and x[i] = v, "
+                                "len(x), the atomic_* builtins (atomic_add(x, i, v)) and coop.load / coop.store")
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            what = base.__name__ if isinstance(base, type(builtins)) else type(base).__name__
+            raise SemanticError(f"{what} has no attribute {node.attr!r}") from None
 
     def operate(self, op: str, lhs, rhs):
         if is_compile_time(lhs) and is_compile_time(rhs):
@@ -538,10 +579,21 @@ class CodeGenerator(ast.NodeVisitor):
                             "* (a constexpr int) only")
 
     def visit_BinOp(self, node: ast.BinOp):
-        op = BINARY_OPS.get(type(node.op))
-        if op is None:
-            raise SemanticError(f"unsupported operator {type(node.op).__name__}")
-        return self.operate(op, self.visit(node.left), self.visit(node.right))
+        """A left-nested chain (`a + b - c * d + ...`) is compiled iteratively, left to right, so a long flat
+        expression does not nest visit() once per operator."""
+        chain = [node]
+        while isinstance(chain[-1].left, ast.BinOp):
+            chain.append(chain[-1].left)
+        value = self.visit(chain[-1].left)
+        for link in reversed(chain):
+            self.node = link
+            op = BINARY_OPS.get(type(link.op))
+            if op is None:
+                raise SemanticError(f"unsupported operator {type(link.op).__name__}")
+            right = self.visit(link.right)
+            self.node = link
+            value = self.operate(op, value, right)
+        return value
 
     def visit_UnaryOp(self, node: ast.UnaryOp):
         op = UNARY_OPS[type(node.op)]
@@ -708,6 +760,11 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _static_print(self, *values):
         print(*(v.type if isinstance(v, Value) else v for v in values))
+
+    def _print(self, *values, **options):
+        raise SemanticError("print() does not run on the GPU: a kernel cannot print at run time; write the values "
+                            "into a buffer to see them, or use static_print(...) to print compile-time values "
+                            "(and the types of run-time ones) while compiling")
 
     def _len(self, x):
         if isinstance(x, BufferRef):

@@ -21,6 +21,7 @@ Launching lives above this layer (hydroplane.launch.jit).
 from __future__ import annotations
 
 import inspect
+import sys
 from array import array
 from dataclasses import dataclass, field, replace
 
@@ -38,6 +39,11 @@ from hydroplane.spirv.target import Target
 from hydroplane.spirv.text import disassemble
 
 Op = grammar.Op
+# How many helper specializations may be in compilation inside one another (a call chain of @funcs).
+HELPER_NESTING_LIMIT = 32
+# Python's recursion limit while a kernel compiles: deep enough for NESTING_LIMIT levels of code inside
+# HELPER_NESTING_LIMIT helpers, so that our own limits, with located errors, are what a deep kernel meets.
+COMPILE_RECURSION_LIMIT = 20000
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ class ModuleCompiler:
         self.builder = ModuleBuilder(memory_model="Vulkan")
         self.semantic = CoopSemantic(self.builder, self, target)
         self._functions: dict[tuple, tuple[int, types.Type]] = {}
-        self._in_progress: set[tuple] = set()
+        self._in_progress: list[tuple] = []  # the keys of the helpers being compiled, outermost first
 
     # helper functions ----------------------------------------------------------------------------
     def call_function(self, func: Func, args, kwargs):
@@ -116,7 +122,12 @@ class ModuleCompiler:
             return self._functions[key]
         if key in self._in_progress:
             raise SemanticError(f"{func.__name__} calls itself: recursion is not supported")
-        self._in_progress.add(key)
+        if len(self._in_progress) >= HELPER_NESTING_LIMIT:
+            chain = " -> ".join(k[0].__name__ for k in self._in_progress[-4:])
+            raise SemanticError(f"helper calls nest more than {HELPER_NESTING_LIMIT} deep (... {chain} -> "
+                                f"{func.__name__}): a @func that calls itself with a compile-time argument that "
+                                "changes at every call never ends; recursion is not supported")
+        self._in_progress.append(key)
         b = self.builder
         try:
             with b.function_aside():
@@ -139,7 +150,7 @@ class ModuleCompiler:
                 b.end_function()
                 b.set_return_type(fn_id, self.semantic.type_id(result))
         finally:
-            self._in_progress.discard(key)
+            self._in_progress.pop()
         self._functions[key] = (fn_id, result)
         return fn_id, result
 
@@ -344,6 +355,13 @@ def _annotation(kernel_: Kernel, param: inspect.Parameter):
     return ann
 
 
+def _annotation_text(annotation) -> str:
+    """How an annotation reads in a message (a class by its name, not its repr)."""
+    if isinstance(annotation, type):
+        return annotation.__qualname__
+    return repr(annotation)
+
+
 def _is_constexpr(annotation) -> bool:
     return annotation is core.constexpr or isinstance(annotation, core.constexpr)
 
@@ -367,10 +385,14 @@ def _local_size(kernel_: Kernel, constexprs: dict) -> tuple[int, int, int]:
 
 def _compile_kernel(kernel_: Kernel, constexprs: dict, target: Target | None = None) -> Specialization:
     source = kernel_.source
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, COMPILE_RECURSION_LIMIT))
     try:
         return _build(kernel_, source, constexprs, target)
     except SemanticError as err:  # about the signature: point at the def line
         raise _located(source, err) from None
+    finally:
+        sys.setrecursionlimit(previous)
 
 
 def _located(source: Source, err: SemanticError) -> CompilationError:
@@ -406,12 +428,14 @@ def _build(kernel_: Kernel, source: Source, constexprs: dict, target: Target | N
         elif isinstance(ann, types.Scalar) and ann.kind != "bool":
             push.append((p.name, ann))
         else:
+            given = "it has none" if ann is inspect.Parameter.empty else f"not {_annotation_text(ann)}"
             raise SemanticError(f"parameter {p.name} needs an annotation: Buffer[dtype], a numeric dtype "
-                                f"(push constant) or constexpr, not {ann!r}")
+                                f"(push constant) or constexpr; {given}")
     unknown = sorted(set(constexprs) - {p.name for p in params if p.kind == "constexpr"})
     if unknown:
         raise SemanticError(f"{kernel_.name} has no constexpr parameter {', '.join(unknown)}")
     local_size = _local_size(kernel_, constexprs)
+    compiler.semantic.local_invocations = local_size[0] * local_size[1] * local_size[2]
     main, _ = b.function(b.type_void(), name=kernel_.name)
     b.label()
     push_size = 0

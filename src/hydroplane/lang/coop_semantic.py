@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hydroplane.lang import portable
 from hydroplane.lang.errors import SemanticError
 from hydroplane.lang.semantic import (
     NON_PRIVATE,
@@ -66,12 +67,28 @@ class CoopSemantic(Semantic):
         super().__init__(builder)
         self.functions = functions
         self.target = target  # a spirv.target.Target: matrix types and MulAdds are checked against it
+        self._int_clamps: dict[tuple, int] = {}  # (float type, int type) -> clamp function (coop_float_to_int)
+        self.local_invocations: int | None = None  # the kernel's workgroup size (the compiler sets it)
 
     def offered(self, t: types.CoopMatrix) -> types.CoopMatrix:
-        """`t`, when the target (if any) offers it; otherwise a SemanticError naming the target's shapes."""
-        if self.target is not None and not self.target.offers(t):
-            shapes = ", ".join(str(s) for s in self.target.shapes()) or "none"
-            raise SemanticError(f"{self.target.name} offers no {t} (its fixed shapes: {shapes})")
+        """`t`, when the target (if any) offers it in this kernel's workgroup; otherwise a SemanticError naming
+        what the target offers."""
+        target = self.target
+        if target is None or target.is_reference:
+            return t
+        invocations = self.local_invocations
+        if t.scope == Scope.Subgroup and invocations is not None and invocations % target.subgroup_size:
+            raise SemanticError(f"a Subgroup-scope matrix needs whole subgroups: this workgroup has {invocations} "
+                                f"invocation{'s' * (invocations != 1)}, {target.name}'s subgroups have "
+                                f"{target.subgroup_size} (make local_size a multiple of {target.subgroup_size}, "
+                                "e.g. with target_subgroup_size())")
+        if not target.offers(t, invocations):
+            if t.scope == Scope.Workgroup:
+                shapes = "; ".join(str(s) for s in target.workgroup_shapes()) or "none"
+                raise SemanticError(f"{target.name} offers no {t} in a workgroup of {invocations} invocations "
+                                    f"(its workgroup-scope shapes: {shapes})")
+            shapes = ", ".join(str(s) for s in target.shapes()) or "none"
+            raise SemanticError(f"{target.name} offers no {t} (its fixed shapes: {shapes})")
         return t
 
     def _layout(self, layout) -> int:
@@ -148,7 +165,12 @@ class CoopSemantic(Semantic):
                          | CooperativeMatrixOperands.MatrixResultSignedComponentsKHR)
         if saturating:
             operands |= CooperativeMatrixOperands.SaturatingAccumulationKHR
-        if self.target is not None and not self.target.offers_muladd(ta, tb, tc, tc):
+        if self.target is not None and not self.target.offers_muladd(ta, tb, tc, tc, saturating,
+                                                                     self.local_invocations):
+            if saturating and self.target.offers_muladd(ta, tb, tc, tc, False, self.local_invocations):
+                raise SemanticError(f"{self.target.name} reports no saturating accumulation for {ta} x {tb} + {tc} "
+                                    "(no shape of it has saturatingAccumulation): drop saturating=True, or run "
+                                    "on the reference executor or a device that reports it")
             raise SemanticError(f"{self.target.name} offers no MulAdd of {ta} x {tb} + {tc}")
         extra = (int(operands),) if operands else ()
         return Value(tc, self.b.emit(Op.CooperativeMatrixMulAddKHR, self.type_id(tc), a.id, b.id, c.id, *extra))
@@ -157,8 +179,9 @@ class CoopSemantic(Semantic):
         if not isinstance(t, types.CoopMatrix):
             raise SemanticError(f"coop.fill's first argument is a matrix type, not {describe(t)}")
         self.offered(t)
-        if is_literal(value):
+        if is_literal(value) and getattr(t.component, "encoding", None) is None:
             return self.constant(value, t)
+        # bf16 and fp8 have no literal constants (their scalars convert from f32): construct the matrix
         value = self.coerce(value, t.component, "coop.fill value")
         return Value(t, self.b.emit(Op.CompositeConstruct, self.type_id(t), value.id))
 
@@ -168,6 +191,42 @@ class CoopSemantic(Semantic):
             raise SemanticError(f"coop.length takes a matrix or matrix type, not {describe(t)}")
         length = self.b.emit(Op.CooperativeMatrixLengthKHR, self.type_id(types.U32), self.type_id(t))
         return Value(types.S32, self.b.emit(Op.Bitcast, self.type_id(types.S32), length))
+
+    def coop_float_to_int(self, m: Value, target: types.Scalar) -> Value:
+        """A float matrix converted to integers: each element clamped in its float type to the integer range as
+        that type holds it (NaN -> 0) by a per-element operation, then truncated toward zero. Exact saturation
+        where the float type holds the range's ends (f32 -> 8/16-bit, f16 -> 8-bit); otherwise the nearest
+        float inside (f32 -> s32: 2147483520)."""
+        t = m.type
+        if self.target is not None and not (self.target.is_reference or self.target.ext_maintenance1
+                                            or self.target.has_nv2("cooperativeMatrixPerElementOperations")):
+            raise SemanticError(f"coop.convert({t} -> {target}) clamps each element through a per-element "
+                                f"operation, which {self.target.name} lacks (EXT maintenance1 or NV2 per-element "
+                                "operations)")
+        source = t.component
+        if source.encoding is not None or source.width < 16:
+            m = self.convert(m, types.F32)
+            t, source = m.type, types.F32
+        fn_id = self._int_clamp_function(source, target)
+        self.b.extension(EXT)
+        clamped = Value(t, self.b.emit(Op.CooperativeMatrixPerElementOpEXT, self.type_id(t), m.id, fn_id))
+        result = replace(t, component=target)
+        opcode = Op.ConvertFToS if target.signed else Op.ConvertFToU
+        return Value(result, self.b.emit(opcode, self.type_id(result), clamped.id))
+
+    def _int_clamp_function(self, source: types.Scalar, target: types.Scalar) -> int:
+        """The SPIR-V function (row, col, x) -> x clamped to target's range in source's type, NaN -> 0."""
+        key = (source, target)
+        if key not in self._int_clamps:
+            b = self.b
+            with b.function_aside():
+                fn_id, (_row, _col, x_id) = b.function(self.type_id(source), [self.type_id(types.S32)] * 2
+                                                       + [self.type_id(source)], name=f"hydroplane_clamp_to_{target}")
+                b.label()
+                b.emit(Op.ReturnValue, portable.clamp_to_int_range(self, Value(source, x_id), target).id)
+                b.end_function()
+            self._int_clamps[key] = fn_id
+        return self._int_clamps[key]
 
     def coop_convert(self, m, dtype) -> Value:
         m = _matrix(m, "coop.convert's matrix")
@@ -248,6 +307,11 @@ class CoopSemantic(Semantic):
             result = self.offered(replace(t, rows=t.rows // 2, cols=t.cols // 2))
         else:
             result = t
+        if self.target is not None:
+            fault = self.target.reduce_fault(t, bool(mode & CooperativeMatrixReduce.Row),
+                                             bool(mode & CooperativeMatrixReduce.Column))
+            if fault is not None:
+                raise SemanticError(fault)
         fn_id, returned = self.functions.function_of_types(combine, [t.component, t.component])
         if returned != t.component:
             raise SemanticError(f"coop.reduce: {combine.__name__} returns {returned}, the matrix holds {t.component}")

@@ -16,23 +16,16 @@ checks the types and emits the instructions. The rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from hydroplane.lang import portable
 from hydroplane.lang.errors import SemanticError
+from hydroplane.lang.typed import GLSL, Value, component, describe, is_literal, scalar_kind, with_component
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
-from hydroplane.spirv.enums import MemorySemantics, Scope, StorageClass
+from hydroplane.spirv.enums import MemorySemantics, StorageClass
 
 Op = grammar.Op
-GLSL = "GLSL.std.450"
-
-
-@dataclass(frozen=True, slots=True)
-class Value:
-    """A run-time value: its type (spirv.types) and its SPIR-V id."""
-
-    type: types.Type
-    id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,66 +85,30 @@ class Local:
     pointer: int
 
 
-def scalar_kind(t: types.Scalar) -> str:
-    """'bool', 'float', 'signed', 'unsigned' or 'encoded' (bf16, fp8: conversions only)."""
-    if t.kind == "bool":
-        return "bool"
-    if t.kind == "float":
-        return "float" if t.encoding is None else "encoded"
-    return "signed" if t.signed else "unsigned"
-
-
-def component(t: types.Type) -> types.Scalar:
-    """The scalar of a scalar, vector or cooperative-matrix type."""
-    c = types.component_of(t)
-    if not isinstance(c, types.Scalar):
-        raise SemanticError(f"{t} has no scalar component")
-    return c
-
-
-def with_component(t: types.Type, c: types.Scalar) -> types.Type:
-    """The same shape (scalar, vector, matrix) with another component type."""
-    if isinstance(t, types.Scalar):
-        return c
-    if isinstance(t, types.Vector):
-        return types.Vector(c, t.count)
-    if isinstance(t, types.CoopMatrix):
-        return replace(t, component=c)
-    raise SemanticError(f"{t} has no component type to change")
-
-
-def describe(x) -> str:
-    """How a value or literal reads in a message."""
-    if isinstance(x, Value):
-        return str(x.type)
-    if isinstance(x, bool):
-        return "a bool literal"
-    if isinstance(x, int):
-        return "an int literal"
-    if isinstance(x, float):
-        return "a float literal"
-    return type(x).__name__
-
-
-def is_literal(x) -> bool:
-    return isinstance(x, (bool, int, float))
-
-
 _ARITH = ("float", "signed", "unsigned")
 BINARY = {
     "add": {"float": Op.FAdd, "signed": Op.IAdd, "unsigned": Op.IAdd},
     "sub": {"float": Op.FSub, "signed": Op.ISub, "unsigned": Op.ISub},
     "mul": {"float": Op.FMul, "signed": Op.IMul, "unsigned": Op.IMul},
     "truediv": {"float": Op.FDiv},
-    "floordiv": {"float": "floor_div", "signed": Op.SDiv, "unsigned": Op.UDiv},
-    "mod": {"float": Op.FRem, "signed": Op.SRem, "unsigned": Op.UMod},
+    # the entries named by a string are portable sequences (portable.py), not one instruction
+    "floordiv": {"float": "floor_div", "signed": "int_divide", "unsigned": "int_divide"},
+    "mod": {"float": "float_remainder", "signed": "int_remainder", "unsigned": "int_remainder"},
     "and": {"signed": Op.BitwiseAnd, "unsigned": Op.BitwiseAnd, "bool": Op.LogicalAnd},
     "or": {"signed": Op.BitwiseOr, "unsigned": Op.BitwiseOr, "bool": Op.LogicalOr},
     "xor": {"signed": Op.BitwiseXor, "unsigned": Op.BitwiseXor, "bool": Op.LogicalNotEqual},
-    "lshift": {"signed": Op.ShiftLeftLogical, "unsigned": Op.ShiftLeftLogical},
-    "rshift": {"signed": Op.ShiftRightArithmetic, "unsigned": Op.ShiftRightLogical},
+    "lshift": {"signed": "shift", "unsigned": "shift"},
+    "rshift": {"signed": "shift", "unsigned": "shift"},
     "pow": {"float": "pow"},
 }
+# Float arithmetic is decorated NoContraction: `a * b + c` rounds twice on every device (a driver may not fuse
+# it into one fma, as lavapipe otherwise does), exactly as the reference executor computes it.
+# An FConvert is decorated too: a narrowing conversion then rounds even where it is converted straight back
+# (lavapipe otherwise folds f32(f16(x)) to x).
+NO_CONTRACTION = frozenset({Op.FAdd, Op.FSub, Op.FMul, Op.FDiv, Op.MatrixTimesScalar, Op.VectorTimesScalar,
+                            Op.FConvert})
+# x ** n for these literal ints is repeated multiplication (each product rounded once), not pow.
+SMALL_POWERS = range(0, 5)
 COMPARE = {
     "eq": {"float": Op.FOrdEqual, "signed": Op.IEqual, "unsigned": Op.IEqual, "bool": Op.LogicalEqual},
     "ne": {"float": Op.FUnordNotEqual, "signed": Op.INotEqual, "unsigned": Op.INotEqual,
@@ -299,7 +256,8 @@ class Semantic:
                 and lhs.type.component == rhs.type:
             return lhs, self.splat(rhs, lhs.type)
         raise SemanticError(f"{lhs.type} {symbol} {rhs.type}: the operand types differ; convert one explicitly "
-                            f"(e.g. {component(lhs.type)}(x))")
+                            f"({component(rhs.type)}(the {lhs.type} side) or {component(lhs.type)}(the {rhs.type} "
+                            "side))")
 
     @staticmethod
     def _literal_type(literal, other: types.Type, symbol: str) -> types.Type:
@@ -326,24 +284,58 @@ class Semantic:
         matrix = next((x for x in (lhs, rhs) if isinstance(x, Value) and isinstance(x.type, types.CoopMatrix)), None)
         if matrix is not None:
             return self._matrix_binary(op, lhs, rhs)
-        lhs, rhs = self._unify(op, lhs, rhs) if op not in ("lshift", "rshift") else self._shift_operands(lhs, rhs)
+        literal_rhs = rhs if isinstance(rhs, int) and not isinstance(rhs, bool) else None
+        if op in ("lshift", "rshift"):
+            base, count = self._shift_operands(lhs, rhs)
+            self._opcode(BINARY, op, base.type)
+            return portable.shift(self, op, base, count, literal_rhs)
+        if op == "pow" and literal_rhs in SMALL_POWERS and isinstance(lhs, Value) \
+                and scalar_kind(component(lhs.type)) == "float":
+            return self._small_power(lhs, literal_rhs)
+        lhs, rhs = self._unify(op, lhs, rhs)
         opcode = self._opcode(BINARY, op, lhs.type)
         t = lhs.type
+        if opcode in ("int_divide", "int_remainder"):
+            return portable.int_divide(self, lhs, rhs, opcode == "int_remainder", literal_rhs)
+        if opcode == "float_remainder":
+            return portable.float_remainder(self, lhs, rhs)
         if opcode == "floor_div":
-            quotient = self.b.emit(Op.FDiv, self.type_id(t), lhs.id, rhs.id)
-            return Value(t, self.b.ext_inst(GLSL, "Floor", self.type_id(t), quotient))
+            quotient = self.arithmetic(Op.FDiv, t, lhs, rhs)
+            return Value(t, self.b.ext_inst(GLSL, "Floor", self.type_id(t), quotient.id))
         if opcode == "pow":
-            return Value(t, self.b.ext_inst(GLSL, "Pow", self.type_id(t), lhs.id, rhs.id))
-        return Value(t, self.b.emit(opcode, self.type_id(t), lhs.id, rhs.id))
+            return portable.math_with_domain(self, "Pow", t, [lhs, rhs])
+        return self.arithmetic(opcode, t, lhs, rhs)
 
-    def _shift_operands(self, lhs, rhs) -> tuple[Value, Value]:
+    def arithmetic(self, opcode, t: types.Type, *operands: Value) -> Value:
+        """One instruction of result type t; float arithmetic decorated NoContraction (see NO_CONTRACTION)."""
+        rid = self.b.emit(opcode, self.type_id(t), *(o.id for o in operands))
+        if opcode in NO_CONTRACTION and scalar_kind(component(t)) == "float":
+            self.b.decorate(rid, "NoContraction")
+        return Value(t, rid)
+
+    def _small_power(self, x: Value, n: int) -> Value:
+        if n == 0:
+            return self.constant(1.0, x.type)
+        result = x
+        for _ in range(n - 1):
+            result = self.arithmetic(Op.FMul, x.type, result, x)
+        return result
+
+    def _shift_operands(self, lhs, rhs) -> tuple[Value, Value | None]:
+        """(base, count) as values; a literal count outside 0 .. width-1 stays unmaterialised (None)."""
         if is_literal(lhs):
             lhs = self.materialize(lhs) if not isinstance(rhs, Value) else self.constant(lhs, rhs.type)
+        if scalar_kind(component(lhs.type)) not in ("signed", "unsigned"):
+            raise SemanticError(f"shifts need integers, not {lhs.type}")
         if is_literal(rhs):
-            rhs = self.constant(rhs, lhs.type)
-        for side in (lhs, rhs):
-            if scalar_kind(component(side.type)) not in ("signed", "unsigned"):
-                raise SemanticError(f"shifts need integers, not {side.type}")
+            if isinstance(rhs, bool) or not isinstance(rhs, int):
+                raise SemanticError(f"a shift count is an integer, not {describe(rhs)}")
+            return lhs, (self.constant(rhs, lhs.type) if 0 <= rhs < component(lhs.type).width else None)
+        if not isinstance(rhs, Value) or scalar_kind(component(rhs.type)) not in ("signed", "unsigned"):
+            raise SemanticError(f"shifts need integers, not {describe(rhs)}")
+        if isinstance(rhs.type, types.Vector) and rhs.type.count != getattr(lhs.type, "count", None):
+            raise SemanticError(f"{lhs.type} shifted by {rhs.type}: a vector count needs a vector of as many "
+                                "components")
         return lhs, rhs
 
     def _matrix_binary(self, op: str, lhs, rhs) -> Value:
@@ -356,8 +348,7 @@ class Semantic:
             if lhs.type != rhs.type:
                 raise SemanticError(f"{lhs.type} {symbol} {rhs.type}: element-wise operations need matrices of "
                                     "one type (coop.convert / coop.convert_use first)")
-            opcode = self._opcode(BINARY, op, lhs.type)
-            return Value(lhs.type, self.b.emit(opcode, self.type_id(lhs.type), lhs.id, rhs.id))
+            return self.arithmetic(self._opcode(BINARY, op, lhs.type), lhs.type, lhs, rhs)
         matrix, scalar = (lhs, rhs) if left_matrix else (rhs, lhs)
         if op == "mul" or (op == "truediv" and left_matrix and is_literal(scalar)):
             if op == "truediv":
@@ -365,8 +356,7 @@ class Semantic:
                     raise SemanticError("division of a matrix by the literal 0")
                 scalar = 1.0 / scalar
             scalar = self.coerce(scalar, matrix.type.component, f"matrix {symbol} scalar")
-            return Value(matrix.type, self.b.emit(Op.MatrixTimesScalar, self.type_id(matrix.type),
-                                                  matrix.id, scalar.id))
+            return self.arithmetic(Op.MatrixTimesScalar, matrix.type, matrix, scalar)
         raise SemanticError(f"{describe(lhs)} {symbol} {describe(rhs)}: a matrix combines with a scalar only by * "
                             "(and / by a literal); use coop.fill for a constant matrix")
 
@@ -432,9 +422,11 @@ class Semantic:
             one, zero = self.constant(1, result), self.constant(0, result)
             return Value(result, self.b.emit(Op.Select, rid, x.id, one.id, zero.id))
         if sk in ("float", "encoded") and tk in ("float", "encoded"):
-            return Value(result, self.b.emit(Op.FConvert, rid, x.id))
+            return self.arithmetic(Op.FConvert, result, x)
         if sk in ("float", "encoded"):
-            return Value(result, self.b.emit(Op.ConvertFToS if tk == "signed" else Op.ConvertFToU, rid, x.id))
+            if is_matrix:
+                return self.coop_float_to_int(x, target)
+            return portable.float_to_int(self, x, target)
         if tk in ("float", "encoded"):
             return Value(result, self.b.emit(Op.ConvertSToF if sk == "signed" else Op.ConvertUToF, rid, x.id))
         # integer -> integer
@@ -483,6 +475,15 @@ class Semantic:
             raise SemanticError(f"{name} takes {arity} argument{'s' * (arity != 1)}, not {len(operands)}")
         if glsl is None:
             return operands[0]
+        if name in ("minimum", "maximum"):
+            return portable.extreme(self, name, *operands)
+        if name == "clamp":
+            return portable.clamp(self, *operands)
+        if name == "abs" and kind == "signed":
+            return portable.int_abs(self, operands[0])
+        defined = portable.math_with_domain(self, glsl, t, operands)
+        if defined is not None:
+            return defined
         return Value(t, self.b.ext_inst(GLSL, glsl, self.type_id(t), *(o.id for o in operands)))
 
     def vector(self, parts) -> Value:
@@ -669,6 +670,8 @@ class Semantic:
     def subgroup_arith(self, op: str, group_operation: str, x) -> Value:
         x = self.materialize(x)
         opcode = self._opcode(SUBGROUP_ARITH, op, x.type)
+        if opcode in (Op.GroupNonUniformFMin, Op.GroupNonUniformFMax):
+            return portable.subgroup_float_extreme(self, opcode, group_operation, x)
         return Value(x.type, self.b.emit(opcode, self.type_id(x.type), self.b.scope("Subgroup"),
                                          group_operation, x.id))
 
@@ -697,9 +700,3 @@ class Semantic:
         return Value(types.BOOL, self.b.emit(Op.GroupNonUniformElect, self.type_id(types.BOOL),
                                              self.b.scope("Subgroup")))
 
-
-def check_scope(scope) -> Scope:
-    try:
-        return Scope(scope)
-    except ValueError:
-        raise SemanticError(f"unknown scope {scope!r}") from None

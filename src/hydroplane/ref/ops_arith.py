@@ -15,30 +15,55 @@ from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, broadcast_lanes, merge, reinterpret, width
 
 
-def _sdiv(a, b):
+# Division by zero, INT_MIN / -1 and shifts by the width or more are undefined in SPIR-V. The reference gives the
+# kernel language's own definitions (docs/language.md, "Defined semantics"), which its portable sequences emit:
+# a divisor of 0 acts as 1 (a / 0 == a, a % 0 == 0), INT_MIN / -1 wraps to INT_MIN; a shift count is read as
+# unsigned, and a count of the width or more gives 0 (an arithmetic right shift: the sign, 0 or -1).
+def _nonzero(b):
+    return np.where(b == 0, np.ones((), b.dtype), b)
+
+
+def _udiv(a, b):
+    return np.floor_divide(a, _nonzero(b))
+
+
+def _umod(a, b):
+    return np.remainder(a, _nonzero(b))
+
+
+def _sdiv(a, b):  # toward zero
+    b = _nonzero(b)
     q = np.floor_divide(a, b)
     fix = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
     return q + fix.astype(q.dtype)
 
 
 def _srem(a, b):  # sign of the dividend
-    return np.fmod(a, b)
+    return np.fmod(a, _nonzero(b))
+
+
+def _smod(a, b):  # sign of the divisor
+    return np.remainder(a, _nonzero(b))
 
 
 def _fmod(a, b):  # sign of the divisor
     return np.mod(a, b)
 
 
-def _shift_right_logical(a, b):
-    return np.right_shift(a, b.astype(a.dtype))
+def _shift(fn, fill_sign: bool):
+    """A shift whose count (read as unsigned, any width) may be the base's width or more."""
+    def shift(a, count):
+        width = a.dtype.itemsize * 8
+        count = as_unsigned(count)
+        clamped = np.minimum(count, width - 1).astype(a.dtype)
+        r = fn(a, clamped)
+        return r if fill_sign else np.where(count >= width, np.zeros((), a.dtype), r)
+    return shift
 
 
-def _shift_right_arith(a, b):
-    return np.right_shift(a, b.astype(a.dtype))
-
-
-def _shift_left(a, b):
-    return np.left_shift(a, b.astype(a.dtype))
+_shift_left = _shift(np.left_shift, False)
+_shift_right_logical = _shift(np.right_shift, False)
+_shift_right_arith = _shift(np.right_shift, True)
 
 
 def _bit_count(a):
@@ -69,11 +94,11 @@ INT_BINARY = {
     Op.IAdd: ("any", np.add),
     Op.ISub: ("any", np.subtract),
     Op.IMul: ("any", np.multiply),
-    Op.UDiv: ("u", np.floor_divide),
+    Op.UDiv: ("u", _udiv),
     Op.SDiv: ("s", _sdiv),
-    Op.UMod: ("u", np.remainder),
+    Op.UMod: ("u", _umod),
     Op.SRem: ("s", _srem),
-    Op.SMod: ("s", np.remainder),
+    Op.SMod: ("s", _smod),
     Op.ShiftRightLogical: ("u", _shift_right_logical),
     Op.ShiftRightArithmetic: ("s", _shift_right_arith),
     Op.ShiftLeftLogical: ("any", _shift_left),

@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from hydroplane.spirv import types
 from hydroplane.spirv.binary import Instruction, Module, SpirvError, decode
 from hydroplane.spirv.builder import ModuleBuilder
-from hydroplane.spirv.enums import Capability, CooperativeMatrixUse, Decoration
+from hydroplane.spirv.enums import (
+    Capability,
+    CooperativeMatrixOperands,
+    CooperativeMatrixReduce,
+    CooperativeMatrixUse,
+    Decoration,
+    ExecutionMode,
+    Scope,
+)
 from hydroplane.spirv.grammar import Op
 from hydroplane.spirv.target import Target, UnsupportedOnTarget
 
@@ -88,10 +96,14 @@ def lower(words_or_module, target: Target) -> Lowered:
 
 
 def check_matrices(module: Module, target: Target) -> None:
-    """Refuse, by name, every cooperative-matrix type and MulAdd combination the target does not report."""
+    """Refuse, by name, every cooperative-matrix type and MulAdd combination the target does not report (a
+    saturating MulAdd where no shape saturates; a Workgroup-scope type in a workgroup of another size than its
+    shape's; a Subgroup-scope type in a workgroup that is not whole subgroups), and the reductions its driver
+    is known to compute wrongly (`Target.reduce_fault`)."""
     if target.is_reference:
         return
     table = types.read_types(module)
+    invocations = _local_invocations(module)
     missing: list[str] = []
     for inst in module.instructions:
         if inst.opcode in (Op.TypeCooperativeMatrixKHR, Op.TypeCooperativeMatrixNV):
@@ -102,21 +114,44 @@ def check_matrices(module: Module, target: Target) -> None:
             if not family_ok:
                 ext = "VK_NV_cooperative_matrix" if t.family == "NV" else "VK_KHR_cooperative_matrix"
                 missing.append(f"{t} (the target has no {ext})")
-            elif not target.offers(t):
-                missing.append(str(t))
+            elif t.scope == Scope.Subgroup and invocations is not None and invocations % target.subgroup_size:
+                missing.append(f"{t} in a workgroup of {invocations} invocations (a Subgroup-scope matrix needs "
+                               f"whole subgroups of {target.subgroup_size})")
+            elif not target.offers(t, invocations):
+                missing.append(str(t) if t.scope != Scope.Workgroup else f"{t} in a workgroup of {invocations}")
         elif inst.opcode in (Op.CooperativeMatrixMulAddKHR, Op.CooperativeMatrixMulAddNV):
             a, b, c = (table[_type_of(module, o.number)] for o in inst.operands[:3])
             result = table[inst.checked_result_type]
+            saturating = inst.opcode == Op.CooperativeMatrixMulAddKHR and len(inst.operands) > 3 and bool(
+                inst.operands[3].value & CooperativeMatrixOperands.SaturatingAccumulationKHR)
             if isinstance(a, types.CoopMatrix) and isinstance(b, types.CoopMatrix) and \
                     isinstance(c, types.CoopMatrix) and isinstance(result, types.CoopMatrix) and \
-                    not target.offers_muladd(a, b, c, result):
-                missing.append(f"MulAdd {a.component}*{b.component}+{c.component}->{result.component} "
-                               f"{a.rows}x{result.cols}x{a.cols} ({a.scope.name})")
+                    not target.offers_muladd(a, b, c, result, saturating, invocations):
+                missing.append(f"{'saturating ' * saturating}MulAdd {a.component}*{b.component}+{c.component}->"
+                               f"{result.component} {a.rows}x{result.cols}x{a.cols} ({a.scope.name})")
+        elif inst.opcode == Op.CooperativeMatrixReduceEXT:  # NV2's reduce shares the opcode
+            source = table[_type_of(module, inst.operands[0].number)]
+            mode = CooperativeMatrixReduce(inst.operands[1].value)
+            fault = target.reduce_fault(source, bool(mode & CooperativeMatrixReduce.Row),
+                                        bool(mode & CooperativeMatrixReduce.Column)) \
+                if isinstance(source, types.CoopMatrix) else None
+            if fault is not None:
+                raise UnsupportedOnTarget(fault, inst.offset, missing=(f"Reduce of {source}",))
     if missing:
         unique = tuple(dict.fromkeys(missing))
         raise UnsupportedOnTarget(f"{target.name} does not offer these cooperative-matrix types of the module: "
                                   + "; ".join(unique) + " (`hydroplane devices` lists what a device reports)",
                                   missing=unique)
+
+
+def _local_invocations(module: Module) -> int | None:
+    """The workgroup size of the module's one entry point when a LocalSize execution mode gives it."""
+    sizes = [inst.operands[2:5] for inst in module.instructions
+             if inst.opcode == Op.ExecutionMode and inst.operands[1].value == ExecutionMode.LocalSize]
+    if len(sizes) != 1:
+        return None
+    x, y, z = (o.value for o in sizes[0])
+    return x * y * z
 
 
 def _type_of(module: Module, value_id: int) -> int:

@@ -58,9 +58,10 @@ class CoopShape:
     granularity: bool = False
     workgroup_invocations: int = 0
 
-    def covers(self, t: CoopMatrix) -> bool:
-        """Whether this shape offers matrix type `t` (for a legacy NV type, in any operand position)."""
-        if t.scope != self.scope:
+    def covers(self, t: CoopMatrix, workgroup_invocations: int | None = None) -> bool:
+        """Whether this shape offers matrix type `t` (for a legacy NV type, in any operand position); for a
+        Workgroup-scope shape, in a workgroup of `workgroup_invocations` when given (it must be the shape's)."""
+        if t.scope != self.scope or not self._for_workgroup(workgroup_invocations):
             return False
         slots = {CooperativeMatrixUse.MatrixAKHR: ((self.a,), (self.m, self.k)),
                  CooperativeMatrixUse.MatrixBKHR: ((self.b,), (self.k, self.n)),
@@ -68,10 +69,18 @@ class CoopShape:
         candidates = slots.values() if t.use is None else [slots[t.use]]
         return any(t.component in components and self._fits(t.shape, dims) for components, dims in candidates)
 
-    def covers_muladd(self, a: CoopMatrix, b: CoopMatrix, c: CoopMatrix, result: CoopMatrix) -> bool:
+    def covers_muladd(self, a: CoopMatrix, b: CoopMatrix, c: CoopMatrix, result: CoopMatrix,
+                      saturating: bool = False, workgroup_invocations: int | None = None) -> bool:
+        """Whether this shape offers the MulAdd (with saturating accumulation when asked; in a workgroup of
+        `workgroup_invocations` for a Workgroup-scope shape, when given)."""
         if (self.a, self.b, self.c, self.result) != (a.component, b.component, c.component, result.component):
             return False
+        if saturating and not self.saturating or not self._for_workgroup(workgroup_invocations):
+            return False
         return a.scope == self.scope and self._fits((a.rows, result.cols, a.cols), (self.m, self.n, self.k))
+
+    def _for_workgroup(self, invocations: int | None) -> bool:
+        return invocations is None or self.scope != Scope.Workgroup or self.workgroup_invocations == invocations
 
     def _fits(self, dims: tuple[int, ...], unit: tuple[int, ...]) -> bool:
         if self.granularity:
@@ -81,7 +90,8 @@ class CoopShape:
     def __str__(self) -> str:
         dims = f"{self.m}x{self.n}x{self.k}" + ("*" if self.granularity else "")
         sat = " saturating" if self.saturating else ""
-        return f"{dims} {self.a}*{self.b}+{self.c}->{self.result} {self.scope.name}{sat}"
+        group = f" ({self.workgroup_invocations} invocations)" if self.scope == Scope.Workgroup else ""
+        return f"{dims} {self.a}*{self.b}+{self.c}->{self.result} {self.scope.name}{group}{sat}"
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -141,19 +151,57 @@ class Target:
         """An NV2 feature by its Vulkan name ('cooperativeMatrixReductions', ...)."""
         return self.is_reference or feature in self.nv2_features
 
-    def offers(self, t: CoopMatrix) -> bool:
-        """Whether the target runs cooperative-matrix type `t` (family, component, shape and scope)."""
+    def offers(self, t: CoopMatrix, workgroup_invocations: int | None = None) -> bool:
+        """Whether the target runs cooperative-matrix type `t` (family, component, shape and scope; a
+        Workgroup-scope type in a workgroup of `workgroup_invocations`, when given)."""
         if self.is_reference:
             return True
         if t.family == "NV":
             return any(s.covers(t) for s in self.coop_nv)
-        return any(s.covers(t) for s in (*self.coop_khr, *self.coop_nv2_flexible, *self.coop_ext))
+        return any(s.covers(t, workgroup_invocations) for s in (*self.coop_khr, *self.coop_nv2_flexible,
+                                                                 *self.coop_ext))
 
-    def offers_muladd(self, a: CoopMatrix, b: CoopMatrix, c: CoopMatrix, result: CoopMatrix) -> bool:
+    def offers_muladd(self, a: CoopMatrix, b: CoopMatrix, c: CoopMatrix, result: CoopMatrix,
+                      saturating: bool = False, workgroup_invocations: int | None = None) -> bool:
+        """Whether the target runs this MulAdd (saturating accumulation only where a shape reports it)."""
         if self.is_reference:
             return True
         shapes = self.coop_nv if a.family == "NV" else (*self.coop_khr, *self.coop_nv2_flexible, *self.coop_ext)
-        return any(s.covers_muladd(a, b, c, result) for s in shapes)
+        return any(s.covers_muladd(a, b, c, result, saturating, workgroup_invocations) for s in shapes)
+
+    def workgroup_shapes(self) -> list[CoopShape]:
+        """The Workgroup-scope (NV2) shapes, by invocations and size."""
+        found = [s for s in (*self.coop_nv2_flexible, *self.coop_ext) if s.scope == Scope.Workgroup]
+        return sorted(found, key=lambda s: (s.workgroup_invocations, s.m * s.n * s.k, str(s.a), str(s.c)))
+
+    def reduce_fault(self, t: CoopMatrix, rows: bool, columns: bool) -> str | None:
+        """Why the target's driver is known to compute OpCooperativeMatrixReduce of `t` wrongly (None: it is not).
+
+        Mesa's flexible-dimension lowering (lavapipe; src/compiler/nir/nir_lower_cooperative_matrix.c,
+        split_cmat_call_reduce, in Mesa 26.2) splits a matrix into granularity-sized blocks and reduces each,
+        but a Row reduction then combines only the blocks of the first block row and stores, for block row r,
+        the partial result of block (0, r); a Column reduction likewise for columns. So a Row reduction of a
+        matrix with more rows than the granularity (Column: more columns) comes back wrong; Row | Column
+        (everything) and 2x2 are right."""
+        if not self._mesa_flexible_lowering() or rows == columns:
+            return None
+        granularity = [s for s in self.coop_nv2_flexible if s.granularity and s.scope == t.scope]
+        if not granularity:
+            return None
+        step = min(s.m for s in granularity) if rows else min(s.n for s in granularity)
+        extent = t.rows if rows else t.cols
+        if extent <= step:
+            return None
+        what, other = ("Row", "rows") if rows else ("Column", "columns")
+        return (f"{self.name} reduces a {t.rows}x{t.cols} matrix by {what} wrongly: Mesa's flexible-dimension "
+                f"lowering (nir_lower_cooperative_matrix.c, split_cmat_call_reduce) combines only the first "
+                f"{step}x{step} block {'row' if rows else 'column'}, so {other} past {step} come back with one block's "
+                f"result; reduce at most {step} {other} by {what} there (or Row | Column)")
+
+    def _mesa_flexible_lowering(self) -> bool:
+        """Whether this is a Mesa driver whose NV2 flexible dimensions go through Mesa's NIR split (lavapipe)."""
+        text = f"{self.name} {self.description}".lower()
+        return not self.is_reference and ("llvmpipe" in text or "lavapipe" in text)
 
     def shapes(self, a: str | Scalar | None = None, c: str | Scalar | None = None,
                scope: Scope = Scope.Subgroup) -> list[CoopShape]:
