@@ -264,51 +264,28 @@ fma = _math("fma", "a * b + c, fused")
 mix = _math("mix", "mix(x, y, a) = x * (1 - a) + y * a")
 
 
-@builtin
-def atomic_add(memory, index, value, *, _semantic):
-    """Atomically add `value` to memory[index] (a buffer or shared array of 32-bit ints); returns the old value."""
-    return _semantic.atomic("add", memory, index, value)
+def _atomic(op: str, doc: str, comparator: bool = False):
+    if comparator:
+        def fn(memory, index, value, comparator, *, _semantic):
+            return _semantic.atomic(op, memory, index, value, comparator)
+    else:
+        def fn(memory, index, value, *, _semantic):
+            return _semantic.atomic(op, memory, index, value)
+
+    fn.__name__ = fn.__qualname__ = f"atomic_{op}"
+    fn.__doc__ = f"{doc} memory[index] (a buffer or shared array of 32-bit ints) atomically; returns the old value."
+    return builtin(fn)
 
 
-@builtin
-def atomic_sub(memory, index, value, *, _semantic):
-    return _semantic.atomic("sub", memory, index, value)
-
-
-@builtin
-def atomic_min(memory, index, value, *, _semantic):
-    return _semantic.atomic("min", memory, index, value)
-
-
-@builtin
-def atomic_max(memory, index, value, *, _semantic):
-    return _semantic.atomic("max", memory, index, value)
-
-
-@builtin
-def atomic_and(memory, index, value, *, _semantic):
-    return _semantic.atomic("and", memory, index, value)
-
-
-@builtin
-def atomic_or(memory, index, value, *, _semantic):
-    return _semantic.atomic("or", memory, index, value)
-
-
-@builtin
-def atomic_xor(memory, index, value, *, _semantic):
-    return _semantic.atomic("xor", memory, index, value)
-
-
-@builtin
-def atomic_exchange(memory, index, value, *, _semantic):
-    return _semantic.atomic("exchange", memory, index, value)
-
-
-@builtin
-def atomic_compare_exchange(memory, index, value, comparator, *, _semantic):
-    """Store `value` where memory[index] == comparator; returns the old value."""
-    return _semantic.atomic("compare_exchange", memory, index, value, comparator)
+atomic_add = _atomic("add", "Add `value` to")
+atomic_sub = _atomic("sub", "Subtract `value` from")
+atomic_min = _atomic("min", "Store the smaller of `value` and")
+atomic_max = _atomic("max", "Store the larger of `value` and")
+atomic_and = _atomic("and", "Bitwise-and `value` into")
+atomic_or = _atomic("or", "Bitwise-or `value` into")
+atomic_xor = _atomic("xor", "Bitwise-xor `value` into")
+atomic_exchange = _atomic("exchange", "Store `value` into")
+atomic_compare_exchange = _atomic("compare_exchange", "Store `value` where `comparator` equals", comparator=True)
 
 
 def _subgroup_arith(op: str, group_operation: str, name: str):

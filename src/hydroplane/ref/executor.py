@@ -31,7 +31,7 @@ from hydroplane.ref.coopmat import matrix as cm
 from hydroplane.ref.errors import Diagnostic, ExecutionLimitError, InvalidModuleError
 from hydroplane.ref.lanes import Lanes
 from hydroplane.ref.layout import size_of, value_dtype, value_shape
-from hydroplane.ref.memory import PSB_REGION_SHIFT, Region
+from hydroplane.ref.memory import Region, buffer_address
 from hydroplane.ref.program import Program
 from hydroplane.ref.values import Cell, Pointer
 from hydroplane.spirv import types as T
@@ -49,7 +49,7 @@ class Buffer:
     def __init__(self, nbytes: int, number: int):
         self.nbytes = nbytes
         self.data = np.zeros(max(8, -(-nbytes // 8) * 8), np.uint8)
-        self.address = (number + 1) << PSB_REGION_SHIFT
+        self.address = buffer_address(number)
         self.released = False
 
     def release(self) -> None:

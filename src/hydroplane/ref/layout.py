@@ -55,16 +55,6 @@ def value_dtype(t: T.Type | None) -> np.dtype | None:
     return None
 
 
-def is_numeric(t: T.Type | None) -> bool:
-    """Whether a value of `t` is one array (scalar, vector, matrix, array of those)."""
-    return t is not None and value_shape(t) is not None
-
-
-def scalar_of(t: T.Type) -> T.Type:
-    """The scalar component type of a scalar, vector, matrix, array or cooperative matrix type."""
-    return T.component_of(t)
-
-
 @lru_cache(maxsize=4096)
 def _in_memory(t: T.Type) -> T.Type:
     """`t` with every bool a byte (the executor's memory keeps a bool in one byte)."""

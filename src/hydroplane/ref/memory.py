@@ -16,6 +16,12 @@ from hydroplane.ref.errors import InvalidModuleError
 
 PSB_REGION_SHIFT = 40  # PhysicalStorageBuffer address = (region number + 1) << 40 | byte offset
 MAX_REGION_BYTES = 1 << 30
+
+
+def buffer_address(number: int) -> int:
+    """The PhysicalStorageBuffer base address of the executor's buffer `number` (its byte 0)."""
+    return (number + 1) << PSB_REGION_SHIFT
+
 # Workgroup tracking tables hold, per byte: -1 no access since the last barrier, >= 0 the local
 # invocation index of the one accessor, -2 several readers, SUBGROUP_ORDERED - s an access by
 # subgroup s that a subgroup barrier has since ordered for that subgroup's invocations.

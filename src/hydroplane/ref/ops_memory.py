@@ -6,7 +6,7 @@ import numpy as np
 
 from hydroplane.ref.access import load_value, store_value
 from hydroplane.ref.layout import array_stride, matrix_stride, member_offsets, size_of, value_dtype
-from hydroplane.ref.memory import PSB, PSB_REGION_SHIFT, SUBGROUP_ORDERED
+from hydroplane.ref.memory import PSB, SUBGROUP_ORDERED
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
 from hydroplane.spirv import types as T
@@ -117,10 +117,6 @@ def _convert_ptr_to_u(ctx, inst):
     if ptr.region is not PSB:
         ctx.unsupported(f"OpConvertPtrToU of a {getattr(ptr.region, 'storage', 'register')} pointer")
     ctx.set(inst.result_id, ptr.offset.astype(np.uint64).astype(inst.dtype))
-
-
-def buffer_address(region_number: int) -> int:
-    return (region_number + 1) << PSB_REGION_SHIFT
 
 
 # -- atomics ---------------------------------------------------------------------------------
