@@ -55,22 +55,50 @@ class GemmDtype:
         return self.name
 
 
+# What the GEMM kernels compute and the NumPy reference checks: input -> its accumulators, accumulator -> the
+# outputs it converts to (the accumulator itself first). Anything else is refused by name (parse_dtype, GemmProblem):
+# an integer output of a float accumulator or a float output of an integer one (no such conversion is built or
+# modelled), fp8 outputs (no verification bound fits them), other inputs (no cooperative matrix takes them).
+GEMM_ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "e4m3": ("f32",), "e5m2": ("f32",), "s8": ("s32",),
+                     "u8": ("u32",)}
+GEMM_OUTPUTS = {"f32": ("f32", "f16", "bf16"), "f16": ("f16", "f32"), "s32": ("s32",), "u32": ("u32",)}
+GEMM_DTYPES = tuple(f"{a}:{acc}" + ("" if out == acc else f":{out}")
+                    for a, accs in GEMM_ACCUMULATORS.items() for acc in accs for out in GEMM_OUTPUTS[acc])
+
+
+def check_dtype(dtype: GemmDtype, text: str | None = None) -> GemmDtype:
+    """`dtype` if the GEMM computes it, else a GemmError naming what it takes."""
+    name = text if text is not None else str(dtype)
+    a, acc, out = (str(t) for t in (dtype.a, dtype.acc, dtype.out))
+    if a not in GEMM_ACCUMULATORS:
+        raise GemmError(f"GEMM dtype {name!r}: no GEMM takes {a} inputs (inputs: {', '.join(GEMM_ACCUMULATORS)})")
+    if acc not in GEMM_ACCUMULATORS[a]:
+        kind = ("integer inputs take an integer accumulator of their signedness" if dtype.a.kind == "int"
+                else "float inputs take a float accumulator")
+        raise GemmError(f"GEMM dtype {name!r}: {kind}; {a} inputs accumulate in {_either(GEMM_ACCUMULATORS[a])}, "
+                        f"not {acc}")
+    if out not in GEMM_OUTPUTS[acc]:
+        raise GemmError(f"GEMM dtype {name!r}: {acc} accumulators write {_either(GEMM_OUTPUTS[acc])}, not {out} "
+                        f"(the GEMM dtypes: {', '.join(GEMM_DTYPES)})")
+    return dtype
+
+
+def _either(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def parse_dtype(text: str) -> GemmDtype:
-    """'f16:f32' (A/B f16, accumulate and output f32), 'f16:f32:f16' (output f16), 's8:s32', ..."""
+    """'f16:f32' (A/B f16, accumulate and output f32), 'f16:f32:f16' (output f16), 's8:s32', ... (GEMM_DTYPES)."""
+    if not isinstance(text, str):
+        raise GemmError(f"a GEMM dtype is a string A:ACCUMULATOR[:OUTPUT] (e.g. 'f16:f32'), not {text!r}")
     parts = text.split(":")
     if len(parts) not in (2, 3):
         raise GemmError(f"a GEMM dtype is A:ACCUMULATOR[:OUTPUT] (e.g. f16:f32), not {text!r}")
     try:
-        a, acc, *rest = (types.scalar(p) for p in parts)
+        a, acc, *rest = (types.scalar(p.strip()) for p in parts)
     except (types.TypeModelError, KeyError, ValueError) as err:
         raise GemmError(f"GEMM dtype {text!r}: {err}") from None
-    out = rest[0] if rest else acc
-    if (a.kind == "int") != (acc.kind == "int") or (acc.kind == "int" and a.signed != acc.signed):
-        raise GemmError(f"GEMM dtype {text!r}: integer inputs take an integer accumulator of their signedness "
-                        "(s8:s32, u8:u32); float inputs a float accumulator")
-    if a.width > acc.width or acc.width < 16:
-        raise GemmError(f"GEMM dtype {text!r}: the accumulator must be at least as wide as the inputs")
-    return GemmDtype(a, acc, out)
+    return check_dtype(GemmDtype(a, acc, rest[0] if rest else acc), text)
 
 
 @dataclass(frozen=True)
@@ -89,10 +117,14 @@ class GemmProblem:
     saturate: bool = False
 
     def __post_init__(self):
+        if not isinstance(self.dtype, GemmDtype):
+            raise GemmError(f"GEMM dtype must be a GemmDtype (parse_dtype('f16:f32')), not {self.dtype!r}")
+        check_dtype(self.dtype)
         for name in ("m", "n", "k"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise GemmError(f"GEMM size {name.upper()} must be a positive int, not {value!r}")
+            object.__setattr__(self, name, int(value))
         if self.m * self.k >= 1 << 31 or self.k * self.n >= 1 << 31 or self.m * self.n >= 1 << 31:
             raise GemmError(f"GEMM {self.m}x{self.n}x{self.k}: a matrix over 2**31 elements (32-bit indices)")
         if self.layout not in LAYOUTS:
@@ -103,8 +135,32 @@ class GemmProblem:
             raise GemmError(f"GELU needs a float accumulator, not {self.dtype.acc}")
         if self.saturate and not self.dtype.integer:
             raise GemmError("saturating accumulation is for integer GEMMs")
-        if self.dtype.integer and not (float(self.alpha).is_integer() and float(self.beta).is_integer()):
-            raise GemmError(f"an integer GEMM takes integer alpha and beta, not {self.alpha}, {self.beta}")
+        for name in ("alpha", "beta"):
+            self._check_scalar(name, getattr(self, name))
+
+    def _check_scalar(self, name: str, value) -> None:
+        """alpha and beta: finite numbers that the kernel can hold (push constants are f32, a f16 accumulator
+        scales in f16, an integer one takes them through s32)."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise GemmError(f"GEMM {name} must be a number, not {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = float("inf")
+        if not np.isfinite(number):
+            raise GemmError(f"GEMM {name} must be a finite number, not {value!r}")
+        if self.dtype.integer:
+            if not number.is_integer():
+                raise GemmError(f"an integer GEMM takes integer alpha and beta, not {name}={value!r}")
+            if not -(1 << 31) <= int(value) < 1 << 31:
+                raise GemmError(f"GEMM {name}={value!r} does not fit s32, in which an integer GEMM scales")
+            return
+        for holder, dtype in (("f32, its push constant's type", np.float32),
+                              (f"{self.dtype.acc}, the accumulator type", self.dtype.acc.dtype)):
+            with np.errstate(over="ignore"):
+                held = np.asarray(number).astype(dtype)
+            if not np.isfinite(held):
+                raise GemmError(f"GEMM {name}={value!r} does not fit {holder} (largest {float(np.finfo(dtype).max):g})")
 
     @property
     def a_transposed(self) -> bool:
@@ -541,17 +597,19 @@ def reference(problem: GemmProblem, a: np.ndarray, b: np.ndarray, c: np.ndarray,
         result = result + work(problem.beta) * c.astype(work)
     if problem.bias:
         result = result + bias.astype(work)[None, :]
+    if problem.dtype.integer:  # the epilogue's value in the accumulator (its type: parse_dtype), then the activation
+        info = np.iinfo(problem.dtype.out.dtype)
+        if problem.saturate:
+            result = np.clip(result, info.min, info.max)
+        else:
+            bits = problem.dtype.out.width
+            wrapped = result & ((1 << bits) - 1)
+            result = np.where(wrapped > info.max, wrapped - (1 << bits), wrapped) if info.min < 0 else wrapped
+        return np.maximum(result, 0) if problem.activation == "relu" else result
     if problem.activation == "relu":
         result = np.maximum(result, 0)
     elif problem.activation == "gelu":
         result = 0.5 * result * (1 + np.tanh(source.GELU_C * (result + source.GELU_CUBIC * result ** 3)))
-    if problem.dtype.integer:
-        info = np.iinfo(problem.dtype.out.dtype)
-        if problem.saturate:
-            return np.clip(result, info.min, info.max)
-        bits = problem.dtype.out.width
-        wrapped = result & ((1 << bits) - 1)
-        return np.where(wrapped > info.max, wrapped - (1 << bits), wrapped) if info.min < 0 else wrapped
     return result
 
 
