@@ -235,9 +235,9 @@ def main(argv=None) -> int:
             case_start = time.perf_counter()
             print(f"\n{name}: {problem.describe()}", file=log, flush=True)
             data, exact = make_inputs(problem, rng, torch)
+            configs = explicit or sweep_configs(problem, runner, args.max_configs, args.per_tile)
             rows = [r for r in (time_hydroplane(runner, problem, config, data, exact, torch, args.reps,
-                                                args.warmup_s, log)
-                                for config in explicit or sweep_configs(problem, runner, args.max_configs, args.per_tile)) if r]
+                                                args.warmup_s, log) for config in configs) if r]
             best = min(rows, key=lambda r: r["seconds"]) if rows else None
             torch_s = time_torch(problem, data, torch, args.reps, args.warmup_s) if torch else None
             if torch_s:
@@ -250,8 +250,8 @@ def main(argv=None) -> int:
     print(f"\nsummary (f16, median of {args.reps} by GPU timestamps after {args.warmup_s} s warm-up; torch: CUDA "
           f"events; TFLOP/s = 4·B·H·S_q·S_kv·D / time, halved for causal; {time.perf_counter() - began:.0f} s in all)",
           file=log)
-    print(f"| case | hydroplane ms | TFLOP/s | TB/s K+V | torch SDPA ms | TFLOP/s | hydroplane/torch | target | "
-          f"error | config |", file=log)
+    print("| case | hydroplane ms | TFLOP/s | TB/s K+V | torch SDPA ms | TFLOP/s | hydroplane/torch | target | "
+          "error | config |", file=log)
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=log)
     for r in results:
         best, torch_s = r["best"], r["torch_s"]

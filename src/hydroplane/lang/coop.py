@@ -103,9 +103,10 @@ def length(matrix, *, _semantic):
 
 
 @builtin
-def convert(matrix, dtype, *, _semantic):
-    """Element-wise conversion to another component type (same shape and use)."""
-    return _semantic.coop_convert(matrix, dtype)
+def convert(matrix, dtype, use=None, *, _semantic):
+    """Element-wise conversion to another component type (same shape; same use, or with `use` a float
+    Accumulator to A or B in the same step: NV2's conversions, for an input type with no accumulator of its own)."""
+    return _semantic.coop_convert(matrix, dtype, use)
 
 
 @builtin

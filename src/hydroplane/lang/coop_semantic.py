@@ -228,11 +228,20 @@ class CoopSemantic(Semantic):
             self._int_clamps[key] = fn_id
         return self._int_clamps[key]
 
-    def coop_convert(self, m, dtype) -> Value:
+    def coop_convert(self, m, dtype, use=None) -> Value:
         m = _matrix(m, "coop.convert's matrix")
         if not isinstance(dtype, types.Scalar):
             raise SemanticError(f"coop.convert converts to a dtype, not {describe(dtype)}")
-        return self.convert(m, dtype)
+        if use is None or use == m.type.use:
+            return self.convert(m, dtype)
+        t = m.type
+        if t.use != USE_ACC or use not in (USE_A, USE_B):
+            raise SemanticError(f"coop.convert from {t.use_name} to {types.use_name(use)}: a conversion changes the "
+                                "use from Accumulator to A or B only")
+        if scalar_kind(t.component) not in ("float", "encoded") or scalar_kind(dtype) not in ("float", "encoded"):
+            raise SemanticError(f"coop.convert with a use converts float matrices, not {t.component} -> {dtype}")
+        result = self.offered(replace(t, component=dtype, use=CooperativeMatrixUse(use)))
+        return Value(result, self.b.emit(Op.FConvert, self.type_id(result), m.id))  # needs NV2's conversions
 
     def _convert_use(self, m: Value, use, transpose: bool) -> Value:
         t = m.type

@@ -49,6 +49,10 @@ COOP_COMPONENT_CAPABILITIES = {
     "Float8E5M2EXT": "Float8CooperativeMatrixEXT",
 }
 
+# Conversions that may also change a cooperative matrix's Use (Accumulator -> A or B): NV2's conversions then.
+COOP_USE_CONVERSIONS = frozenset({Op.FConvert, Op.ConvertFToS, Op.ConvertFToU, Op.ConvertSToF, Op.ConvertUToF,
+                                  Op.SConvert, Op.UConvert})
+
 # Scope of a KHR cooperative-matrix type beyond Subgroup -> the extension that allows it.
 COOP_SCOPE_EXTENSIONS = {
     grammar.enumerant("Scope", "Workgroup").value: "SPV_NV_cooperative_matrix2",
@@ -188,10 +192,23 @@ class _TypeRules:
             return None
         return grammar.enumerant("FPEncoding", inst.operands[1].value).name
 
+    def matrix_use(self, type_id: int | None) -> int | None:
+        """The Use of a KHR cooperative-matrix type (None for any other type)."""
+        inst = self.defs.get(type_id) if type_id is not None else None
+        if inst is None or inst.opcode != Op.TypeCooperativeMatrixKHR or len(inst.operands) < 5:
+            return None
+        return self.constants.get(inst.operands[4].value)
+
     def needs(self, inst: Instruction, vulkan_memory_model: bool) -> tuple[list[str], list[str]]:
         """(capabilities, extensions) that the type rules ask of one instruction."""
         out, extensions = [], []
         op = inst.opcode
+        if op in COOP_USE_CONVERSIONS and inst.operands:
+            source = self.defs.get(inst.operands[0].value)
+            result_use = self.matrix_use(inst.result_type)
+            if result_use is not None and source is not None \
+                    and self.matrix_use(source.result_type) not in (None, result_use):
+                out.append("CooperativeMatrixConversionsNV")
         if op in (Op.TypeInt, Op.TypeFloat):
             has_encoding = op == Op.TypeFloat and len(inst.operands) > 1
             rule = None if has_encoding else TYPE_WIDTH_CAPABILITIES.get((op, inst.operands[0].value))

@@ -176,9 +176,11 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
               S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale_log2: f32,
               IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
-              SPLIT: constexpr = False, GUARD_KV: constexpr = True):
+              SPLIT: constexpr = False, GUARD_KV: constexpr = True, DIRECT_P: constexpr = False):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
-    GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out."""
+    GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
+    DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
+    that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
                   "D is a multiple of the tiles QK and SN, which are multiples of 8")
     BM = WM * SMQ * QT
@@ -194,7 +196,6 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     TV = coop.Matrix[IN, SN, SN, coop.B]
     TP = coop.Matrix[IN, QT, SN, coop.A]
     TS = coop.Matrix[f32, QT, SN, coop.Accumulator]
-    TO = coop.Matrix[IN, QT, SN, coop.Accumulator]
     smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS))
     regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG))
 
@@ -276,7 +277,10 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             for t in static_range(NS):
                 prob = coop.map(exp2_minus, s[i * NS + t], new_max)
                 probs = probs + prob
-                p[i * NS + t] = coop.convert_use(coop.convert(prob, IN), coop.A)
+                if DIRECT_P:  # no accumulator of the input type on the target (bf16 on the H200): one NV2 step
+                    p[i * NS + t] = coop.convert(prob, IN, coop.A)
+                else:
+                    p[i * NS + t] = coop.convert_use(coop.convert(prob, IN), coop.A)
             row_sum[i] = row_sum[i] * rescale + coop.reduce(probs, coop.Row, add)
             for dn in static_range(DT):
                 o[i * DT + dn] = o[i * DT + dn] * rescale
