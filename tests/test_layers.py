@@ -189,7 +189,8 @@ def test_no_function_level_imports_of_hydroplane():
 def test_the_package_loads_only_the_language_by_name():
     import hydroplane
 
-    assert set(hydroplane._LAZY.values()) == {"hydroplane.launch.jit", "hydroplane.lang"}
+    assert set(hydroplane._LAZY.values()) == {"hydroplane.launch.jit", "hydroplane.lang", "hydroplane.ops.matmul",
+                                              "hydroplane.ops.attention"}
     assert hydroplane.kernel.__module__ == "hydroplane.launch.jit"
     assert hydroplane.coop.__name__ == "hydroplane.lang.coop"
 

@@ -9,10 +9,11 @@ Layers (see DESIGN.md in the shared folder and docs/architecture.md):
 import importlib
 
 __version__ = "0.1.0"
-# The kernel language's entry points (hydroplane.kernel, .func, .coop ...), loaded on first use so
-# that `hydroplane.isa` and the command line do not pay for NumPy, ml_dtypes and the grammar tables.
+# The kernel language's entry points (hydroplane.kernel, .func, .coop ...) and the ops (hydroplane.matmul), loaded
+# on first use so that `hydroplane.isa` and the command line do not pay for NumPy, ml_dtypes and the grammar tables.
 _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.launch.jit",
-         "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang"}
+         "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang",
+         "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention"}
 __all__ = sorted(_LAZY)
 
 
