@@ -30,19 +30,26 @@ from hydroplane.kernels.gemm import (
     GemmConfig,
     GemmError,
     GemmProblem,
-    candidate_configs,
     coop_shapes,
-    default_config,
-    gemm_plan,
     random_inputs,
     reference,
     relative_error,
     tolerance,
-    verification_problem,
+)
+from hydroplane.kernels.gemm.route import (
+    GemvConfig,
+    Route,
+    Step,
+    config_from_dict,
+    gemm_route,
+    route_candidates,
+    route_default_config,
+    route_verification_problem,
+    shape_class,
 )
 from hydroplane.lang.compiler import Specialization
 from hydroplane.launch import executors
-from hydroplane.launch.prepared import prepare
+from hydroplane.launch.prepared import WARMUP_S, DeviceArray, numpy_dtype, prepare
 
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
 
@@ -181,11 +188,11 @@ class GemmRunner:
             self._kernels[key] = (spec, self.executor.kernel(spec.words))
         return self._kernels[key][1]
 
-    def prepare(self, problem: GemmProblem, config: GemmConfig, inputs: dict) -> PreparedGemm:
-        """The kernel made for this device and the inputs in its buffers, D poisoned: dispatch, time, read."""
-        plan = gemm_plan(problem, config, self.target)
-        spec = plan.kernel.compile(self.target, **plan.constexprs)
-        return PreparedGemm(self, plan, spec, self._kernel(spec), inputs)
+    def prepare(self, problem: GemmProblem, config: GemmConfig | GemvConfig, inputs: dict, *,
+                pad: bool | None = None) -> PreparedGemm:
+        """The route's kernels made for this device (kernels.gemm.route: the skinny kernels, odd sizes padded, or
+        the one GEMM) and the inputs in its buffers, D poisoned unless given: dispatch, time, read."""
+        return PreparedGemm(self, gemm_route(problem, config, self.target, pad=pad), inputs)
 
     def run(self, problem: GemmProblem, config: GemmConfig | None = None, *, inputs: dict | None = None,
             repeat: int = 1, warmup: int = 1, check: bool = True, seed: int = 0) -> GemmResult:
@@ -209,31 +216,34 @@ class GemmRunner:
 
     # autotuning --------------------------------------------------------------------------------
     def cache_key(self, problem: GemmProblem) -> str:
-        return f"{problem.dtype} {problem.layout} {problem.size_class}"
+        """The autotune cache's problem key: dtype, layout and shape class (route.shape_class: skinny, odd, wide or
+        tall, by size)."""
+        return f"{problem.dtype} {problem.layout} {shape_class(problem)}"
 
-    def tuned_config(self, problem: GemmProblem) -> GemmConfig:
-        """The cached winner for this device and problem class, else the shipped table's, else the default."""
+    def tuned_config(self, problem: GemmProblem) -> GemmConfig | GemvConfig:
+        """The cached winner for this device and problem class, else the shipped table's, else the default (the
+        skinny kernels for few rows of A)."""
         for table in (load_cache(), shipped_table()):
             found = table.get(self.device_key(), {}).get(self.cache_key(problem))
             if found:
                 try:
-                    config = GemmConfig.from_dict(found["config"])
-                    gemm_plan(problem, config, self.target)  # still valid here
+                    config = config_from_dict(found["config"])
+                    gemm_route(problem, config, self.target)  # still valid here
                     return config
                 except HydroplaneError:
                     continue
-        return default_config(problem, self.target)
+        return route_default_config(problem, self.target)
 
     def tune(self, problem: GemmProblem, *, repeat: int = 5, progress=None, limit: int | None = None) -> GemmResult:
         """Try every candidate configuration (verified first, then timed); store the fastest in the cache."""
-        candidates = candidate_configs(problem, self.target)[:limit]
+        candidates = route_candidates(problem, self.target)[:limit]
         data = random_inputs(problem, np.random.default_rng(1))
         best: GemmResult | None = None
         for index, config in enumerate(candidates):
             if progress:
                 progress(index, len(candidates), config, best)
             try:
-                small = verification_problem(problem, config)  # the same code paths, checked quickly
+                small = route_verification_problem(problem, config)  # the same code paths, checked quickly
                 checked = self.run(small, config, inputs=data if small == problem else None, repeat=1, warmup=0,
                                    check=True, seed=index)
                 if not checked.ok:
@@ -257,44 +267,114 @@ class GemmRunner:
 
 
 class PreparedGemm:
-    """One GEMM ready on a device: a prepared launch (inputs copied in, D poisoned) with its plan."""
+    """One GEMM ready on a device: its route's steps (kernels.gemm.route: copies, the GEMM or the skinny kernel, a
+    reduction) each a prepared launch (launch.prepared) bound to the route's buffers: the inputs (NumPy arrays copied
+    in, or DeviceArrays of this executor bound as they are), the route's scratch, and D (given, or made here and
+    poisoned)."""
 
-    def __init__(self, runner: GemmRunner, plan, spec: Specialization, kernel, inputs: dict):
-        self.runner, self.plan, self.kernel = runner, plan, kernel
-        problem = plan.problem
+    def __init__(self, runner: GemmRunner, route: Route, inputs: dict):
+        self.runner, self.route = runner, route
+        problem = route.problem
         self.poison = poisoned((problem.m, problem.n), problem.dtype.out.dtype)
-        filler = self.poison[0, :1].copy()
-        missing = [name for name, needed in (("a", True), ("b", True), ("c", problem.beta != 0), ("bias", problem.bias))
-                   if needed and inputs.get(name) is None]
+        used = {name for step in route.steps for name in step.bindings.values()} | {route.result.buffer}
+        scratch = {s.name for s in route.scratch}
+        needed = {"a", "b"} | ({"c"} if problem.beta != 0 else set()) | ({"bias"} if problem.bias else set())
+        given_names = {n for n, v in inputs.items() if v is not None}
+        missing = sorted((used | needed) - scratch - {"d"} - given_names - ({"c", "bias"} - needed))
         if missing:
             raise GemmError(f"{problem.describe()}: no input {', '.join(missing)} given")
-        arrays = {"a": inputs["a"], "b": inputs["b"],
-                  "c": inputs["c"] if problem.beta != 0 else filler,
-                  "bias": inputs["bias"] if problem.bias else filler, "d": self.poison, **plan.scalars}
-        self.launch = prepare(runner.executor, kernel, spec, plan.grid, arrays, aliases={"a4": "a", "b4": "b"})
+        self._owned: list = []
+        self.buffers: dict = {}  # buffer name -> DeviceArray on this executor
+        try:
+            filler = self.poison[0, :1].copy()
+            given = {"c": filler, "bias": filler, "d": self.poison,
+                     **{name: value for name, value in inputs.items() if value is not None}}
+            for name, value in given.items():
+                if name in used:
+                    self.buffers[name] = value if isinstance(value, DeviceArray) else self._made(value)
+            for scratch in route.scratch:
+                dtype = np.dtype(scratch.dtype.dtype)
+                self.buffers[scratch.name] = self._made(max(scratch.count, 1) * dtype.itemsize, dtype,
+                                                        (scratch.count,))
+            self.launches = [self._launch(step) for step in route.steps]
+        except BaseException:
+            self.close()
+            raise
+
+    def _made(self, value, dtype=None, shape=None) -> DeviceArray:
+        """A buffer this GEMM owns: an array copied in, or a number of bytes."""
+        executor = self.runner.executor
+        if isinstance(value, np.ndarray):
+            value = np.ascontiguousarray(value)
+            dtype, shape = value.dtype, value.shape
+        made = DeviceArray(self.runner.device, executor, executor.buffer(value), np.dtype(dtype), tuple(shape))
+        self._owned.append(made)
+        return made
+
+    def _launch(self, step: Step):
+        """A step's prepared launch: each buffer parameter bound to its route buffer, seen as the parameter's type."""
+        runner = self.runner
+        spec = step.kernel.compile(runner.target, **step.constexprs)
+        arguments = dict(step.scalars)
+        for p in spec.buffers:
+            held = self.buffers[step.bindings[p.name]]
+            want = numpy_dtype(p.dtype)
+            arguments[p.name] = held if held.dtype == want else \
+                DeviceArray(held.device, held.executor, held.buffer, want, (held.nbytes // want.itemsize,))
+        return prepare(runner.executor, runner._kernel(spec), spec, step.grid, arguments)
+
+    @property
+    def main(self):
+        """The launch that multiplies (the GEMM or the skinny kernel)."""
+        return self.launches[self.route.steps.index(self.route.main)]
+
+    @property
+    def kernel(self):
+        """The multiplying step's kernel (its pipeline statistics are the GEMM's)."""
+        return self.main.kernel
 
     def dispatch(self) -> None:
-        """One run through the executor's checked dispatch."""
-        self.launch.dispatch()
+        """One run of every step through the executor's checked dispatch."""
+        for launch in self.launches:
+            launch.dispatch()
 
     def read(self) -> np.ndarray:
-        return self.launch.read("d")
+        """D (M x N) as the route leaves it."""
+        view = self.route.result
+        held = self.buffers[view.buffer]
+        raw = self.runner.executor.read(held.buffer, self.poison.dtype, (view.rows, view.ld))
+        return raw[:, :view.cols] if view.cols != view.ld else raw
 
     def repoison(self) -> None:
         """D back to the poison value (before a run whose output is checked)."""
-        self.launch.write("d", self.poison)
+        d = self.buffers[self.route.result.buffer]
+        if d.size != self.poison.size:
+            raise GemmError(f"D holds {d.size} elements, the poison {self.poison.size}")
+        self.runner.executor.write(d.buffer, self.poison)
 
     def timed_run(self) -> float:
-        """One run; seconds by GPU timestamps on Vulkan, by the wall clock on the reference executor."""
-        return self.launch.timed_run()
+        """One run of every step; seconds: the sum of the steps' GPU timestamps on Vulkan (each step is submitted
+        on its own), the wall clock on the reference executor."""
+        return sum(launch.timed_run() for launch in self.launches)
 
     def time(self, repeat: int, warmup: int = 0, warmup_s: float | None = None) -> list[float]:
         """`repeat` timed runs after `warmup` runs and, on a GPU, after at least `warmup_s` seconds of back-to-back
-        runs (default WARMUP_S; `PreparedLaunch.time`)."""
-        return self.launch.time(max(repeat, 1), warmup, warmup_s)
+        runs (default WARMUP_S, as `PreparedLaunch.time`)."""
+        if repeat < 1 or warmup < 0:
+            raise GemmError(f"time() needs repeat >= 1 and warmup >= 0, not repeat={repeat}, warmup={warmup}")
+        if warmup_s is None:
+            warmup_s = 0.0 if self.runner.is_reference else WARMUP_S
+        vk.warm_up(self.timed_run, warmup, warmup_s)
+        return [self.timed_run() for _ in range(repeat)]
 
     def close(self) -> None:
-        self.launch.close()
+        """Release the launches and the buffers this GEMM made (safe twice); DeviceArrays given stay."""
+        for launch in getattr(self, "launches", ()):
+            launch.close()
+        self.launches = []
+        owned, self._owned = self._owned, []
+        for made in owned:
+            made.release()
 
     def __enter__(self) -> PreparedGemm:
         return self

@@ -455,6 +455,20 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
     return GemmPlan(kernel, constexprs, grid, scalars, config, problem, _shared_bytes(config, problem))
 
 
+# ... and for problems that the large blocks leave with less than a wave of workgroups (1024^3: 32 of 128x256):
+# 64x64, 128x64 and 64x128 blocks (untimed on the H200 when written; the H200 benchmark tunes them)
+SMALL_BLOCKS = (((2, 2), (2, 2), 2, 2), ((2, 2), (4, 2), 2, 2), ((2, 2), (2, 4), 2, 2), ((2, 4), (2, 2), 2, 2),
+                ((1, 4), (4, 2), 2, 2))
+GPU_WAVE = 264  # workgroups that keep a large GPU busy (the H200: 132 SMs, two workgroups each)
+SMALLEST_FAST = None  # set below: the 64x64 block, the most workgroups the candidates give
+
+
+def workgroups(problem: GemmProblem, config: GemmConfig) -> int:
+    """How many workgroups the configuration's grid has for the problem."""
+    bm, bn, _ = config.block
+    return -(-problem.m // bm) * -(-problem.n // bn)
+
+
 def default_config(problem: GemmProblem, target: Target) -> GemmConfig:
     """A reasonable configuration without tuning: the target's largest tile (or the scalar kernel without one)."""
     candidates = candidate_configs(problem, target)
@@ -476,6 +490,7 @@ FAST_BLOCKS_16BIT_ACC = (((2, 4), (8, 4), 2, 1), ((4, 4), (4, 4), 2, 1), ((2, 4)
 FAST_BLOCKS_8BIT = (((1, 8), (8, 2), 2, 1),)
 # the blocks tried first with B transposed into shared memory (kmajor) where B is stored K x N
 KMAJOR_BLOCKS = (((2, 4), (4, 4), 2, 1), ((1, 8), (8, 2), 2, 1))
+SMALLEST_FAST = GemmConfig(tile=(16, 16, 16), subgroups=(2, 2), tiles=(2, 2))
 
 
 def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool = False) -> list[GemmConfig]:
@@ -499,10 +514,13 @@ def candidate_configs(problem: GemmProblem, target: Target, *, scalar_only: bool
             kmajor = problem.dtype.a.width == 8 and not problem.b_transposed
             if problem.dtype.a.width == 8:
                 blocks = (KMAJOR_BLOCKS if kmajor else ()) + FAST_BLOCKS_8BIT + blocks
-            for index, (subgroups, tiles, k_tiles, stages) in enumerate(blocks):
+            for index, (subgroups, tiles, k_tiles, stages) in enumerate(blocks + SMALL_BLOCKS):
                 found.append(GemmConfig(tile=tile, subgroups=subgroups, tiles=(tiles[0], tiles[1] * widen),
                                         k_tiles=k_tiles, stages=stages, pad=1, prefetch=True,
                                         kmajor=kmajor and index < len(KMAJOR_BLOCKS)))
+        # a problem too small to give every multiprocessor a workgroup of a large block tries first the blocks that do
+        enough = min(GPU_WAVE // 2, workgroups(problem, SMALLEST_FAST))
+        found.sort(key=lambda c: -min(workgroups(problem, c), enough))  # stable: the measured order otherwise
         for tile in shapes:
             for subgroups, tiles, k_tiles, stages in (((2, 2), (2, 2), 2, 2), ((2, 2), (4, 2), 1, 2),
                                                       ((4, 2), (2, 2), 2, 2), ((2, 2), (2, 2), 2, 1)):

@@ -1,0 +1,417 @@
+"""How one GEMM runs as a chain of dispatches: the skinny kernels, padding odd sizes into aligned scratch, plain.
+
+    route = gemm_route(problem, config, target)      # config: a GemmConfig or a GemvConfig
+    route.steps        # Step: kernel, constexprs, grid, push-constant values, {buffer parameter: buffer name}
+    route.scratch      # Scratch buffers the launcher allocates (padded copies, partial sums)
+    route.result       # where D is when the steps are done (a buffer name, rows, cols, leading dimension)
+
+Buffer names: "a", "b", "c", "bias" (the caller's operands, stored as the problem's layout says) and "d" (the
+caller's M x N result), and the route's scratch. A skinny problem (GemvConfig) runs gemv.py's kernels, with a
+reduction step when it splits K. A problem whose sizes are not multiples of 16 bytes of the input, under a
+configuration that wants 16-byte loads, is padded: A, B (and C, bias) are copied into zeroed scratch whose sizes
+are (copy.py), the GEMM runs on the padded problem, and D is copied back out (or, where the launcher owns the
+result buffer, read from the padded one: `exact_output=False`). Otherwise the route is the one GEMM of gemm_plan.
+Device-independent, like plan.py: it imports the kernels and the type model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+from hydroplane.kernels.gemm import copy, gemv
+from hydroplane.kernels.gemm.plan import (
+    GemmConfig,
+    GemmError,
+    GemmProblem,
+    aligned_for_matrices,
+    candidate_configs,
+    default_config,
+    gemm_plan,
+    offers_tile,
+    verification_problem,
+    with_size,
+)
+from hydroplane.spirv import types
+from hydroplane.spirv.target import Target
+
+SKINNY_M = 64  # rows of A up to which a problem is skinny: B streamed once, the skinny kernels' case
+WAVE = 264  # workgroups that keep a large GPU busy (the H200: 132 SMs, two workgroups each)
+PAD_WASTE = 1.0625  # padding to whole blocks is taken where it adds at most this factor of work
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    """A skinny-kernel configuration (gemv.py).
+
+    rows: rows of A (MR) per workgroup; columns: 16-byte column chunks side by side (rows kernel, B stored K x N; one
+    column each without wide loads) or column groups (dot kernel, B stored N x K); per_lane: columns per invocation
+    (dot kernel); lanes: invocations along K (KW); unroll: loads issued before they are used; split: K ranges run
+    by separate workgroups (grid z), summed by the reduction kernel; wide: 16-byte loads where the sizes allow."""
+
+    kind: str = "gemv"
+    rows: int = 8
+    columns: int = 8
+    per_lane: int = 1
+    lanes: int = 32
+    unroll: int = 4
+    split: int = 1
+    wide: bool = True
+
+    def __post_init__(self):
+        if self.kind != "gemv":
+            raise GemmError(f"a GemvConfig's kind is 'gemv', not {self.kind!r}")
+        for name in ("rows", "columns", "per_lane", "lanes", "unroll", "split"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise GemmError(f"a GemvConfig's {name} is a positive int, not {value!r}")
+
+    def describe(self) -> str:
+        return (f"skinny: {self.rows} rows, {self.columns} column {'chunks' if self.per_lane == 1 else 'groups'}"
+                + (f" of {self.per_lane}" if self.per_lane > 1 else "") + f" x {self.lanes} K lanes, unroll "
+                f"{self.unroll}" + (f", K split {self.split} ways" if self.split > 1 else "")
+                + ("" if self.wide else ", no wide loads"))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GemvConfig:
+        try:
+            return cls(**d)
+        except TypeError as err:
+            raise GemmError(f"a malformed skinny GEMM config {d!r}: {err}") from None
+
+
+def config_from_dict(d: dict) -> GemmConfig | GemvConfig:
+    """A stored configuration (the autotune cache, the shipped table) of either kind."""
+    if not isinstance(d, dict):
+        raise GemmError(f"a GEMM config is a dict, not {d!r}")
+    return GemvConfig.from_dict(d) if d.get("kind") == "gemv" else GemmConfig.from_dict(d)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One dispatch: a language kernel, its constexprs, grid, push-constant values and buffers by parameter."""
+
+    name: str
+    kernel: object
+    constexprs: dict
+    grid: tuple[int, int, int]
+    scalars: dict
+    bindings: dict  # buffer parameter -> buffer name
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A buffer the launcher allocates for the route: `count` elements of `dtype` (every step that reads it is preceded
+    by one that writes all of it)."""
+
+    name: str
+    dtype: types.Scalar
+    count: int
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """Where D is after the steps: rows x cols of a row-major buffer with leading dimension ld."""
+
+    buffer: str
+    rows: int
+    cols: int
+    ld: int
+
+
+@dataclass(frozen=True)
+class Route:
+    problem: GemmProblem
+    config: GemmConfig | GemvConfig
+    steps: tuple[Step, ...]
+    scratch: tuple[Scratch, ...]
+    result: ResultView
+    padded: GemmProblem | None = None  # the problem the GEMM step runs, where the route pads
+
+    @property
+    def main(self) -> Step:
+        """The step that multiplies (the GEMM or the skinny kernel)."""
+        return next(s for s in self.steps if s.name in ("gemm", "gemv"))
+
+
+# the skinny kernels ---------------------------------------------------------------------------------------------
+UNPACKED = ("f16", "bf16", "s8", "u8")  # input types gemv.unpack reads from 16-byte chunks
+
+
+def gemv_vec(problem: GemmProblem, config: GemvConfig) -> int:
+    """Elements per 16-byte load (0: element loads): the rows kernel needs N, the dot kernel K, a multiple of it."""
+    per = 16 // (problem.dtype.a.width // 8)
+    along = problem.k if problem.b_transposed else problem.n
+    if not config.wide or str(problem.dtype.a) not in UNPACKED or along % per:
+        return 0
+    return per
+
+
+def check_gemv(problem: GemmProblem, config: GemvConfig, target: Target) -> None:
+    """Refuse (GemmError) a skinny configuration the target cannot run."""
+    dtype = problem.dtype
+    needed = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}.get(str(dtype.a))
+    if needed and not target.is_reference and needed not in target.support:
+        raise GemmError(f"{target.name} has no {dtype.a} arithmetic type (Vulkan feature {needed})")
+    if problem.saturate:
+        raise GemmError("the skinny kernels accumulate wrapping; saturating accumulation runs on the tensor cores")
+    sg = target.subgroup_size
+    threads = config.columns * config.lanes
+    if threads % sg or threads > target.max_workgroup_invocations:
+        raise GemmError(f"{config.describe()}: {threads} invocations, which must be a multiple of the subgroup size "
+                        f"{sg} and at most {target.max_workgroup_invocations}")
+    if problem.b_transposed:
+        if config.lanes > sg or sg % config.lanes:
+            raise GemmError(f"{config.describe()}: the dot kernel's K lanes lie in one subgroup (a divisor of its "
+                            f"{sg} invocations)")
+    else:
+        if config.columns > sg or sg % config.columns:
+            raise GemmError(f"{config.describe()}: the rows kernel's column chunks divide the subgroup size {sg}")
+        vec = gemv_vec(problem, config) or 1
+        shared = gemv.rows_shared(config.columns, config.lanes, config.rows, vec, sg) * gemv.work_type(dtype.acc).width
+        if shared // 8 > target.shared_memory:
+            raise GemmError(f"{config.describe()}: {shared // 8} bytes of shared memory, {target.name} has "
+                            f"{target.shared_memory}")
+
+
+def gemv_route(problem: GemmProblem, config: GemvConfig, target: Target) -> Route:
+    """The skinny kernel (and its reduction where K is split) for `problem`."""
+    check_gemv(problem, config, target)
+    dtype = problem.dtype
+    vec = gemv_vec(problem, config)
+    m, n, k = problem.m, problem.n, problem.k
+    split = min(config.split, k)
+    k_split = -(-k // split)
+    if vec and problem.b_transposed:
+        k_split = -(-k_split // vec) * vec  # whole chunks per range
+    split = -(-k // k_split)
+    partial = split > 1
+    common = dict(AT=problem.a_transposed, MR=config.rows, UNROLL=config.unroll, WIDE=vec, SG=target.subgroup_size,
+                  PARTIAL=partial, USE_C=problem.beta != 0 and not partial, BIAS=problem.bias and not partial,
+                  ACT="none" if partial else problem.activation, SCALE=problem.alpha != 1 and not partial)
+    bindings = dict(a="a", b="b", c="c", bias="bias", d="d", part="part" if partial else "d", b4="b")
+    if problem.b_transposed:
+        kernel = gemv.gemv_dot_kernel(dtype.a, dtype.acc, dtype.out)
+        constexprs = dict(common, CN=config.columns, CPI=config.per_lane, KW=config.lanes)
+        per_group = config.columns * config.per_lane
+        bindings["a4"] = "a"
+    else:
+        kernel = gemv.gemv_rows_kernel(dtype.a, dtype.acc, dtype.out)
+        constexprs = dict(common, CW=config.columns, KW=config.lanes)
+        per_group = config.columns * (vec or 1)
+    grid = (-(-n // per_group), -(-m // config.rows), split)
+    scalars = dict(alpha=float(problem.alpha), beta=float(problem.beta), M=m, N=n, K=k, k_split=k_split)
+    steps = [Step("gemv", kernel, constexprs, grid, scalars, bindings)]
+    scratch = []
+    work = gemv.work_type(dtype.acc)
+    if partial:
+        # the partial sums are a work-type buffer bound where the kernel also declares d (of the output type)
+        scratch.append(Scratch("part", work, split * m * n))
+        steps.append(Step("reduce", gemv.gemv_reduce_kernel(dtype.acc, dtype.out),
+                          dict(USE_C=problem.beta != 0, BIAS=problem.bias, ACT=problem.activation,
+                               SCALE=problem.alpha != 1),
+                          (-(-(m * n) // gemv.REDUCE_THREADS), 1, 1),
+                          dict(alpha=float(problem.alpha), beta=float(problem.beta), M=m, N=n, splits=split),
+                          dict(part="part", c="c", bias="bias", d="d")))
+    return Route(problem, config, tuple(steps), tuple(scratch), ResultView("d", m, n, n))
+
+
+def gemv_configs(problem: GemmProblem, target: Target) -> list[GemvConfig]:
+    """The skinny configurations an autotuner tries for `problem` on `target`, a sensible default first; each
+    runs there."""
+    sg = target.subgroup_size
+    m, k = problem.m, problem.k
+    rows = min(m, 8)
+    found = []
+    if problem.b_transposed:
+        lanes = min(sg, 32)
+        for per_lane, columns in ((2, 256 // lanes), (4, 256 // lanes), (1, 256 // lanes), (2, 128 // lanes),
+                                  (4, 128 // lanes), (8, 64 // lanes)):
+            for unroll in (2, 4):
+                found.append(GemvConfig(rows=rows, columns=max(columns, 1), per_lane=per_lane, lanes=lanes,
+                                        unroll=unroll))
+        found += [GemvConfig(rows=rows, columns=max(256 // lanes // 2, 1), per_lane=2, lanes=lanes // 2 or 1,
+                             unroll=4)]
+    else:
+        probe = GemvConfig()
+        wide = gemv_vec(problem, probe) > 0
+        chunk = min(8 if wide else sg, sg)
+        for columns, lanes, unroll in ((chunk, 256 // chunk, 4), (chunk, 256 // chunk, 8), (chunk, 128 // chunk, 8),
+                                       (max(chunk // 2, 1), 256 // max(chunk // 2, 1), 4),
+                                       (min(2 * chunk, sg), 256 // min(2 * chunk, sg), 4)):
+            found.append(GemvConfig(rows=rows, columns=columns, lanes=lanes, unroll=unroll))
+    # K split where the columns alone give too few workgroups for the GPU
+    split_found = []
+    for config in found:
+        groups = _gemv_workgroups(problem, config)
+        split = 1
+        while groups * split < WAVE and k // (2 * split) >= config.lanes * config.unroll * 2:
+            split *= 2
+        split_found.append(replace(config, split=split))
+        if split > 1:
+            split_found.append(config)
+    if m > rows:
+        split_found += [replace(c, rows=min(m, 2 * rows)) for c in split_found[:2]]
+    runnable = []
+    for config in dict.fromkeys(split_found):
+        try:
+            check_gemv(problem, config, target)
+        except GemmError:
+            continue
+        runnable.append(config)
+    return runnable
+
+
+def _gemv_workgroups(problem: GemmProblem, config: GemvConfig) -> int:
+    per_group = config.columns * (config.per_lane if problem.b_transposed else (gemv_vec(problem, config) or 1))
+    return -(-problem.n // per_group) * -(-problem.m // config.rows)
+
+
+# padding odd sizes ----------------------------------------------------------------------------------------------
+def input_granule(problem: GemmProblem) -> int:
+    """Elements of the input type in 16 bytes: the multiple the 16-byte loads want of M, N and K."""
+    return 16 // (problem.dtype.a.width // 8)
+
+
+def wants_padding(problem: GemmProblem, config: GemmConfig, target: Target) -> bool:
+    """Whether padding would let `config` use 16-byte loads it loses at these sizes: a wide cooperative-matrix
+    configuration whose tile is whole 16-byte chunks, on sizes that are not."""
+    per = input_granule(problem)
+    return (config.kind == "coop" and config.wide and not aligned_for_matrices(problem)[0]
+            and all(t % per == 0 for t in config.tile) and (target.is_reference or offers_tile(problem.dtype,
+                                                                                               config.tile, target)))
+
+
+def padded_sizes(problem: GemmProblem, config: GemmConfig) -> tuple[int, int, int]:
+    """M, N, K rounded up to 16 bytes of the input, or to whole blocks where that costs at most PAD_WASTE more work
+    (whole blocks compile the kernel's bounds checks out)."""
+    per = input_granule(problem)
+    dims = tuple(-(-d // per) * per for d in (problem.m, problem.n, problem.k))
+    blocks = tuple(-(-d // b) * b for d, b in zip(dims, config.block))
+    if blocks[0] * blocks[1] * blocks[2] <= PAD_WASTE * dims[0] * dims[1] * dims[2]:
+        return blocks
+    return dims
+
+
+def _copy_step(name: str, bits: int, src: str, dst: str, rows: int, cols: int, src_ld: int, dst_rows: int,
+               dst_cols: int, dst_ld: int) -> Step:
+    scalars = dict(src_offset=0, src_ld=src_ld, src_batch=0, rows=rows, cols=cols, dst_offset=0, dst_ld=dst_ld,
+                   dst_batch=0, dst_rows=dst_rows, dst_cols=dst_cols)
+    return Step(name, copy.copy_kernel(bits), dict(TX=copy.COPY_TX, TY=copy.COPY_TY, ROWS=copy.COPY_ROWS),
+                copy.copy_grid(dst_rows, dst_cols), scalars, dict(src=src, dst=dst))
+
+
+def padded_route(problem: GemmProblem, config: GemmConfig, target: Target, *, exact_output: bool = True) -> Route:
+    """Copy A, B (C, bias) into padded scratch, run `config` on the padded problem, D back out (exact_output) or
+    left in the padded scratch for the launcher to read."""
+    mp, np_, kp = padded_sizes(problem, config)
+    padded = with_size(problem, mp, np_, kp)
+    plan = gemm_plan(padded, config, target)
+    dtype = problem.dtype
+    in_bits, out_bits = dtype.a.width, dtype.out.width
+    m, n, k = problem.m, problem.n, problem.k
+    a_shape = (k, m) if problem.a_transposed else (m, k)
+    a_pad = (kp, mp) if problem.a_transposed else (mp, kp)
+    b_shape = (n, k) if problem.b_transposed else (k, n)
+    b_pad = (np_, kp) if problem.b_transposed else (kp, np_)
+    steps, scratch = [], []
+    names = dict(a="a", b="b", c="c", bias="bias", d="d")
+    for operand, shape, pad, bits, dt in (("a", a_shape, a_pad, in_bits, dtype.a), ("b", b_shape, b_pad, in_bits,
+                                                                                    dtype.a)):
+        if shape != pad:
+            names[operand] = f"{operand}_pad"
+            scratch.append(Scratch(names[operand], dt, pad[0] * pad[1]))
+            steps.append(_copy_step(f"pad {operand}", bits, operand, names[operand], *shape, shape[1], *pad, pad[1]))
+    if problem.beta != 0 and (mp, np_) != (m, n):
+        names["c"] = "c_pad"
+        scratch.append(Scratch("c_pad", dtype.out, mp * np_))
+        steps.append(_copy_step("pad c", out_bits, "c", "c_pad", m, n, n, mp, np_, np_))
+    if problem.bias and np_ != n:
+        names["bias"] = "bias_pad"
+        scratch.append(Scratch("bias_pad", dtype.out, np_))
+        steps.append(_copy_step("pad bias", out_bits, "bias", "bias_pad", 1, n, n, 1, np_, np_))
+    result = ResultView("d", m, n, n)
+    if (mp, np_) != (m, n):
+        names["d"] = "d_pad"
+        scratch.append(Scratch("d_pad", dtype.out, mp * np_))
+        result = ResultView("d_pad", m, n, np_)
+    bindings = dict(a=names["a"], b=names["b"], c=names["c"], bias=names["bias"], d=names["d"], a4=names["a"],
+                    b4=names["b"])
+    steps.append(Step("gemm", plan.kernel, plan.constexprs, plan.grid, plan.scalars, bindings))
+    if exact_output and names["d"] != "d":
+        steps.append(_copy_step("extract d", out_bits, "d_pad", "d", m, n, np_, m, n, n))
+        result = ResultView("d", m, n, n)
+    return Route(problem, config, tuple(steps), tuple(scratch), result, padded)
+
+
+def gemm_route(problem: GemmProblem, config: GemmConfig | GemvConfig, target: Target, *, pad: bool | None = None,
+               exact_output: bool = True) -> Route:
+    """The dispatches that compute `problem` under `config` on `target`. pad: None pads odd sizes where the
+    configuration wants 16-byte loads (not on the reference executor, where padding buys nothing), True pads
+    wherever that helps, False never."""
+    if isinstance(config, GemvConfig):
+        return gemv_route(problem, config, target)
+    if pad is None:
+        pad = not target.is_reference
+    if pad and wants_padding(problem, config, target):
+        return padded_route(problem, config, target, exact_output=exact_output)
+    plan = gemm_plan(problem, config, target)
+    bindings = dict(a="a", b="b", c="c", bias="bias", d="d", a4="a", b4="b")
+    step = Step("gemm", plan.kernel, plan.constexprs, plan.grid, plan.scalars, bindings)
+    return Route(problem, config, (step,), (), ResultView("d", problem.m, problem.n, problem.n))
+
+
+def is_skinny(problem: GemmProblem) -> bool:
+    return problem.m <= SKINNY_M and not problem.saturate
+
+
+# choosing and tuning by shape -----------------------------------------------------------------------------------
+def _pow2_at_least(x: float) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(x, 1))))
+
+
+def shape_class(problem: GemmProblem) -> str:
+    """The autotune cache's bucket of a problem's shape: 'skinny-mR-S' (at most SKINNY_M rows of A: R the power of two
+    at or above M, S the one at or above the larger of N and K), 'odd-S' (sizes not multiples of 16 bytes of the
+    input, padded), else the size class S (the power of two at or above the geometric mean of M, N, K), with
+    '-wide' (N at least 4 M: an LLM's projections of few tokens) or '-tall' (M at least 4 N)."""
+    if is_skinny(problem):
+        return f"skinny-m{_pow2_at_least(problem.m)}-{_pow2_at_least(max(problem.n, problem.k))}"
+    size = problem.size_class
+    if not aligned_for_matrices(problem)[0]:
+        return f"odd-{size}"
+    if problem.n >= 4 * problem.m:
+        return f"{size}-wide"
+    if problem.m >= 4 * problem.n:
+        return f"{size}-tall"
+    return size
+
+
+def route_candidates(problem: GemmProblem, target: Target) -> list[GemmConfig | GemvConfig]:
+    """What an autotuner tries: for a skinny problem the skinny kernels' configurations and then the GEMM's, else
+    the GEMM's (plan.candidate_configs), best first."""
+    found = list(gemv_configs(problem, target)) if is_skinny(problem) else []
+    return found + candidate_configs(problem, target)
+
+
+def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | GemvConfig:
+    """The configuration without tuning: the skinny kernels' first for a skinny problem, else plan.default_config."""
+    if is_skinny(problem):
+        skinny = gemv_configs(problem, target)
+        if skinny:
+            return skinny[0]
+    return default_config(problem, target)
+
+
+def route_verification_problem(problem: GemmProblem, config: GemmConfig | GemvConfig) -> GemmProblem:
+    """A smaller problem that takes the same code paths under `config`, for checking a candidate before timing it:
+    plan.verification_problem for the GEMM's configurations; for the skinny ones N and K cut to about 1024 and
+    2048 with their remainders modulo 16 kept (so the 16-byte loads are taken or not as at full size)."""
+    if isinstance(config, GemmConfig):
+        return verification_problem(problem, config)
+    n = problem.n if problem.n <= 1024 else 1024 + problem.n % 16
+    k = problem.k if problem.k <= 2048 else 2048 + problem.k % 16
+    return with_size(problem, problem.m, n, k)

@@ -1,0 +1,507 @@
+"""`hydroplane.matmul(a, b)`: NumPy's matmul on the GEMM library, with the GEMM's epilogue.
+
+    d = hydroplane.matmul(a, b)                                  # like a @ b
+    d = hydroplane.matmul(x, w.T, bias=b, activation="gelu")    # w.T: a layout, not a copy
+    d = hydroplane.matmul(a, b, c=c, alpha=2.0, beta=1.0, out_dtype="f32", device="ref")
+
+Operands are NumPy arrays, `DeviceArray`s (hydroplane.device_array: the work runs on their device and the result
+stays there) or CPU arrays that export DLPack (`np.from_dlpack`: torch CPU tensors, ...). Shapes follow
+np.matmul: 1-D operands are a row (a) or a column (b) dropped from the result, leading dimensions broadcast.
+A 2-D operand, or each matrix of a batch, whose transpose is C-contiguous (`x.T` of a C-contiguous x) is passed
+as the transposed layout (docs/gemm.md: nt, tn, tt); other strides are copied. The result dtype follows NumPy's
+for 16-bit floats (f16 @ f16 -> f16, bf16 @ bf16 -> bf16; the products are added in f32), 8-bit integers give
+32-bit integers (wrapping), fp8 gives f32; `acc_dtype` and `out_dtype` choose among the GEMM library's pairs
+(SUPPORTED). Every bad request is a MatmulError naming the sizes, dtypes or value.
+
+The GEMM itself (kernel choice by shape, padding of odd sizes, the skinny kernels, tuning) is
+hydroplane.kernels.gemm.route and hydroplane.ops.gemm's runner; this module turns arrays into GEMM problems and
+runs their routes. Layer: ops (above launch and kernels).
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from hydroplane.errors import HydroplaneError
+from hydroplane.kernels.gemm import ACTIVATIONS, GemmDtype, GemmError, GemmProblem, source
+from hydroplane.kernels.gemm import copy as copy_kernels
+from hydroplane.kernels.gemm.route import Scratch, Step, gemm_route
+from hydroplane.launch import executors
+from hydroplane.launch.prepared import DeviceArray
+from hydroplane.ops.gemm import GemmRunner, PreparedGemm
+from hydroplane.spirv import types
+
+
+class MatmulError(HydroplaneError):
+    """A matmul request that cannot run as asked: shapes, dtypes, values, devices."""
+
+
+# dtypes ---------------------------------------------------------------------------------------------------------
+# input -> the accumulators it takes (the first is the default); accumulator -> the outputs it converts to
+ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "e4m3": ("f32",), "e5m2": ("f32",), "s8": ("s32",),
+                "u8": ("u32",)}
+OUTPUTS = {"f32": ("f32", "f16", "bf16"), "f16": ("f16", "f32"), "s32": ("s32",), "u32": ("u32",)}
+DEFAULT_OUT = {"f16": "f16", "bf16": "bf16", "e4m3": "f32", "e5m2": "f32", "s8": "s32", "u8": "u32"}
+SUPPORTED = tuple(f"{a}:{acc}:{out}" for a, accs in ACCUMULATORS.items() for acc in accs for out in OUTPUTS[acc])
+
+
+def scalar_type(value, what: str) -> types.Scalar:
+    """A dtype given as a short name ('f32', 'bf16') or anything np.dtype takes (np.float32, ml_dtypes.bfloat16)."""
+    if isinstance(value, str) and value in types.SCALARS:
+        return types.SCALARS[value]
+    try:
+        return types.scalar_of_dtype(np.dtype(value))
+    except (TypeError, types.TypeModelError):
+        raise MatmulError(f"{what}: {value!r} is not a dtype hydroplane knows") from None
+
+
+def matmul_dtype(a: types.Scalar, acc=None, out=None) -> GemmDtype:
+    """The GEMM dtype of inputs `a` with the accumulator and output asked (defaults as NumPy's matmul for floats)."""
+    name = str(a)
+    if name not in ACCUMULATORS:
+        raise MatmulError(f"no GEMM takes {name} inputs (it takes {', '.join(ACCUMULATORS)}): convert the operands, "
+                          f"e.g. .astype(np.float16)")
+    acc_type = scalar_type(acc, "acc_dtype") if acc is not None else types.SCALARS[ACCUMULATORS[name][0]]
+    if str(acc_type) not in ACCUMULATORS[name]:
+        raise MatmulError(f"{name} inputs accumulate in {' or '.join(ACCUMULATORS[name])}, not {acc_type}")
+    if out is not None:
+        out_type = scalar_type(out, "out_dtype")
+    else:
+        default = DEFAULT_OUT[name]
+        out_type = types.SCALARS[default if default in OUTPUTS[str(acc_type)] else str(acc_type)]
+    if str(out_type) not in OUTPUTS[str(acc_type)]:
+        raise MatmulError(f"a {name}:{acc_type} GEMM writes {' or '.join(OUTPUTS[str(acc_type)])}, not {out_type} "
+                          f"(the pairs: {', '.join(SUPPORTED)})")
+    return GemmDtype(a, acc_type, out_type)
+
+
+# operands ---------------------------------------------------------------------------------------------------------
+@dataclass
+class Operand:
+    """One array argument: a NumPy array (possibly a view) or a DeviceArray, with its shape and dtype."""
+
+    name: str
+    array: np.ndarray | None = None
+    device_array: DeviceArray | None = None
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.array.shape if self.array is not None else self.device_array.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.array.dtype if self.array is not None else self.device_array.dtype)
+
+    @property
+    def on_device(self) -> bool:
+        return self.device_array is not None
+
+
+def operand(value, name: str) -> Operand:
+    """A NumPy array, DeviceArray, DLPack-exporting CPU array or array-like, as an Operand."""
+    if isinstance(value, DeviceArray):
+        return Operand(name, device_array=value)
+    if isinstance(value, np.ndarray):
+        return Operand(name, array=value)
+    if hasattr(value, "__dlpack__"):
+        try:
+            return Operand(name, array=np.from_dlpack(value))
+        except (BufferError, TypeError, RuntimeError, ValueError) as err:
+            raise MatmulError(f"{name}: a {type(value).__name__} that NumPy cannot read through DLPack ({err}); "
+                              "hydroplane.matmul takes CPU arrays (move it with .cpu(); NumPy has no bfloat16 for "
+                              "DLPack: pass a NumPy array of ml_dtypes.bfloat16)") from None
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise MatmulError(f"{name}: {type(value).__name__} is not an array ({err})") from None
+    if array.dtype == object:
+        raise MatmulError(f"{name}: {type(value).__name__} is not an array of numbers")
+    return Operand(name, array=array)
+
+
+def stored_layout(matrix: np.ndarray) -> tuple[str, np.ndarray]:
+    """('n', the matrix) when it is C-contiguous, ('t', its transpose) when that is (a transposed view: the GEMM
+    reads it as stored), else ('n', a C-contiguous copy)."""
+    if matrix.flags.c_contiguous:
+        return "n", matrix
+    if matrix.T.flags.c_contiguous:
+        return "t", matrix.T
+    return "n", np.ascontiguousarray(matrix)
+
+
+def finite_scalar(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise MatmulError(f"{name} is a real number, not {value!r}")
+    if not math.isfinite(float(value)):
+        raise MatmulError(f"{name} must be finite, not {value!r}")
+    return float(value)
+
+
+# the call, as GEMM problems -------------------------------------------------------------------------------------
+@dataclass
+class MatmulCall:
+    """A matmul call checked and sized: the batch of GEMMs it is, and the result's shape and dtype."""
+
+    a: Operand
+    b: Operand
+    c: Operand | None
+    bias: Operand | None
+    out: Operand | None
+    dtype: GemmDtype
+    batch: tuple  # the broadcast leading dimensions
+    m: int
+    n: int
+    k: int
+    result_shape: tuple  # as NumPy gives it (1-D operands' dimensions dropped)
+    alpha: float
+    beta: float
+    activation: str
+    device: object  # "ref", a Vulkan device number, or None (the best one)
+
+    @property
+    def result_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype.out.dtype)
+
+    @property
+    def on_device(self) -> bool:
+        return any(op is not None and op.on_device for op in (self.a, self.b, self.c, self.bias, self.out))
+
+
+def check_call(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", out=None, out_dtype=None,
+               acc_dtype=None, device=None) -> MatmulCall:
+    """Check and size a matmul call (no device work): MatmulError for anything that cannot run."""
+    a_op, b_op = operand(a, "a"), operand(b, "b")
+    if a_op.dtype != b_op.dtype:
+        raise MatmulError(f"a is {a_op.dtype} and b is {b_op.dtype}: the GEMM multiplies operands of one dtype")
+    try:
+        in_type = types.scalar_of_dtype(a_op.dtype)
+    except types.TypeModelError:
+        raise MatmulError(f"no GEMM takes {a_op.dtype} inputs (it takes {', '.join(ACCUMULATORS)})") from None
+    dtype = matmul_dtype(in_type, acc_dtype, out_dtype)
+    a_shape, b_shape = a_op.shape, b_op.shape
+    if not a_shape or not b_shape:
+        raise MatmulError(f"matmul takes arrays of 1 or more dimensions, not shapes {a_shape} and {b_shape} "
+                          "(multiply by a scalar with alpha)")
+    a2 = (1, *a_shape) if len(a_shape) == 1 else a_shape
+    b2 = (*b_shape, 1) if len(b_shape) == 1 else b_shape
+    m, k = a2[-2:]
+    k2, n = b2[-2:]
+    if k != k2:
+        raise MatmulError(f"matmul of shapes {a_shape} and {b_shape}: a has {k} columns (K), b {k2} rows")
+    try:
+        batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+    except ValueError:
+        raise MatmulError(f"matmul of shapes {a_shape} and {b_shape}: the leading dimensions {a2[:-2]} and "
+                          f"{b2[:-2]} do not broadcast") from None
+    result_shape = batch + ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
+    alpha, beta = finite_scalar(alpha, "alpha"), finite_scalar(beta, "beta")
+    if activation not in ACTIVATIONS:
+        raise MatmulError(f"activation is one of {', '.join(ACTIVATIONS)}, not {activation!r}")
+    if dtype.integer and not (alpha.is_integer() and beta.is_integer()):
+        raise MatmulError(f"an integer GEMM ({dtype}) takes integer alpha and beta, not {alpha:g} and {beta:g}")
+    if activation == "gelu" and dtype.integer:
+        raise MatmulError(f"GELU needs a float accumulator, not {dtype.acc}")
+    out_np = np.dtype(dtype.out.dtype)
+    c_op = None if c is None else operand(c, "c")
+    if c_op is not None and beta == 0:
+        raise MatmulError("c is given but beta is 0, so it would be ignored: pass beta (e.g. beta=1.0) to add it")
+    if c_op is None and beta != 0:
+        raise MatmulError(f"beta={beta:g} scales c: pass c (broadcastable to the result's shape {result_shape})")
+    if c_op is not None:
+        _check_broadcast(c_op, result_shape, out_np)
+    bias_op = None if bias is None else operand(bias, "bias")
+    if bias_op is not None:
+        if bias_op.shape != (n,):
+            raise MatmulError(f"bias has shape {bias_op.shape}; it is a row of N={n} values, added to every row")
+        _check_dtype(bias_op, out_np)
+    out_op = None if out is None else operand(out, "out")
+    if out_op is not None:
+        if out_op.shape != result_shape:
+            raise MatmulError(f"out has shape {out_op.shape}; the result's is {result_shape}")
+        if out_op.dtype != out_np:
+            raise MatmulError(f"out is {out_op.dtype}; the result is {out_np} ({dtype}: choose with out_dtype)")
+        if out_op.array is not None and not out_op.array.flags.writeable:
+            raise MatmulError("out is a read-only array")
+    pinned = {op.device_array.device for op in (a_op, b_op, c_op, bias_op, out_op) if op is not None and op.on_device}
+    if len(pinned) > 1:
+        raise MatmulError(f"the operands are DeviceArrays of different devices: {sorted(map(str, pinned))}")
+    if pinned:
+        held = pinned.pop()
+        if device is not None and device != held:
+            raise MatmulError(f"device={device!r}, but the DeviceArrays are on device {held!r}")
+        device = held
+    if device is not None and device != "ref" and not (isinstance(device, int | np.integer) and device >= 0):
+        raise MatmulError(f"device is 'ref', a Vulkan device number or None, not {device!r}")
+    return MatmulCall(a_op, b_op, c_op, bias_op, out_op, dtype, batch, m, n, k, result_shape, alpha, beta,
+                      activation, device)
+
+
+def _check_dtype(op: Operand, out_np: np.dtype) -> None:
+    """C and bias are read in the output type: a NumPy array of another dtype is converted where NumPy would do it
+    without loss of kind (same_kind), a DeviceArray must be of it."""
+    if op.dtype == out_np:
+        return
+    if op.on_device or not np.can_cast(op.dtype, out_np, "same_kind"):
+        raise MatmulError(f"{op.name} is {op.dtype}; the GEMM reads it as {out_np}, the output type")
+
+
+def _check_broadcast(op: Operand, shape: tuple, out_np: np.dtype) -> None:
+    _check_dtype(op, out_np)
+    if op.on_device:
+        if op.shape != shape:
+            raise MatmulError(f"c is a DeviceArray of shape {op.shape}; on the device it must have the result's "
+                              f"shape {shape}")
+        return
+    try:
+        np.broadcast_shapes(op.shape, shape)
+        if np.broadcast_shapes(op.shape, shape) != shape:
+            raise ValueError
+    except ValueError:
+        raise MatmulError(f"c has shape {op.shape}, which does not broadcast to the result's {shape}") from None
+
+
+def problem_of(call: MatmulCall, layout: str, m: int | None = None) -> GemmProblem:
+    try:
+        return GemmProblem(call.m if m is None else m, call.n, call.k, call.dtype, layout, call.alpha, call.beta,
+                           call.bias is not None, call.activation)
+    except GemmError as err:
+        raise MatmulError(str(err)) from None
+
+
+# results without device work --------------------------------------------------------------------------------------
+def host_result(call: MatmulCall, c_full: np.ndarray | None, bias: np.ndarray | None) -> np.ndarray:
+    """The result of a call with K == 0 (alpha * 0 + beta * c + bias, the activation) or no elements at all."""
+    shape = call.batch + (call.m, call.n)
+    integer = call.dtype.integer
+    work = np.zeros(shape, np.int64 if integer else np.float64)
+    if c_full is not None:
+        work = work + (np.int64(call.beta) if integer else call.beta) * c_full.astype(work.dtype)
+    if bias is not None:
+        work = work + bias.astype(work.dtype)
+    if call.activation == "relu":
+        work = np.maximum(work, 0)
+    elif call.activation == "gelu":
+        work = 0.5 * work * (1 + np.tanh(source.GELU_C * (work + source.GELU_CUBIC * work ** 3)))
+    if integer:
+        bits = call.dtype.out.width
+        wrapped = work & ((1 << bits) - 1)
+        if call.dtype.out.signed:
+            wrapped = np.where(wrapped >= 1 << (bits - 1), wrapped - (1 << bits), wrapped)
+        return wrapped.astype(call.result_dtype)
+    return work.astype(call.result_dtype)
+
+
+# running ----------------------------------------------------------------------------------------------------------
+_runners: dict = {}
+
+
+def runner_for(call: MatmulCall) -> GemmRunner:
+    """The process's GemmRunner for the call's device: on the shared executor that holds its DeviceArrays
+    (launch.executors.shared_executor), else on the best device for the dtype (GemmRunner.open: a Vulkan device
+    without robust buffer access, as the GEMM wants it)."""
+    if call.on_device:
+        key = ("shared", call.device)
+        if key not in _runners:
+            _runners[key] = GemmRunner(call.device, executors.shared_executor(call.device), owns_executor=False)
+        return _runners[key]
+    key = ("open", call.device, None if call.device is not None else str(call.dtype))
+    if key not in _runners:
+        _runners[key] = GemmRunner.open(call.device, call.dtype)
+    return _runners[key]
+
+
+def _close_runners() -> None:
+    for key in list(_runners):
+        _runners.pop(key).close()
+
+
+atexit.register(_close_runners)
+
+
+# the calls' GEMMs ---------------------------------------------------------------------------------------------------
+def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", out=None, out_dtype=None,
+           acc_dtype=None, device=None):
+    """act(alpha * (a @ b) + beta * c + bias) with np.matmul's shapes and NumPy's result dtype (the module
+    docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
+    call = check_call(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
+                      out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
+    return run_call(call)
+
+
+@dataclass
+class Part:
+    """One GEMM's share of an operand: a NumPy matrix, or the rows x cols matrix at element `offset` of a
+    DeviceArray."""
+
+    array: np.ndarray | None = None
+    device_array: DeviceArray | None = None
+    offset: int = 0
+    rows: int = 0
+    cols: int = 0
+
+
+def _promoted(op: Operand, promote: str) -> tuple:
+    """The operand's shape with a 1-D operand made a row (a, c) or a column (b)."""
+    shape = op.shape
+    if len(shape) == 1:
+        return (1, *shape) if promote == "row" else (*shape, 1)
+    return shape
+
+
+def _part_of(op: Operand, promote: str, index: tuple) -> Part:
+    """The operand's matrix for batch `index`, its size-1 leading dimensions broadcast."""
+    shape = _promoted(op, promote)
+    batch, (rows, cols) = shape[:-2], shape[-2:]
+    picked = tuple(0 if size == 1 else i for i, size in zip(index[len(index) - len(batch):], batch))
+    if op.array is not None:
+        return Part(array=op.array.reshape(shape)[picked])
+    flat = int(np.ravel_multi_index(picked, batch)) if batch else 0
+    return Part(device_array=op.device_array, offset=flat * rows * cols, rows=rows, cols=cols)
+
+
+def run_call(call: MatmulCall):
+    """Run a checked call: the result as a NumPy array, or (an operand or out on a device) a DeviceArray."""
+    out_np = call.result_dtype
+    full_shape = call.batch + (call.m, call.n)
+    c_op = call.c
+    if c_op is not None and not c_op.on_device:  # broadcast to the batch of M x N results, in the output type
+        c_op = Operand("c", array=np.ascontiguousarray(np.broadcast_to(
+            _with_m_and_n(call, c_op.array.astype(out_np, copy=False)), full_shape)))
+    bias_np = None if call.bias is None or call.bias.on_device else \
+        np.ascontiguousarray(call.bias.array.astype(out_np, copy=False))
+    if call.k == 0 or 0 in full_shape:
+        c_full = None if c_op is None else (c_op.array if not c_op.on_device else
+                                            c_op.device_array.numpy().reshape(full_shape))
+        if call.bias is not None and call.bias.on_device:
+            bias_np = call.bias.device_array.numpy()
+        return _deliver(call, host_result(call, c_full, bias_np).reshape(call.result_shape))
+    runner = runner_for(call)
+    executor = runner.executor
+    if call.out is not None and call.out.on_device:
+        d_array, result = call.out.device_array, None
+    elif call.on_device:
+        nbytes = math.prod(full_shape) * out_np.itemsize
+        d_array = DeviceArray(runner.device, executor, executor.buffer(nbytes), out_np, call.result_shape)
+        result = None
+    else:
+        d_array, result = None, np.empty(full_shape, out_np)
+    bias_value = bias_np if call.bias is None or not call.bias.on_device else call.bias.device_array
+    routes: dict = {}
+    a_shape, b_shape = _promoted(call.a, "row"), _promoted(call.b, "column")
+    folds = len(b_shape) == 2 and len(a_shape) > 2 and (call.a.on_device or call.a.array.flags.c_contiguous)
+    if folds:  # B without leading dimensions, A's batch contiguous: one GEMM of batch * M rows
+        rows = math.prod(call.batch) * call.m
+        jobs = [(_folded(call.a, rows, call.k), _part_of(call.b, "column", ()),
+                 None if c_op is None else _folded(c_op, rows, call.n),
+                 Part(array=result.reshape(rows, call.n)) if result is not None else
+                 Part(device_array=d_array, rows=rows, cols=call.n))]
+    else:
+        jobs = []
+        for index in np.ndindex(*call.batch):
+            flat = int(np.ravel_multi_index(index, call.batch)) if call.batch else 0
+            jobs.append((_part_of(call.a, "row", index), _part_of(call.b, "column", index),
+                         None if c_op is None else _part_of(c_op, "row", index),
+                         Part(array=result[index]) if result is not None else
+                         Part(device_array=d_array, offset=flat * call.m * call.n, rows=call.m, cols=call.n)))
+    try:
+        for a_part, b_part, c_part, d_part in jobs:
+            _run_gemm(call, runner, routes, a_part, b_part, c_part, d_part, bias_value)
+    except BaseException:
+        if d_array is not None and call.out is None:
+            d_array.release()
+        raise
+    if result is not None:
+        return _deliver(call, result.reshape(call.result_shape))
+    return d_array
+
+
+def _folded(op: Operand, rows: int, cols: int) -> Part:
+    if op.array is not None:
+        return Part(array=op.array.reshape(rows, cols))
+    return Part(device_array=op.device_array, rows=rows, cols=cols)
+
+
+def _with_m_and_n(call: MatmulCall, c: np.ndarray) -> np.ndarray:
+    """c broadcast to the result's shape, with the M and N dimensions a 1-D operand drops put back."""
+    c = np.broadcast_to(c, call.result_shape)
+    if len(call.a.shape) == 1:
+        c = c[..., None, :] if len(call.b.shape) > 1 else c[..., None]
+    if len(call.b.shape) == 1:
+        c = c[..., None]
+    return c
+
+
+def _deliver(call: MatmulCall, result: np.ndarray):
+    """A result computed on the host (or read back) into out, or as the value returned."""
+    result = np.require(np.asarray(result, call.result_dtype), requirements="C")  # 0-d stays 0-d
+    if call.out is not None:
+        if call.out.on_device:
+            call.out.device_array.write(result)
+            return call.out.device_array
+        np.copyto(call.out.array, result)
+        return call.out.array
+    if call.on_device:
+        executor = executors.shared_executor(call.device)
+        return DeviceArray(call.device, executor, executor.buffer(result if result.size else 4), result.dtype,
+                           result.shape)
+    return result[()] if result.ndim == 0 else result  # 1-D @ 1-D: a scalar, as NumPy gives
+
+
+def _slice_step(name: str, bits: int, src: str, dst: str, offset: int, rows: int, cols: int, *,
+                into_batch: bool = False) -> Step:
+    """A copy of one contiguous rows x cols matrix between a batched DeviceArray (at element `offset`) and a
+    scratch buffer (at 0): out of the batch, or (into_batch) into it."""
+    scalars = dict(src_offset=0 if into_batch else offset, src_ld=cols, src_batch=0, rows=rows, cols=cols,
+                   dst_offset=offset if into_batch else 0, dst_ld=cols, dst_batch=0, dst_rows=rows, dst_cols=cols)
+    return Step(name, copy_kernels.copy_kernel(bits), dict(TX=copy_kernels.COPY_TX, TY=copy_kernels.COPY_TY,
+                                                           ROWS=copy_kernels.COPY_ROWS),
+                copy_kernels.copy_grid(rows, cols), scalars, dict(src=src, dst=dst))
+
+
+def _run_gemm(call: MatmulCall, runner: GemmRunner, routes: dict, a_part: Part, b_part: Part, c_part: Part | None,
+              d_part: Part, bias) -> None:
+    """One GEMM of the call: its operands bound (NumPy matrices copied in their stored layout, a DeviceArray's
+    buffer as it is, a matrix inside a batched DeviceArray copied out of it into scratch), its route run, its result
+    read into a NumPy target or left in (or copied into) the DeviceArray."""
+    inputs = {"bias": bias}
+    before, after, scratch = [], [], []
+    layout = ""
+    dtype = call.dtype
+    for name, part, element in (("a", a_part, dtype.a), ("b", b_part, dtype.a), ("c", c_part, dtype.out)):
+        if part is None:
+            continue
+        if part.array is not None:
+            letter, stored = stored_layout(part.array) if name != "c" else ("n", np.ascontiguousarray(part.array))
+            inputs[name] = stored
+        else:
+            letter = "n"
+            if part.offset == 0:
+                inputs[name] = part.device_array
+            else:
+                inputs[f"{name} batch"] = part.device_array
+                scratch.append(Scratch(name, element, part.rows * part.cols))
+                before.append(_slice_step(f"slice {name}", element.width, f"{name} batch", name, part.offset,
+                                          part.rows, part.cols))
+        layout += letter if name != "c" else ""
+    m = a_part.array.shape[0] if a_part.array is not None else a_part.rows
+    problem = problem_of(call, layout, m=m)
+    if problem not in routes:
+        routes[problem] = gemm_route(problem, runner.tuned_config(problem), runner.target)
+    route = routes[problem]
+    if d_part.array is None:
+        if d_part.offset == 0:
+            inputs["d"] = d_part.device_array
+        else:
+            inputs["d batch"] = d_part.device_array
+            scratch.append(Scratch("d", dtype.out, problem.m * problem.n))
+            after.append(_slice_step("place d", dtype.out.width, "d", "d batch", d_part.offset, problem.m,
+                                     problem.n, into_batch=True))
+    full = replace(route, steps=(*before, *route.steps, *after), scratch=(*route.scratch, *scratch))
+    with PreparedGemm(runner, full, inputs) as prepared:
+        prepared.dispatch()
+        if d_part.array is not None:
+            d_part.array[...] = prepared.read()
