@@ -1,9 +1,10 @@
 """Validate a module with the Khronos validator (spirv-val).
 
 The validator is found through HYDROPLANE_SPIRV_VAL, then PATH. A missing validator is
-an error (`ValidatorNotFound`), never a silent pass. A validator too old to parse the module
-(it reports an opcode or enumerant our grammar knows as invalid, e.g. bookworm's 2023.1 on
-cooperative matrices) is `ValidatorTooOld`, naming its version, instead of blaming the module.
+an error (`ValidatorNotFound`, saying where spirv-val comes from), never a silent pass. A
+validator too old to parse the module (it reports an opcode or enumerant our grammar knows as
+invalid, e.g. bookworm's 2023.1 on cooperative matrices) is `ValidatorTooOld`, naming its
+version, instead of blaming the module.
 """
 
 from __future__ import annotations
@@ -76,19 +77,25 @@ def too_old_error(validator: str, message: str) -> ValidatorTooOld | None:
     return None
 
 
+# Where spirv-val comes from (no host names: the package managers' own defaults know where to fetch it).
+GET_SPIRV_VAL = (f"it comes with the spirv-tools package, {NEWEST_NEEDED} or newer for the cooperative-matrix "
+                 "extensions (apt install spirv-tools, dnf install spirv-tools, brew install spirv-tools, "
+                 "conda install spirv-tools; also in the Vulkan SDK)")
+
+
 def find_validator() -> str:
     """The spirv-val to run: $HYDROPLANE_SPIRV_VAL, else the one on PATH."""
     configured = os.environ.get("HYDROPLANE_SPIRV_VAL")
     if configured:
         if not (os.path.isfile(configured) and os.access(configured, os.X_OK)):
-            raise ValidatorNotFound(f"HYDROPLANE_SPIRV_VAL={configured} is not an executable file")
+            raise ValidatorNotFound(f"HYDROPLANE_SPIRV_VAL={configured} is not an executable file: point it at a "
+                                    f"spirv-val ({GET_SPIRV_VAL}), or unset it to use the one on PATH")
         return configured
     found = shutil.which("spirv-val")
     if not found:
-        raise ValidatorNotFound(
-            "spirv-val not found: install spirv-tools (2026.4 or newer for cooperative-matrix "
-            "extensions) or set HYDROPLANE_SPIRV_VAL"
-        )
+        raise ValidatorNotFound(f"spirv-val not found on PATH: {GET_SPIRV_VAL}; or set HYDROPLANE_SPIRV_VAL to a "
+                                "spirv-val executable. Only validation needs it: kernels still launch without it "
+                                "(unvalidated, said once)")
     return found
 
 

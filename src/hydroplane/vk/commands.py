@@ -1,4 +1,8 @@
-"""`hydroplane devices`: every Vulkan device's capability table (plain aligned text, or --json)."""
+"""`hydroplane devices`: every Vulkan device's capability table (plain aligned text, or --json).
+
+Without a Vulkan loader, a driver or a device it says so in one line and points at what works anyway:
+`--device ref`, hydroplane's reference executor on the CPU.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,10 @@ import json
 import sys
 
 from hydroplane.vk.capabilities import DeviceInfo, devices
+from hydroplane.vk.errors import VulkanError
+
+REFERENCE_HINT = ("`--device ref` runs kernels on hydroplane's reference executor instead, on the CPU and with no "
+                  "GPU (e.g. `hydroplane run K.spv --device ref ...`, `hydroplane gemm 256 256 256 --device ref`)")
 
 
 def register(subparsers) -> None:
@@ -68,11 +76,14 @@ def render_table(infos: list[DeviceInfo]) -> str:
         rows = device_rows(d)
         width = max(len(label) for label, _ in rows)
         blocks.append("\n".join(f"{label.ljust(width)}  {value}" for label, value in rows))
-    return "\n\n".join(blocks) if blocks else "no Vulkan devices"
+    return "\n\n".join(blocks) if blocks else f"no Vulkan devices; {REFERENCE_HINT}"
 
 
 def run_devices(args) -> int:
-    infos = devices()
+    try:
+        infos = devices()
+    except VulkanError as err:  # no loader, no driver (VK_ERROR_INCOMPATIBLE_DRIVER), no instance
+        raise type(err)(f"{err}; {REFERENCE_HINT}", err.result, err.call) from None
     if args.json:
         json.dump({"devices": [d.to_dict() for d in infos]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
