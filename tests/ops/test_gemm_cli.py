@@ -3,15 +3,21 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import sys
+import tomllib
 
 import pytest
+from conftest import REPO
 
 from hydroplane import cli
 from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype
+from hydroplane.kernels.gemm.route import config_from_dict, route_candidates
 from hydroplane.launch import executors as launch
 from hydroplane.ops import gemm_command as kernels_cli
-from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table
+from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +33,7 @@ def test_gemm_on_ref_prints_a_verified_result(capsys):
     assert "gemm 33x7x45 f16:f32 tn (alpha=1, beta=1, +bias, relu) on ref (the reference executor)" in out
     assert "(wall time, median of 2)" in out and "TFLOP/s" in out
     assert "check   ok: ||D-R||/||R|| = 0 (bound 0.001) against NumPy (float64)" in out
-    assert "config  coop 16x16x16 tiles" in out
+    assert re.search(r"^  config  \S", out, re.M)
 
 
 def test_integer_gemm_is_exact(capsys):
@@ -49,6 +55,8 @@ def _broken_run(runner, problem, args):
 
 def test_bad_arguments_are_named(capsys):
     assert cli.main(["gemm", "8", "8", "8", "--dtype", "f16:s32", "--device", "ref"]) == 1
+    assert "float inputs take a float accumulator" in capsys.readouterr().err
+    assert cli.main(["gemm", "8", "8", "8", "--dtype", "s8:f32", "--device", "ref"]) == 1
     assert "integer inputs take an integer accumulator" in capsys.readouterr().err
     assert cli.main(["gemm", "0", "8", "8", "--device", "ref"]) == 1
     assert "GEMM size M must be a positive int" in capsys.readouterr().err
@@ -79,34 +87,75 @@ def test_sweep_draws_a_plot(tmp_path, capsys):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_without_matplotlib_is_refused_before_any_work(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: `import matplotlib` fails
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the sweep started before the matplotlib check")
+
+    monkeypatch.setattr(GemmRunner, "open", no_work)
+    assert cli.main(["gemm", "2048", "2048", "2048", "--sweep", "--plot", "gemm.png"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--plot needs matplotlib" in err and "pip install hydroplane-gpu[plot]" in err
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "hydroplane-gpu" and project["optional-dependencies"]["plot"] == ["matplotlib"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("stream", [io.StringIO, Terminal])
+def test_tuning_progress_shows_each_candidates_own_time(stream):
+    """One entry per candidate with its own time, and the best so far labelled as such (on a terminal the line
+    is redrawn, "measuring" while a candidate runs)."""
+    problem = GemmProblem(40, 48, 56, parse_dtype("f16:f32"), "nt")
+    out = stream()
+    with GemmRunner.open("ref") as runner:
+        best = runner.tune(problem, repeat=1, limit=3, progress=terminal_progress(out))
+    text = out.getvalue()
+    lines = [line for line in re.split(r"\r\x1b\[K|\n", text) if line]
+    measured = [re.fullmatch(r"tuning (\d)/3: ([\d.e+-]+) ms \(\S+ T/s\) \| best so far ([\d.e+-]+) ms \(\S+ T/s\) "
+                             r"\| (.+)", line) for line in lines if "/3: " in line and "measuring" not in line]
+    assert [int(m.group(1)) for m in measured] == [1, 2, 3], text
+    own = [float(m.group(2)) for m in measured]
+    assert [float(m.group(3)) for m in measured] == [min(own[:i + 1]) for i in range(3)]  # the best so far
+    assert len(set(m.group(4) for m in measured)) == 3  # each line names its own candidate
+    assert lines[-1] == f"tuning: 3/3 done, best {best.seconds * 1e3:.4g} ms ({best.tflops:.3g} T/s)"
+    assert ("measuring" in text) == (stream is Terminal)
+
+
 def test_tuning_verifies_stores_and_reuses(private_cache):
     problem = GemmProblem(40, 48, 56, parse_dtype("f16:f32"), "nt")
     with GemmRunner.open("ref") as runner:
         tried = []
-        best = runner.tune(problem, repeat=1, limit=3, progress=lambda done, total, config, b: tried.append(done))
-        assert best.ok and tried == [0, 1, 2, 3]
+        best = runner.tune(problem, repeat=1, limit=3,
+                           progress=lambda done, total, config, b, *own: tried.append((done, len(own))))
+        assert best.ok and tried == [(0, 0), (1, 1), (1, 0), (2, 1), (2, 0), (3, 1), (3, 0)]  # before, after, end
         assert cache_path() == private_cache
         entry = load_cache()["ref"][runner.cache_key(problem)]
-        assert GemmConfig.from_dict(entry["config"]) == best.config
+        assert config_from_dict(entry["config"]) == best.config
         assert runner.tuned_config(problem) == best.config  # reused
         other = json.loads(private_cache.read_text())
-        assert other["ref"][f"f16:f32 nt {problem.size_class}"]["size"] == [40, 48, 56]
+        assert other["ref"][runner.cache_key(problem)]["size"] == [40, 48, 56]
 
 
 def test_tuning_skips_a_wrong_candidate(monkeypatch):
     problem = GemmProblem(16, 16, 16, parse_dtype("s8:s32"))
     with GemmRunner.open("ref") as runner:
         real = runner.run
+        first = route_candidates(problem, runner.target)[0]
 
         def run(p, config=None, **kw):
             result = real(p, config, **kw)
-            if config is not None and config.kind == "coop" and config.tile == (64, 64, 64):
+            if config == first:
                 result.ok = False  # as if this candidate computed garbage
             return result
 
         monkeypatch.setattr(runner, "run", run)
         best = runner.tune(problem, repeat=1, limit=2)
-        assert best.config.tile != (64, 64, 64)
+        assert best.config != first
 
 
 def test_the_shipped_table_has_lavapipe_entries():

@@ -17,8 +17,10 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 
@@ -55,9 +57,28 @@ POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrowe
 
 
 def cache_path() -> Path:
-    """$XDG_CACHE_HOME/hydroplane/gemm.json, or ~/.cache/hydroplane/gemm.json."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    """$XDG_CACHE_HOME/hydroplane/gemm.json, or ~/.cache/hydroplane/gemm.json (GemmError when neither is known)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no HOME and no password entry
+            raise GemmError("the autotune cache has no folder: set XDG_CACHE_HOME or HOME") from None
     return Path(base) / "hydroplane" / "gemm.json"
+
+
+class GemmCacheWarning(UserWarning):
+    """The autotune cache could not be read or written as it is; the run goes on without (that part of) it."""
+
+
+_WARNED: set[str] = set()
+
+
+def _cache_warning(text: str) -> None:
+    """warnings.warn once per process for each distinct trouble: a broken cache never costs the run, nor floods."""
+    if text not in _WARNED:
+        _WARNED.add(text)
+        warnings.warn(text, GemmCacheWarning, stacklevel=3)
 
 
 def poisoned(shape, dtype) -> np.ndarray:
@@ -241,7 +262,8 @@ class GemmRunner:
         best: GemmResult | None = None
         for index, config in enumerate(candidates):
             if progress:
-                progress(index, len(candidates), config, best)
+                progress(index, len(candidates), config, best)  # about to measure this one
+            timed = None
             try:
                 small = route_verification_problem(problem, config)  # the same code paths, checked quickly
                 checked = self.run(small, config, inputs=data if small == problem else None, repeat=1, warmup=0,
@@ -250,14 +272,17 @@ class GemmRunner:
                     continue  # a wrong answer never wins
                 timed = self.run(problem, config, inputs=data, repeat=repeat, warmup=1, check=False) \
                     if repeat > 1 or small != problem else checked
+                timed.error, timed.ok = checked.error, checked.ok
+                if best is None or timed.seconds < best.seconds:
+                    best = timed
             except vk.DeviceLost:
                 self.reopen()  # this candidate lost the device (seen on the H200): skip it on a new one
                 continue
             except HydroplaneError:
                 continue
-            timed.error, timed.ok = checked.error, checked.ok
-            if best is None or timed.seconds < best.seconds:
-                best = timed
+            finally:
+                if progress:  # this one's own result (None: failed or refused), and the best so far
+                    progress(index + 1, len(candidates), config, best, timed)
         if progress:
             progress(len(candidates), len(candidates), None, best)
         if best is None:
@@ -384,46 +409,144 @@ class PreparedGemm:
 
 
 def load_cache() -> dict:
-    path = cache_path()
+    """The autotune cache, {device key: {problem key: entry with a "config"}}; {} when there is none yet.
+
+    A cache that cannot be read (a folder, no permission, a cache home that is a file), is not JSON, or holds
+    JSON of another shape (a list, a string per device, an entry without a config or with a config that is not
+    one) warns once (GemmCacheWarning) and its bad parts are ignored; the next stored winner rewrites the file."""
+    path = None
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        path = cache_path()
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return {}
+    except (OSError, UnicodeError, GemmError) as err:
+        where = f" {path}" if path else ""
+        _cache_warning(f"cannot read the autotune cache{where} ({_reason(err)}); tuning results are not reused")
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        _cache_warning(f"the autotune cache {path} is not JSON ({err}); ignored, the next tuning result rewrites it")
+        return {}
+    return _valid_table(data, f"the autotune cache {path}")
 
 
 def shipped_table() -> dict:
     """The winners shipped with the package (ops/gemm_table.json): {device key: {problem key: entry}}."""
     try:
-        text = resources.files("hydroplane.ops").joinpath("gemm_table.json").read_text()
-        return json.loads(text).get("devices", {})
-    except (OSError, ValueError):
+        text = resources.files("hydroplane.ops").joinpath("gemm_table.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError) as err:
+        _cache_warning(f"cannot read the shipped GEMM table ops/gemm_table.json ({_reason(err)}); ignored")
         return {}
+    return _valid_table(data.get("devices", {}) if isinstance(data, dict) else data, "the shipped GEMM table")
+
+
+def _reason(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}" if isinstance(err, (OSError, UnicodeError)) else str(err)
+
+
+def _valid_table(data, where: str) -> dict:
+    """The entries of a {device: {problem key: {"config": {...}, ...}}} table that hold a config; the rest warned."""
+    if not isinstance(data, dict):
+        _cache_warning(f"{where} holds a {type(data).__name__}, not a table of devices; ignored")
+        return {}
+    table, dropped = {}, []
+    for device, entries in data.items():
+        if not isinstance(entries, dict):
+            dropped.append(f"device {device!r} holds a {type(entries).__name__}, not a table of problems")
+            continue
+        for key, entry in entries.items():
+            problem = _entry_problem(entry)
+            if problem:
+                dropped.append(f"{device!r} {key!r}: {problem}")
+            else:
+                table.setdefault(device, {})[key] = entry
+    if dropped:
+        more = f" (and {len(dropped) - 1} more)" if len(dropped) > 1 else ""
+        _cache_warning(f"{where}: ignored {len(dropped)} malformed entr{'y' if len(dropped) == 1 else 'ies'}: "
+                       f"{dropped[0]}{more}")
+    return table
+
+
+def _entry_problem(entry) -> str | None:
+    """Why a stored entry cannot give a configuration (None when it can)."""
+    if not isinstance(entry, dict):
+        return f"a {type(entry).__name__}, not an entry"
+    if "config" not in entry:
+        return "no config"
+    stored = entry["config"]
+    try:
+        config = config_from_dict(stored)
+    except HydroplaneError as err:
+        return str(err)
+    defaults = {f.name: f.default for f in fields(config)}
+    for name, value in stored.items():
+        if not _shaped_like(value, defaults[name]):
+            return f"config {name}={value!r} is not like {defaults[name]!r}"
+    return None
+
+
+def _shaped_like(value, default) -> bool:
+    """A stored config value has its field's shape: a str, a bool, an int >= 0, or a list of ints >= 1."""
+    if isinstance(default, bool) or isinstance(default, str):
+        return type(value) is type(default)
+    if isinstance(default, int):
+        return type(value) is int and value >= 0
+    if isinstance(default, tuple):
+        return (isinstance(value, (list, tuple)) and len(value) == len(default)
+                and all(type(v) is int and v >= 1 for v in value))
+    return value == default
 
 
 def store_winner(device_key: str, problem_key: str, result: GemmResult) -> None:
+    """Keep a tuning winner in the cache (the valid entries there, and this one). A cache that cannot be written
+    warns once (GemmCacheWarning): the result is still returned and used, only not kept for the next run."""
     cache = load_cache()
     cache.setdefault(device_key, {})[problem_key] = {
         "config": result.config.to_dict(), "seconds": result.seconds, "tflops": result.tflops,
         "size": [result.problem.m, result.problem.n, result.problem.k],
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    path = cache_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cache, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    tmp = path = None
+    try:
+        path = cache_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(cache, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+        tmp = None
+    except (OSError, GemmError) as err:
+        where = f" {path}" if path else ""
+        _cache_warning(f"cannot write the autotune cache{where} ({_reason(err)}); this tuning result is used now "
+                       "but not kept")
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def terminal_progress(stream=None):
-    """A tune() progress callback drawing one line: candidate i/n, the config, the best so far."""
+    """A tune() progress callback: per candidate "i/n: its own time (its T/s) | best so far: ... | its config".
+
+    tune() calls it before a candidate with (done, total, config, best) and after it with its own result as a
+    fifth argument (None: it failed verification or was refused), then once with config None. On a terminal one
+    line is redrawn ("measuring" while a candidate runs); elsewhere each measured candidate gets a line."""
     out = stream or sys.stderr
     interactive = out.isatty()
 
-    def progress(done: int, total: int, config, best) -> None:
-        best_text = f", best {best.tflops:.3g} T/s" if best else ""
+    def progress(done: int, total: int, config, best, *finished) -> None:
+        best_text = f"best so far {_timing(best)}" if best else "none verified yet"
         if config is None:
-            line = f"tuning: {total}/{total} done{best_text}"
+            line = f"tuning: {total}/{total} done, best {_timing(best)}" if best else \
+                f"tuning: {total}/{total} done, none verified"
+        elif not finished:
+            if not interactive:
+                return
+            line = f"tuning {done + 1}/{total}: measuring | {best_text} | {config.describe()}"
         else:
-            line = f"tuning: {done + 1}/{total} {config.describe()}{best_text}"
+            own = _timing(finished[0]) if finished[0] is not None else "failed (wrong result or refused)"
+            line = f"tuning {done}/{total}: {own} | {best_text} | {config.describe()}"
         if interactive:
             out.write("\r\x1b[K" + line[:150] + ("\n" if config is None else ""))
         else:
@@ -431,3 +554,7 @@ def terminal_progress(stream=None):
         out.flush()
 
     return progress
+
+
+def _timing(result: GemmResult) -> str:
+    return f"{result.seconds * 1e3:.4g} ms ({result.tflops:.3g} T/s)"

@@ -7,24 +7,29 @@
 
 The device is the first Vulkan device with cooperative matrices for the dtype, else the first
 Vulkan device (the scalar kernel), else the reference executor, which gets a size it finishes in a
-few seconds (the output says so). Registered in cli.py; the work is in hydroplane.ops.gemm.
+few seconds (the output says so). Every argument is checked before any work (a dtype, alpha or beta
+the GEMM cannot compute, --plot without matplotlib); a warning (a broken autotune cache) is one
+`hydroplane: warning:` line. Registered in cli.py; the work is in hydroplane.ops.gemm.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 
 from hydroplane.kernels.gemm import (
     ACTIVATIONS,
-    DTYPE_NAMES,
     LAYOUTS,
-    GemmConfig,
     GemmError,
     GemmProblem,
     parse_dtype,
     with_size,
 )
+from hydroplane.kernels.gemm.plan import GEMM_DTYPES
+from hydroplane.kernels.gemm.route import config_from_dict
 from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
+
+PLOT_INSTALL = "pip install hydroplane-gpu[plot]"
 
 REFERENCE_BUDGET = 1024 ** 3  # M*N*K the reference executor runs by default in a few seconds
 
@@ -35,7 +40,7 @@ def register(sub) -> None:
     for name in ("m", "n", "k"):
         p.add_argument(name, type=int, nargs="?", help=f"{name.upper()} (D is M x N, the inner dimension K)")
     p.add_argument("--dtype", default="f16:f32",
-                   help=f"A:ACCUMULATOR[:OUTPUT], one of {', '.join(DTYPE_NAMES)} (comma-separated with --sweep)")
+                   help=f"A:ACCUMULATOR[:OUTPUT], one of {', '.join(GEMM_DTYPES)} (comma-separated with --sweep)")
     p.add_argument("--layout", default="nn", choices=LAYOUTS, help="n: row-major, t: transposed (A then B)")
     p.add_argument("--device", default=None, help="a Vulkan device number or 'ref' (default: the best one)")
     p.add_argument("--check", dest="check", action="store_true", default=True,
@@ -63,23 +68,41 @@ def _device(text: str | None):
 
 
 def gemm_command(args) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        return _gemm(args)
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the CLI's one line (a broken cache is said once, then the run goes on)."""
+    print(f"hydroplane: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _gemm(args) -> int:
     if args.cache:
         print(f"autotune cache: {cache_path()}")
         for label, table in (("cached", load_cache()), ("shipped", shipped_table())):
             for device, entries in table.items():
                 for key, entry in entries.items():
-                    config = GemmConfig.from_dict(entry["config"]).describe()
-                    print(f"  {label}  {device}  {key}: {config} ({entry.get('tflops', 0):.3g} T/s)")
+                    config = config_from_dict(entry["config"]).describe()
+                    tflops = entry.get("tflops", 0)
+                    speed = f"{tflops:.3g} T/s" if isinstance(tflops, (int, float)) else "speed not recorded"
+                    print(f"  {label}  {device}  {key}: {config} ({speed})")
         return 0
     if None in (args.m, args.n, args.k):
         raise GemmError("hydroplane gemm needs M N K (e.g. hydroplane gemm 1024 1024 1024)")
     if args.plot and not args.sweep:
         raise GemmError("--plot draws a --sweep; add --sweep")
+    if args.plot:
+        _require_matplotlib()  # before any work: a sweep takes minutes
     if args.repeat < 1:
         raise GemmError(f"--repeat must be at least 1, not {args.repeat}")
     dtypes = [parse_dtype(t) for t in args.dtype.split(",")]
     if len(dtypes) > 1 and not args.sweep:
         raise GemmError("several dtypes need --sweep")
+    shape = (1, 1, 1) if args.sweep else (args.m, args.n, args.k)  # a sweep picks its own square sizes
+    for dtype in dtypes:  # layout, alpha, beta, epilogue (and sizes): refused now, not per size of a sweep
+        GemmProblem(*shape, dtype, args.layout, args.alpha, args.beta, args.bias, args.activation)
     device = _device(args.device)
     with GemmRunner.open(device, dtypes[0]) as runner:
         if args.sweep:
@@ -142,11 +165,17 @@ def _sweep(runner: GemmRunner, args, dtypes) -> int:
     return 1 if failed else 0
 
 
-def _plot(rows, path: str, device: str) -> None:
+def _require_matplotlib():
     try:
         import matplotlib  # noqa: PLC0415 -- optional: only --plot needs it
     except ImportError:
-        raise GemmError("--plot needs matplotlib (pip install matplotlib)") from None
+        raise GemmError(f"--plot needs matplotlib, which is not installed: {PLOT_INSTALL} (or pip install "
+                        "matplotlib)") from None
+    return matplotlib
+
+
+def _plot(rows, path: str, device: str) -> None:
+    matplotlib = _require_matplotlib()
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
