@@ -13,6 +13,7 @@ source.py. Imports only lang and spirv.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -352,15 +353,11 @@ def kmajor_b(problem: GemmProblem, config: GemmConfig) -> bool:
     return config.kmajor and not problem.b_transposed and bool(wide_elements(problem, config))
 
 
-def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
-    dtype = problem.dtype
+def _coop_shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    """The coop kernel's shared memory: STAGES of the A and B blocks (rows padded, B K-major where transposed) and
+    one output tile per subgroup."""
     bm, bn, bk = config.block
-    a_bytes, out_bytes = dtype.a.width // 8, dtype.out.width // 8
-    if config.kind == "scalar":
-        return (bm + bn) * bk * a_bytes
-    if config.kind == "workgroup":
-        edge, tail = workgroup_edges(config, problem)
-        return (bm + bn) * bk * a_bytes * tail + bm * bn * out_bytes * edge
+    a_bytes, out_bytes = problem.dtype.a.width // 8, problem.dtype.out.width // 8
     tm, tn, _ = config.tile
     pad = config.pad * wide_elements(problem, config)  # elements per shared row
     a_rows, a_cols = (bk, bm) if problem.a_transposed else (bm, bk)
@@ -369,90 +366,196 @@ def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
     return config.stages * blocks * a_bytes + config.subgroups[0] * config.subgroups[1] * tm * tn * out_bytes
 
 
+def _workgroup_shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    """The workgroup kernel's: the K tail's blocks (TAIL) and the edge block's output (EDGE), only where needed."""
+    bm, bn, bk = config.block
+    edge, tail = workgroup_edges(config, problem)
+    return (bm + bn) * bk * (problem.dtype.a.width // 8) * tail + bm * bn * (problem.dtype.out.width // 8) * edge
+
+
+def _scalar_shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    bm, bn, bk = config.block
+    return (bm + bn) * bk * (problem.dtype.a.width // 8)
+
+
+def _shared_bytes(config: GemmConfig, problem: GemmProblem) -> int:
+    return KERNEL_KINDS[config.kind].shared_bytes(config, problem)
+
+
+def _coop_check(problem: GemmProblem, config: GemmConfig, target: Target) -> int:
+    """The coop kernel's refusals (tile shape, saturation, the prefetch's and K-major B's even split); its
+    invocations per workgroup."""
+    dtype = problem.dtype
+    if not target.is_reference:
+        if not offers_tile(dtype, config.tile, target):
+            raise GemmError(f"{target.name} offers no {dtype} cooperative-matrix tile "
+                            f"{'x'.join(map(str, config.tile))} (it offers: "
+                            f"{', '.join('x'.join(map(str, s)) for s in coop_shapes(dtype, target)) or 'none'})")
+    if problem.saturate and not target.is_reference and not any(
+            s.saturating for s in target.shapes(dtype.a, dtype.acc)):
+        raise GemmError(f"{target.name} offers no saturating accumulation")
+    invocations = config.subgroups[0] * config.subgroups[1] * target.subgroup_size
+    bm, bn, bk = config.block
+    per = 16 // (dtype.a.width // 8)
+    if config.prefetch and (bm * bk // per % invocations or bn * bk // per % invocations):
+        raise GemmError(f"{config.describe()}: register prefetch needs each block's 16-byte chunks "
+                        f"({bm * bk // per} of A, {bn * bk // per} of B) to split evenly among {invocations} "
+                        "invocations")
+    if config.kmajor and dtype.a.width != 8:
+        raise GemmError(f"{config.describe()}: a K-major B (kmajor) is for 8-bit inputs, not {dtype.a}")
+    if config.kmajor and bk // 4 * (bn // per) % invocations:
+        raise GemmError(f"{config.describe()}: a K-major B needs its {bk // 4 * (bn // per)} items (4 rows of "
+                        f"16 bytes) to split evenly among {invocations} invocations")
+    return invocations
+
+
+def _workgroup_check(problem: GemmProblem, config: GemmConfig, target: Target) -> int:
+    """The workgroup kernel's: a matrix at least one block large, a block the target's granularities tile."""
+    invocations = config.threads[0]
+    bm, bn, bk = config.block
+    if problem.m < bm or problem.n < bn:
+        raise GemmError(f"{config.describe()}: needs M >= {bm} and N >= {bn} (the block moves inside the matrix)")
+    if not target.is_reference and not any(
+            s.scope == Scope.Workgroup and s.workgroup_invocations == invocations and bm % s.m == 0
+            and bn % s.n == 0 and bk % s.k == 0 for s in workgroup_shapes(problem.dtype, target)):
+        raise GemmError(f"{target.name} offers no NV2 workgroup-scope {problem.dtype} block {bm}x{bn}x{bk} for "
+                        f"{invocations} invocations")
+    return invocations
+
+
+def _scalar_check(problem: GemmProblem, config: GemmConfig, target: Target) -> int:
+    return config.threads[0] * config.threads[1]
+
+
 def check_config(problem: GemmProblem, config: GemmConfig, target: Target) -> None:
-    """Refuse (GemmError) a configuration the target cannot run: tile shape, workgroup size, shared memory."""
+    """Refuse (GemmError) a configuration the target cannot run: the input type, the kind's own refusals
+    (KERNEL_KINDS), workgroup size, shared memory, matrices loaded straight from unaligned buffers."""
     dtype = problem.dtype
     needed = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}.get(str(dtype.a))
     if needed and not target.is_reference and needed not in target.support:
         raise GemmError(f"{target.name} has no {dtype.a} arithmetic type (Vulkan feature {needed})")
-    if config.kind == "coop":
-        if not target.is_reference:
-            if not offers_tile(dtype, config.tile, target):
-                raise GemmError(f"{target.name} offers no {dtype} cooperative-matrix tile "
-                                f"{'x'.join(map(str, config.tile))} (it offers: "
-                                f"{', '.join('x'.join(map(str, s)) for s in coop_shapes(dtype, target)) or 'none'})")
-        if problem.saturate and not target.is_reference and not any(
-                s.saturating for s in target.shapes(dtype.a, dtype.acc)):
-            raise GemmError(f"{target.name} offers no saturating accumulation")
-        invocations = config.subgroups[0] * config.subgroups[1] * target.subgroup_size
-        bm, bn, bk = config.block
-        per = 16 // (dtype.a.width // 8)
-        if config.prefetch and (bm * bk // per % invocations or bn * bk // per % invocations):
-            raise GemmError(f"{config.describe()}: register prefetch needs each block's 16-byte chunks "
-                            f"({bm * bk // per} of A, {bn * bk // per} of B) to split evenly among {invocations} "
-                            "invocations")
-        if config.kmajor and dtype.a.width != 8:
-            raise GemmError(f"{config.describe()}: a K-major B (kmajor) is for 8-bit inputs, not {dtype.a}")
-        if config.kmajor and bk // 4 * (bn // per) % invocations:
-            raise GemmError(f"{config.describe()}: a K-major B needs its {bk // 4 * (bn // per)} items (4 rows of "
-                            f"16 bytes) to split evenly among {invocations} invocations")
-    elif config.kind == "workgroup":
-        invocations = config.threads[0]
-        bm, bn, bk = config.block
-        if problem.m < bm or problem.n < bn:
-            raise GemmError(f"{config.describe()}: needs M >= {bm} and N >= {bn} (the block moves inside the matrix)")
-        if not target.is_reference and not any(
-                s.scope == Scope.Workgroup and s.workgroup_invocations == invocations and bm % s.m == 0
-                and bn % s.n == 0 and bk % s.k == 0 for s in workgroup_shapes(dtype, target)):
-            raise GemmError(f"{target.name} offers no NV2 workgroup-scope {dtype} block {bm}x{bn}x{bk} for "
-                            f"{invocations} invocations")
-    else:
-        invocations = config.threads[0] * config.threads[1]
+    kind = KERNEL_KINDS[config.kind]
+    invocations = kind.check(problem, config, target)
     if invocations > target.max_workgroup_invocations:
         raise GemmError(f"{config.describe()}: {invocations} invocations per workgroup, {target.name} allows "
                         f"{target.max_workgroup_invocations}")
-    shared = _shared_bytes(config, problem)
+    shared = kind.shared_bytes(config, problem)
     if shared > target.shared_memory:
         raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has "
                         f"{target.shared_memory}")
     inputs_aligned, outputs_aligned = aligned_for_matrices(problem)
-    if (config.direct or config.kind == "workgroup") and not (inputs_aligned and outputs_aligned):
+    if kind.direct_loads(config) and not (inputs_aligned and outputs_aligned):
         per_in = 16 // (dtype.a.width // 8)
         raise GemmError(f"{config.describe()}: loads its matrices straight from the buffers, which needs M, N and K "
                         f"multiples of {per_in} for {dtype.a} (Vulkan's 16-byte alignment of cooperative-matrix "
                         f"loads); {problem.m}x{problem.n}x{problem.k} is not")
 
 
+# A constexpr's rule: its value from (problem, config, target); ABSENT leaves it out of the plan (the kernel's
+# default holds, as for the coop kernel's padding, prefetch and K-major B without 16-byte loads).
+Rule = Callable[[GemmProblem, GemmConfig, Target], object]
+ABSENT = object()
+
+
+def _with_wide_loads(rule: Rule) -> Rule:
+    """A rule whose constexpr comes with the 16-byte loads (WIDE), absent without them."""
+    return lambda p, c, t: rule(p, c, t) if wide_elements(p, c) else ABSENT
+
+
+# Every kernel's epilogue and layouts.
+COMMON_CONSTEXPRS: dict[str, Rule] = {
+    "AT": lambda p, c, t: p.a_transposed,
+    "BT": lambda p, c, t: p.b_transposed,
+    "USE_C": lambda p, c, t: p.beta != 0,
+    "BIAS": lambda p, c, t: p.bias,
+    "ACT": lambda p, c, t: p.activation,
+}
+
+
+@dataclass(frozen=True)
+class KernelKind:
+    """One kind of GEMM kernel as data (the way tinygrad keeps per-op behaviour): the factory that gives its kernel
+    for an (input, accumulator, output) dtype triple (source.py, cached per triple), the rules that derive its
+    constexprs (in the plan's order), the shared memory it takes, its own refusals (returning its invocations per
+    workgroup), and whether a configuration loads matrices straight from the buffers (which needs them aligned)."""
+
+    factory: Callable[..., object]
+    constexprs: dict[str, Rule]
+    shared_bytes: Callable[[GemmConfig, GemmProblem], int]
+    check: Callable[[GemmProblem, GemmConfig, Target], int]
+    direct_loads: Callable[[GemmConfig], bool]
+
+    def constexprs_of(self, problem: GemmProblem, config: GemmConfig, target: Target) -> dict:
+        values = {name: rule(problem, config, target) for name, rule in self.constexprs.items()}
+        return {name: value for name, value in values.items() if value is not ABSENT}
+
+
+KERNEL_KINDS: dict[str, KernelKind] = {
+    "coop": KernelKind(
+        factory=source.coop_kernel,
+        constexprs={
+            **COMMON_CONSTEXPRS,
+            "TM": lambda p, c, t: c.tile[0],
+            "TN": lambda p, c, t: c.tile[1],
+            "TK": lambda p, c, t: c.tile[2],
+            "WM": lambda p, c, t: c.subgroups[0],
+            "WN": lambda p, c, t: c.subgroups[1],
+            "SM": lambda p, c, t: c.tiles[0],
+            "SN": lambda p, c, t: c.tiles[1],
+            "KT": lambda p, c, t: c.k_tiles,
+            "STAGES": lambda p, c, t: c.stages,
+            "DIRECT": lambda p, c, t: c.direct,
+            "SG": lambda p, c, t: t.subgroup_size,
+            "SATURATE": lambda p, c, t: p.saturate,
+            "WIDE": lambda p, c, t: wide_elements(p, c),
+            "ALIGNED_OUT": lambda p, c, t: aligned_for_matrices(p)[1],
+            "PAD": _with_wide_loads(lambda p, c, t: c.pad),
+            "PREFETCH": _with_wide_loads(lambda p, c, t: c.prefetch),
+            "KMAJOR_B": _with_wide_loads(lambda p, c, t: kmajor_b(p, c)),
+            "EDGES": lambda p, c, t: coop_edges(c, p),
+            "SCALE": lambda p, c, t: p.alpha != 1,
+        },
+        shared_bytes=_coop_shared_bytes, check=_coop_check, direct_loads=lambda c: c.direct),
+    "workgroup": KernelKind(
+        factory=source.workgroup_kernel,
+        constexprs={
+            **COMMON_CONSTEXPRS,
+            "BM": lambda p, c, t: c.block[0],
+            "BN": lambda p, c, t: c.block[1],
+            "BK": lambda p, c, t: c.block[2],
+            "THREADS": lambda p, c, t: c.threads[0],
+            "SATURATE": lambda p, c, t: p.saturate,
+            "EDGE": lambda p, c, t: workgroup_edges(c, p)[0],
+            "TAIL": lambda p, c, t: workgroup_edges(c, p)[1],
+            "WIDE": lambda p, c, t: wide_elements(p, c),
+            "SCALE": lambda p, c, t: p.alpha != 1,
+        },
+        shared_bytes=_workgroup_shared_bytes, check=_workgroup_check, direct_loads=lambda c: True),
+    "scalar": KernelKind(
+        factory=source.scalar_kernel,
+        constexprs={
+            **COMMON_CONSTEXPRS,
+            "RM": lambda p, c, t: c.registers[0],
+            "RN": lambda p, c, t: c.registers[1],
+            "TX": lambda p, c, t: c.threads[0],
+            "TY": lambda p, c, t: c.threads[1],
+            "BK": lambda p, c, t: c.bk,
+        },
+        shared_bytes=_scalar_shared_bytes, check=_scalar_check, direct_loads=lambda c: False),
+}
+
+
 def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmPlan:
-    """The kernel, constexprs, grid and push-constant values of `problem` under `config` for `target`."""
+    """The kernel, constexprs, grid and push-constant values of `problem` under `config` for `target`: its kind's
+    row of KERNEL_KINDS applied."""
     check_config(problem, config, target)
+    kind = KERNEL_KINDS[config.kind]
     dtype = problem.dtype
     bm, bn, _ = config.block
     grid = (-(-problem.n // bn), -(-problem.m // bm), 1)
-    common = dict(AT=problem.a_transposed, BT=problem.b_transposed, USE_C=problem.beta != 0, BIAS=problem.bias,
-                  ACT=problem.activation)
-    if config.kind == "coop":
-        tm, tn, tk = config.tile
-        kernel = source.coop_kernel(dtype.a, dtype.acc, dtype.out)
-        constexprs = dict(common, TM=tm, TN=tn, TK=tk, WM=config.subgroups[0], WN=config.subgroups[1],
-                          SM=config.tiles[0], SN=config.tiles[1], KT=config.k_tiles, STAGES=config.stages,
-                          DIRECT=config.direct, SG=target.subgroup_size, SATURATE=problem.saturate,
-                          WIDE=wide_elements(problem, config), ALIGNED_OUT=aligned_for_matrices(problem)[1])
-        if constexprs["WIDE"]:  # padding and prefetch come with the 16-byte loads
-            constexprs.update(PAD=config.pad, PREFETCH=config.prefetch, KMAJOR_B=kmajor_b(problem, config))
-        constexprs.update(EDGES=coop_edges(config, problem), SCALE=problem.alpha != 1)
-    elif config.kind == "workgroup":
-        bm, bn, bk = config.block
-        kernel = source.workgroup_kernel(dtype.a, dtype.acc, dtype.out)
-        edge, tail = workgroup_edges(config, problem)
-        constexprs = dict(common, BM=bm, BN=bn, BK=bk, THREADS=config.threads[0], SATURATE=problem.saturate,
-                          EDGE=edge, TAIL=tail, WIDE=wide_elements(problem, config), SCALE=problem.alpha != 1)
-    else:
-        kernel = source.scalar_kernel(dtype.a, dtype.acc, dtype.out)
-        constexprs = dict(common, RM=config.registers[0], RN=config.registers[1], TX=config.threads[0],
-                          TY=config.threads[1], BK=config.bk)
     scalars = dict(alpha=float(problem.alpha), beta=float(problem.beta), M=problem.m, N=problem.n, K=problem.k)
-    return GemmPlan(kernel, constexprs, grid, scalars, config, problem, _shared_bytes(config, problem))
+    return GemmPlan(kind.factory(dtype.a, dtype.acc, dtype.out), kind.constexprs_of(problem, config, target), grid,
+                    scalars, config, problem, kind.shared_bytes(config, problem))
 
 
 # ... and for problems that the large blocks leave with less than a wave of workgroups (1024^3: 32 of 128x256):

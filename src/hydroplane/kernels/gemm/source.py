@@ -1,6 +1,7 @@
 """The GEMM kernels, written in the kernel language: D = act(alpha * op(A) @ op(B) + beta * C + bias).
 
-Three kernels, each specialized by constexprs (gemm.py's GemmConfig and gemm_plan produce them; docs/gemm.md):
+Three kernels, each specialized by constexprs (plan.py's GemmConfig and gemm_plan produce them, one row of
+plan.KERNEL_KINDS per kernel; docs/gemm.md), each a composition of the `@func` pieces below:
 
 - `coop_kernel(a, acc, out)`: KHR cooperative matrices at subgroup scope. A workgroup of WM x WN
   subgroups computes a BM x BN block of D; each subgroup owns SM x SN accumulator tiles of TM x TN
@@ -19,6 +20,15 @@ Three kernels, each specialized by constexprs (gemm.py's GemmConfig and gemm_pla
 - `scalar_kernel(a, acc, out)`: no cooperative matrices (every Vulkan device, the fallback): each
   invocation accumulates an RM x RN register tile from shared-memory blocks.
 
+The pieces: the shared blocks of a K step (`Blocks`, compile-time geometry) and their copies: `stage_blocks`
+(element or 16-byte copies, `stage` / `stage_wide`), the register prefetch in two halves (`fetch_blocks`,
+`put_blocks`; `load_blocks` both at once), the K-major transposition of an 8-bit B in registers (`fetch_kmajor`,
+`put_kmajor`), the direct kernel's tile origins and K tail (`tile_origins`, `stage_tail`), tile loads
+(`load_tile_any`), and the epilogue (`Epilogue` choices, `finish` on a tile, `store_tile` for one subgroup tile
+with its C, bias and edge handling, `copy_out`). The multiplications stay in the kernel bodies: a local array of
+matrices (the accumulators) lives in its function and cannot be handed to a helper. The helpers are SPIR-V
+functions that drivers inline; tools/gemm_spirv_digest.py compares the kernels' code before and after a change.
+
 A and B are row-major (`AT`/`BT` False: A is M x K, B is K x N) or transposed (`AT`: A is stored
 K x M, `BT`: B is stored N x K): layouts nn, nt, tn, tt. Buffer element types cannot be
 constexprs, so each (input, accumulator, output) dtype triple gets its own kernel object (cached).
@@ -26,6 +36,7 @@ This module imports only the language.
 """
 
 import functools
+from dataclasses import dataclass
 
 from hydroplane.lang import (
     Buffer,
@@ -169,70 +180,170 @@ def put_kmajor(shared, base, regs, slot0, BK: constexpr, COLS: constexpr, THREAD
             shared[word + (4 * q + 3) * LDW] = (odd >> 16) | (odd2 & 0xFFFF0000)
 
 
+@dataclass(frozen=True)
+class Blocks:
+    """One K step's A and B blocks in shared memory, as compile-time facts that the copy helpers and the kernels read
+    (a helper given one is specialized by it, as by any constexpr).
+
+    A's block is BM x BK and B's BK x BN, each copied in its stored layout (AT: A stored K x M, BT: B stored N x K)
+    by THREADS invocations: WIDE elements (16 bytes) at a time through V4 views (0: element by element, of type IN),
+    into shared rows PAD 16-byte chunks longer than the block's (against bank conflicts). KMAJOR_B (8-bit inputs,
+    B stored K x N): B goes in transposed, as if stored N x K, in u32 words (put_kmajor)."""
+
+    AT: bool
+    BT: bool
+    BM: int
+    BN: int
+    BK: int
+    THREADS: int
+    IN: object  # the input element type
+    WIDE: int = 0
+    PAD: int = 0
+    KMAJOR_B: bool = False
+
+    @property
+    def A_LD(self) -> int:
+        """Elements from one shared row of A to the next."""
+        return (self.BM if self.AT else self.BK) + self.PAD * self.WIDE
+
+    @property
+    def A_SIZE(self) -> int:
+        """Elements of one stage's A block."""
+        return (self.BK if self.AT else self.BM) * self.A_LD
+
+    @property
+    def B_T(self) -> bool:
+        """Whether B's shared block holds N rows of K (stored so, or transposed into it: KMAJOR_B)."""
+        return self.BT or self.KMAJOR_B
+
+    @property
+    def B_UNIT(self) -> int:
+        """B's elements per element of its shared array: 4 (bytes of a u32 word, K-major), else WIDE (a V4; 0: 1)."""
+        return 4 if self.KMAJOR_B else self.WIDE
+
+    @property
+    def B_LD(self) -> int:
+        return (self.BK if self.B_T else self.BN) + self.PAD * self.WIDE
+
+    @property
+    def B_SIZE(self) -> int:
+        return (self.BN if self.B_T else self.BK) * self.B_LD
+
+    @property
+    def A_ELEMENT(self):
+        """The element type of A's shared array: V4 with 16-byte copies, else IN."""
+        return V4 if self.WIDE else self.IN
+
+    @property
+    def B_ELEMENT(self):
+        return u32 if self.KMAJOR_B else self.A_ELEMENT
+
+    def a_array(self, stages: int) -> int:
+        """The length of A's shared array for `stages` buffers (in A_ELEMENTs)."""
+        return stages * self.A_SIZE // (self.WIDE or 1)
+
+    def b_array(self, stages: int) -> int:
+        return stages * self.B_SIZE // (self.B_UNIT or 1)
+
+    @property
+    def B_SLOT(self) -> int:
+        """The first of B's prefetch registers (A's come first)."""
+        return self.BM * self.BK // self.WIDE // self.THREADS
+
+    @property
+    def REGISTERS(self) -> int:
+        """V4 registers per invocation that hold a prefetched K step (A's chunks, then B's)."""
+        return (self.BM + self.BN) * self.BK // self.WIDE // self.THREADS
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """The epilogue's compile-time choices: + beta * C (USE_C), + bias, the activation (ACT), the accumulator and
+    output types, and SCALE (False when alpha is 1: no scaling)."""
+
+    USE_C: bool
+    BIAS: bool
+    ACT: str
+    ACC: object
+    OUT: object
+    SCALE: bool = True
+
+
 @func
-def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr,
-                 BT: constexpr, BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, IN: constexpr,
-                 WIDE: constexpr = 0, PAD: constexpr = 0):
-    """Both K-step blocks into shared memory, each in its stored layout (see the module docstring); with WIDE,
-    a and b are the V4 views and sa, sb arrays of V4 (the bases still count elements; rows PAD V4s longer)."""
+def stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
+    """Both K-step blocks into shared memory at a_base and b_base (elements), each in its stored layout; with
+    blocks.WIDE, a and b are the V4 views and sa, sb arrays of V4 (rows PAD V4s longer)."""
     first = local_index()
+    BM, BN, BK, THREADS, IN = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS, blocks.IN
+    WIDE, PAD = blocks.WIDE, blocks.PAD
     if WIDE:
-        if AT:
+        if blocks.AT:
             stage_wide(sa, a_base // WIDE, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, WIDE, PAD)
         else:
             stage_wide(sa, a_base // WIDE, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE, PAD)
-        if BT:
+        if blocks.BT:
             stage_wide(sb, b_base // WIDE, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE, PAD)
         else:
             stage_wide(sb, b_base // WIDE, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE, PAD)
         return
-    if AT:
+    if blocks.AT:
         stage(sa, a_base, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, IN)
     else:
         stage(sa, a_base, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, IN)
-    if BT:
+    if blocks.BT:
         stage(sb, b_base, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, IN)
     else:
         stage(sb, b_base, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, IN)
 
 
 @func
-def fetch_blocks(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, AT: constexpr, BT: constexpr,
-                 BM: constexpr, BN: constexpr, BK: constexpr, THREADS: constexpr, WIDE: constexpr,
-                 KMAJOR_B: constexpr = False):
-    """stage_blocks' loads into registers (regs: A's chunks, then B's), for put_blocks to store later; KMAJOR_B: B's
-    in items of 4 rows for put_kmajor."""
+def fetch_blocks(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
+    """stage_blocks' loads into registers (regs: A's chunks, then B's from blocks.B_SLOT), for put_blocks to store
+    later; KMAJOR_B: B's in items of 4 rows for put_kmajor."""
     first = local_index()
-    B0 = BM * BK // WIDE // THREADS  # the first of B's slots
-    if AT:
+    WIDE, B0 = blocks.WIDE, blocks.B_SLOT
+    BM, BN, BK, THREADS = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS
+    if blocks.AT:
         fetch_wide(regs, 0, a, k0, row0, lda, K, M, guard, BK, BM, THREADS, first, WIDE)
     else:
         fetch_wide(regs, 0, a, row0, k0, lda, M, K, guard, BM, BK, THREADS, first, WIDE)
-    if BT:
+    if blocks.BT:
         fetch_wide(regs, B0, b, col0, k0, ldb, N, K, guard, BN, BK, THREADS, first, WIDE)
-    elif KMAJOR_B:
+    elif blocks.KMAJOR_B:
         fetch_kmajor(regs, B0, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
     else:
         fetch_wide(regs, B0, b, k0, col0, ldb, K, N, guard, BK, BN, THREADS, first, WIDE)
 
 
 @func
-def put_blocks(sa, sb, regs, a_base, b_base, AT: constexpr, BT: constexpr, BM: constexpr, BN: constexpr,
-               BK: constexpr, THREADS: constexpr, WIDE: constexpr, PAD: constexpr, KMAJOR_B: constexpr = False):
+def put_blocks(sa, sb, regs, a_base, b_base, blocks: constexpr):
     """The registers fetch_blocks filled into the shared blocks at a_base and b_base (elements); KMAJOR_B: sb holds
     u32 words and B goes in transposed (BN rows of BK bytes)."""
     first = local_index()
-    B0 = BM * BK // WIDE // THREADS
-    if AT:
+    WIDE, B0, PAD = blocks.WIDE, blocks.B_SLOT, blocks.PAD
+    BM, BN, BK, THREADS = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS
+    if blocks.AT:
         put_wide(sa, a_base // WIDE, regs, 0, BK, BM, THREADS, first, WIDE, PAD)
     else:
         put_wide(sa, a_base // WIDE, regs, 0, BM, BK, THREADS, first, WIDE, PAD)
-    if BT:
+    if blocks.BT:
         put_wide(sb, b_base // WIDE, regs, B0, BN, BK, THREADS, first, WIDE, PAD)
-    elif KMAJOR_B:
+    elif blocks.KMAJOR_B:
         put_kmajor(sb, b_base // 4, regs, B0, BK, BN, THREADS, first, WIDE, (BK + PAD * WIDE) // 4)
     else:
         put_wide(sb, b_base // WIDE, regs, B0, BK, BN, THREADS, first, WIDE, PAD)
+
+
+@func
+def load_blocks(sa, sb, regs, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr,
+                PREFETCH: constexpr):
+    """A K step's blocks into the shared buffers at a_base and b_base: through this invocation's registers
+    (PREFETCH: fetch_blocks, then put_blocks) or copied (stage_blocks)."""
+    if PREFETCH:
+        fetch_blocks(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks)
+        put_blocks(sa, sb, regs, a_base, b_base, blocks)
+    else:
+        stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks)
 
 
 @func
@@ -245,6 +356,39 @@ def leading_dimensions(M, N, K, AT: constexpr, BT: constexpr):
     if BT:
         ldb = K
     return lda, ldb
+
+
+@func
+def tile_origins(rows, cols, row0, col0, wm, wn, M, N, shifted, SM: constexpr, SN: constexpr, TM: constexpr,
+                 TN: constexpr):
+    """The first row (column) of this subgroup's SM (SN) tile rows (columns) of the block at (row0, col0), into rows
+    and cols; shifted: a tile that crosses M (N) moves up (left) to end there, so that direct loads stay inside."""
+    for i in static_range(SM):
+        rows[i] = row0 + (wm * SM + i) * TM
+        if shifted:
+            rows[i] = minimum(rows[i], M - TM)
+    for j in static_range(SN):
+        cols[j] = col0 + (wn * SN + j) * TN
+        if shifted:
+            cols[j] = minimum(cols[j], N - TN)
+
+
+@func
+def stage_tail(st, tail_a, tail_b, a, b, k, rows, cols, lda, ldb, M, N, K, lane, AT: constexpr, BT: constexpr,
+               SM: constexpr, SN: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, SG: constexpr,
+               IN: constexpr):
+    """The direct kernel's K tail: this subgroup's A tiles (rows[i], k) and B tiles (k, cols[j]), TK deep, into st
+    from tail_a and tail_b, zeros beyond K (and outside the matrices)."""
+    for i in static_range(SM):
+        if AT:
+            stage(st, tail_a + i * TM * TK, a, k, rows[i], lda, K, M, True, TK, TM, SG, lane, IN)
+        else:
+            stage(st, tail_a + i * TM * TK, a, rows[i], k, lda, M, K, True, TM, TK, SG, lane, IN)
+    for j in static_range(SN):
+        if BT:
+            stage(st, tail_b + j * TK * TN, b, cols[j], k, ldb, N, K, True, TN, TK, SG, lane, IN)
+        else:
+            stage(st, tail_b + j * TK * TN, b, k, cols[j], ldb, K, N, True, TK, TN, SG, lane, IN)
 
 
 @func
@@ -292,20 +436,20 @@ def activation(row, col, x, ACT: constexpr):
 
 
 @func
-def finish(result, tc, tbias, alpha, beta, USE_C: constexpr, BIAS: constexpr, ACT: constexpr, ACC: constexpr,
-           OUT: constexpr, SCALE: constexpr = True):
+def finish(result, tc, tbias, alpha, beta, epilogue: constexpr):
     """alpha * result (+ beta * C) (+ bias), the activation, in the accumulator type; then the output type.
     SCALE False (alpha is 1) leaves the scaling out."""
+    ACC = epilogue.ACC
     res = result
-    if SCALE:
+    if epilogue.SCALE:
         res = coop.map(scale_by, result, as_accumulator(alpha, ACC))
-    if USE_C:
+    if epilogue.USE_C:
         res = res + coop.map(scale_by, coop.convert(tc, ACC), as_accumulator(beta, ACC))
-    if BIAS:
+    if epilogue.BIAS:
         res = res + coop.convert(tbias, ACC)
-    if ACT != "none":
-        res = coop.map(activation, res, ACT)
-    return coop.convert(res, OUT)
+    if epilogue.ACT != "none":
+        res = coop.map(activation, res, epilogue.ACT)
+    return coop.convert(res, epilogue.OUT)
 
 
 @func
@@ -319,13 +463,52 @@ def copy_out(d, sc, base, row0, col0, row_first, col_first, M, N, ROWS: constexp
             d[(row0 + r) * N + col0 + c] = sc[base + i]
 
 
+@func
+def store_tile(result, d, c, bias, sc, region, row, col, r, column, M, N, alpha, beta, full, shifted,
+               TOUT: constexpr, epilogue: constexpr, SG: constexpr):
+    """The epilogue of one accumulator tile, whose own rows and columns start at (r, column) and which reads C and
+    bias at (row, col) (moved inside the matrices when shifted): finish, then D. A whole tile (full) loads C and
+    bias and stores D as matrices; a moved one (shifted) stores D through this subgroup's region of sc, writing only
+    its own part; an edge tile also stages C and bias through sc, with bounds checks."""
+    TM, TN = TOUT.rows, TOUT.cols
+    if full or shifted:  # C and bias tiles lie inside the matrices
+        tc = coop.fill(TOUT, 0)
+        tbias = coop.fill(TOUT, 0)
+        if epilogue.USE_C:
+            tc = coop.load(TOUT, c, row * N + col, N, coop.RowMajor)
+        if epilogue.BIAS:
+            tbias = coop.load(TOUT, bias, col, 0, coop.RowMajor)  # stride 0: every row is bias[col:]
+        out = finish(result, tc, tbias, alpha, beta, epilogue)
+        if full:
+            coop.store(out, d, r * N + column, N, coop.RowMajor)
+        else:  # a moved tile writes only what it owns, through shared memory
+            coop.store(out, sc, region, TN, coop.RowMajor)
+            barrier()
+            copy_out(d, sc, region, row, col, r, column, M, N, TM, TN, SG)
+            barrier()
+    else:
+        lane = lane_id()
+        tc = coop.fill(TOUT, 0)
+        tbias = coop.fill(TOUT, 0)
+        if epilogue.USE_C:
+            stage(sc, region, c, r, column, N, M, N, True, TM, TN, SG, lane, epilogue.OUT)
+            barrier()
+            tc = coop.load(TOUT, sc, region, TN, coop.RowMajor)
+            barrier()
+        if epilogue.BIAS:
+            stage(sc, region, bias, 0, column, 0, TM, N, True, TM, TN, SG, lane, epilogue.OUT)
+            barrier()
+            tbias = coop.load(TOUT, sc, region, TN, coop.RowMajor)
+            barrier()
+        out = finish(result, tc, tbias, alpha, beta, epilogue)
+        coop.store(out, sc, region, TN, coop.RowMajor)
+        barrier()
+        copy_out(d, sc, region, r, column, r, column, M, N, TM, TN, SG)
+        barrier()
+
+
 def byte_sized(dtype) -> bool:
     return dtype.width == 8
-
-
-def shared_unit(kmajor: bool, wide: int) -> int:
-    """Elements of an operand per element of its shared array: 4 bytes a u32 word (K-major), else WIDE (a V4)."""
-    return 4 if kmajor else wide
 
 
 def coop_threads(constexprs: dict) -> int:
@@ -334,7 +517,9 @@ def coop_threads(constexprs: dict) -> int:
 
 @functools.cache
 def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's constants
-    """The cooperative-matrix GEMM for A/B elements IN, accumulator ACC and output (C, D, bias) OUT."""
+    """The cooperative-matrix GEMM for A/B elements IN, accumulator ACC and output (C, D, bias) OUT: a composition
+    of the helpers above. The multiplications stay in the kernel body (a local array of matrices, the accumulators,
+    lives in its function): the direct K loop and its tail (DIRECT), then the staged steps, then the epilogue."""
 
     @kernel_source(local_size=coop_threads, name=f"gemm_coop_{IN}_{ACC}_{OUT}")
     def gemm_coop(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
@@ -350,18 +535,9 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         static_assert(not KMAJOR_B or (PREFETCH and not BT and byte_sized(IN)),
                       "KMAJOR_B transposes an 8-bit B stored K x N while prefetching")
         static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
-        BM = WM * SM * TM
-        BN = WN * SN * TN
-        BK = KT * TK
-        THREADS = WM * WN * SG
-        # The shared blocks in their stored layouts, rows PAD 16-byte chunks longer (elements: PAD * WIDE).
-        A_LD = (BM if AT else BK) + PAD * WIDE
-        A_SIZE = (BK if AT else BM) * A_LD
-        # KMAJOR_B: B (stored K x N) goes into shared memory transposed, as if stored N x K, in u32 words.
-        SB_T = BT or KMAJOR_B
-        B_UNIT = shared_unit(KMAJOR_B, WIDE)  # B's elements per shared-array element
-        B_LD = (BK if SB_T else BN) + PAD * WIDE
-        B_SIZE = (BN if SB_T else BK) * B_LD
+        blocks = Blocks(AT, BT, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, IN, WIDE, PAD, KMAJOR_B)
+        BM, BN, BK = blocks.BM, blocks.BN, blocks.BK
+        epilogue = Epilogue(USE_C, BIAS, ACT, ACC, OUT, SCALE)
         TA = coop.Matrix[IN, TM, TK, coop.A]
         TB = coop.Matrix[IN, TK, TN, coop.B]
         TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
@@ -371,14 +547,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         if WIDE:
             a_src = a4
             b_src = b4
-            sa = shared_array(V4, STAGES * A_SIZE // WIDE)
-            if KMAJOR_B:
-                sb = shared_array(u32, STAGES * B_SIZE // 4)
-            else:
-                sb = shared_array(V4, STAGES * B_SIZE // WIDE)
-        else:
-            sa = shared_array(IN, STAGES * BM * BK)
-            sb = shared_array(IN, STAGES * BK * BN)
+        sa = shared_array(blocks.A_ELEMENT, blocks.a_array(STAGES))  # the blocks, in their stored layouts
+        sb = shared_array(blocks.B_ELEMENT, blocks.b_array(STAGES))
         sc = shared_array(OUT, WM * WN * TM * TN)  # edge tiles of C, bias and D, one region per subgroup
         st = shared_array(IN, WM * WN * (SM * TM + SN * TN) * TK if DIRECT else 1)  # direct mode's K tail
         sg = subgroup_id()
@@ -396,22 +566,12 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         # EDGES False (the launcher's promise: M, N, K multiples of the block, rows of D 16-byte aligned, staged):
         # every block is whole, and the bounds checks compile out.
         full = not EDGES or (ALIGNED_OUT and row0 + BM <= M and col0 + BN <= N)  # the same in the whole workgroup
-
-        # Tile origins. DIRECT with M >= TM and N >= TN: a tile crossing M (N) moves up (left) to end there, so
-        # every direct load stays inside the matrices; the store writes only the rows and columns it owns.
-        shifted = False
+        shifted = False  # DIRECT with M >= TM and N >= TN: tiles moved inside, loaded straight from the buffers
         if DIRECT:
             shifted = M >= TM and N >= TN
         rows = local_array(s32, SM)
         cols = local_array(s32, SN)
-        for i in static_range(SM):
-            rows[i] = row0 + (wm * SM + i) * TM
-            if shifted:
-                rows[i] = minimum(rows[i], M - TM)
-        for j in static_range(SN):
-            cols[j] = col0 + (wn * SN + j) * TN
-            if shifted:
-                cols[j] = minimum(cols[j], N - TN)
+        tile_origins(rows, cols, row0, col0, wm, wn, M, N, shifted, SM, SN, TM, TN)
 
         k_split = 0  # [0, k_split): direct mode; [k_split, K): whole blocks staged in shared memory
         if shifted:
@@ -429,27 +589,13 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
             tail_b = tail_a + SM * TM * TK
             lane = lane_id()
             for k in range(k_direct, K, TK):
-                for i in static_range(SM):
-                    if AT:
-                        stage(st, tail_a + i * TM * TK, a, k, rows[i], lda, K, M, True, TK, TM, SG, lane, IN)
-                    else:
-                        stage(st, tail_a + i * TM * TK, a, rows[i], k, lda, M, K, True, TM, TK, SG, lane, IN)
-                for j in static_range(SN):
-                    if BT:
-                        stage(st, tail_b + j * TK * TN, b, cols[j], k, ldb, N, K, True, TN, TK, SG, lane, IN)
-                    else:
-                        stage(st, tail_b + j * TK * TN, b, k, cols[j], ldb, K, N, True, TK, TN, SG, lane, IN)
+                stage_tail(st, tail_a, tail_b, a, b, k, rows, cols, lda, ldb, M, N, K, lane, AT, BT, SM, SN, TM, TN,
+                           TK, SG, IN)
                 barrier()
                 for j in static_range(SN):
-                    if BT:
-                        btile[j] = load_tile(TB, st, tail_b + j * TK * TN, 0, 0, TK, True)
-                    else:
-                        btile[j] = load_tile(TB, st, tail_b + j * TK * TN, 0, 0, TN, False)
+                    btile[j] = load_tile(TB, st, tail_b + j * TK * TN, 0, 0, TK if BT else TN, BT)
                 for i in static_range(SM):
-                    if AT:
-                        ta = load_tile(TA, st, tail_a + i * TM * TK, 0, 0, TM, True)
-                    else:
-                        ta = load_tile(TA, st, tail_a + i * TM * TK, 0, 0, TK, False)
+                    ta = load_tile(TA, st, tail_a + i * TM * TK, 0, 0, TM if AT else TK, AT)
                     for j in static_range(SN):
                         acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
                 barrier()
@@ -458,15 +604,10 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
         steps = (K - k_split + BK - 1) // BK
         # PREFETCH: each step's loads of the next blocks go into registers before the multiplications and into
         # shared memory after them, so that the loads' latency hides behind the tensor cores.
-        regs = local_array(V4, (BM + BN) * BK // WIDE // THREADS if PREFETCH else 1)
+        regs = local_array(V4, blocks.REGISTERS if PREFETCH else 1)
         if steps > 0:
-            if PREFETCH:
-                fetch_blocks(regs, a_src, b_src, row0, col0, k_split, M, N, K, lda, ldb,
-                             EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, WIDE, KMAJOR_B)
-                put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD, KMAJOR_B)
-            else:
-                stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
-                             EDGES and (not full or k_split + BK > K), AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
+            load_blocks(sa, sb, regs, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
+                        EDGES and (not full or k_split + BK > K), blocks, PREFETCH)
             barrier()
             for step in range(steps):
                 k0 = k_split + step * BK
@@ -479,78 +620,40 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 # two stages, straight into the other buffer while this one is multiplied.
                 if PREFETCH:
                     if more:
-                        fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, AT, BT,
-                                     BM, BN, BK, THREADS, WIDE, KMAJOR_B)
+                        fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, blocks)
                 elif STAGES == 2:
                     if more:
-                        stage_blocks(sa, sb, a_src, b_src, (1 - current) * A_SIZE, (1 - current) * B_SIZE, row0,
-                                     col0, k0 + BK, M, N, K, lda, ldb, next_guard, AT, BT, BM, BN, BK, THREADS, IN,
-                                     WIDE, PAD)
-                a_base = current * A_SIZE
-                b_base = current * B_SIZE
+                        stage_blocks(sa, sb, a_src, b_src, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
+                                     row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, blocks)
+                a_base = current * blocks.A_SIZE
+                b_base = current * blocks.B_SIZE
                 for kt in static_range(KT):
                     for j in static_range(SN):
-                        n_local = (wn * SN + j) * TN
-                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, n_local, B_LD, SB_T, B_UNIT)
+                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, (wn * SN + j) * TN, blocks.B_LD,
+                                                 blocks.B_T, blocks.B_UNIT)
                     for i in static_range(SM):
-                        m_local = (wm * SM + i) * TM
-                        ta = load_tile_any(TA, sa, a_base, m_local, kt * TK, A_LD, AT, WIDE)
+                        ta = load_tile_any(TA, sa, a_base, (wm * SM + i) * TM, kt * TK, blocks.A_LD, AT, WIDE)
                         for j in static_range(SN):
                             acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
                 if PREFETCH and STAGES == 2:
                     if more:
-                        put_blocks(sa, sb, regs, (1 - current) * A_SIZE, (1 - current) * B_SIZE, AT, BT, BM, BN, BK,
-                                   THREADS, WIDE, PAD, KMAJOR_B)
+                        put_blocks(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
+                                   blocks)
                 barrier()
                 if STAGES == 1:  # one buffer: refilled once every subgroup is done with it
                     if more:
                         if PREFETCH:
-                            put_blocks(sa, sb, regs, 0, 0, AT, BT, BM, BN, BK, THREADS, WIDE, PAD, KMAJOR_B)
+                            put_blocks(sa, sb, regs, 0, 0, blocks)
                         else:
                             stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                         next_guard, AT, BT, BM, BN, BK, THREADS, IN, WIDE, PAD)
+                                         next_guard, blocks)
                         barrier()
 
         region = sg * TM * TN
         for i in static_range(SM):
             for j in static_range(SN):
-                r = row0 + (wm * SM + i) * TM  # the tile's own rows and columns
-                col = col0 + (wn * SN + j) * TN
-                result = acc[i * SN + j]
-                if full or shifted:  # C and bias tiles lie inside the matrices
-                    tc = coop.fill(TOUT, 0)
-                    tbias = coop.fill(TOUT, 0)
-                    if USE_C:
-                        tc = coop.load(TOUT, c, rows[i] * N + cols[j], N, coop.RowMajor)
-                    if BIAS:
-                        tbias = coop.load(TOUT, bias, cols[j], 0, coop.RowMajor)  # stride 0: every row is bias[col:]
-                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT, SCALE)
-                    if full:
-                        coop.store(out, d, r * N + col, N, coop.RowMajor)
-                    else:  # a moved tile writes only what it owns, through shared memory
-                        coop.store(out, sc, region, TN, coop.RowMajor)
-                        barrier()
-                        copy_out(d, sc, region, rows[i], cols[j], r, col, M, N, TM, TN, SG)
-                        barrier()
-                else:
-                    lane = lane_id()
-                    tc = coop.fill(TOUT, 0)
-                    tbias = coop.fill(TOUT, 0)
-                    if USE_C:
-                        stage(sc, region, c, r, col, N, M, N, True, TM, TN, SG, lane, OUT)
-                        barrier()
-                        tc = coop.load(TOUT, sc, region, TN, coop.RowMajor)
-                        barrier()
-                    if BIAS:
-                        stage(sc, region, bias, 0, col, 0, TM, N, True, TM, TN, SG, lane, OUT)
-                        barrier()
-                        tbias = coop.load(TOUT, sc, region, TN, coop.RowMajor)
-                        barrier()
-                    out = finish(result, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT, SCALE)
-                    coop.store(out, sc, region, TN, coop.RowMajor)
-                    barrier()
-                    copy_out(d, sc, region, r, col, r, col, M, N, TM, TN, SG)
-                    barrier()
+                store_tile(acc[i * SN + j], d, c, bias, sc, region, rows[i], cols[j], row0 + (wm * SM + i) * TM,
+                           col0 + (wn * SN + j) * TN, M, N, alpha, beta, full, shifted, TOUT, epilogue, SG)
 
     return gemm_coop
 
@@ -571,7 +674,7 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
                     BK: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr):
         BM = TY * RM
         BN = TX * RN
-        THREADS = TX * TY
+        blocks = Blocks(AT, BT, BM, BN, BK, TX * TY, IN)
         sa = shared_array(IN, BM * BK)
         sb = shared_array(IN, BK * BN)
         tx = local_index() % TX
@@ -586,8 +689,7 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
         a_values = local_array(ACC, RM)
         b_values = local_array(ACC, RN)
         for k0 in range(0, K, BK):
-            stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k0, M, N, K, lda, ldb, not full or k0 + BK > K,
-                         AT, BT, BM, BN, BK, THREADS, IN)
+            stage_blocks(sa, sb, a, b, 0, 0, row0, col0, k0, M, N, K, lda, ldb, not full or k0 + BK > K, blocks)
             barrier()
             for kk in range(BK):
                 for i in static_range(RM):
@@ -663,6 +765,7 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
         TB = coop.Matrix[IN, BK, BN, coop.B, coop.Workgroup]
         TACC = coop.Matrix[ACC, BM, BN, coop.Accumulator, coop.Workgroup]
         TOUT = coop.Matrix[OUT, BM, BN, coop.Accumulator, coop.Workgroup]
+        blocks = Blocks(AT, BT, BM, BN, BK, THREADS, IN)  # the K tail's, copied element by element
         sa = shared_array(IN, BM * BK if TAIL else 1)  # the K tail (TAIL: K is no multiple of BK)
         sb = shared_array(IN, BK * BN if TAIL else 1)
         sc = shared_array(OUT, BM * BN if EDGE else 1)  # edge blocks' output (EDGE: M or N is no multiple)
@@ -683,17 +786,10 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
             acc = coop.mul_add(load_tile_any(TA, a_src, 0, row, k, lda, AT, WIDE),
                                load_tile_any(TB, b_src, 0, k, col, ldb, BT, WIDE), acc, SATURATE)
         if TAIL and k_direct < K:
-            stage_blocks(sa, sb, a, b, 0, 0, row, col, k_direct, M, N, K, lda, ldb, True, AT, BT, BM, BN, BK,
-                         THREADS, IN)
+            stage_blocks(sa, sb, a, b, 0, 0, row, col, k_direct, M, N, K, lda, ldb, True, blocks)
             barrier()
-            if AT:
-                ta = load_tile(TA, sa, 0, 0, 0, BM, True)
-            else:
-                ta = load_tile(TA, sa, 0, 0, 0, BK, False)
-            if BT:
-                tb = load_tile(TB, sb, 0, 0, 0, BK, True)
-            else:
-                tb = load_tile(TB, sb, 0, 0, 0, BN, False)
+            ta = load_tile(TA, sa, 0, 0, 0, BM if AT else BK, AT)
+            tb = load_tile(TB, sb, 0, 0, 0, BK if BT else BN, BT)
             acc = coop.mul_add(ta, tb, acc, SATURATE)
             barrier()
         tc = coop.fill(TOUT, 0)
@@ -702,7 +798,7 @@ def workgroup_kernel(IN, ACC, OUT):  # noqa: N803
             tc = coop.load(TOUT, c, row * N + col, N, coop.RowMajor)
         if BIAS:
             tbias = coop.load(TOUT, bias, col, 0, coop.RowMajor)
-        out = finish(acc, tc, tbias, alpha, beta, USE_C, BIAS, ACT, ACC, OUT, SCALE)
+        out = finish(acc, tc, tbias, alpha, beta, Epilogue(USE_C, BIAS, ACT, ACC, OUT, SCALE))
         if full or not EDGE:
             coop.store(out, d, row0 * N + col0, N, coop.RowMajor)
         else:
