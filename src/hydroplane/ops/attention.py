@@ -147,7 +147,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=
         plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
         if out is None and on_device:
             out = device_array(np.full(problem.shapes()[0], POISON, problem.dtype.dtype), device)
-        with PreparedAttention(executor, plan, {"q": q, "k": k, "v": v}, out) as prepared:
+        bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
+        with PreparedAttention(executor, plan, {"q": q, "k": k, "v": v}, bound_out) as prepared:
             prepared.dispatch()
             if isinstance(out, DeviceArray):
                 return out

@@ -1,0 +1,163 @@
+"""Attention parity: the library kernel on the reference executor (diagnostics on: races, out-of-bounds and
+uninitialised accesses, matrix operations reached by part of a subgroup all raise) and on lavapipe, against the
+float64 NumPy softmax(q kᵀ scale) v.
+
+Random normal inputs (negatives, values near zero, and with `logit_scale` logits up to about ±30 and ±300: the
+online softmax must stay stable), outputs and the decode path's partial results poisoned before each run (the runner
+fills them with a value no attention writes), odd lengths (1, 7, 33, 47, 100), causal masking with S_q < S_kv and
+S_q > S_kv (rows that see no key are zeros), grouped-query and multi-query heads, S_q = 1, head dims 16 to 256,
+f16 and bf16 (bf16 on ref, through both P conversions), every kernel configuration kind: one and several subgroups
+and query tiles, one and several key tiles, padded and unpadded shared rows, wider (flexible-dimension) tiles, the
+decode path's splits and its combining pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from hydroplane.kernels.attention import AttentionConfig, AttentionProblem, attention_plan, reference, relative_error
+from hydroplane.kernels.attention import tolerance as bound
+from hydroplane.ops.attention import POISON, AttentionRunner, PreparedAttention
+
+
+@pytest.fixture(scope="module")
+def ref():
+    with AttentionRunner.open("ref") as runner:
+        assert runner.executor.diagnostics == "raise" and runner.executor.checks  # every diagnostic raises
+        yield runner
+
+
+@pytest.fixture(scope="module")
+def lavapipe():
+    with AttentionRunner.open(0) as runner:
+        assert runner.target.subgroup_size == 8  # the tests' small configurations are lavapipe's
+        yield runner
+
+
+def check(runner: AttentionRunner, problem: AttentionProblem, config: AttentionConfig, seed: int = 0,
+          logit_scale: float = 1.0):
+    result = runner.run(problem, config, seed=seed, logit_scale=logit_scale)
+    assert result.ok, f"{problem.describe()} with {config.describe()} on {runner.name}: error {result.error}"
+    assert result.error > 0 or problem.kv_len == 1  # a real comparison: rounding shows (one key: O is V exactly)
+    return result
+
+
+C = AttentionConfig
+REF_CONFIGS = {
+    "2 subgroups, 2 key tiles": C((16, 16, 16), 2, 1, 2),
+    "1 subgroup, 2 query tiles, unpadded": C((16, 16, 16), 1, 2, 1, pad=0),
+    "8 subgroups x 64 keys (the H200's)": C((16, 16, 16), 8, 1, 4),
+    "wide 16x32x32 tiles": C((16, 32, 32), 2, 1, 1),
+    "wide 16x32x16 tiles, 2 key tiles": C((16, 32, 16), 1, 1, 2, pad=2),
+    "decode: 3 splits": C((16, 16, 16), 1, 1, 2, splits=3),
+}
+REF_CASES = [  # (batch, heads, kv_heads, q_len, kv_len, head_dim, causal, logit_scale)
+    (1, 2, 2, 33, 40, 64, False, 1.0),
+    (1, 2, 2, 40, 33, 64, True, 1.0),  # S_q > S_kv: the first 7 rows see no key
+    (2, 4, 2, 7, 70, 64, True, 1.0),  # GQA, S_q < S_kv
+    (1, 4, 1, 1, 100, 128, False, 1.0),  # MQA, one query
+    (1, 2, 2, 33, 47, 128, True, 3.2),  # logits up to about ±30
+]
+
+
+@pytest.mark.parametrize("name", list(REF_CONFIGS))
+@pytest.mark.parametrize("case", range(len(REF_CASES)))
+def test_configs_on_ref(ref, name, case):
+    b, h, hk, s_q, s_kv, d, causal, logit = REF_CASES[case]
+    config = REF_CONFIGS[name]
+    if d % config.tile[1]:
+        d = 128
+    check(ref, AttentionProblem(b, h, s_q, s_kv, d, "f16", hk, causal), config, seed=case, logit_scale=logit)
+
+
+@pytest.mark.parametrize("q_len, kv_len", [(1, 1), (7, 7), (1, 7), (7, 1), (33, 33), (47, 100)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_odd_lengths_on_ref(ref, q_len, kv_len, causal):
+    check(ref, AttentionProblem(1, 2, q_len, kv_len, 64, causal=causal), C((16, 16, 16), 2, 1, 2), seed=q_len)
+
+
+@pytest.mark.parametrize("head_dim", [16, 48, 80, 256])
+def test_head_dims_on_ref(ref, head_dim):
+    check(ref, AttentionProblem(1, 2, 20, 37, head_dim, causal=True), C((16, 16, 16), 1, 1, 2), seed=head_dim)
+
+
+def test_very_large_logits_stay_stable(ref):
+    """Logits of about ±300 (exp overflows f32 without the running maximum): still the float64 answer."""
+    result = check(ref, AttentionProblem(1, 2, 33, 70, 64), C((16, 16, 16), 2, 1, 2), logit_scale=10.0)
+    assert np.isfinite(result.output.astype(np.float32)).all()
+
+
+def test_scale_given(ref):
+    check(ref, AttentionProblem(1, 2, 17, 30, 64, scale=-0.3), C((16, 16, 16), 1, 1, 2))
+
+
+@pytest.mark.parametrize("direct", [False, True])
+@pytest.mark.parametrize("causal", [False, True])
+def test_bf16_on_ref_both_p_conversions(ref, direct, causal):
+    """bf16 through coop.convert + coop.convert_use (ref offers a bf16 accumulator) and through the one-step NV2
+    conversion the H200 gets (DIRECT_P: it has no bf16 accumulator)."""
+    problem = AttentionProblem(1, 4, 33, 47, 64, "bf16", kv_heads=2, causal=causal)
+    plan = attention_plan(problem, C((16, 16, 16), 2, 1, 2), ref.target)
+    plan = replace(plan, main=replace(plan.main, constexprs={**plan.main.constexprs, "DIRECT_P": direct}))
+    rng = np.random.default_rng(9)
+    data = {name: rng.standard_normal(shape).astype(np.float32).astype(problem.dtype.dtype)
+            for name, shape in zip("qkv", (problem.shapes()[0], *problem.shapes()[1:] * 2))}
+    with PreparedAttention(ref.executor, plan, data) as prepared:
+        assert (prepared.read() == prepared.poison).all() and prepared.poison.flat[0] != 0  # poisoned first
+        prepared.dispatch()
+        error = relative_error(prepared.read(), reference(problem, data["q"], data["k"], data["v"]))
+    assert 0 < error <= bound(problem)
+
+
+def test_decode_path_with_many_splits_and_causal(ref):
+    check(ref, AttentionProblem(2, 4, 3, 300, 64, kv_heads=1, causal=True), C((16, 16, 16), 1, 1, 2, splits=5))
+
+
+def test_decode_partial_results_are_poisoned_and_combined(ref):
+    problem = AttentionProblem(1, 2, 1, 200, 64)
+    plan = attention_plan(problem, C((16, 16, 16), 1, 1, 2, splits=4), ref.target)
+    assert plan.combine is not None
+    data = {name: np.random.default_rng(3).standard_normal(shape).astype(np.float16)
+            for name, shape in zip("qkv", (problem.shapes()[0], *problem.shapes()[1:] * 2))}
+    with PreparedAttention(ref.executor, plan, data) as prepared:
+        main = prepared.passes[0]
+        assert (main.read("ml_part") == np.float32(POISON)).all()  # poisoned first
+        prepared.dispatch()
+        stats = main.read("ml_part").reshape(2, 4, 1, 2)  # (head, split, row, max/sum)
+        assert (stats[..., 1] > 0).all()  # every split saw keys
+        error = relative_error(prepared.read(), reference(problem, data["q"], data["k"], data["v"]))
+    assert 0 < error <= bound(problem)
+
+
+LAVAPIPE_CONFIGS = {
+    "2 subgroups, 2 key tiles": C((8, 8, 8), 2, 1, 2),
+    "1 subgroup, 2 query tiles, unpadded": C((8, 8, 8), 1, 2, 1, pad=0),
+    "decode: 3 splits": C((8, 8, 8), 1, 1, 2, splits=3),
+}
+LAVAPIPE_CASES = [  # head dims 16 and 32: lavapipe compiles each specialization for seconds (64: about 8 s)
+    (1, 2, 2, 17, 20, 16, True, 1.0),
+    (1, 4, 2, 7, 33, 32, False, 3.2),
+    (1, 2, 1, 1, 47, 32, False, 1.0),
+    (1, 2, 2, 20, 9, 16, True, 1.0),
+]
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("name", list(LAVAPIPE_CONFIGS))
+@pytest.mark.parametrize("case", range(len(LAVAPIPE_CASES)))
+def test_configs_on_lavapipe(lavapipe, name, case):
+    b, h, hk, s_q, s_kv, d, causal, logit = LAVAPIPE_CASES[case]
+    check(lavapipe, AttentionProblem(b, h, s_q, s_kv, d, "f16", hk, causal), LAVAPIPE_CONFIGS[name], seed=case,
+          logit_scale=logit)
+
+
+@pytest.mark.vulkan
+def test_default_configs_on_lavapipe(lavapipe):
+    """The configurations lavapipe gets by default, head dim 64 once (head dim 128 runs on ref and the H200:
+    lavapipe takes about 30 s to compile its fully unrolled 8x8 tiles, 64 about 8 s)."""
+    for problem in (AttentionProblem(1, 2, 33, 33, 64, causal=True), AttentionProblem(2, 2, 1, 70, 32, kv_heads=1)):
+        result = check(lavapipe, problem, None)
+        assert result.timing == "GPU timestamps"
