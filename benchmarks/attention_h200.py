@@ -44,14 +44,16 @@ from h200_check import Tee  # noqa: E402 -- this folder's standalone H200 check:
 from hydroplane import vk  # noqa: E402
 from hydroplane.kernels.attention import (  # noqa: E402
     AttentionConfig,
+    AttentionError,
     AttentionProblem,
+    attention_plan,
     candidate_configs,
     random_inputs,
     reference,
     relative_error,
     tolerance,
 )
-from hydroplane.ops.attention import AttentionRunner  # noqa: E402
+from hydroplane.ops.attention import AttentionRunner, attention  # noqa: E402
 
 CASES = {  # name: (batch, heads, q_len, kv_len, head_dim, causal)
     "4x16x4096x128": (4, 16, 4096, 4096, 128, False),
@@ -62,9 +64,25 @@ CASES = {  # name: (batch, heads, q_len, kv_len, head_dim, causal)
 }
 TINY = {  # the same code paths at sizes lavapipe finishes in seconds
     "2x2x40x16": (2, 2, 40, 40, 16, False),
+    "4x16x4096x128 bf16": (2, 2, 40, 40, 16, False),  # not run where the device has no bf16 (lavapipe)
     "2x2x40x16 causal": (2, 2, 40, 40, 16, True),
     "decode 2x2 1x200x16": (2, 2, 1, 200, 16, False),
 }
+CASE_DTYPE = {"4x16x4096x128 bf16": "bf16"}  # f16 unless named here
+CASES["4x16x4096x128 bf16"] = (4, 16, 4096, 4096, 128, False)  # bf16 where the device has it (DIRECT_P on the H200)
+PARITY = [  # (batch, heads, kv_heads, q_len, kv_len, head_dim, causal, dtype, logit_scale): hydroplane.attention()
+    (1, 2, 2, 33, 40, 64, False, "f16", 1.0),
+    (1, 2, 2, 40, 33, 64, True, "f16", 1.0),  # S_q > S_kv: rows that see no key are zeros
+    (2, 8, 2, 7, 70, 128, True, "f16", 1.0),  # GQA, S_q < S_kv
+    (1, 8, 1, 1, 1000, 128, False, "f16", 1.0),  # MQA decode: the split path
+    (2, 4, 4, 3, 777, 64, True, "f16", 1.0),  # short queries, causal, split
+    (1, 2, 2, 100, 129, 128, True, "f16", 3.2),  # logits to about ±30
+    (1, 2, 2, 65, 65, 256, False, "f16", 1.0),
+    (1, 2, 2, 65, 65, 80, True, "f16", 1.0),
+    (1, 4, 2, 47, 100, 128, True, "bf16", 1.0),
+    (2, 4, 4, 1, 3000, 64, False, "bf16", 3.2),
+]
+TINY_PARITY = [(1, 2, 2, 17, 20, 16, True, "f16", 1.0), (1, 2, 1, 1, 100, 32, False, "f16", 3.2)]
 TARGETS = {"4x16x4096x128": "≥ 200 TFLOP/s", "4x16x4096x128 causal": "≥ 150 TFLOP/s",
            "decode 16x32 1x8192x128": "≥ 3 TB/s"}
 DECODE_SPLITS = (8, 16, 32, 64)  # the decode case's split counts tried with its leading configurations
@@ -76,6 +94,28 @@ def torch_or_none():
     except ImportError:
         return None
     return torch if torch.cuda.is_available() else None
+
+
+def parity(cases, device, log) -> int:
+    """hydroplane.attention() (the API path: the shared executor, robust buffer access) on small odd cases against
+    the float64 NumPy reference; returns the number that failed."""
+    failed = 0
+    rng = np.random.default_rng(7)
+    print("\nparity: hydroplane.attention() against NumPy (float64) on odd shapes", file=log)
+    for b, h, h_kv, s_q, s_kv, d, causal, dtype, logit in cases:
+        problem = AttentionProblem(b, h, s_q, s_kv, d, dtype, h_kv, causal)
+        data = random_inputs(problem, rng, logit)
+        start = time.perf_counter()
+        try:
+            out = attention(data["q"], data["k"], data["v"], causal=causal, device=device)
+            error = relative_error(out, reference(problem, data["q"], data["k"], data["v"]))
+            verdict = "ok" if error <= tolerance(problem) else "WRONG"
+        except Exception as err:  # noqa: BLE001 -- reported, counted, and the run goes on
+            error, verdict = float("nan"), f"FAILED {type(err).__name__}: {str(err)[:200]}"
+        failed += verdict != "ok"
+        print(f"    {verdict:5} {problem.describe():60} error {error:.2g} ({time.perf_counter() - start:.1f} s)",
+              file=log, flush=True)
+    return failed
 
 
 def make_inputs(problem: AttentionProblem, rng, torch):
@@ -112,10 +152,16 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
     configs = candidates[:limit]
     for tile in dict.fromkeys(c.tile for c in candidates):
         configs += [c for c in candidates if c.tile == tile][:per_tile]
-    if problem.q_len == 1:  # the decode path: also a few split counts of its leading configurations
-        leading = [c for c in configs if c.splits != 1][:2]
+    if problem.q_len == 1:  # the decode path: also a few split counts of its leading configuration
+        leading = [c for c in configs if c.splits != 1][:1]
         configs += [replace(c, splits=s) for c in leading for s in DECODE_SPLITS]
-    return list(dict.fromkeys(configs))
+    plans = {}  # the configurations as they run (split counts the plan clamps to the keys), each once
+    for config in configs:
+        try:
+            plans.setdefault(attention_plan(problem, config, runner.target).config, config)
+        except AttentionError:
+            continue
+    return list(plans.values())
 
 
 def parse_config(text: str) -> AttentionConfig:
@@ -204,6 +250,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-configs", type=int, default=6, help="leading configurations swept per case")
     parser.add_argument("--per-tile", type=int, default=2, help="and the leading ones of every other tile shape")
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
+    parser.add_argument("--no-parity", action="store_true", help="skip the odd-shape parity cases")
     parser.add_argument("--config", action="append", default=[],
                         help="a configuration to time instead of the sweep (repeatable), e.g. "
                              "tile=16x16x16,subgroups=4,key_tiles=2")
@@ -229,13 +276,19 @@ def main(argv=None) -> int:
               + (f", driver {runner.executor.info.driver_version}" if not runner.is_reference else "")
               + (f", torch {torch.__version__}" if torch else ", no torch (NumPy float64 reference, no baseline)"),
               file=log, flush=True)
+        failed = parity(TINY_PARITY if args.tiny else PARITY, runner.device, log) if not args.no_parity else 0
         rng = np.random.default_rng(2026)
         for name, (b, h, s_q, s_kv, d, causal) in cases.items():
-            problem = AttentionProblem(b, h, s_q, s_kv, d, "f16", causal=causal)
+            problem = AttentionProblem(b, h, s_q, s_kv, d, CASE_DTYPE.get(name, "f16"), causal=causal)
             case_start = time.perf_counter()
             print(f"\n{name}: {problem.describe()}", file=log, flush=True)
             data, exact = make_inputs(problem, rng, torch)
-            configs = explicit or sweep_configs(problem, runner, args.max_configs, args.per_tile)
+            try:
+                configs = explicit or sweep_configs(problem, runner, args.max_configs if name not in CASE_DTYPE
+                                                    else 3, args.per_tile if name not in CASE_DTYPE else 0)
+            except AttentionError as err:  # bf16 where the device has none
+                print(f"    not run: {err}", file=log)
+                continue
             rows = [r for r in (time_hydroplane(runner, problem, config, data, exact, torch, args.reps,
                                                 args.warmup_s, log) for config in configs) if r]
             best = min(rows, key=lambda r: r["seconds"]) if rows else None
@@ -247,7 +300,7 @@ def main(argv=None) -> int:
                             "kv_bytes": problem.kv_bytes, "best": best, "tried": rows, "torch_s": torch_s})
             print(f"    ({time.perf_counter() - case_start:.1f} s)", file=log, flush=True)
             del data, exact
-    print(f"\nsummary (f16, median of {args.reps} by GPU timestamps after {args.warmup_s} s warm-up; torch: CUDA "
+    print(f"\nsummary (median of {args.reps} by GPU timestamps after {args.warmup_s} s warm-up; torch: CUDA "
           f"events; TFLOP/s = 4·B·H·S_q·S_kv·D / time, halved for causal; {time.perf_counter() - began:.0f} s in all)",
           file=log)
     print("| case | hydroplane ms | TFLOP/s | TB/s K+V | torch SDPA ms | TFLOP/s | hydroplane/torch | target | "
@@ -268,7 +321,9 @@ def main(argv=None) -> int:
         (folder / "attention_h200.json").write_text(json.dumps(results, indent=1) + "\n")
         for s in streams[1:]:
             s.close()
-    return 0 if all(r["best"] for r in results) else 1
+    if failed:
+        print(f"\n{failed} parity case(s) FAILED (above)", file=log)
+    return 0 if all(r["best"] for r in results) and not failed else 1
 
 
 if __name__ == "__main__":

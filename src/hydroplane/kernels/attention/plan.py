@@ -159,8 +159,8 @@ class AttentionConfig:
     def describe(self) -> str:
         bm, bn = self.block
         qt, sn, qk = self.tile
-        text = (f"tiles {qt}x{sn}x{qk}: block {bm} queries x {bn} keys, {self.subgroups} subgroups of "
-                f"{self.query_tiles} query tile{'s' * (self.query_tiles > 1)}")
+        text = (f"tiles {qt}x{sn}x{qk}: block {bm} queries x {bn} keys, {self.subgroups} "
+                f"subgroup{'s' * (self.subgroups > 1)} of {self.query_tiles} query tile{'s' * (self.query_tiles > 1)}")
         if self.pad:
             text += f", rows padded by {16 * self.pad} bytes"
         if self.splits > 1:
@@ -326,6 +326,8 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
         # (subgroups, query tiles per subgroup, keys per block)
         shapes = [(8, 1, 64), (4, 1, 32), (8, 1, 32), (4, 1, 64), (8, 2, 32), (4, 2, 64)] if big else \
             [(2, 1, 2 * sn), (1, 1, 2 * sn), (2, 2, sn)]
+        if big and problem.head_dim <= 64:  # small heads leave registers for longer key blocks
+            shapes[1:1] = [(8, 1, 128), (4, 1, 128)]
         for subgroups, query_tiles, keys in shapes:
             if keys % sn:
                 continue
