@@ -260,7 +260,8 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
         chunks = local_array(V4, UNROLL * CPI if WIDE else 1)
         elems = local_array(WORK, 1 if WIDE else UNROLL * CPI)
         bv = local_array(WORK, VEC)
-        av = local_array(WORK, VEC)
+        av = local_array(WORK, MR * VEC)  # this chunk of every row of A, unpacked once
+        part_a = local_array(WORK, VEC)
         for k0 in range(k_begin + kw * VEC, k_end, KW * VEC * UNROLL):
             for u in static_range(UNROLL):
                 k = minimum(k0 + u * KW * VEC, k_end - VEC)  # past the range: the last chunk, counted zero
@@ -276,19 +277,20 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
                 for m in static_range(MR):
                     row = minimum(m0 + m, M - 1)
                     if WIDE and not AT:
-                        unpack_chunk(av, a4[(row * K + k) // VEC], IN, WORK, VEC)
+                        unpack_chunk(part_a, a4[(row * K + k) // VEC], IN, WORK, VEC)
                     else:
                         for j in static_range(VEC):
-                            av[j] = a_element(a, row, k + j, M, K, AT, WORK)
+                            part_a[j] = a_element(a, row, k + j, M, K, AT, WORK)
                     for j in static_range(VEC):
-                        av[j] = select(live, av[j], WORK(0))
-                    for i in static_range(CPI):
-                        if WIDE:
-                            unpack_chunk(bv, chunks[u * CPI + i], IN, WORK, VEC)
-                        else:
-                            bv[0] = elems[u * CPI + i]
+                        av[m * VEC + j] = select(live, part_a[j], WORK(0))
+                for i in static_range(CPI):
+                    if WIDE:
+                        unpack_chunk(bv, chunks[u * CPI + i], IN, WORK, VEC)
+                    else:
+                        bv[0] = elems[u * CPI + i]
+                    for m in static_range(MR):
                         for j in static_range(VEC):
-                            acc[m * CPI + i] += av[j] * bv[j]
+                            acc[m * CPI + i] += av[m * VEC + j] * bv[j]
         for s in static_range(log2_exact(KW)):  # the KW lanes of a column group: neighbours in one subgroup
             for i in static_range(MR * CPI):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)

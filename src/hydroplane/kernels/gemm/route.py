@@ -67,7 +67,8 @@ class GemvConfig:
                 raise GemmError(f"a GemvConfig's {name} is a positive int, not {value!r}")
 
     def describe(self) -> str:
-        return (f"skinny: {self.rows} rows, {self.columns} column {'chunks' if self.per_lane == 1 else 'groups'}"
+        return (f"skinny: {self.rows} row{'s' * (self.rows > 1)}, {self.columns} column "
+                f"{'chunks' if self.per_lane == 1 else 'groups'}"
                 + (f" of {self.per_lane}" if self.per_lane > 1 else "") + f" x {self.lanes} K lanes, unroll "
                 f"{self.unroll}" + (f", K split {self.split} ways" if self.split > 1 else "")
                 + ("" if self.wide else ", no wide loads"))
