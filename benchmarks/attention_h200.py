@@ -123,7 +123,7 @@ def make_inputs(problem: AttentionProblem, rng, torch):
     data = random_inputs(problem, rng)
     if torch is None:
         return data, reference(problem, data["q"], data["k"], data["v"])
-    q, k, v = (torch.from_numpy(data[name]).cuda() for name in "qkv")
+    q, k, v = (to_torch(data[name], torch) for name in "qkv")
     data["torch"] = (q, k, v)
     group = problem.heads // problem.kv_heads
     with torch.no_grad():
@@ -138,10 +138,17 @@ def make_inputs(problem: AttentionProblem, rng, torch):
     return data, exact
 
 
+def to_torch(array: np.ndarray, torch):
+    """A CUDA tensor of a NumPy f16 or bf16 array (torch reads no ml_dtypes array: bf16 goes as its bits)."""
+    if array.dtype == np.float16:
+        return torch.from_numpy(np.ascontiguousarray(array)).cuda()
+    return torch.from_numpy(np.ascontiguousarray(array).view(np.int16)).cuda().view(torch.bfloat16)
+
+
 def error_of(out: np.ndarray, exact, torch) -> float:
     if isinstance(exact, np.ndarray):
         return relative_error(out, exact)
-    got = torch.from_numpy(np.ascontiguousarray(out)).cuda().float()
+    got = to_torch(out, torch).float()
     norm = float(torch.linalg.norm(exact))
     return float(torch.linalg.norm(got - exact)) / norm
 
@@ -247,8 +254,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default=None, help="a Vulkan device number or 'ref' (default: the best)")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--warmup-s", type=float, default=0.3)
-    parser.add_argument("--max-configs", type=int, default=6, help="leading configurations swept per case")
-    parser.add_argument("--per-tile", type=int, default=2, help="and the leading ones of every other tile shape")
+    parser.add_argument("--max-configs", type=int, default=4, help="leading configurations swept per case")
+    parser.add_argument("--per-tile", type=int, default=1, help="and the leading ones of every other tile shape")
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     parser.add_argument("--no-parity", action="store_true", help="skip the odd-shape parity cases")
     parser.add_argument("--config", action="append", default=[],

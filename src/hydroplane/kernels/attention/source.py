@@ -314,7 +314,11 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                                   SG)
                     barrier()
             else:
-                result = coop.convert(coop.map(divided_by, o[i * DT + dn], row_sum[i]), IN)
+                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i])
+                if DIRECT_P:  # no accumulator of the input type: the output tile is stored as an A matrix of it
+                    result = coop.convert(normalised, IN, coop.A)
+                else:
+                    result = coop.convert(normalised, IN)
                 if whole:
                     coop.store(result, out4, q_base + row0 * CHUNKS + dn * SN // WIDE, CHUNKS, coop.RowMajor)
                 else:
