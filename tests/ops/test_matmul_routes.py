@@ -13,6 +13,7 @@ from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype, random
 from hydroplane.kernels.gemm import copy as copy_kernels
 from hydroplane.kernels.gemm.route import (
     GemvConfig,
+    SplitConfig,
     check_gemv,
     config_from_dict,
     gemm_route,
@@ -24,6 +25,7 @@ from hydroplane.kernels.gemm.route import (
 )
 from hydroplane.launch.prepared import prepare
 from hydroplane.ops.gemm import GemmRunner, tolerance
+from hydroplane.spirv.target import Target
 
 REF_DTYPES = ("f16:f32", "f16:f16", "bf16:f32", "bf16:f32:bf16", "f16:f32:f16", "s8:s32", "u8:u32", "e4m3:f32")
 LAVAPIPE_DTYPES = ("f16:f32", "f16:f16", "f16:f32:f16", "s8:s32", "u8:u32")
@@ -128,6 +130,55 @@ def test_every_skinny_candidate_runs(device):
             assert configs and any(c.split > 1 for c in configs)
             for index, config in enumerate(configs[:4] if device == "ref" else configs[:2]):
                 run_route(runner, problem, config, seed=index)
+
+
+SPLIT_CONFIGS = {
+    "staged": SplitConfig(tile=(16, 16, 16), subgroups=(1, 2), tiles=(2, 1), k_tiles=1, stages=1, split=3),
+    "prefetch2": SplitConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), k_tiles=2, stages=2, pad=1,
+                             prefetch=True, split=2),
+    "prefetch1": SplitConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), k_tiles=2, stages=1, pad=1,
+                             prefetch=True, split=4),
+}
+
+
+@pytest.mark.parametrize("name", list(SPLIT_CONFIGS))
+@pytest.mark.parametrize("dtype", ["f16:f32", "f16:f16", "s8:s32", "bf16:f32:bf16"])
+@pytest.mark.parametrize("shape, layout", [((48, 40, 200), "nn"), ((64, 64, 256), "tn"), ((32, 64, 128), "tt")],
+                         ids=["edges-tail", "whole", "whole-tt"])
+def test_split_k_on_ref(ref, name, dtype, shape, layout):
+    """The cooperative-matrix GEMM over K ranges (edges, a K tail in the last range, whole blocks with the bounds
+    checks compiled out), partial sums added up with the epilogue by the reduction."""
+    problem = GemmProblem(*shape, parse_dtype(dtype), layout, alpha=2.0, beta=1.0, bias=True, activation="relu")
+    config = SPLIT_CONFIGS[name]
+    route = gemm_route(problem, config, ref.target)
+    assert [s.name for s in route.steps] == ["gemm", "reduce"] and route.main.grid[2] == config.split
+    assert route.main.constexprs["EDGES"] == (shape[0] == 48)
+    run_route(ref, problem, config)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("dtype", ["f16:f32", "s8:s32"])
+def test_split_k_on_lavapipe(lavapipe, dtype):
+    config = SplitConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=2, stages=1, pad=1, prefetch=True,
+                         split=3)
+    for shape, layout in (((24, 40, 104), "nn"), ((32, 64, 96), "nt")):
+        problem = GemmProblem(*shape, parse_dtype(dtype), layout, beta=1.0, bias=True)
+        run_route(lavapipe, problem, config)
+
+
+def test_split_k_padded_and_offered_where_the_gpu_is_short_of_workgroups(ref):
+    odd = GemmProblem(70, 33, 100, parse_dtype("f16:f32"), "nt", beta=1.0)
+    assert [s.name for s in gemm_route(odd, SPLIT_CONFIGS["prefetch1"], ref.target, pad=True).steps] == \
+        ["pad a", "pad b", "pad c", "gemm", "reduce", "extract d"]
+    run_route(ref, odd, SPLIT_CONFIGS["prefetch1"], pad=True)
+    h200 = Target.profile("nvidia-h200")
+    small = route_candidates(GemmProblem(1024, 1024, 1024, parse_dtype("f16:f32")), h200)
+    assert isinstance(small[1], SplitConfig) and isinstance(small[0], GemmConfig) and small[1].split in (2, 4, 8)
+    large = route_candidates(GemmProblem(4096, 4096, 4096, parse_dtype("f16:f32")), h200)
+    assert not any(isinstance(c, SplitConfig) for c in large)
+    with pytest.raises(Exception, match="2 or more ranges"):
+        SplitConfig(split=1)
+    assert config_from_dict(SPLIT_CONFIGS["staged"].to_dict()) == SPLIT_CONFIGS["staged"]
 
 
 PAD_CONFIG_REF = GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), k_tiles=2, stages=1, pad=1,

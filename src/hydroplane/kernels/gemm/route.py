@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, replace
 
-from hydroplane.kernels.gemm import copy, gemv
+from hydroplane.kernels.gemm import copy, gemv, splitk
 from hydroplane.kernels.gemm.plan import (
     GemmConfig,
     GemmError,
@@ -84,11 +84,66 @@ class GemvConfig:
             raise GemmError(f"a malformed skinny GEMM config {d!r}: {err}") from None
 
 
-def config_from_dict(d: dict) -> GemmConfig | GemvConfig:
-    """A stored configuration (the autotune cache, the shipped table) of either kind."""
+@dataclass(frozen=True)
+class SplitConfig:
+    """A staged cooperative-matrix configuration (GemmConfig's fields of the kind) run over `split` K ranges by
+    separate workgroups (splitk.py), their partial sums added up by the reduction kernel."""
+
+    kind: str = "splitk"
+    tile: tuple[int, int, int] = (16, 16, 16)
+    subgroups: tuple[int, int] = (2, 2)
+    tiles: tuple[int, int] = (2, 2)
+    k_tiles: int = 2
+    stages: int = 1
+    wide: bool = True
+    pad: int = 0
+    prefetch: bool = False
+    kmajor: bool = False
+    split: int = 2
+
+    def __post_init__(self):
+        if self.kind != "splitk":
+            raise GemmError(f"a SplitConfig's kind is 'splitk', not {self.kind!r}")
+        if not isinstance(self.split, int) or self.split < 2:
+            raise GemmError(f"a K split runs 2 or more ranges, not {self.split!r}")
+        self.coop()  # the GEMM fields checked as GemmConfig checks them
+
+    def coop(self) -> GemmConfig:
+        """The cooperative-matrix configuration each K range runs."""
+        return GemmConfig(kind="coop", tile=tuple(self.tile), subgroups=tuple(self.subgroups), tiles=tuple(self.tiles),
+                          k_tiles=self.k_tiles, stages=self.stages, wide=self.wide, pad=self.pad,
+                          prefetch=self.prefetch, kmajor=self.kmajor)
+
+    @classmethod
+    def of(cls, config: GemmConfig, split: int) -> SplitConfig:
+        return cls(tile=config.tile, subgroups=config.subgroups, tiles=config.tiles, k_tiles=config.k_tiles,
+                   stages=config.stages, wide=config.wide, pad=config.pad, prefetch=config.prefetch,
+                   kmajor=config.kmajor, split=split)
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return self.coop().block
+
+    def describe(self) -> str:
+        return f"{self.coop().describe()}, K split {self.split} ways"
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SplitConfig:
+        try:
+            return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        except TypeError as err:
+            raise GemmError(f"a malformed K-split GEMM config {d!r}: {err}") from None
+
+
+def config_from_dict(d: dict) -> GemmConfig | GemvConfig | SplitConfig:
+    """A stored configuration (the autotune cache, the shipped table) of any kind."""
     if not isinstance(d, dict):
         raise GemmError(f"a GEMM config is a dict, not {d!r}")
-    return GemvConfig.from_dict(d) if d.get("kind") == "gemv" else GemmConfig.from_dict(d)
+    kinds = {"gemv": GemvConfig, "splitk": SplitConfig}
+    return kinds[d["kind"]].from_dict(d) if d.get("kind") in kinds else GemmConfig.from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -209,15 +264,90 @@ def gemv_route(problem: GemmProblem, config: GemvConfig, target: Target) -> Rout
     scratch = []
     work = gemv.work_type(dtype.acc)
     if partial:
-        # the partial sums are a work-type buffer bound where the kernel also declares d (of the output type)
         scratch.append(Scratch("part", work, split * m * n))
-        steps.append(Step("reduce", gemv.gemv_reduce_kernel(dtype.acc, dtype.out),
-                          dict(USE_C=problem.beta != 0, BIAS=problem.bias, ACT=problem.activation,
-                               SCALE=problem.alpha != 1),
-                          (-(-(m * n) // gemv.REDUCE_THREADS), 1, 1),
-                          dict(alpha=float(problem.alpha), beta=float(problem.beta), M=m, N=n, splits=split),
-                          dict(part="part", c="c", bias="bias", d="d")))
+        steps.append(reduce_step(problem, split))
     return Route(problem, config, tuple(steps), tuple(scratch), ResultView("d", m, n, n))
+
+
+def reduce_step(problem: GemmProblem, split: int) -> Step:
+    """The sum of `split` partial results (the scratch "part": split x M x N in the working type) through the
+    epilogue into D."""
+    m, n = problem.m, problem.n
+    return Step("reduce", gemv.gemv_reduce_kernel(problem.dtype.acc, problem.dtype.out),
+                dict(USE_C=problem.beta != 0, BIAS=problem.bias, ACT=problem.activation, SCALE=problem.alpha != 1),
+                (-(-(m * n) // gemv.REDUCE_THREADS), 1, 1),
+                dict(alpha=float(problem.alpha), beta=float(problem.beta), M=m, N=n, splits=split),
+                dict(part="part", c="c", bias="bias", d="d"))
+
+
+# the GEMM split over K ----------------------------------------------------------------------------------------
+SPLIT_FLOPS_PER_BYTE = 62.5  # a GEMM's operations per byte of memory traffic in the same time (the H200's ratio)
+SPLIT_DROPPED = ("USE_C", "BIAS", "ACT", "SCALE", "DIRECT", "ALIGNED_OUT")  # the reduction's, not the K ranges'
+
+
+def splitk_route(problem: GemmProblem, config: SplitConfig, target: Target) -> Route:
+    """The K-split GEMM (splitk.py) writing partial sums, then the reduction kernel's epilogue into D."""
+    coop_config = config.coop()
+    plan = gemm_plan(problem, coop_config, target)  # the tile, workgroup, prefetch and memory checks; constexprs
+    dtype = problem.dtype
+    work = gemv.work_type(dtype.acc)
+    tm, tn, _ = coop_config.tile
+    tiles_bytes = coop_config.subgroups[0] * coop_config.subgroups[1] * tm * tn
+    shared = plan.shared_bytes + tiles_bytes * (work.width - dtype.out.width) // 8
+    if shared > target.shared_memory:
+        raise GemmError(f"{config.describe()}: {shared} bytes of shared memory, {target.name} has "
+                        f"{target.shared_memory}")
+    bk = coop_config.block[2]
+    per_range = -(-problem.k // config.split)
+    k_split = -(-per_range // bk) * bk  # whole K steps per range
+    split = -(-problem.k // k_split)
+    if split < 2:
+        raise GemmError(f"{config.describe()}: K={problem.k} gives {split} range of {k_split}")
+    constexprs = {name: value for name, value in plan.constexprs.items() if name not in SPLIT_DROPPED}
+    constexprs["ALIGNED_PART"] = problem.n * work.width // 8 % 16 == 0
+    kernel = splitk.splitk_kernel(dtype.a, dtype.acc, dtype.out)
+    grid = (plan.grid[0], plan.grid[1], split)
+    scalars = dict(M=problem.m, N=problem.n, K=problem.k, k_split=k_split)
+    steps = (Step("gemm", kernel, constexprs, grid, scalars, dict(a="a", b="b", part="part", a4="a", b4="b")),
+             reduce_step(problem, split))
+    return Route(problem, config, steps, (Scratch("part", work, split * problem.m * problem.n),),
+                 ResultView("d", problem.m, problem.n, problem.n))
+
+
+def max_split(problem: GemmProblem) -> int:
+    """The most K ranges worth their partial sums: the sums' bytes (written and read again, split x M x N x 2 x 4)
+    at most half of what the GEMM would move or compute in their time otherwise, its inputs' bytes or its
+    operations at SPLIT_FLOPS_PER_BYTE (the H200: about 250 TFLOP/s of the staged kernel against 4 TB/s)."""
+    inputs = (problem.m + problem.n) * problem.k * problem.dtype.a.width // 8
+    budget = max(inputs, problem.flops / SPLIT_FLOPS_PER_BYTE) / 2
+    return max(1, int(budget // (problem.m * problem.n * 8)))
+
+
+def splitk_configs(problem: GemmProblem, target: Target, coop_configs: list[GemmConfig]) -> list[SplitConfig]:
+    """K-split versions of the prefetching configurations whose grid leaves the GPU short of a wave of workgroups
+    (where K gives each range at least 4 K steps): the three with the largest useful blocks (the most work per
+    workgroup, rows and columns past M and N not counted), each split to reach a wave and half that."""
+    eligible = []
+    for config in coop_configs:
+        bm, bn, bk = config.block
+        groups = -(-problem.m // bm) * -(-problem.n // bn)
+        if config.kind == "coop" and config.prefetch and groups < WAVE // 2 and problem.k >= 8 * bk:
+            eligible.append((-min(bm, problem.m) * min(bn, problem.n), len(eligible), config, groups))
+    found = []
+    if max_split(problem) < 2:
+        return found
+    for _, _, config, groups in sorted(eligible)[:3]:
+        split = 2
+        while groups * split < WAVE and problem.k // (2 * split) >= 4 * config.block[2] and \
+                2 * split <= max_split(problem):
+            split *= 2
+        for candidate in dict.fromkeys((split, max(2, split // 2))):
+            try:
+                splitk_route(problem, SplitConfig.of(config, candidate), target)
+            except GemmError:
+                continue
+            found.append(SplitConfig.of(config, candidate))
+    return found
 
 
 def gemv_configs(problem: GemmProblem, target: Target) -> list[GemvConfig]:
@@ -277,9 +407,11 @@ def input_granule(problem: GemmProblem) -> int:
     return 16 // (problem.dtype.a.width // 8)
 
 
-def wants_padding(problem: GemmProblem, config: GemmConfig, target: Target) -> bool:
+def wants_padding(problem: GemmProblem, config: GemmConfig | SplitConfig, target: Target) -> bool:
     """Whether padding would let `config` use 16-byte loads it loses at these sizes: a wide cooperative-matrix
     configuration whose tile is whole 16-byte chunks, on sizes that are not."""
+    if isinstance(config, SplitConfig):
+        config = config.coop()
     per = input_granule(problem)
     return (config.kind == "coop" and config.wide and not aligned_for_matrices(problem)[0]
             and all(t % per == 0 for t in config.tile) and (target.is_reference or offers_tile(problem.dtype,
@@ -305,12 +437,13 @@ def _copy_step(name: str, bits: int, src: str, dst: str, rows: int, cols: int, s
                 copy.copy_grid(dst_rows, dst_cols), scalars, dict(src=src, dst=dst))
 
 
-def padded_route(problem: GemmProblem, config: GemmConfig, target: Target, *, exact_output: bool = True) -> Route:
+def padded_route(problem: GemmProblem, config: GemmConfig | SplitConfig, target: Target, *,
+                 exact_output: bool = True) -> Route:
     """Copy A, B (C, bias) into padded scratch, run `config` on the padded problem, D back out (exact_output) or
     left in the padded scratch for the launcher to read."""
     mp, np_, kp = padded_sizes(problem, config)
     padded = with_size(problem, mp, np_, kp)
-    plan = gemm_plan(padded, config, target)
+    inner = gemm_route(padded, config, target, pad=False)
     dtype = problem.dtype
     in_bits, out_bits = dtype.a.width, dtype.out.width
     m, n, k = problem.m, problem.n, problem.k
@@ -339,9 +472,9 @@ def padded_route(problem: GemmProblem, config: GemmConfig, target: Target, *, ex
         names["d"] = "d_pad"
         scratch.append(Scratch("d_pad", dtype.out, mp * np_))
         result = ResultView("d_pad", m, n, np_)
-    bindings = dict(a=names["a"], b=names["b"], c=names["c"], bias=names["bias"], d=names["d"], a4=names["a"],
-                    b4=names["b"])
-    steps.append(Step("gemm", plan.kernel, plan.constexprs, plan.grid, plan.scalars, bindings))
+    for step in inner.steps:  # the padded problem's steps, bound to the padded buffers
+        steps.append(replace(step, bindings={p: names.get(b, b) for p, b in step.bindings.items()}))
+    scratch += inner.scratch
     if exact_output and names["d"] != "d":
         steps.append(_copy_step("extract d", out_bits, "d_pad", "d", m, n, np_, m, n, n))
         result = ResultView("d", m, n, n)
@@ -359,6 +492,8 @@ def gemm_route(problem: GemmProblem, config: GemmConfig | GemvConfig, target: Ta
         pad = not target.is_reference
     if pad and wants_padding(problem, config, target):
         return padded_route(problem, config, target, exact_output=exact_output)
+    if isinstance(config, SplitConfig):
+        return splitk_route(problem, config, target)
     plan = gemm_plan(problem, config, target)
     bindings = dict(a="a", b="b", c="c", bias="bias", d="d", a4="a", b4="b")
     step = Step("gemm", plan.kernel, plan.constexprs, plan.grid, plan.scalars, bindings)
@@ -395,7 +530,13 @@ def route_candidates(problem: GemmProblem, target: Target) -> list[GemmConfig | 
     """What an autotuner tries: for a skinny problem the skinny kernels' configurations and then the GEMM's, else
     the GEMM's (plan.candidate_configs), best first."""
     found = list(gemv_configs(problem, target)) if is_skinny(problem) else []
-    return found + candidate_configs(problem, target)
+    coop = candidate_configs(problem, target)
+    split = splitk_configs(problem, target, coop)
+    if split:  # the GPU short of workgroups: whole-K candidates and K-split ones in turn, best first
+        first = coop[:len(split)]
+        interleaved = [c for pair in zip(first, split) for c in pair] + split[len(first):]
+        return found + list(dict.fromkeys(interleaved + coop))
+    return found + coop
 
 
 def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | GemvConfig:
@@ -407,12 +548,15 @@ def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | G
     return default_config(problem, target)
 
 
-def route_verification_problem(problem: GemmProblem, config: GemmConfig | GemvConfig) -> GemmProblem:
+def route_verification_problem(problem: GemmProblem, config: GemmConfig | GemvConfig | SplitConfig) -> GemmProblem:
     """A smaller problem that takes the same code paths under `config`, for checking a candidate before timing it:
     plan.verification_problem for the GEMM's configurations; for the skinny ones N and K cut to about 1024 and
     2048 with their remainders modulo 16 kept (so the 16-byte loads are taken or not as at full size)."""
     if isinstance(config, GemmConfig):
         return verification_problem(problem, config)
+    if isinstance(config, SplitConfig):  # the same K ranges: K kept
+        small = verification_problem(problem, config.coop())
+        return with_size(problem, small.m, small.n, problem.k) if small.k != problem.k else small
     n = problem.n if problem.n <= 1024 else 1024 + problem.n % 16
     k = problem.k if problem.k <= 2048 else 2048 + problem.k % 16
     return with_size(problem, problem.m, n, k)
