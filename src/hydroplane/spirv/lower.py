@@ -123,7 +123,7 @@ def check_matrices(module: Module, target: Target) -> None:
             a, b, c = (table[_type_of(module, o.number)] for o in inst.operands[:3])
             result = table[inst.checked_result_type]
             saturating = inst.opcode == Op.CooperativeMatrixMulAddKHR and len(inst.operands) > 3 and bool(
-                inst.operands[3].value & CooperativeMatrixOperands.SaturatingAccumulationKHR)
+                inst.operands[3].number & CooperativeMatrixOperands.SaturatingAccumulationKHR)
             if isinstance(a, types.CoopMatrix) and isinstance(b, types.CoopMatrix) and \
                     isinstance(c, types.CoopMatrix) and isinstance(result, types.CoopMatrix) and \
                     not target.offers_muladd(a, b, c, result, saturating, invocations):
@@ -131,7 +131,7 @@ def check_matrices(module: Module, target: Target) -> None:
                                f"{result.component} {a.rows}x{result.cols}x{a.cols} ({a.scope.name})")
         elif inst.opcode == Op.CooperativeMatrixReduceEXT:  # NV2's reduce shares the opcode
             source = table[_type_of(module, inst.operands[0].number)]
-            mode = CooperativeMatrixReduce(inst.operands[1].value)
+            mode = CooperativeMatrixReduce(inst.operands[1].number)
             fault = target.reduce_fault(source, bool(mode & CooperativeMatrixReduce.Row),
                                         bool(mode & CooperativeMatrixReduce.Column)) \
                 if isinstance(source, types.CoopMatrix) else None
@@ -150,7 +150,7 @@ def _local_invocations(module: Module) -> int | None:
              if inst.opcode == Op.ExecutionMode and inst.operands[1].value == ExecutionMode.LocalSize]
     if len(sizes) != 1:
         return None
-    x, y, z = (o.value for o in sizes[0])
+    x, y, z = (o.number for o in sizes[0])
     return x * y * z
 
 
