@@ -311,14 +311,18 @@ def default_config(problem: AttentionProblem, target: Target) -> AttentionConfig
 
 
 def candidate_configs(problem: AttentionProblem, target: Target) -> list[AttentionConfig]:
-    """Configurations that run on the target for this problem, the expected fastest first: on GPUs with tiles of 16
-    rows, 4 or 8 subgroups of one query tile against 64-key blocks (32 for head_dim 256); on small tiles (lavapipe's
-    8x8x8) 2 subgroups; the decode path (splits chosen from the problem) where few query blocks would leave the GPU
-    idle."""
+    """Configurations that run on the target for this problem, the expected fastest first (the order measured on the
+    H200, docs/perf.md): on GPUs with tiles of 16 rows, 8 subgroups of one query tile against 64-key blocks (128 for
+    head_dim <= 64; with causal masking the narrowest fixed tile first), then 4-subgroup and two-query-tile blocks;
+    on small tiles (lavapipe's 8x8x8) 2 subgroups; where few query blocks would leave the GPU idle, the decode path
+    (one subgroup, splits chosen from the problem) leads."""
     tiles = target_tiles(problem.dtype, target)
     if not tiles:
         raise AttentionError(f"{target.name} offers no cooperative matrices for attention in {problem.dtype} "
                              "(f16 or bf16 inputs with f32 accumulators)")
+    if problem.causal:  # measured on the H200 (docs/perf.md): 16x8x16 196 TFLOP/s causal against 188 for 16x16x16
+        fixed = [t for t in tiles if t in [(s.m, s.n, s.k) for s in target.shapes(problem.dtype, "f32")]]
+        tiles = sorted(fixed, key=lambda t: (t[1], -t[2])) + [t for t in tiles if t not in fixed]
     found = []
     for tile in tiles:
         qt, sn, _ = tile
@@ -326,8 +330,8 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
         # (subgroups, query tiles per subgroup, keys per block)
         shapes = [(8, 1, 64), (4, 1, 32), (8, 1, 32), (4, 1, 64), (8, 2, 32), (4, 2, 64)] if big else \
             [(2, 1, 2 * sn), (1, 1, 2 * sn), (2, 2, sn)]
-        if big and problem.head_dim <= 64:  # small heads leave registers for longer key blocks
-            shapes[1:1] = [(8, 1, 128), (4, 1, 128)]
+        if big and problem.head_dim <= 64:  # small heads leave registers for longer key blocks (the H200: 163 TFLOP/s
+            shapes = [(8, 1, 128), shapes[0], (4, 1, 128), *shapes[1:]]  # at 8x32x1024x64 against 123 with 64 keys)
         for subgroups, query_tiles, keys in shapes:
             if keys % sn:
                 continue
