@@ -17,11 +17,18 @@ benchmark tunes, for `Target.profile("nvidia-h200")`; lavapipe's shipped winners
   that a difference at the first level that an optimizing compiler removes (a value passed through a helper's
   parameter instead of a load of a local variable) shows as none here.
 
-    ul python3 tools/gemm_spirv_digest.py --write /tmp/gemm_digest_before.json       # before a change
-    ul python3 tools/gemm_spirv_digest.py --compare /tmp/gemm_digest_before.json     # after it: prints differences
+    mkdir -p build/before && git archive HEAD | tar -x -C build/before    # the tree before a change, apart
+    ul python3 build/before/tools/gemm_spirv_digest.py --write build/digest_before.json
+    ul python3 tools/gemm_spirv_digest.py --compare build/digest_before.json   # after it: prints differences
 
-It exits 1 when --compare finds a difference (per configuration: which opcodes' counts moved, and the first
-differing instruction of each loop).
+(the tool imports the hydroplane beside it, so a copy of the tree before the change digests that tree; work in
+progress elsewhere in a shared working tree, on the language say, stays out of the comparison). About 3 minutes
+per digest on one core.
+
+It exits 1 when --compare finds a difference beyond a function's local-variable traffic (per configuration: which
+opcodes' counts moved, and where each loop's instruction sequence first differs); differences in that traffic alone
+(OpVariable, OpLoad, OpStore, OpAccessChain of Function storage, which optimizing compilers turn into registers)
+are listed as "local".
 """
 
 from __future__ import annotations
