@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -267,16 +268,17 @@ class AttentionRunner:
         return result
 
 
-_pipelines: dict = {}  # (id(executor), id(specialization)) -> (executor, specialization, checked kernel)
+_pipelines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {id(spec): (spec, kernel)}
 
 
 def pipeline(executor, p: Pass):
-    """The pass's specialization for the executor's target and the executor's kernel of it (cached)."""
+    """The pass's specialization for the executor's target and the executor's kernel of it (cached per executor,
+    for as long as the executor lives)."""
     spec = p.kernel.compile(executor.target, **p.constexprs)
-    key = (id(executor), id(spec))
-    if key not in _pipelines or _pipelines[key][0] is not executor:
-        _pipelines[key] = (executor, spec, executor.kernel(spec.words))
-    return spec, _pipelines[key][2]
+    made = _pipelines.setdefault(executor, {})
+    if id(spec) not in made:
+        made[id(spec)] = (spec, executor.kernel(spec.words))  # the spec kept: its id stays its own
+    return spec, made[id(spec)][1]
 
 
 def _view(x: DeviceArray, dtype) -> DeviceArray:
