@@ -11,7 +11,7 @@ from lang_helpers import compiled, poisoned, run_on
 
 from hydroplane.lang import Buffer, CompilationError, bf16, constexpr, coop, f16, f32, func, kernel_source, readonly
 from hydroplane.lang import s32 as s32_type
-from hydroplane.spirv import decode, validate
+from hydroplane.spirv import decode, grammar, validate
 from hydroplane.spirv.compiled import compile_kernel
 from hydroplane.spirv.grammar import Op
 from hydroplane.spirv.target import Target
@@ -35,8 +35,6 @@ def product(x: Buffer[f32, readonly], y: Buffer[f32, readonly], out: Buffer[f32]
 
 
 def _capabilities(words) -> set[str]:
-    from hydroplane.spirv import grammar
-
     return {grammar.enumerant("Capability", i.operands[0].value).name for i in decode(words).instructions
             if i.opcode == Op.Capability}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -56,8 +57,6 @@ def test_numpy_in_numpy_out_on_ref():
 
 
 def test_scale_and_gqa_and_bf16_on_ref():
-    import ml_dtypes
-
     q, k, v = inputs(h=4, h_kv=1, s_q=7, s_kv=33, dtype=ml_dtypes.bfloat16, seed=1)
     out = attention(q, k, v, scale=0.2, device="ref")
     assert out.dtype == ml_dtypes.bfloat16
@@ -118,8 +117,6 @@ def test_lavapipe_decode_path():
 
 @pytest.mark.vulkan
 def test_bf16_where_the_device_has_none():
-    import ml_dtypes
-
     q, k, v = inputs(d=32, dtype=ml_dtypes.bfloat16)
     with pytest.raises(AttentionError, match="offers no cooperative matrices for attention in bf16"):
         attention(q, k, v, device=0)
