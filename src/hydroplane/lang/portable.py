@@ -302,3 +302,59 @@ def subgroup_float_extreme(s, opcode, group_operation: str, x: Value) -> Value:
                                       flags.id))
     all_nan = _bool(s, Op.IEqual, every, s.constant(1, flag_type))
     return _select(s, all_nan, s.constant(NAN, t), reduced)
+
+
+# float -> narrower float ------------------------------------------------------------------------------
+def narrow_float(s, x: Value, target: types.Scalar) -> Value:
+    """f32 -> f16 or bf16 rounded to nearest even, computed on the bits: an OpFConvert's rounding is the
+    driver's (the H200 truncates f32 -> bf16) and a driver may fold f32(f16(x)) back to x (the H200 does, even
+    with NoContraction), so the language rounds in integer arithmetic and bitcasts the 16 bits. NaN keeps its
+    sign (f16: the top of its payload, as NumPy does; bf16: the quiet NaN 0x7FC0, as ml_dtypes does)."""
+    u32 = with_component(x.type, types.U32)
+    u = _op(s, Op.Bitcast, u32, x)
+    bits = _bf16_bits(s, u, u32) if target.encoding is not None else _f16_bits(s, u, u32)
+    return _op(s, Op.Bitcast, with_component(x.type, target),
+               _op(s, Op.UConvert, with_component(x.type, types.U16), bits))
+
+
+def _u(s, t: types.Type, value: int) -> Value:
+    return s.constant(value, t)
+
+
+def _bf16_bits(s, u: Value, t: types.Type) -> Value:
+    magnitude = _op(s, Op.BitwiseAnd, t, u, _u(s, t, 0x7FFFFFFF))
+    is_nan = _bool(s, Op.UGreaterThan, magnitude, _u(s, t, 0x7F800000))
+    odd = _op(s, Op.BitwiseAnd, t, _op(s, Op.ShiftRightLogical, t, u, _u(s, t, 16)), _u(s, t, 1))
+    rounded = _op(s, Op.IAdd, t, u, _op(s, Op.IAdd, t, odd, _u(s, t, 0x7FFF)))
+    nan = _op(s, Op.BitwiseOr, t, _op(s, Op.BitwiseAnd, t, u, _u(s, t, 0x80000000)), _u(s, t, 0x7FC00000))
+    return _op(s, Op.ShiftRightLogical, t, _select(s, is_nan, nan, rounded), _u(s, t, 16))
+
+
+def _f16_bits(s, u: Value, t: types.Type) -> Value:
+    sign = _op(s, Op.BitwiseAnd, t, _op(s, Op.ShiftRightLogical, t, u, _u(s, t, 16)), _u(s, t, 0x8000))
+    a = _op(s, Op.BitwiseAnd, t, u, _u(s, t, 0x7FFFFFFF))
+    # normal f16 results: rebias the exponent, round the 13 dropped bits to nearest even (a carry is right)
+    odd = _op(s, Op.BitwiseAnd, t, _op(s, Op.ShiftRightLogical, t, a, _u(s, t, 13)), _u(s, t, 1))
+    normal = _op(s, Op.ShiftRightLogical, t, _op(s, Op.ISub, t, _op(s, Op.IAdd, t, a, _op(
+        s, Op.IAdd, t, odd, _u(s, t, 0xFFF))), _u(s, t, 0x38000000)), _u(s, t, 13))
+    # subnormal f16 results: the significand with its implicit bit, shifted right by 126 - exponent (14..24)
+    exponent = _op(s, Op.ShiftRightLogical, t, a, _u(s, t, 23))
+    significand = _op(s, Op.BitwiseOr, t, _op(s, Op.BitwiseAnd, t, a, _u(s, t, 0x7FFFFF)), _u(s, t, 0x800000))
+    shift = _op(s, Op.ISub, t, _u(s, t, 126), exponent)
+    safe_shift = _select(s, _bool(s, Op.UGreaterThan, shift, _u(s, t, 24)), _u(s, t, 24), shift)
+    quotient = _op(s, Op.ShiftRightLogical, t, significand, safe_shift)
+    rest = _op(s, Op.ISub, t, significand, _op(s, Op.ShiftLeftLogical, t, quotient, safe_shift))
+    half = _op(s, Op.ShiftLeftLogical, t, _u(s, t, 1), _op(s, Op.ISub, t, safe_shift, _u(s, t, 1)))
+    up = _bool(s, Op.LogicalOr, _bool(s, Op.UGreaterThan, rest, half), _bool(s, Op.LogicalAnd, _bool(
+        s, Op.IEqual, rest, half), _bool(s, Op.INotEqual, _op(s, Op.BitwiseAnd, t, quotient, _u(s, t, 1)),
+                                          _u(s, t, 0))))
+    subnormal = _op(s, Op.IAdd, t, quotient, _select(s, up, _u(s, t, 1), _u(s, t, 0)))
+    subnormal = _select(s, _bool(s, Op.UGreaterThan, shift, _u(s, t, 24)), _u(s, t, 0), subnormal)
+    # NaN keeps the top of its payload (at least one bit); inf and what rounds past 65504 give inf
+    payload = _op(s, Op.ShiftRightLogical, t, _op(s, Op.BitwiseAnd, t, a, _u(s, t, 0x7FFFFF)), _u(s, t, 13))
+    payload = _select(s, _bool(s, Op.IEqual, payload, _u(s, t, 0)), _u(s, t, 1), payload)
+    nan = _op(s, Op.BitwiseOr, t, _u(s, t, 0x7C00), payload)
+    h = _select(s, _bool(s, Op.ULessThan, a, _u(s, t, 0x38800000)), subnormal, normal)
+    h = _select(s, _bool(s, Op.UGreaterThanEqual, a, _u(s, t, 0x477FF000)), _u(s, t, 0x7C00), h)
+    h = _select(s, _bool(s, Op.UGreaterThan, a, _u(s, t, 0x7F800000)), nan, h)
+    return _op(s, Op.BitwiseOr, t, sign, h)

@@ -422,6 +422,8 @@ class Semantic:
             one, zero = self.constant(1, result), self.constant(0, result)
             return Value(result, self.b.emit(Op.Select, rid, x.id, one.id, zero.id))
         if sk in ("float", "encoded") and tk in ("float", "encoded"):
+            if not is_matrix and source == types.F32 and target in (types.F16, types.BF16):
+                return portable.narrow_float(self, x, target)  # rounded on the bits: the same on every driver
             return self.arithmetic(Op.FConvert, result, x)
         if sk in ("float", "encoded"):
             if is_matrix:
