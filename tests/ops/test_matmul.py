@@ -344,3 +344,13 @@ def test_device_arrays_of_two_devices_are_refused():
 
 def test_the_package_exports_matmul():
     assert hydroplane.matmul is matmul
+
+
+@pytest.mark.vulkan
+def test_a_dtype_no_vulkan_device_has_runs_on_ref():
+    """bf16 in the test userland: lavapipe has no bf16, so device=None takes the reference executor (and says so)."""
+    rng = np.random.default_rng(13)
+    a, b = values(rng, (5, 24), BF16), values(rng, (24, 7), BF16)
+    assert_close(matmul(a, b), expected(a, b), BF16)
+    runner = matmul_module.runner_for(matmul_module.check_call(a, b))
+    assert runner.is_reference and "no Vulkan device has bf16 arithmetic" in runner.note

@@ -125,6 +125,12 @@ class GemmResult:
         return "\n".join(lines)
 
 
+def has_input_type(dtype, target) -> bool:
+    """Whether the target has the GEMM's input type (bf16 and fp8 are device features; the rest every device has)."""
+    needed = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}.get(str(dtype.a))
+    return needed is None or needed in target.support
+
+
 def _executor(device):
     """The executor for `device`; a Vulkan device without robust buffer access: the GEMM kernels keep every access
     inside the matrices themselves (edge blocks guarded, edge tiles moved inside), and robust access cost 2-3x on
@@ -150,7 +156,8 @@ class GemmRunner:
     @classmethod
     def open(cls, device=None, dtype=None) -> GemmRunner:
         """Device "ref", N, or None: the first Vulkan device with cooperative matrices for `dtype`, else the first
-        Vulkan device, else the reference executor (with a note saying why)."""
+        Vulkan device that has its input type (bf16 and fp8 need a device feature), else the reference executor
+        (with a note saying why)."""
         if device is not None:
             return cls(device, _executor(device))
         try:
@@ -161,12 +168,17 @@ class GemmRunner:
                                                           "executor")
         if not infos:
             return cls("ref", executors.get_executor("ref"), "no Vulkan device; ran on the reference executor")
-        chosen = 0
+        chosen = None
         for index in range(len(infos)):
             executor = _executor(index)
             if dtype is None or coop_shapes(dtype, executor.target):
                 return cls(index, executor)
+            if chosen is None and has_input_type(dtype, executor.target):
+                chosen = index
             executor.close()
+        if chosen is None:
+            return cls("ref", executors.get_executor("ref"), f"no Vulkan device has {dtype.a} arithmetic; ran on the "
+                                                          "reference executor")
         return cls(chosen, _executor(chosen))
 
     @property
