@@ -222,10 +222,12 @@ class GemmRunner:
         return self._kernels[key][1]
 
     def prepare(self, problem: GemmProblem, config: GemmConfig | GemvConfig, inputs: dict, *,
-                pad: bool | None = None) -> PreparedGemm:
+                pad: bool | None = None, exact_output: bool = True) -> PreparedGemm:
         """The route's kernels made for this device (kernels.gemm.route: the skinny kernels, odd sizes padded, or
-        the one GEMM) and the inputs in its buffers, D poisoned unless given: dispatch, time, read."""
-        return PreparedGemm(self, gemm_route(problem, config, self.target, pad=pad), inputs)
+        the one GEMM) and the inputs in its buffers, D poisoned unless given: dispatch, time, read. exact_output
+        False lets a padded route leave D in its padded scratch (read() still gives M x N)."""
+        return PreparedGemm(self, gemm_route(problem, config, self.target, pad=pad, exact_output=exact_output),
+                            inputs)
 
     def run(self, problem: GemmProblem, config: GemmConfig | None = None, *, inputs: dict | None = None,
             repeat: int = 1, warmup: int = 1, check: bool = True, seed: int = 0) -> GemmResult:

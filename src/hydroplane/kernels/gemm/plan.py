@@ -559,9 +559,9 @@ def gemm_plan(problem: GemmProblem, config: GemmConfig, target: Target) -> GemmP
 
 
 # ... and for problems that the large blocks leave with less than a wave of workgroups (1024^3: 32 of 128x256):
-# 64x64, 128x64 and 64x128 blocks (untimed on the H200 when written; the H200 benchmark tunes them)
+# 64x64, 128x64, 64x128 and 64x256 blocks (untimed on the H200 when written; the H200 benchmark tunes them)
 SMALL_BLOCKS = (((2, 2), (2, 2), 2, 2), ((2, 2), (4, 2), 2, 2), ((2, 2), (2, 4), 2, 2), ((2, 4), (2, 2), 2, 2),
-                ((1, 4), (4, 2), 2, 2))
+                ((1, 4), (4, 2), 2, 2), ((2, 4), (2, 4), 2, 1))  # the last 64x256: 64 rows of A (a skinny M = 64)
 GPU_WAVE = 264  # workgroups that keep a large GPU busy (the H200: 132 SMs, two workgroups each)
 SMALLEST_FAST = None  # set below: the 64x64 block, the most workgroups the candidates give
 

@@ -326,13 +326,15 @@ def max_split(problem: GemmProblem) -> int:
 def splitk_configs(problem: GemmProblem, target: Target, coop_configs: list[GemmConfig]) -> list[SplitConfig]:
     """K-split versions of the prefetching configurations whose grid leaves the GPU short of a wave of workgroups
     (where K gives each range at least 4 K steps): the three with the largest useful blocks (the most work per
-    workgroup, rows and columns past M and N not counted), each split to reach a wave and half that."""
+    workgroup, rows and columns past M and N not counted, weighed by the share of the block they are), each split
+    to reach a wave and half that."""
     eligible = []
     for config in coop_configs:
         bm, bn, bk = config.block
         groups = -(-problem.m // bm) * -(-problem.n // bn)
         if config.kind == "coop" and config.prefetch and groups < WAVE // 2 and problem.k >= 8 * bk:
-            eligible.append((-min(bm, problem.m) * min(bn, problem.n), len(eligible), config, groups))
+            useful = min(bm, problem.m) * min(bn, problem.n)
+            eligible.append((-useful * useful / (bm * bn), len(eligible), config, groups))  # useful, less waste
     found = []
     if max_split(problem) < 2:
         return found
