@@ -6,10 +6,11 @@ scratch: the pad, GEMM and extract steps are all timed); small 1000^3, 1024^3, 2
 512x12288x4096, 4096x11008x4096, 4096x4096x11008. For f16:f32, f16:f16 and bf16:f32 (layout nn, decode also nt),
 and s8:s32 at the decode and LLM shapes (nn and nt, cuBLAS's int8 layout).
 
-For each (dtype, layout, shape class) it first tunes: up to --candidates configurations
-(kernels.gemm.route.route_candidates, best first, the shipped/cached one first; --skinny-candidates for the
-skinny kernels), each verified on a smaller problem with the same code paths against NumPy, then timed at the size
-(GPU timestamps, median of 5 after a short burst); the fastest verified one wins. The winner is then measured:
+For each (dtype, layout, shape class) it first tunes (bf16:f32 takes f16:f32's winners: --tune-like): the current
+choice (cache, shipped table or default) and the first --skinny-candidates skinny-kernel and --candidates GEMM
+configurations of kernels.gemm.route.route_candidates (the GEMM ones for more than 16 rows of A only), each verified
+on a smaller problem with the same code paths against NumPy, then timed at the size (GPU timestamps, median of 5
+after a --burst-s burst); the fastest verified one wins. The winner is then measured:
 random inputs uniform in [-1, 1) (small integers for s8), D poisoned, one checked run (||D - R|| / ||R|| against a
 float64 reference computed by torch on the GPU; exact for integers), at least 0.3 s of back-to-back runs, the median
 of --reps runs by GPU timestamps (the sum of a route's steps), D poisoned again and a last run checked. cuBLAS runs
@@ -177,7 +178,7 @@ def tune(runner: GemmRunner, problem: GemmProblem, data: dict, args, out, deadli
         except Exception as err:  # noqa: BLE001 -- a candidate the driver refuses is skipped, and said so
             print(f"    tune {config.describe()}: {type(err).__name__}: {str(err)[:200]}", file=out)
             if isinstance(err, vk.DeviceLost):
-                runner.reopen()
+                raise  # the row's inputs were on the lost device: the row fails, the next ones get a new one
             continue
         tflops = problem.flops / seconds / 1e12
         tried.append((config, tflops))
@@ -374,12 +375,14 @@ def main() -> int:
             print(f"  {row.note}", file=out, flush=True)
             if isinstance(err, vk.DeviceLost):
                 runner.reopen()
-                data = {}
             rows.append(row)
             continue
         finally:
             for array in data.values():
-                array.release()
+                try:
+                    array.release()
+                except Exception:  # noqa: BLE001 -- an array of a lost device is gone with it
+                    pass
         rows.append(row)
         table.setdefault(runner.device_key(), {})[runner.cache_key(problem)] = {
             "config": row.config.to_dict(), "seconds": row.seconds, "tflops": row.tflops,
