@@ -67,7 +67,11 @@ def test_f16_rounds_to_nearest_even_on_the_bits(device):
     np.testing.assert_array_equal(_bits(h), _bits(want))
     assert_same_f32(back, want.astype(np.float32))
     np.testing.assert_array_equal(_bits(pair)[0::2], _bits(want))
-    np.testing.assert_array_equal(_bits(pair)[1::2], _bits(want_negated))
+    # -x is a float operation: a device may give a NaN another payload (Vulkan preserves none without
+    # SignedZeroInfNanPreserve), so NaNs of the negated half compare as NaNs
+    negated, nan = pair[1::2], np.isnan(want_negated)
+    np.testing.assert_array_equal(np.isnan(negated), nan)
+    np.testing.assert_array_equal(_bits(negated)[~nan], _bits(want_negated)[~nan])
 
 
 def test_bf16_rounds_to_nearest_even_on_the_bits():  # lavapipe has no bf16 scalars; the H200 runs it (conformance)
