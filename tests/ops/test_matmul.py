@@ -292,7 +292,12 @@ def test_odd_sizes_on_lavapipe_are_padded(monkeypatch):
     a, b = values(rng, (67, 37), np.float16), values(rng, (37, 29), np.float16)
     c = values(rng, (67, 29), np.float16)
     assert_close(matmul(a, b, c=c, beta=1.0, device=0), expected(a, b, c=c, beta=1.0), np.float16)
-    assert steps and steps[0][0] == "pad a" and steps[0][-1] == "extract d"
+    assert steps[-1][0] == "pad a" and steps[-1][-1] == "gemm"  # a NumPy result is read from the padded scratch
+    out = hydroplane.device_array(np.full((67, 29), -777.0, np.float16), 0)
+    matmul(hydroplane.device_array(a, 0), b, c=c, beta=1.0, out=out)
+    assert_close(out.numpy(), expected(a, b, c=c, beta=1.0), np.float16)
+    assert steps[-1][0] == "pad a" and steps[-1][-1] == "extract d"  # into a DeviceArray: copied out of it
+    out.release()
 
 
 def test_refusals():
