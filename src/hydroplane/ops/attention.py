@@ -44,6 +44,7 @@ from hydroplane.kernels.attention import (
 from hydroplane.launch import executors
 from hydroplane.launch.jit import device_array
 from hydroplane.launch.prepared import DeviceArray, prepare
+from hydroplane.ops.runner import DeviceRunner, runner_executor
 
 WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle a moment runs at its idle clock)
 POISON = -777.0  # written over the outputs before a checked run: no attention of the test inputs gives it
@@ -202,20 +203,8 @@ class AttentionResult:
         return "\n".join(lines)
 
 
-def _executor(device):
-    """The runner's executor; a Vulkan device without robust buffer access (the kernel keeps every access inside
-    its buffers: rows past the sequences are guarded; robust access cost the GEMM 2-3x on the H200)."""
-    if device == "ref":
-        return executors.get_executor("ref")
-    return executors.get_executor(device, robust=False)
-
-
-class AttentionRunner:
+class AttentionRunner(DeviceRunner):
     """One executor (a Vulkan device or the reference executor) for timing and verifying attention."""
-
-    def __init__(self, device, executor, note: str = ""):
-        self.device, self.executor, self.note = device, executor, note
-        self.target = executor.target
 
     @classmethod
     def open(cls, device=None, dtype="f16") -> AttentionRunner:
@@ -223,24 +212,7 @@ class AttentionRunner:
         chosen = choose_device(parse_dtype(dtype), device)
         note = "" if device is not None or chosen != "ref" else "no Vulkan device with cooperative matrices for " \
             f"{parse_dtype(dtype)}; ran on the reference executor"
-        return cls(chosen, _executor(chosen), note)
-
-    @property
-    def name(self) -> str:
-        return "ref (the reference executor)" if self.device == "ref" else self.executor.name
-
-    @property
-    def is_reference(self) -> bool:
-        return self.device == "ref"
-
-    def close(self) -> None:
-        self.executor.close()
-
-    def __enter__(self) -> AttentionRunner:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        return cls(chosen, runner_executor(chosen), note)
 
     def plan(self, problem: AttentionProblem, config: AttentionConfig | None = None) -> AttentionPlan:
         return attention_plan(problem, config or default_config(problem, self.target), self.target)

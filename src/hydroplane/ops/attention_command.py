@@ -15,6 +15,7 @@ import sys
 
 from hydroplane.kernels.attention import DTYPE_NAMES, AttentionConfig, AttentionError, AttentionProblem, parse_dtype
 from hydroplane.ops.attention import AttentionRunner
+from hydroplane.ops.runner import device_option
 
 REFERENCE_BUDGET = 2 ** 22  # B * H * S_q * S_kv * D the reference executor runs by default in a few seconds
 
@@ -41,22 +42,13 @@ def register(sub) -> None:
     p.set_defaults(func=attention_command)
 
 
-def _device(text: str | None):
-    if text is None or text == "ref":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise AttentionError(f"--device is a Vulkan device number or 'ref', not {text!r}") from None
-
-
 def attention_command(args) -> int:
     if args.repeat < 1:
         raise AttentionError(f"--repeat must be at least 1, not {args.repeat}")
     dtype = parse_dtype(args.dtype)
     problem = AttentionProblem(args.batch, args.heads, args.seq, args.seq if args.kv_len is None else args.kv_len,
                                args.head_dim, dtype, args.kv_heads, args.causal, args.scale)
-    device = _device(args.device)
+    device = device_option(args.device, AttentionError)
     with AttentionRunner.open(device, dtype) as runner:
         note = runner.note
         if device is None and runner.is_reference:

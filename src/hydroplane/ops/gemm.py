@@ -52,6 +52,7 @@ from hydroplane.kernels.gemm.route import (
 from hydroplane.lang.compiler import Specialization
 from hydroplane.launch import executors
 from hydroplane.launch.prepared import WARMUP_S, DeviceArray, numpy_dtype, prepare
+from hydroplane.ops.runner import DeviceRunner, runner_executor
 
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
 
@@ -131,26 +132,11 @@ def has_input_type(dtype, target) -> bool:
     return needed is None or needed in target.support
 
 
-def _executor(device):
-    """The executor for `device`; a Vulkan device without robust buffer access: the GEMM kernels keep every access
-    inside the matrices themselves (edge blocks guarded, edge tiles moved inside), and robust access cost 2-3x on
-    the H200 (docs/robustness.md)."""
-    if device == "ref":
-        return executors.get_executor("ref")
-    return executors.get_executor(device, robust=False)
-
-
-class GemmRunner:
+class GemmRunner(DeviceRunner):
     """One executor (Vulkan device or reference) and the GEMM pipelines made on it."""
 
     def __init__(self, device, executor, note: str = "", *, owns_executor: bool = True):
-        """`owns_executor=False` for an executor shared with others (`executors.shared_executor`, whose device
-        arrays bind here): close() then leaves it open."""
-        self.device = device
-        self.executor = executor
-        self.owns_executor = owns_executor
-        self.target = executor.target
-        self.note = note
+        super().__init__(device, executor, note, owns_executor=owns_executor)
         self._kernels: dict = {}
 
     @classmethod
@@ -159,7 +145,7 @@ class GemmRunner:
         Vulkan device that has its input type (bf16 and fp8 need a device feature), else the reference executor
         (with a note saying why)."""
         if device is not None:
-            return cls(device, _executor(device))
+            return cls(device, runner_executor(device))
         try:
             infos = vk.devices()
         except HydroplaneError as err:
@@ -170,7 +156,7 @@ class GemmRunner:
             return cls("ref", executors.get_executor("ref"), "no Vulkan device; ran on the reference executor")
         chosen = None
         for index in range(len(infos)):
-            executor = _executor(index)
+            executor = runner_executor(index)
             if dtype is None or coop_shapes(dtype, executor.target):
                 return cls(index, executor)
             if chosen is None and has_input_type(dtype, executor.target):
@@ -179,19 +165,7 @@ class GemmRunner:
         if chosen is None:
             return cls("ref", executors.get_executor("ref"), f"no Vulkan device has {dtype.a} arithmetic; ran on the "
                                                           "reference executor")
-        return cls(chosen, _executor(chosen))
-
-    @property
-    def name(self) -> str:
-        return "ref (the reference executor)" if self.device == "ref" else self.executor.name
-
-    @property
-    def is_reference(self) -> bool:
-        return self.device == "ref"
-
-    def close(self) -> None:
-        if self.owns_executor:
-            self.executor.close()
+        return cls(chosen, runner_executor(chosen))
 
     def reopen(self) -> None:
         """A new executor on the same device, after the old one's device was lost (its objects are left alone)."""
@@ -199,14 +173,8 @@ class GemmRunner:
             self.executor.close()
         except HydroplaneError:
             pass  # a lost device may refuse an orderly close; nothing of it is used again
-        self.executor = _executor(self.device)
+        self.executor = runner_executor(self.device)
         self._kernels.clear()
-
-    def __enter__(self) -> GemmRunner:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def device_key(self) -> str:
         """The autotune cache's device key: name and driver."""

@@ -28,6 +28,7 @@ from hydroplane.kernels.gemm import (
 from hydroplane.kernels.gemm.plan import GEMM_DTYPES
 from hydroplane.kernels.gemm.route import config_from_dict
 from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
+from hydroplane.ops.runner import device_option
 
 PLOT_INSTALL = "pip install hydroplane-gpu[plot]"
 
@@ -56,15 +57,6 @@ def register(sub) -> None:
     p.add_argument("--plot", default=None, metavar="OUT.png", help="with --sweep: TFLOP/s against size (matplotlib)")
     p.add_argument("--cache", action="store_true", help="print the autotune cache's path and entries, then exit")
     p.set_defaults(func=gemm_command)
-
-
-def _device(text: str | None):
-    if text is None or text == "ref":
-        return text
-    try:
-        return int(text)
-    except ValueError:
-        raise GemmError(f"--device is a Vulkan device number or 'ref', not {text!r}") from None
 
 
 def gemm_command(args) -> int:
@@ -103,7 +95,7 @@ def _gemm(args) -> int:
     shape = (1, 1, 1) if args.sweep else (args.m, args.n, args.k)  # a sweep picks its own square sizes
     for dtype in dtypes:  # layout, alpha, beta, epilogue (and sizes): refused now, not per size of a sweep
         GemmProblem(*shape, dtype, args.layout, args.alpha, args.beta, args.bias, args.activation)
-    device = _device(args.device)
+    device = device_option(args.device, GemmError)
     with GemmRunner.open(device, dtypes[0]) as runner:
         if args.sweep:
             return _sweep(runner, args, dtypes)
