@@ -60,7 +60,7 @@ __all__ = [
     "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "LimitError", "OutputPathError",
     "PushConstantError",
     "RawBytes", "ReferenceExecutor", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
-    "run", "shared_executor", "terminal_progress",
+    "device_index", "run", "shared_executor", "terminal_progress",
 ]
 
 Words = bytes | Sequence[int] | np.ndarray | CompiledKernel
@@ -292,7 +292,7 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
     given = {k: v for k, v in ref_options.items() if v is not None}
     if device is None or device == "ref":
         return ReferenceExecutor(**given, time_limit=timeout)
-    index = _device_index(device)
+    index = device_index(device)
     if given:
         raise LaunchError(f"options {sorted(given)} only apply to the reference executor")
     return VulkanExecutor(index, robust=robust, timeout=timeout)
@@ -305,13 +305,14 @@ def shared_executor(device: str | int | None = "ref") -> Executor:
     """The process's one executor of "ref" (or None) or Vulkan device N, made on first use and closed at exit:
     what `kernel[grid](...)`, `device_array` and the ops share, so arrays made on a device bind to every launch
     there."""
-    key: str | int = "ref" if device in (None, "ref") else _device_index(device)
+    key: str | int = "ref" if device in (None, "ref") else device_index(device)
     if key not in _shared:
         _shared[key] = get_executor(key)
     return _shared[key]
 
 
-def _device_index(device) -> int:
+def device_index(device) -> int:
+    """A Vulkan device number from an int or its text; LaunchError for anything else (a bool, "cuda", -1)."""
     if isinstance(device, bool) or not isinstance(device, int | np.integer | str):
         raise LaunchError(f"device must be 'ref' or a Vulkan device number, not {device!r}")
     try:

@@ -148,7 +148,7 @@ class JitKernel:
         """The device the launch runs on: the one its device arrays are on, else `device`, else the default."""
         pinned = {a.device for a in runtime.values() if isinstance(a, DeviceArray)}
         if device is not None and device != "ref":
-            device = executors._device_index(device)
+            device = executors.device_index(device)
         if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
             raise JitLaunchError(f"{self.kernel.name}: device arrays of {sorted(map(str, pinned))} "
                                  f"with device={device!r}")
