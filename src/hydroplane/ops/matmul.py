@@ -29,6 +29,7 @@ import numpy as np
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import ACTIVATIONS, GemmDtype, GemmError, GemmProblem, source
 from hydroplane.kernels.gemm import copy as copy_kernels
+from hydroplane.kernels.gemm.plan import GEMM_ACCUMULATORS, GEMM_OUTPUTS
 from hydroplane.kernels.gemm.route import Scratch, Step, gemm_route
 from hydroplane.launch import executors
 from hydroplane.launch.prepared import DeviceArray
@@ -42,9 +43,7 @@ class MatmulError(HydroplaneError):
 
 # dtypes ---------------------------------------------------------------------------------------------------------
 # input -> the accumulators it takes (the first is the default); accumulator -> the outputs it converts to
-ACCUMULATORS = {"f16": ("f32", "f16"), "bf16": ("f32",), "e4m3": ("f32",), "e5m2": ("f32",), "s8": ("s32",),
-                "u8": ("u32",)}
-OUTPUTS = {"f32": ("f32", "f16", "bf16"), "f16": ("f16", "f32"), "s32": ("s32",), "u32": ("u32",)}
+ACCUMULATORS, OUTPUTS = GEMM_ACCUMULATORS, GEMM_OUTPUTS  # the GEMM library's own tables (kernels.gemm.plan)
 DEFAULT_OUT = {"f16": "f16", "bf16": "bf16", "e4m3": "f32", "e5m2": "f32", "s8": "s32", "u8": "u32"}
 SUPPORTED = tuple(f"{a}:{acc}:{out}" for a, accs in ACCUMULATORS.items() for acc in accs for out in OUTPUTS[acc])
 
