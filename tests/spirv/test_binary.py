@@ -180,18 +180,14 @@ def test_encode_rejects_oversized_instructions():
         binary.encode_instruction(inst)
 
 
-def test_a_megabyte_decodes_and_encodes_in_bounded_time(corpus_binaries):
-    """Sanity bound only (issue 2 asks for < 1 s; measured numbers live in docs/spirv.md):
-    the corpus's module bodies repeated to 1 MiB decode and encode back, well inside 5 s."""
-    import time
-
+def test_a_megabyte_decodes_and_encodes_back(corpus_binaries):
+    """The corpus's module bodies repeated to 1 MiB decode and encode back word for word. Its speed is measured by
+    benchmarks/spirv_codec.py (docs/spirv.md), not asserted here: a time bound fails on a loaded machine."""
     parts = [binary.as_words(d) for d in corpus_binaries.values()]
     words = array("I", parts[0][:binary.HEADER_WORDS])
     while len(words) * 4 < 1 << 20:
         for p in parts:
             words.extend(p[binary.HEADER_WORDS:])
-    start = time.process_time()
-    again = binary.encode(binary.decode(words))
-    elapsed = time.process_time() - start
-    assert again == words
-    assert elapsed < 5.0, elapsed
+    module = binary.decode(words)
+    assert len(module.instructions) > 10_000
+    assert binary.encode(module) == words
