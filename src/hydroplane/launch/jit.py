@@ -199,9 +199,7 @@ class JitKernel:
             prepared.dispatch()
         except HydroplaneError as err:
             raise _at_python_line(self.kernel.name, prepared.kernel.compiled, err) from err
-        for name, back in prepared.outputs().items():
-            np.copyto(prepared._arrays[name][0], back)
-            result.outputs[name] = back
+        result.outputs.update(prepared.write_back())
         return result
 
     def _pipeline(self, device, executor, spec: Specialization):

@@ -121,6 +121,13 @@ class PreparedLaunch:
         return {name: self.read(name) for name, (value, _) in self._arrays.items()
                 if isinstance(value, np.ndarray) and params[name].access != Access.readonly.value}
 
+    def write_back(self) -> dict[str, np.ndarray]:
+        """`outputs()`, each also copied into the caller's array it was bound from (what `kernel[grid](...)` does)."""
+        back = self.outputs()
+        for name, contents in back.items():
+            np.copyto(self._arrays[name][0], contents)
+        return back
+
     def timed_run(self) -> float:
         """One run; seconds by GPU timestamps on Vulkan, by the wall clock on the reference executor."""
         if self.on_reference:
