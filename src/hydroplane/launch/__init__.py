@@ -5,7 +5,10 @@
 - `checks` — the checks every launch passes before any work (bindings, element types, push constants,
   spec constants by declared type, grid);
 - `limits` — a module against the device's limits and spirv-val before a driver sees it;
-- `jit` — language kernels launched as `kernel[grid](*args)`, device arrays;
+- `prepared` — the one path from Python arguments to a dispatch: `prepare()` binds NumPy arrays and DeviceArrays
+  and packs push constants; a `PreparedLaunch` dispatches, times (GPU timestamps), reads back and releases;
+- `jit` — language kernels launched as `kernel[grid](*args)` or bound once with `kernel[grid].prepare(*args)`,
+  device arrays;
 - `commands` — the `hydroplane run` command.
 
 The layer sits above `spirv`, `ref`, `vk` and `lang`.
@@ -14,6 +17,7 @@ The layer sits above `spirv`, `ref`, `vk` and `lang`.
 from hydroplane.launch.checks import LaunchError
 from hydroplane.launch.executors import Executor, ReferenceExecutor, VulkanExecutor, get_executor, run
 from hydroplane.launch.jit import DeviceArray, JitKernel, KernelError, LaunchResult, device_array, func, kernel
+from hydroplane.launch.prepared import PreparedLaunch, prepare
 
-__all__ = ["DeviceArray", "Executor", "JitKernel", "KernelError", "LaunchError", "LaunchResult", "ReferenceExecutor",
-           "VulkanExecutor", "device_array", "func", "get_executor", "kernel", "run"]
+__all__ = ["DeviceArray", "Executor", "JitKernel", "KernelError", "LaunchError", "LaunchResult", "PreparedLaunch",
+           "ReferenceExecutor", "VulkanExecutor", "device_array", "func", "get_executor", "kernel", "prepare", "run"]
