@@ -14,10 +14,14 @@ __version__ = "0.1.0"
 _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.launch.jit",
          "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang",
          "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention"}
+# Modules of the layers re-exported under a short name (`hydroplane.gguf` is hydroplane.quant.gguf), also lazily.
+_MODULES: dict[str, str] = {}
 __all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str):
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     if name not in _LAZY:
         raise AttributeError(f"module 'hydroplane' has no attribute {name!r}")
     return getattr(importlib.import_module(_LAZY[name]), name)
