@@ -15,11 +15,15 @@ ALLOWED = {
     "vk": set(),
     "lang": {"spirv"},
     "kernels": {"lang", "spirv"},
+    # block-quantized weights (QuantizedArray, ggml's formats in NumPy, GGUF files through the gguf package)
+    "quant": set(),
     "isa": set(),
     # how anything is dispatched: executors, checks, limits, the jit front kernel[grid](...), `hydroplane run`
     "launch": {"spirv", "ref", "vk", "lang"},
     # what a user calls with arrays (gemm ...): runners, autotuning, caches, commands
-    "ops": {"launch", "kernels", "lang", "spirv", "vk"},
+    "ops": {"launch", "kernels", "lang", "spirv", "vk", "quant"},
+    # whole models (GGUF checkpoints run through the ops)
+    "models": {"ops", "quant", "launch", "kernels", "lang", "spirv", "vk"},
     "cli": None,  # the command line sits on top of everything
     "__init__": set(),  # hydroplane.kernel, .func, .coop: loaded lazily from jit and lang by name
     "__main__": {"cli"},
