@@ -222,6 +222,69 @@ def test_matrices_in_a_function_array():
         np.testing.assert_array_equal(out["c"].reshape(m, tiles * n), expected, err_msg=str(device))
 
 
+@func
+def scale_tiles(acc, factor, TILES: constexpr):
+    """Updates the caller's accumulators in place (a nested helper call: the array passes on)."""
+    for t in static_range(TILES):
+        acc[t] = acc[t] * factor
+
+
+@func
+def k_loop(acc, a, b, K_TOTAL, M: constexpr, N: constexpr, K: constexpr, TILES: constexpr):
+    """A K loop over an array of accumulators handed in by the caller: one A tile a step, TILES B tiles."""
+    ta_type = coop.Matrix[f16, M, K, coop.A]
+    tb_type = coop.Matrix[f16, K, N, coop.B]
+    btile = local_array(tb_type, TILES)  # the helper's own array of matrices
+    for k in range(0, K_TOTAL, K):
+        for t in static_range(TILES):
+            btile[t] = coop.load(tb_type, b, k * TILES * N + t * N, TILES * N)
+        ta = coop.load(ta_type, a, k, K_TOTAL)
+        for t in static_range(TILES):
+            acc[t] = coop.mul_add(ta, btile[t], acc[t])
+    scale_tiles(acc, f32(2), TILES)
+    return acc[0], acc[TILES - 1]  # matrices returned by value, in a tuple
+
+
+@kernel_source(local_size=32)
+def accumulators_through_helpers(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32],
+                                 ends: Buffer[f32], K_TOTAL: s32, TILES: constexpr, M: constexpr, N: constexpr,
+                                 K: constexpr):
+    """C (M x TILES*N) = 2 * (A (M x K_TOTAL) @ B (K_TOTAL x TILES*N) + t): the accumulators live in the kernel's
+    local array, the K loop in a helper that updates them in place; `ends` gets the tiles the helper returned."""
+    ACC = coop.Matrix[f32, M, N, coop.Accumulator]
+    acc = local_array(ACC, TILES)
+    for t in static_range(TILES):
+        acc[t] = coop.fill(ACC, f32(t))
+    first, last = k_loop(acc, a, b, K_TOTAL, M, N, K, TILES)
+    acc[0] = acc[0] + coop.fill(ACC, 1.0)  # the caller's own write after the helper's
+    for t in static_range(TILES):
+        coop.store(acc[t], c, t * N, TILES * N)
+    coop.store(first, ends, 0, 2 * N)
+    coop.store(last, ends, N, 2 * N)
+
+
+def test_matrix_array_passes_to_helpers_by_reference():
+    """A local array of matrices handed to a @func (and on to another): the helpers update the caller's slots."""
+    m, n, k = _shape("f16", "f32")
+    tiles, steps = 3, 4
+    rng = np.random.default_rng(15)
+    a = (rng.integers(-8, 8, (m, steps * k)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 8, (steps * k, tiles * n)) / 4).astype(np.float16)
+    spec = compiled(accumulators_through_helpers, TILES=tiles, M=m, N=n, K=k)
+    assert "OpFunctionParameter" in spec.asm()
+    arrays = {"a": a.ravel(), "b": b.ravel(), "c": poisoned(m * n * tiles, np.float32),
+              "ends": poisoned(m * 2 * n, np.float32)}
+    results = run_everywhere(spec, (1, 1, 1), arrays, {"K_TOTAL": steps * k})
+    product = 2 * (a.astype(np.float32) @ b.astype(np.float32) + np.repeat(np.arange(tiles, dtype=np.float32), n))
+    expected = product.copy()
+    expected[:, :n] += 1
+    for device, out in results.items():
+        np.testing.assert_array_equal(out["c"].reshape(m, tiles * n), expected, err_msg=str(device))
+        ends = out["ends"].reshape(m, 2 * n)
+        np.testing.assert_array_equal(ends[:, :n], product[:, :n], err_msg=str(device))
+        np.testing.assert_array_equal(ends[:, n:], product[:, -n:], err_msg=str(device))
+
+
 @kernel_source(local_size=64)
 def workgroup_tile(a: Buffer[f16, readonly], b: Buffer[f16, readonly], d: Buffer[f32], T: constexpr = 16):
     """A workgroup-scope (NV2) tile: the 64 invocations of the workgroup hold the matrices together."""

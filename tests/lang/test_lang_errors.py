@@ -200,15 +200,28 @@ def indexes_matrix_array(out: Buffer[f32]):
 
 
 @func
-def takes_matrices(tiles):
-    return tiles[0]
+def returns_matrices(tiles):
+    return tiles
 
 
 @kernel_source(local_size=32)
-def passes_matrix_array(out: Buffer[f32]):
+def returns_matrix_array(out: Buffer[f32]):
     acc = local_array(coop.Matrix[f32, 8, 8, coop.Accumulator], 2)
     acc[0] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
-    acc[1] = takes_matrices(acc)
+    acc[1] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 2.0)
+    returns_matrices(acc)
+
+
+@func
+def indexes_matrix_parameter(tiles, i):
+    return tiles[i]
+
+
+@kernel_source(local_size=32)
+def passes_matrix_array(out: Buffer[f32], i: s32):
+    acc = local_array(coop.Matrix[f32, 8, 8, coop.Accumulator], 2)
+    acc[0] = coop.fill(coop.Matrix[f32, 8, 8, coop.Accumulator], 1.0)
+    acc[1] = indexes_matrix_parameter(acc, i)
 
 
 @kernel_source
@@ -220,7 +233,8 @@ def sqrt_of_two(out: Buffer[f32]):
     (sqrt_of_two, {}, "sqrt takes 1 argument, not 2", "out[0] = sqrt(out[1], out[2])"),
     (indexes_matrix_array, {}, "an array of matrices is indexed by constexpr ints", "acc[t] = coop.fill"),
     (calls_recursive, {}, "recursive calls itself: recursion is not supported", "return recursive(x)"),
-    (passes_matrix_array, {}, "a local array of matrices lives in its function", "acc[1] = takes_matrices(acc)"),
+    (returns_matrix_array, {}, "a helper cannot return a local array", "return tiles"),
+    (passes_matrix_array, {}, "an array of matrices is indexed by constexpr ints", "return tiles[i]"),
     (assigns_constexpr, {"N": 2}, "N is a constexpr parameter; it cannot be assigned", "N = 3"),
     (breaks_unrolled, {}, "break in an unrolled (static_range or tuple) loop is not supported", "break"),
     (slices, {}, "unsupported Python construct: Slice", "out[0:2] = 1.0"),

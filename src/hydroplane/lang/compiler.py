@@ -178,6 +178,9 @@ class ModuleCompiler:
                 else self.semantic.materialize(value)
         elif isinstance(value, Value):
             packed = value
+        elif isinstance(value, LocalArray):
+            raise SemanticError("a helper cannot return a local array: arrays pass to helpers by reference, so take "
+                                "the caller's array as a parameter and update it in place")
         else:
             raise SemanticError(f"a helper returns run-time values (or tuples of them), not {value!r}")
         if expected is not None and packed.type != expected:
@@ -195,8 +198,12 @@ class _Placeholder:
 def _template(value, leaves: list[Value]):
     if isinstance(value, LocalArray):
         if value.slots:
-            raise SemanticError("a local array of matrices lives in its function: pass its elements to a helper, "
-                                "not the array")
+            # An array of matrices goes by reference too, one pointer parameter per slot (each slot is its own
+            # Function variable, or a pointer parameter of the caller's): the helper reads, writes and passes on the
+            # caller's matrices, and drivers see plain variables once they inline it.
+            for slot in value.slots:
+                leaves.append(Value(types.Pointer(StorageClass.Function, slot.type), slot.pointer))
+            return ("local_matrix_array", value.element, value.length)
         # An array of numbers or vectors goes by reference: the helper reads and writes the caller's variable.
         leaves.append(Value(types.Pointer(StorageClass.Function, types.Array(value.element, value.length)),
                             value.variable))
@@ -215,6 +222,8 @@ def _template(value, leaves: list[Value]):
 
 def _rebuild(value, ids):
     if isinstance(value, LocalArray):
+        if value.slots:
+            return replace(value, slots=tuple(replace(slot, pointer=next(ids)) for slot in value.slots))
         return replace(value, variable=next(ids))
     if isinstance(value, Value | _Placeholder):
         return Value(value.type, next(ids))
