@@ -1,0 +1,227 @@
+"""Choosing the next token on the device: greedy argmax in two passes, and temperature / top-k / top-p sampling
+with a seeded counter-based generator.
+
+Logits are read as their raw bits (`common.RAW`) and ranked by `common.key_of`: the floats' order, -0 and +0 equal,
+every NaN below -inf (so a NaN is chosen only from a row of NaNs, greedy's lowest index then).
+
+- `argmax_partial_kernel(DT)`: grid (chunks, rows); a workgroup's largest key over its chunk of a row, the lowest
+  index among equal keys, into part_key / part_idx (FINAL: one chunk per row, the index straight into out).
+- `argmax_final_kernel()`: one workgroup per row merges the chunks' results in chunk order (lowest index on ties).
+- `sample_kernel(DT)`: one workgroup per row. Weights q_i = exp((l_i - max) / T) in f32. top-k keeps every logit at
+  or above the k-th largest (ties with it kept), found by bisection on the keys (counts); top-p then keeps logit i
+  when the weight of the kept logits strictly above it is below top_p of the kept total, found by bisection (sums);
+  the token is where the running sum of the kept weights in index order first exceeds u * total, u from
+  `uniform(seed, row)`. A row whose largest logit is -inf or NaN is answered greedily.
+This module imports only the language.
+"""
+
+import functools
+
+from hydroplane.kernels.nn.common import RAW, group_best, group_sum, key_of, value_of_bits
+from hydroplane.lang import (
+    Buffer,
+    barrier,
+    bitcast,
+    constexpr,
+    exp,
+    f32,
+    func,
+    kernel_source,
+    local_index,
+    maximum,
+    minimum,
+    readonly,
+    s32,
+    shared_array,
+    u32,
+    workgroup_id,
+)
+
+NO_INDEX = 0x7FFFFFFF
+NEG_INF_KEY = {"f32": 0x007FFFFF, "f16": 0x03FF, "bf16": 0x007F}  # key_of(-inf): at or below it, greedy
+
+
+def threads_of(constexprs: dict) -> int:
+    return constexprs["THREADS"]
+
+
+@func
+def mix32(x):
+    """A 32-bit integer hash (lowbias32: xor-shifts and two multiplications, wrapping)."""
+    h = x ^ (x >> 16)
+    h = h * 0x7FEB352D
+    h = h ^ (h >> 15)
+    h = h * 0x846CA68B
+    return h ^ (h >> 16)
+
+
+@func
+def uniform(seed, row):
+    """A uniform number in [0, 1) (24 bits) for the row under the seed: mix32(seed ^ mix32(row + golden))."""
+    h = mix32(seed ^ mix32(u32(row) + 0x9E3779B9))
+    return f32(h >> 8) * (1.0 / 16777216.0)
+
+
+@functools.cache
+def argmax_partial_kernel(DT: str):
+    RT = RAW[DT]
+
+    @kernel_source(local_size=threads_of, name=f"argmax_partial_{DT}")
+    def argmax_partial(logits: Buffer[RT, readonly], part_key: Buffer[u32], part_idx: Buffer[s32], out: Buffer[s32],
+                       v: s32, chunk: s32, chunks: s32, THREADS: constexpr, SG: constexpr, FINAL: constexpr):
+        NSG = THREADS // SG
+        skey = shared_array(u32, NSG)
+        sidx = shared_array(s32, NSG)
+        c = workgroup_id(0)
+        r = workgroup_id(1)
+        begin = c * chunk
+        end = minimum(v, begin + chunk)
+        bk = u32(0)
+        bi = s32(NO_INDEX)
+        for i in range(begin + local_index(), end, THREADS):
+            k = key_of(u32(logits[r * v + i]), DT)
+            if k > bk or (k == bk and i < bi):
+                bk = k
+                bi = i
+        best_key, best_index = group_best(bk, bi, skey, sidx, SG, NSG)
+        if local_index() == 0:
+            if FINAL:
+                out[r] = best_index
+            else:
+                part_key[r * chunks + c] = best_key
+                part_idx[r * chunks + c] = best_index
+
+    return argmax_partial
+
+
+@functools.cache
+def argmax_final_kernel():
+    @kernel_source(local_size=threads_of, name="argmax_final")
+    def argmax_final(part_key: Buffer[u32, readonly], part_idx: Buffer[s32, readonly], out: Buffer[s32],
+                     chunks: s32, THREADS: constexpr, SG: constexpr):
+        NSG = THREADS // SG
+        skey = shared_array(u32, NSG)
+        sidx = shared_array(s32, NSG)
+        r = workgroup_id(0)
+        bk = u32(0)
+        bi = s32(NO_INDEX)
+        for c in range(local_index(), chunks, THREADS):
+            k = part_key[r * chunks + c]
+            i = part_idx[r * chunks + c]
+            if k > bk or (k == bk and i < bi):
+                bk = k
+                bi = i
+        best_key, best_index = group_best(bk, bi, skey, sidx, SG, NSG)
+        if local_index() == 0:
+            out[r] = best_index
+
+    return argmax_final
+
+
+@functools.cache
+def sample_kernel(DT: str):
+    RT = RAW[DT]
+    FLOOR = NEG_INF_KEY[DT]
+
+    @kernel_source(local_size=threads_of, name=f"sample_{DT}")
+    def sample(logits: Buffer[RT, readonly], out: Buffer[s32], v: s32, seed: u32, inv_temp: f32, top_k: s32,
+               top_p: f32, THREADS: constexpr, SG: constexpr):
+        NSG = THREADS // SG
+        skey = shared_array(u32, NSG)
+        sidx = shared_array(s32, NSG)
+        sfloat = shared_array(f32, NSG)
+        scount = shared_array(s32, NSG)
+        prefix = shared_array(f32, THREADS + 1)
+        r = workgroup_id(0)
+        base = r * v
+        t = local_index()
+        bk = u32(0)
+        bi = s32(NO_INDEX)
+        for i in range(t, v, THREADS):
+            k = key_of(u32(logits[base + i]), DT)
+            if k > bk:
+                bk = k
+                bi = i
+        top_key, top_index = group_best(bk, bi, skey, sidx, SG, NSG)
+        if top_key <= FLOOR:
+            if t == 0:
+                out[r] = top_index
+            return
+        m = value_of_bits(u32(logits[base + top_index]), DT)
+        # top-k: the largest key with at least top_k logits at or above it
+        k_floor = u32(1)
+        if top_k > 0 and top_k < v:
+            lo = u32(0)
+            hi = top_key
+            while lo < hi:
+                mid = lo + ((hi - lo + 1) >> 1)
+                count = 0
+                for i in range(t, v, THREADS):
+                    if key_of(u32(logits[base + i]), DT) >= mid:
+                        count += 1
+                if group_sum(count, scount, NSG) >= top_k:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            k_floor = maximum(lo, u32(1))
+        # top-p: the smallest key whose kept weight strictly above it is below top_p of the kept total
+        p_floor = k_floor
+        if top_p < 1.0:
+            z = 0.0
+            for i in range(t, v, THREADS):
+                raw = u32(logits[base + i])
+                if key_of(raw, DT) >= k_floor:
+                    z += exp((value_of_bits(raw, DT) - m) * inv_temp)
+            goal = top_p * group_sum(z, sfloat, NSG)
+            lo = k_floor
+            hi = top_key
+            while lo < hi:
+                mid = lo + ((hi - lo) >> 1)
+                above = 0.0
+                for i in range(t, v, THREADS):
+                    raw = u32(logits[base + i])
+                    k = key_of(raw, DT)
+                    if k > mid and k >= k_floor:
+                        above += exp((value_of_bits(raw, DT) - m) * inv_temp)
+                if group_sum(above, sfloat, NSG) < goal:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            p_floor = lo
+        # the draw: each invocation sums a contiguous chunk; one invocation scans the chunks' sums in order
+        span = (v + THREADS - 1) // THREADS
+        b0 = minimum(t * span, v)
+        b1 = minimum(b0 + span, v)
+        mine = 0.0
+        for i in range(b0, b1):
+            raw = u32(logits[base + i])
+            if key_of(raw, DT) >= p_floor:
+                mine += exp((value_of_bits(raw, DT) - m) * inv_temp)
+        barrier()
+        prefix[t + 1] = mine
+        barrier()
+        if t == 0:
+            prefix[0] = 0.0
+            for j in range(THREADS):
+                prefix[j + 1] = prefix[j] + prefix[j + 1]
+        barrier()
+        total = prefix[THREADS]
+        target = uniform(seed, r) * total
+        if target >= total:
+            target = bitcast(bitcast(total, u32) - 1, f32)
+        if prefix[t] <= target and target < prefix[t + 1]:
+            running = prefix[t]
+            pick = -1
+            last = -1
+            for i in range(b0, b1):
+                raw = u32(logits[base + i])
+                if key_of(raw, DT) >= p_floor:
+                    w = exp((value_of_bits(raw, DT) - m) * inv_temp)
+                    if w > 0.0:
+                        last = i
+                    running += w
+                    if pick < 0 and running > target:
+                        pick = i
+            out[r] = pick if pick >= 0 else last
+
+    return sample
