@@ -15,7 +15,7 @@ _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "de
          "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang",
          "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention"}
 # Modules of the layers re-exported under a short name (`hydroplane.gguf` is hydroplane.quant.gguf), also lazily.
-_MODULES: dict[str, str] = {"nn": "hydroplane.ops.nn"}
+_MODULES: dict[str, str] = {"gguf": "hydroplane.quant.gguf", "quant": "hydroplane.quant", "nn": "hydroplane.ops.nn"}
 __all__ = sorted(_LAZY)
 
 
