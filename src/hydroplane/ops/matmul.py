@@ -33,6 +33,7 @@ from hydroplane.kernels.gemm.plan import GEMM_ACCUMULATORS, GEMM_OUTPUTS
 from hydroplane.kernels.gemm.route import Scratch, Step, gemm_route
 from hydroplane.launch import executors
 from hydroplane.launch.prepared import DeviceArray
+from hydroplane.ops import quant_matmul
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm
 from hydroplane.spirv import types
 
@@ -326,6 +327,9 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
            acc_dtype=None, device=None):
     """act(alpha * (a @ b) + beta * c + bias) with np.matmul's shapes and NumPy's result dtype (the module
     docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
+    if quant_matmul.is_quantized(a) or quant_matmul.is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
+        return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
+                                   out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     call = check_call(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                       out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     return run_call(call)

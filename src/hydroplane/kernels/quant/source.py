@@ -1,0 +1,276 @@
+"""The quantized kernels in the kernel language: y = act(x @ W.T + bias) with W (N, K) in a ggml block format,
+dequantized in the kernels' loads (never a dequantized copy of W in memory), and the row gather of a quantized
+table. Every kernel decodes through decode.py's one `decode8` helper, the format a constexpr.
+
+- `gemv_kernel(XDT, ODT)` (decode, M <= 16): a subgroup owns ROWS rows of W (outputs n); its lanes walk K in
+  groups of 8 weights (lane l: groups l, l + SG, ...), each group decoded once from the block bytes (32-bit word
+  loads) and met with the 8 matching activations of each of MR rows of x (16-byte loads through the V4 view of
+  x), in f32; the lanes' sums meet in subgroup adds. NSG subgroups per workgroup. With SPLIT K ranges (grid z,
+  for a small N) each range writes its f32 partial sums to `part` and `reduce_kernel` adds them and applies the
+  epilogue.
+- `gemm_kernel(XDT, ODT)` (prefill): the cooperative-matrix GEMM's staged K loop (kernels.gemm.source's
+  `staged_k_loop`, with this module's `QUANT_STAGING`): per K step the BM x BK block of x goes into shared memory as
+  f16 (f32 and bf16 activations rounded to f16 there) and the BN x BK block of W is decoded into shared memory as
+  f16, eight weights per invocation and call; the subgroups multiply their tiles out of shared memory with f32
+  accumulators. The epilogue stages each accumulator tile through shared memory and writes it element by element.
+- `rows_kernel(ODT)`: out[t] = W[ids[t]] dequantized (an embedding of a quantized table); an id outside 0 .. V - 1
+  gives a zero row.
+
+The epilogue (`finish_value`): + bias[n] (in the output type), ReLU or GELU (tanh form, as the GEMM's), rounded once
+into the output's storage: f32, f16, or bf16 as its 16 bits (u16 buffers, so devices without bf16 scalars run it).
+This module imports only the language (and the GEMM's and nn's kernel helpers).
+"""
+
+import functools
+from dataclasses import dataclass
+
+from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
+from hydroplane.kernels.nn.common import STORAGE, V4, load, narrow
+from hydroplane.kernels.quant.decode import decode8
+from hydroplane.lang import (
+    Buffer,
+    barrier,
+    bitcast,
+    constexpr,
+    coop,
+    f16,
+    f32,
+    func,
+    global_id,
+    kernel_source,
+    lane_id,
+    local_array,
+    local_index,
+    maximum,
+    minimum,
+    num_workgroups,
+    readonly,
+    s32,
+    shared_array,
+    static_range,
+    subgroup_add,
+    subgroup_id,
+    tanh,
+    u16,
+    u32,
+    workgroup_id,
+)
+
+REDUCE_THREADS = 256
+ROWS_THREADS = 64
+
+
+@func
+def finish_value(v, bias, col, BIAS: constexpr, ACT: constexpr, ODT: constexpr):
+    """f32 v (+ bias[col]), the activation, in the output storage ODT."""
+    result = v
+    if BIAS:
+        result += load(bias, col, ODT)
+    if ACT == "relu":
+        result = maximum(result, 0.0)
+    if ACT == "gelu":
+        result = 0.5 * result * (1.0 + tanh(GELU_C * (result + GELU_CUBIC * result * result * result)))
+    return narrow(result, ODT)
+
+
+@func
+def load_x8(xs, slot: constexpr, x4, at, XDT: constexpr):
+    """The 8 activations at element `at` (a multiple of 8) of x into xs[slot:slot + 8] as f32, in 16-byte loads."""
+    if XDT == "f32":
+        for c in static_range(2):
+            chunk = x4[at // 4 + c]
+            for j in static_range(4):
+                xs[slot + 4 * c + j] = bitcast(chunk[j], f32)
+    else:
+        chunk = x4[at // 8]
+        for j in static_range(4):
+            for h in static_range(2):
+                bits = chunk[j] >> (16 * h) & 0xFFFF
+                if XDT == "bf16":
+                    xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
+                else:
+                    xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+
+
+def gemv_threads(constexprs: dict) -> int:
+    return constexprs["NSG"] * constexprs["SG"]
+
+
+@functools.cache
+def gemv_kernel(XDT: str, ODT: str):
+    """The decode GEMV for activations XDT and output ODT ("f32", "f16", "bf16"): the module docstring."""
+    XS, OS = STORAGE[XDT], STORAGE[ODT]
+
+    @kernel_source(local_size=gemv_threads, name=f"quant_gemv_{XDT}_{ODT}")
+    def quant_gemv(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
+                   bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32], M: s32, N: s32, K: s32,
+                   row_bytes: s32, k_split: s32, FMT: constexpr, MR: constexpr, ROWS: constexpr, NSG: constexpr,
+                   SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
+        lane = lane_id()
+        n0 = (workgroup_id(0) * NSG + subgroup_id()) * ROWS
+        m0 = workgroup_id(1) * MR
+        split = workgroup_id(2)
+        k_begin = split * k_split
+        k_end = minimum(K, k_begin + k_split)
+        acc = local_array(f32, MR * ROWS)
+        for i in static_range(MR * ROWS):
+            acc[i] = 0.0
+        xs = local_array(f32, MR * 8)
+        vals = local_array(f32, 8)
+        for e in range(k_begin + lane * 8, k_end, SG * 8):
+            for m in static_range(MR):
+                load_x8(xs, m * 8, x4, minimum(m0 + m, M - 1) * K + e, XDT)
+            for r in static_range(ROWS):
+                decode8(vals, w, minimum(n0 + r, N - 1) * row_bytes, e, FMT)
+                for m in static_range(MR):
+                    total = acc[m * ROWS + r]
+                    for j in static_range(8):
+                        total += xs[m * 8 + j] * vals[j]
+                    acc[m * ROWS + r] = total
+        for i in static_range(MR * ROWS):
+            acc[i] = subgroup_add(acc[i])
+        if lane == 0:
+            for m in static_range(MR):
+                for r in static_range(ROWS):
+                    row = m0 + m
+                    n = n0 + r
+                    if row < M and n < N:
+                        if PARTIAL:
+                            part[(split * M + row) * N + n] = acc[m * ROWS + r]
+                        else:
+                            d[row * N + n] = finish_value(acc[m * ROWS + r], bias, n, BIAS, ACT, ODT)
+
+    return quant_gemv
+
+
+@functools.cache
+def reduce_kernel(ODT: str):
+    """The SPLIT K ranges' partial sums (part: SPLIT x M x N f32) added up, through the epilogue into d."""
+    OS = STORAGE[ODT]
+
+    @kernel_source(local_size=REDUCE_THREADS, name=f"quant_reduce_{ODT}")
+    def quant_reduce(part: Buffer[f32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], M: s32, N: s32,
+                     splits: s32, BIAS: constexpr, ACT: constexpr):
+        i = global_id()
+        if i < M * N:
+            total = part[i]
+            for s in range(1, splits):
+                total += part[s * M * N + i]
+            d[i] = finish_value(total, bias, i % N, BIAS, ACT, ODT)
+
+    return quant_reduce
+
+
+@functools.cache
+def rows_kernel(ODT: str):
+    """out[t, :] = W[ids[t], :] dequantized into storage ODT (zeros for an id outside 0 .. vocab - 1)."""
+    OS = STORAGE[ODT]
+
+    @kernel_source(local_size=ROWS_THREADS, name=f"quant_rows_{ODT}")
+    def quant_rows(ids: Buffer[s32, readonly], w: Buffer[u32, readonly], out: Buffer[OS], n_ids: s32, vocab: s32,
+                   K: s32, row_bytes: s32, FMT: constexpr):
+        groups = K // 8
+        vals = local_array(f32, 8)
+        for g in range(global_id(), n_ids * groups, num_workgroups() * ROWS_THREADS):
+            t = g // groups
+            e = (g - t * groups) * 8
+            row = ids[t]
+            if row >= 0 and row < vocab:
+                decode8(vals, w, row * row_bytes, e, FMT)
+            else:
+                for j in static_range(8):
+                    vals[j] = 0.0
+            for j in static_range(8):
+                out[t * K + e + j] = narrow(vals[j], ODT)
+
+    return quant_rows
+
+
+@dataclass(frozen=True)
+class QuantBlocks(Blocks):
+    """The GEMM's K-step geometry (A: BM x BK of x, B: BN x BK rows of W, both f16 in shared memory, element by
+    element) with the weights' block format FMT and the activations' storage XDT."""
+
+    FMT: str = "q8_0"
+    XDT: str = "f16"
+
+
+@func
+def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
+    """A K step's blocks into shared memory (the GEMM's `stage` parameters): x's BM x BK block rounded to f16, W's
+    BN x BK block decoded (ldb: W's bytes per row), zeros outside M, N and K where guarded."""
+    first = local_index()
+    BM, BN, BK, THREADS = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS
+    for i in range(first, BM * BK, THREADS):
+        r = i // BK
+        c = i - r * BK
+        v = f16(0.0)
+        if not guard or (row0 + r < M and k0 + c < K):
+            v = f16(load(a, (row0 + r) * lda + k0 + c, blocks.XDT))
+        sa[a_base + i] = v
+    GROUPS = BK // 8
+    vals = local_array(f32, 8)
+    for i in range(first, BN * GROUPS, THREADS):
+        r = i // GROUPS
+        g = i - r * GROUPS
+        if not guard or (col0 + r < N and k0 + g * 8 < K):
+            decode8(vals, b, (col0 + r) * ldb, k0 + g * 8, blocks.FMT)
+        else:
+            for j in static_range(8):
+                vals[j] = 0.0
+        for j in static_range(8):
+            sb[b_base + i * 8 + j] = f16(vals[j])
+
+
+QUANT_STAGING = Staging(stage_quant, stage_quant, stage_quant)  # no register prefetch: `stage` alone is called
+
+
+def gemm_threads(constexprs: dict) -> int:
+    return constexprs["WM"] * constexprs["WN"] * constexprs["SG"]
+
+
+@functools.cache
+def gemm_kernel(XDT: str, ODT: str):
+    """The prefill GEMM for activations XDT and output ODT: the module docstring."""
+    XS, OS = STORAGE[XDT], STORAGE[ODT]
+
+    @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
+    def quant_gemm(x: Buffer[XS, readonly], w: Buffer[u32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
+                   M: s32, N: s32, K: s32, row_bytes: s32, FMT: constexpr, TM: constexpr, TN: constexpr,
+                   TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr,
+                   SG: constexpr, BIAS: constexpr, ACT: constexpr):
+        blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, FMT=FMT, XDT=XDT)
+        BM, BN = blocks.BM, blocks.BN
+        TA = coop.Matrix[f16, TM, TK, coop.A]
+        TB = coop.Matrix[f16, TK, TN, coop.B]
+        TACC = coop.Matrix[f32, TM, TN, coop.Accumulator]
+        sa = shared_array(f16, blocks.a_array(1))
+        sb = shared_array(f16, blocks.b_array(1))
+        sc = shared_array(f32, WM * WN * TM * TN)
+        sg = subgroup_id()
+        wm = sg // WN
+        wn = sg % WN
+        row0 = workgroup_id(1) * BM
+        col0 = workgroup_id(0) * BN
+        acc = local_array(TACC, SM * SN)
+        for t in static_range(SM * SN):
+            acc[t] = coop.fill(TACC, 0.0)
+        full = row0 + BM <= M and col0 + BN <= N
+        staged_k_loop(acc, sa, sb, x, w, row0, col0, 0, K, M, N, K, row_bytes, wm, wn, full, blocks,
+                      KLoop(TA, TB, SM, SN, KT, 1, False, True, False), QUANT_STAGING)
+        region = sg * TM * TN
+        lane = lane_id()
+        for i in static_range(SM):
+            for j in static_range(SN):
+                coop.store(acc[i * SN + j], sc, region, TN, coop.RowMajor)
+                barrier()
+                r0 = row0 + (wm * SM + i) * TM
+                c0 = col0 + (wn * SN + j) * TN
+                for e in range(lane, TM * TN, SG):
+                    r = e // TN
+                    c = e - r * TN
+                    if r0 + r < M and c0 + c < N:
+                        d[(r0 + r) * N + c0 + c] = finish_value(sc[region + e], bias, c0 + c, BIAS, ACT, ODT)
+                barrier()
+
+    return quant_gemm

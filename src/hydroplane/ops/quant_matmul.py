@@ -1,0 +1,443 @@
+"""`hydroplane.matmul(x, qw.T)` for block-quantized weights, and `quantized_rows(qw, ids, dtype)` (docs/quant.md).
+
+    qw = hydroplane.quant.quantize(w, "q4_k")          # or hydroplane.gguf.load(path).tensors[name]
+    y = hydroplane.matmul(x, qw.T, bias=b, activation="gelu")
+
+x is f16, bf16 or f32 of any leading shape (..., K), a NumPy array or a DeviceArray; the weight is a host
+QuantizedArray's `.T` (its blocks uploaded once per device and kept there while the QuantizedArray lives) or the `.T`
+of a quantized DeviceArray (`format` set, its buffer the blocks). The result is x's dtype, shape (..., N), f32
+accumulation, the dequantization in the kernels' loads (kernels/quant): M <= 16 rows take the decode GEMV (split
+over K when N is small), more take the cooperative-matrix GEMM (activations rounded to f16 on their way into shared
+memory: a host array with a value beyond f16's range is refused), or the GEMV where the device has no f16 tiles.
+Epilogue: bias (N values, in the result dtype), activation "relu" / "gelu" (tanh form), `out=`.
+
+`run_quantized(x, weight, fmt, (N, K), ...)` is the one core both weight kinds reach. Layer: ops.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from hydroplane.errors import HydroplaneError
+from hydroplane.kernels.quant.decode import FORMATS as KERNEL_FORMATS
+from hydroplane.kernels.quant.source import REDUCE_THREADS, ROWS_THREADS, gemm_kernel, gemv_kernel, reduce_kernel, \
+    rows_kernel
+from hydroplane.launch.prepared import DeviceArray, prepare
+from hydroplane.launch.runtime import canonical_device, runtime
+from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
+from hydroplane.quant.formats import QuantError
+from hydroplane.spirv import types
+
+
+class QuantMatmulError(HydroplaneError):
+    """A quantized matmul (or row gather) that cannot run as asked: shapes, dtypes, values, devices."""
+
+
+FLOATS = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(ml_dtypes.bfloat16): "bf16"}
+STORAGE = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": np.dtype(np.uint16)}
+ACTIVATIONS = ("none", "relu", "gelu")
+DECODE_ROWS = 16  # M at most this: the GEMV
+F16_MAX = 65504.0
+GEMV_SUBGROUPS = 4  # subgroups per GEMV workgroup
+SPLIT_TARGET = 512  # a GEMV grid smaller than this many workgroups is split over K
+MAX_GROUPS = 4096
+
+_pipelines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {id(spec): (spec, kernel)}
+_uploads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # QuantizedArray -> {device: DeviceArray}
+
+
+# the operands ------------------------------------------------------------------------------------------------
+def is_quantized(value) -> bool:
+    """A QuantizedArray, its `.T`, or a DeviceArray of ggml blocks (its `format` set)."""
+    return isinstance(value, QuantizedArray | QuantizedTranspose) or (
+        isinstance(value, DeviceArray) and value.format is not None)
+
+
+@dataclass
+class Weight:
+    """A quantized weight as the kernels bind it: its block format, (N, K), the host array (if any) or the
+    DeviceArray of its blocks."""
+
+    fmt: str
+    n: int
+    k: int
+    host: QuantizedArray | None = None
+    device_array: DeviceArray | None = None
+
+    @property
+    def row_bytes(self) -> int:
+        return block_format(self.fmt).row_bytes(self.k)
+
+    def on(self, device) -> DeviceArray:
+        """The blocks on `device`: the DeviceArray, or the host array's upload (made once, kept while it lives)."""
+        if self.device_array is not None:
+            if self.device_array.device != device:
+                raise QuantMatmulError(f"the quantized weight is on device {self.device_array.device!r}, the call "
+                                       f"on {device!r}")
+            return self.device_array
+        assert self.host is not None
+        return upload(self.host, device)
+
+
+def upload(qw: QuantizedArray, device=None) -> DeviceArray:
+    """qw's blocks in a buffer of `device` (a DeviceArray with `format` set, shape (N, K)), made once per device
+    and kept while qw lives."""
+    device = canonical_device(device)
+    per_device = _uploads.setdefault(qw, {})
+    held = per_device.get(device)
+    if held is not None and not held.released:
+        return held
+    rt = runtime(device)
+    raw = np.ascontiguousarray(qw.blocks).reshape(-1)
+    padded = np.zeros(-(-max(raw.size, 4) // 16) * 16, np.uint8)  # whole 16-byte words for the u32 binding
+    padded[: raw.size] = raw
+    made = DeviceArray(rt.key, rt.executor, rt.alloc(padded.size), np.uint8, (padded.size,))
+    made.write(padded)
+    per_device[device] = made
+    return made
+
+
+def weight_of(b, what: str = "b") -> Weight:
+    """The Weight a matmul's second operand names: qw.T of a QuantizedArray, or the .T of a quantized DeviceArray."""
+    if isinstance(b, QuantizedArray):
+        raise QuantMatmulError(f"{what} is a quantized array of shape {b.shape} (N, K): multiply by its transpose, "
+                               f"hydroplane.matmul(x, qw.T)")
+    if isinstance(b, QuantizedTranspose):
+        n, k = b.base.shape
+        return Weight(b.format, n, k, host=b.base)
+    if isinstance(b, DeviceArray) and b.format is not None:
+        if b.ndim != 2:
+            raise QuantMatmulError(f"{what}: a {b.format} DeviceArray of shape {b.shape}; matmul takes a 2-D weight")
+        if not (b.strides[0] < b.strides[1]):
+            raise QuantMatmulError(f"{what}: a {b.format} DeviceArray of shape {b.shape} (N, K): multiply by its "
+                                   "transpose, hydroplane.matmul(x, qw.T)")
+        k, n = b.shape
+        try:
+            block_format(b.format).row_bytes(k)
+        except QuantError as err:
+            raise QuantMatmulError(str(err)) from None
+        return Weight(block_format(b.format).name, n, k, device_array=b.base or b)
+    raise QuantMatmulError(f"{what} is not a quantized weight ({type(b).__name__})")
+
+
+def _float_kind(x, name: str) -> str:
+    kind = FLOATS.get(np.dtype(x.dtype))
+    if kind is None:
+        raise QuantMatmulError(f"{name} is {np.dtype(x.dtype)}; a quantized matmul takes f16, bf16 or f32 "
+                               "activations")
+    return kind
+
+
+def _bits(x, kind: str):
+    """x as the kernels bind it: its storage elements (bf16 as u16), contiguous."""
+    if isinstance(x, DeviceArray):
+        return x.view(STORAGE[kind]) if kind == "bf16" else x
+    return np.ascontiguousarray(x).view(STORAGE[kind]) if kind == "bf16" else np.ascontiguousarray(x)
+
+
+def _check_f16_range(x: np.ndarray, kind: str) -> None:
+    if kind == "f16" or x.size == 0:
+        return
+    big = np.abs(x.astype(np.float32)) > F16_MAX
+    if big.any():
+        at = np.unravel_index(int(np.flatnonzero(big)[0]), x.shape)
+        raise QuantMatmulError(f"x[{', '.join(map(str, at))}] = {float(x[at])!r} is beyond f16's range (65504): "
+                               f"{kind} activations enter the quantized kernels as f16; scale them down")
+
+
+# the call -----------------------------------------------------------------------------------------------------
+def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", out=None, out_dtype=None,
+           acc_dtype=None, device=None):
+    """hydroplane.matmul's entry for a quantized b (ops.matmul hands it here): the module docstring."""
+    if is_quantized(a):
+        raise QuantMatmulError("a is quantized: the quantized weight is the second operand, "
+                               "hydroplane.matmul(x, qw.T)")
+    asked = {"c": c is not None, "alpha": alpha != 1.0, "beta": beta != 0.0, "out_dtype": out_dtype is not None,
+             "acc_dtype": acc_dtype is not None}
+    refused = [name for name, given in asked.items() if given]
+    if refused:
+        raise QuantMatmulError(f"a quantized matmul takes bias, activation and out; not {', '.join(refused)} "
+                               "(the result is x's dtype, accumulated in f32)")
+    return run_quantized(a, weight_of(b), bias=bias, activation=activation, out=out, device=device)
+
+
+def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, device=None):
+    """act(x @ W.T + bias) for a Weight (host or device blocks): the one core."""
+    if not isinstance(x, DeviceArray):
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as err:
+            raise QuantMatmulError(f"x is not an array ({err})") from None
+    kind = _float_kind(x, "x")
+    if len(x.shape) < 1 or x.shape[-1] != weight.k:
+        raise QuantMatmulError(f"matmul of x {tuple(x.shape)} and a {weight.fmt} weight.T of shape "
+                               f"({weight.k}, {weight.n}): x's last dimension must be K={weight.k}")
+    if activation not in ACTIVATIONS:
+        raise QuantMatmulError(f"activation is one of {', '.join(ACTIVATIONS)}, not {activation!r}")
+    lead = tuple(x.shape[:-1])
+    m, n, k = math.prod(lead), weight.n, weight.k
+    shape = (*lead, n)
+    result_dtype = np.dtype(x.dtype)
+    pinned = {a.device for a in (x, bias, out, weight.device_array) if isinstance(a, DeviceArray)}
+    if device is not None:
+        device = canonical_device(device)
+    if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
+        raise QuantMatmulError(f"the operands are on devices {sorted(map(str, pinned))}, device={device!r}")
+    on_device = any(isinstance(a, DeviceArray) for a in (x, bias, out))
+    device = pinned.pop() if pinned else canonical_device(device)
+    if isinstance(x, np.ndarray):
+        _check_f16_range(x, kind)
+    if bias is not None:
+        if isinstance(bias, DeviceArray):
+            if bias.shape != (n,) or bias.dtype != result_dtype:
+                raise QuantMatmulError(f"bias is a DeviceArray {bias.dtype} {bias.shape}; it must be ({n},) "
+                                       f"{result_dtype}")
+        else:
+            bias = np.asarray(bias)
+            if bias.shape != (n,):
+                raise QuantMatmulError(f"bias has shape {bias.shape}; it is a row of N={n} values")
+            if not np.can_cast(bias.dtype, result_dtype, "same_kind"):
+                raise QuantMatmulError(f"bias is {bias.dtype}; it is read as {result_dtype}, the result's dtype")
+            bias = bias.astype(result_dtype)
+    if out is not None:
+        if tuple(out.shape) != shape or np.dtype(out.dtype) != result_dtype:
+            raise QuantMatmulError(f"out is {np.dtype(out.dtype)} {tuple(out.shape)}; the result is {result_dtype} "
+                                   f"{shape}")
+        if isinstance(out, np.ndarray) and not out.flags.writeable:
+            raise QuantMatmulError("out is a read-only array")
+    rt = runtime(device)
+    if m == 0 or n == 0:
+        empty = np.zeros(shape, result_dtype)
+        if isinstance(out, DeviceArray):
+            return out
+        if out is not None:
+            return out
+        return _device_copy(rt, empty) if on_device else empty
+    blocks = weight.on(device)
+    scratch: list[DeviceArray] = []
+    try:
+        if isinstance(out, DeviceArray):
+            d = out
+        else:
+            d = _alloc(rt, result_dtype, shape)
+            if not on_device:
+                scratch.append(d)
+        xb = _bits(x, kind)
+        xarg = xb if isinstance(xb, DeviceArray) else xb.reshape(m, k)
+        barg = d if bias is None else _bits(bias, kind)
+        target = rt.executor.target
+        tiles = gemm_tiles(target)
+        if m <= DECODE_ROWS or tiles is None:
+            _gemv(rt, scratch, xarg, blocks, barg, d, weight, m, kind, bias is not None, activation)
+        else:
+            _gemm(rt, xarg, blocks, barg, d, weight, m, kind, bias is not None, activation, tiles)
+        if on_device:
+            return d
+        value = _from_bits(d.numpy() if kind != "bf16" else d.view(np.uint16).numpy(), kind).reshape(shape)
+        if out is not None:
+            np.copyto(out, value)
+            return out
+        return value
+    finally:
+        for made in scratch:
+            made.release()
+
+
+def _from_bits(raw: np.ndarray, kind: str) -> np.ndarray:
+    return raw.view(ml_dtypes.bfloat16) if kind == "bf16" else raw
+
+
+def _alloc(rt, dtype, shape) -> DeviceArray:
+    nbytes = max(16, -(-math.prod(shape) * np.dtype(dtype).itemsize // 16) * 16)
+    return DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+
+
+def _device_copy(rt, array: np.ndarray) -> DeviceArray:
+    made = _alloc(rt, array.dtype, array.shape)
+    if array.size:
+        made.write(array)
+    return made
+
+
+def _launch(rt, kernel, constexprs: dict, grid: tuple, arguments: dict, aliases: dict | None = None) -> None:
+    """One dispatch, queued: the pipeline cached per executor, the arguments bound by launch.prepare."""
+    executor = rt.executor
+    spec = kernel.compile(executor.target, **constexprs)
+    made = _pipelines.setdefault(executor, {})
+    if id(spec) not in made:
+        made[id(spec)] = (spec, executor.kernel(spec.words))
+    grid3 = tuple(int(g) for g in (*grid, *(1,) * (3 - len(grid))))
+    with prepare(executor, made[id(spec)][1], spec, grid3, arguments, aliases=aliases) as prepared:
+        prepared.dispatch()
+
+
+def _words(arr: DeviceArray) -> DeviceArray:
+    """A DeviceArray of block bytes as the u32 words the kernels bind."""
+    raw = arr.view(np.uint8) if arr.format is not None else arr
+    if raw.nbytes % 4:
+        raise QuantMatmulError(f"a quantized DeviceArray of {raw.nbytes} bytes: the kernels bind whole 32-bit words "
+                               "(pad its buffer to a multiple of 4 bytes)")
+    return raw.reshape(-1).view(np.uint32)
+
+
+def _flat(arr, dtype=None):
+    """A DeviceArray (or NumPy array) seen as a flat contiguous run of its storage elements."""
+    if isinstance(arr, DeviceArray):
+        v = arr.view(dtype) if dtype is not None else arr
+        return v.reshape(-1) if v.ndim != 1 else v
+    return np.ascontiguousarray(arr).reshape(-1)
+
+
+@dataclass(frozen=True)
+class GemvPlan:
+    """The decode GEMV's launch: MR rows of x and ROWS rows of W per subgroup, SPLIT K ranges of k_split."""
+
+    mr: int
+    rows: int
+    split: int
+    k_split: int
+    grid: tuple
+
+
+def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
+    mr = min(m, 8)
+    rows = 2 if mr <= 4 else 1
+    groups = -(-n // (GEMV_SUBGROUPS * rows)) * -(-m // mr)
+    step = sg * 8
+    split = 1
+    if groups < SPLIT_TARGET and not reference:
+        split = max(1, min(k // step, -(-SPLIT_TARGET // groups), 64))
+    elif reference and groups < 4:
+        split = max(1, min(k // step, 4))  # the reference executor: exercised, kept small
+    k_split = -(-(-(-k // split)) // step) * step
+    split = -(-k // k_split)
+    return GemvPlan(mr, rows, split, k_split, (-(-n // (GEMV_SUBGROUPS * rows)), -(-m // mr), split))
+
+
+def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str) -> None:
+    target = rt.executor.target
+    sg = target.subgroup_size
+    n, k = weight.n, weight.k
+    plan = gemv_plan(m, n, k, sg, rt.is_reference)
+    partial = plan.split > 1
+    part = None
+    if partial:
+        part = _alloc(rt, np.float32, (plan.split * m * n,))
+        scratch.append(part)
+    dflat = _flat(d, STORAGE[kind])
+    args = {"x": _flat(x), "w": _words(blocks), "d": dflat, "M": m, "N": n, "K": k,
+            "row_bytes": weight.row_bytes, "k_split": plan.k_split}
+    aliases = {"x4": "x"}
+    if part is not None:
+        args["part"] = part
+    else:
+        aliases["part"] = "d"
+    if has_bias:
+        args["bias"] = _flat(bias)
+    else:
+        aliases["bias"] = "d"
+    _launch(rt, gemv_kernel(kind, kind), dict(FMT=weight.fmt, MR=plan.mr, ROWS=plan.rows, NSG=GEMV_SUBGROUPS, SG=sg,
+                                              PARTIAL=partial, BIAS=has_bias and not partial, ACT=act if not partial
+                                              else "none"), plan.grid, args, aliases)
+    if partial:
+        rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split}
+        raliases = {}
+        if has_bias:
+            rargs["bias"] = _flat(bias)
+        else:
+            raliases["bias"] = "d"
+        _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (-(-m * n // REDUCE_THREADS),), rargs,
+                raliases)
+
+
+def gemm_tiles(target) -> tuple[int, int, int] | None:
+    """The f16 x f16 + f32 tile the prefill GEMM uses on the target (its largest; the reference executor: 16x16x16),
+    None where it has none."""
+    if target.is_reference:
+        return (16, 16, 16)
+    shapes = [(s.m, s.n, s.k) for s in target.shapes(types.F16, types.F32)]
+    return max(shapes, key=lambda t: (t[0] * t[1], t[2])) if shapes else None
+
+
+def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str, tiles) -> None:
+    target = rt.executor.target
+    tm, tn, tk = tiles
+    wm = wn = 2
+    sm = sn = 2 if tm >= 16 and not target.is_reference else 1
+    kt = max(1, 32 // tk)
+    bm, bn = wm * sm * tm, wn * sn * tn
+    n, k = weight.n, weight.k
+    args = {"x": _flat(x), "w": _words(blocks), "d": _flat(d, STORAGE[kind]), "M": m, "N": n, "K": k,
+            "row_bytes": weight.row_bytes}
+    aliases = {}
+    if has_bias:
+        args["bias"] = _flat(bias)
+    else:
+        aliases["bias"] = "d"
+    _launch(rt, gemm_kernel(kind, kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn, KT=kt,
+                                              SG=target.subgroup_size, BIAS=has_bias, ACT=act),
+            (-(-n // bn), -(-m // bm)), args, aliases)
+
+
+# rows of a quantized table --------------------------------------------------------------------------------------
+def quantized_rows(qw, ids, dtype=np.float32, *, device=None):
+    """qw[ids] dequantized on the device (an embedding of a quantized table): ids of any shape (NumPy integers
+    checked to lie in 0 .. V - 1, or an int32 DeviceArray whose ids outside give zero rows), qw a (V, D)
+    QuantizedArray or quantized DeviceArray; the result ids.shape + (D,) in `dtype` (f32, f16 or bf16), NumPy unless
+    ids or qw is a DeviceArray."""
+    if isinstance(qw, QuantizedArray):
+        if qw.ndim != 2:
+            raise QuantMatmulError(f"quantized_rows takes a (V, D) table, not shape {qw.shape}")
+        weight = Weight(qw.format, qw.shape[0], qw.shape[1], host=qw)
+    elif isinstance(qw, DeviceArray) and qw.format is not None and qw.ndim == 2:
+        weight = Weight(block_format(qw.format).name, qw.shape[0], qw.shape[1], device_array=qw.base or qw)
+    else:
+        raise QuantMatmulError(f"quantized_rows takes a (V, D) QuantizedArray or quantized DeviceArray, not "
+                               f"{type(qw).__name__}")
+    kind = FLOATS.get(np.dtype(dtype))
+    if kind is None:
+        raise QuantMatmulError(f"quantized_rows gives f32, f16 or bf16 rows, not {np.dtype(dtype)}")
+    vocab, dim = weight.n, weight.k
+    pinned = {a.device for a in (ids, weight.device_array) if isinstance(a, DeviceArray)}
+    if len(pinned) > 1:
+        raise QuantMatmulError(f"ids and the table are on devices {sorted(map(str, pinned))}")
+    on_device = isinstance(ids, DeviceArray) or weight.device_array is not None
+    device = pinned.pop() if pinned else canonical_device(device)
+    if isinstance(ids, DeviceArray):
+        if ids.dtype != np.int32:
+            raise QuantMatmulError(f"ids is a DeviceArray of {ids.dtype}; it must be int32")
+    else:
+        ids = np.asarray(ids)
+        if ids.dtype.kind not in "iu":
+            raise QuantMatmulError(f"ids is {ids.dtype}; it must be integers")
+        if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+            raise QuantMatmulError(f"ids range over {ids.min()} .. {ids.max()}; the table has rows 0 .. {vocab - 1}")
+        ids = np.ascontiguousarray(ids, np.int32)
+    shape = (*tuple(ids.shape), dim)
+    count = math.prod(ids.shape)
+    rt = runtime(device)
+    out_dtype = np.dtype(dtype)
+    made = _alloc(rt, out_dtype, shape)
+    try:
+        if count:
+            total = count * dim // 8
+            _launch(rt, rows_kernel(kind), dict(FMT=weight.fmt),
+                    (max(1, min(MAX_GROUPS, -(-total // ROWS_THREADS))),),
+                    {"ids": _flat(ids), "w": _words(weight.on(device)), "out": _flat(made, STORAGE[kind]),
+                     "n_ids": count, "vocab": vocab, "K": dim, "row_bytes": weight.row_bytes})
+        if on_device:
+            return made
+        raw = made.view(STORAGE[kind]).numpy() if kind == "bf16" else made.numpy()
+        return _from_bits(raw, kind).reshape(shape)
+    finally:
+        if not on_device:
+            made.release()
+
+
+__all__ = ["KERNEL_FORMATS", "QuantMatmulError", "Weight", "is_quantized", "matmul", "quantized_rows",
+           "run_quantized", "upload", "weight_of"]
