@@ -18,7 +18,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from hydroplane.kernels.attention import AttentionConfig, AttentionProblem, attention_plan, reference, relative_error
+from hydroplane.kernels.attention import (
+    AttentionConfig,
+    AttentionProblem,
+    attention_plan,
+    random_inputs,
+    reference,
+    relative_error,
+)
 from hydroplane.kernels.attention import tolerance as bound
 from hydroplane.ops.attention import POISON, AttentionRunner, PreparedAttention
 
@@ -132,6 +139,26 @@ def test_decode_partial_results_are_poisoned_and_combined(ref):
     assert 0 < error <= bound(problem)
 
 
+WINDOW_CASES = [  # (q_len, kv_len, causal, window, config): windows narrower and wider than a key block
+    (33, 100, True, 20, C((16, 16, 16), 2, 1, 2)),
+    (33, 100, False, 7, C((16, 16, 16), 1, 1, 2)),
+    (40, 33, True, 2, C((16, 16, 16), 2, 1, 2)),  # S_q > S_kv: rows that see no key; W = 2: two keys each
+    (47, 90, True, 40, C((16, 16, 16), 1, 2, 1, pad=0)),
+    (3, 300, True, 100, C((16, 16, 16), 1, 1, 2, splits=5)),  # the decode path: whole splits before the window
+    (1, 200, False, 40, C((16, 16, 16), 1, 1, 2, splits=4)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(WINDOW_CASES)))
+def test_sliding_window_on_ref(ref, case):
+    q_len, kv_len, causal, window, config = WINDOW_CASES[case]
+    problem = AttentionProblem(1, 4, q_len, kv_len, 64, kv_heads=2, causal=causal, window=window)
+    result = check(ref, problem, config, seed=case)
+    data = random_inputs(problem, np.random.default_rng(case))
+    unwindowed = reference(replace(problem, window=None), data["q"], data["k"], data["v"])
+    assert relative_error(result.output, unwindowed) > 10 * bound(problem)  # the window changed the answer
+
+
 LAVAPIPE_CONFIGS = {
     "2 subgroups, 2 key tiles": C((8, 8, 8), 2, 1, 2),
     "1 subgroup, 2 query tiles, unpadded": C((8, 8, 8), 1, 2, 1, pad=0),
@@ -152,6 +179,14 @@ def test_configs_on_lavapipe(lavapipe, name, case):
     b, h, hk, s_q, s_kv, d, causal, logit = LAVAPIPE_CASES[case]
     check(lavapipe, AttentionProblem(b, h, s_q, s_kv, d, "f16", hk, causal), LAVAPIPE_CONFIGS[name], seed=case,
           logit_scale=logit)
+
+
+@pytest.mark.vulkan
+def test_sliding_window_on_lavapipe(lavapipe):
+    cases = ((AttentionProblem(1, 2, 20, 45, 32, causal=True, window=9), C((8, 8, 8), 2, 1, 2)),
+             (AttentionProblem(1, 2, 2, 70, 32, kv_heads=1, window=30), C((8, 8, 8), 1, 1, 2, splits=3)))
+    for problem, config in cases:
+        check(lavapipe, problem, config, seed=problem.q_len)
 
 
 @pytest.mark.vulkan

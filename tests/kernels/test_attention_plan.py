@@ -44,6 +44,14 @@ def test_attention_error_is_a_hydroplane_error():
     ({"kv_heads": 0}, "kv_heads must be a positive integer"),
     ({"dtype": "f32"}, "attention takes f16 or bf16 inputs, not f32"),
     ({"scale": float("nan")}, "scale must be a finite number"),
+    ({"scale": 3.5e38}, "scale must be a finite number within float32's range"),
+    ({"scale": -1e300}, "within float32's range"),
+    ({"dtype": np.dtype(">f2")}, "native byte order, not >f2"),
+    ({"dtype": np.dtype([("x", "<f2")])}, "not the structured dtype"),
+    ({"dtype": np.dtype("<f4")}, "attention takes f16 or bf16 inputs, not float32"),
+    ({"window": 0}, "window must be a positive integer"),
+    ({"window": True}, "window must be a positive integer"),
+    ({"window": 2.0}, "window must be a positive integer"),
     ({"batch": 2 ** 16, "heads": 2 ** 8, "q_len": 2 ** 8}, "s32 indices"),
 ])
 def test_problems_refused_by_name(kwargs, message):
@@ -131,7 +139,7 @@ def test_plan_grid_and_push_constants():
     assert plan.main.grid == (-(-100 // 16), 8, 3) and plan.combine is None
     s = plan.main.scalars
     assert (s["S_Q"], s["S_KV"], s["HEADS"], s["KV_HEADS"], s["SPLITS"]) == (100, 70, 8, 2, 1)
-    assert s["scale_log2"] == pytest.approx(0.5 * math.log2(math.e))
+    assert s["scale"] == 0.5 and s["WINDOW"] == 0 and plan.main.constexprs["WINDOWED"] is False
     c = plan.main.constexprs
     assert (c["CAUSAL"], c["SPLIT"], c["GUARD_KV"], c["SG"], c["D"]) == (True, False, True, 8, 64)
     whole = attention_plan(AttentionProblem(1, 1, 32, 64, 64), AttentionConfig((8, 8, 8), 2, 1, 2), LAVAPIPE)
@@ -158,12 +166,13 @@ def _loop_reference(problem, q, k, v):
         for h in range(problem.heads):
             hk = h // problem.group
             for i in range(problem.q_len):
-                seen = [j for j in range(problem.kv_len)
-                        if not problem.causal or j <= i + problem.kv_len - problem.q_len]
+                position = i + problem.kv_len - problem.q_len
+                seen = [j for j in range(problem.kv_len) if (not problem.causal or j <= position)
+                        and (problem.window is None or position - j < problem.window)]
                 if not seen:
                     continue
-                logits = [float(np.dot(q[b, h, i].astype(float), k[b, hk, j].astype(float))) * problem.softmax_scale
-                          for j in seen]
+                logits = [float(np.float32(np.dot(q[b, h, i].astype(float), k[b, hk, j].astype(float)))
+                                * np.float32(problem.softmax_scale)) for j in seen]  # the f32 scores
                 top = max(logits)
                 weights = [math.exp(x - top) for x in logits]
                 total = sum(weights)
@@ -172,9 +181,11 @@ def _loop_reference(problem, q, k, v):
     return out
 
 
-@pytest.mark.parametrize("q_len, kv_len, causal", [(5, 7, False), (5, 7, True), (7, 5, True), (1, 6, True)])
-def test_reference_is_the_definition(q_len, kv_len, causal):
-    problem = AttentionProblem(2, 4, q_len, kv_len, 16, kv_heads=2, causal=causal)
+@pytest.mark.parametrize("q_len, kv_len, causal, window", [(5, 7, False, None), (5, 7, True, None),
+                                                            (7, 5, True, None), (1, 6, True, None), (5, 7, False, 2),
+                                                            (7, 5, True, 3), (6, 6, True, 1)])
+def test_reference_is_the_definition(q_len, kv_len, causal, window):
+    problem = AttentionProblem(2, 4, q_len, kv_len, 16, kv_heads=2, causal=causal, window=window)
     rng = np.random.default_rng(5)
     q = rng.standard_normal(problem.shapes()[0]).astype(np.float16)
     k = rng.standard_normal(problem.shapes()[1]).astype(np.float16)

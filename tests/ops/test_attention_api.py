@@ -150,9 +150,36 @@ def refusal(args: dict):
     ({"out": np.zeros((1, 2, 8, 16), np.float32)}, r"out is \(1, 2, 8, 16\) float32; it must be"),
     ({"out": np.zeros((1, 2, 16, 8), np.float16).transpose(0, 1, 3, 2)}, "writable C-contiguous NumPy array"),
     ({"device": "gpu"}, "device is 'ref', a Vulkan device number or None"),
+    ({"scale": 1e39}, "scale must be a finite number within float32's range"),
+    ({"scale": float("inf")}, "scale must be a finite number"),
+    ({"window": 0}, "window must be a positive integer"),
+    ({"window": 3.0}, "window must be a positive integer or None, not float"),
+    ({"q": np.ma.masked_array(np.zeros((1, 2, 8, 16), np.float16))}, "q is a masked array"),
+    ({"q": np.zeros((1, 2, 8, 16), [("x", np.float16)]), "k": np.zeros((1, 2, 8, 16), [("x", np.float16)]),
+      "v": np.zeros((1, 2, 8, 16), [("x", np.float16)])}, "not the structured dtype"),
+    ({"out": np.zeros((1, 2, 8, 16), ">f2")}, r"out is \(1, 2, 8, 16\) >f2; it must be"),
 ])
 def test_refusals_name_what_is_wrong(args, message):
     assert re.search(message, refusal(args))
+
+
+def test_byte_swapped_arrays_are_converted_not_misread():
+    """'>f2' inputs (big-endian on this little-endian host) hold the same values: the result is the native one's."""
+    q, k, v = inputs(s_q=9, s_kv=20, d=16, seed=8)
+    swapped = [x.astype(">f2") for x in (q, k, v)]
+    assert all(not x.dtype.isnative and (x == y).all() for x, y in zip(swapped, (q, k, v)))
+    out = attention(*swapped, causal=True, device="ref")
+    assert out.dtype == np.float16 and out.dtype.isnative
+    np.testing.assert_array_equal(out, attention(q, k, v, causal=True, device="ref"))
+    assert_close(out, q, k, v, causal=True)
+
+
+def test_window_through_the_api():
+    q, k, v = inputs(s_q=5, s_kv=40, seed=9)
+    out = attention(q, k, v, causal=True, window=16, device="ref")
+    problem = AttentionProblem(1, 2, 5, 40, 64, causal=True, window=16)
+    assert 0 < relative_error(out, reference(problem, q, k, v)) <= 3e-3
+    assert relative_error(out, reference(AttentionProblem(1, 2, 5, 40, 64, causal=True), q, k, v)) > 0.05
 
 
 def test_a_dlpack_array_numpy_cannot_read_is_refused():

@@ -27,6 +27,13 @@ def test_gqa_bf16_and_the_decode_path(capsys):
     assert "3 KV splits (decode path)" in out and "check   ok" in out and "bound 0.015" in out
 
 
+def test_window(capsys):
+    assert cli.main(["attention", "1", "2", "5", "32", "--kv-len", "60", "--causal", "--window", "16",
+                     "--device", "ref", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "S_kv=60 D=32 f16 (causal, window 16)" in out and "check   ok" in out
+
+
 def test_no_check(capsys):
     assert cli.main(["attention", "1", "1", "16", "16", "--device", "ref", "--no-check", "--repeat", "1"]) == 0
     assert "check" not in capsys.readouterr().out

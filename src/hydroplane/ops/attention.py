@@ -52,8 +52,17 @@ POISON = -777.0  # written over the outputs before a checked run: no attention o
 
 # arguments ---------------------------------------------------------------------------------------------
 def as_array(x, name: str):
-    """A DeviceArray as it is, a NumPy array, or a DLPack CPU array (a torch CPU tensor) through np.from_dlpack."""
-    if isinstance(x, DeviceArray | np.ndarray):
+    """A DeviceArray as it is, a NumPy array, or a DLPack CPU array (a torch CPU tensor) through np.from_dlpack. A
+    masked array is refused (its mask would be dropped); a byte-swapped float array ('>f2' on a little-endian host)
+    is converted to native order (the same values), as the device reads native bytes."""
+    if isinstance(x, np.ma.MaskedArray):
+        raise AttentionError(f"attention: {name} is a masked array; attention would ignore its mask (mask keys with "
+                             "causal= or window=, or pass np.ma.getdata / .filled())")
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind == "f" and not x.dtype.isnative:
+            return x.astype(x.dtype.newbyteorder("="))
+        return x
+    if isinstance(x, DeviceArray):
         return x
     if hasattr(x, "__dlpack__"):
         try:
@@ -66,7 +75,8 @@ def as_array(x, name: str):
                          f"not {type(x).__name__}")
 
 
-def problem_of(q, k, v, causal: bool = False, scale: float | None = None) -> AttentionProblem:
+def problem_of(q, k, v, causal: bool = False, scale: float | None = None, window: int | None = None) \
+        -> AttentionProblem:
     """The problem the arrays describe (torch's layout: q (B, H, S_q, D), k and v (B, H_kv, S_kv, D))."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if len(x.shape) != 4:
@@ -87,10 +97,12 @@ def problem_of(q, k, v, causal: bool = False, scale: float | None = None) -> Att
     if h_kv < 1 or h % h_kv:
         raise AttentionError(f"attention: k and v have {h_kv} heads, which must divide q's {h} "
                              "(grouped-query attention)")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float | np.floating)):
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating)):
         raise AttentionError(f"attention: scale must be a number or None, not {type(scale).__name__}")
+    if window is not None and (isinstance(window, bool | np.bool_) or not isinstance(window, int | np.integer)):
+        raise AttentionError(f"attention: window must be a positive integer or None, not {type(window).__name__}")
     return AttentionProblem(int(b), int(h), int(s_q), int(s_kv), int(d), dtype, int(h_kv), bool(causal),
-                            None if scale is None else float(scale))
+                            None if scale is None else float(scale), None if window is None else int(window))
 
 
 def _device_of(arrays, out, device):
@@ -122,17 +134,21 @@ def choose_device(dtype, device=None):
     return "ref"
 
 
-def attention(q, k, v, *, causal: bool = False, scale: float | None = None, out=None, device=None,
-              config: AttentionConfig | None = None):
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None, window: int | None = None, out=None,
+              device=None, config: AttentionConfig | None = None):
     """softmax(q kᵀ * scale) v (docs/attention.md): q (B, H, S_q, D), k and v (B, H_kv, S_kv, D) of f16 or bf16;
-    scale defaults to 1/sqrt(D); causal masks keys j > i + S_kv - S_q. Returns O (B, H, S_q, D) in q's dtype: a
+    scale defaults to 1/sqrt(D) (|scale| at most float32's largest); causal masks keys j > p, window W keys j <= p - W,
+    where p = i + S_kv - S_q is query i's position. Returns O (B, H, S_q, D) in q's dtype: a
     DeviceArray when any argument is one (it stays on that device), else a NumPy array (`out`, when given, is
     written and returned). `device`: "ref", a Vulkan device number, or None (the best one)."""
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
     if not isinstance(causal, bool | np.bool_):
         raise AttentionError(f"attention: causal must be a bool, not {type(causal).__name__}")
-    problem = problem_of(q, k, v, causal, scale)
+    problem = problem_of(q, k, v, causal, scale, window)
     if out is not None:
+        if isinstance(out, np.ndarray) and not out.dtype.isnative:  # written in place: never a converted copy
+            raise AttentionError(f"attention: out is {tuple(out.shape)} {out.dtype.str}; it must be "
+                                 f"{problem.shapes()[0]} {np.dtype(problem.dtype.dtype)} in native byte order")
         out = as_array(out, "out")
         shape, dtype = problem.shapes()[0], np.dtype(problem.dtype.dtype)
         if tuple(out.shape) != shape or np.dtype(out.dtype) != dtype:

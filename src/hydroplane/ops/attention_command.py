@@ -31,6 +31,8 @@ def register(sub) -> None:
     p.add_argument("--kv-len", type=int, default=None, help="key/value length (default S)")
     p.add_argument("--causal", action="store_true", help="mask keys j > i + S_kv - S_q (aligned bottom-right)")
     p.add_argument("--scale", type=float, default=None, help="softmax scale (default 1/sqrt(D))")
+    p.add_argument("--window", type=int, default=None,
+                   help="sliding window W: mask keys W or more before the query's position")
     p.add_argument("--dtype", default="f16", choices=DTYPE_NAMES)
     p.add_argument("--device", default=None, help="a Vulkan device number or 'ref' (default: the best one)")
     p.add_argument("--check", dest="check", action="store_true", default=True,
@@ -47,7 +49,7 @@ def attention_command(args) -> int:
         raise AttentionError(f"--repeat must be at least 1, not {args.repeat}")
     dtype = parse_dtype(args.dtype)
     problem = AttentionProblem(args.batch, args.heads, args.seq, args.seq if args.kv_len is None else args.kv_len,
-                               args.head_dim, dtype, args.kv_heads, args.causal, args.scale)
+                               args.head_dim, dtype, args.kv_heads, args.causal, args.scale, args.window)
     device = device_option(args.device, AttentionError)
     with AttentionRunner.open(device, dtype) as runner:
         note = runner.note
@@ -78,7 +80,7 @@ def _shrink(problem: AttentionProblem) -> AttentionProblem:
     factor = (REFERENCE_BUDGET / work) ** 0.5
     return AttentionProblem(problem.batch, problem.heads, max(1, int(problem.q_len * factor)),
                             max(1, int(problem.kv_len * factor)), problem.head_dim, problem.dtype, problem.kv_heads,
-                            problem.causal, problem.scale)
+                            problem.causal, problem.scale, problem.window)
 
 
 if __name__ == "__main__":

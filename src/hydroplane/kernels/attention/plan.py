@@ -7,11 +7,13 @@
 
 O = softmax(Q Kᵀ * scale) V in torch's layout: Q (batch, heads, q_len, head_dim), K and V (batch, kv_heads, kv_len,
 head_dim), kv_heads dividing heads (grouped-query and multi-query attention: query head h reads KV head
-h // (heads // kv_heads)). Causal masking is aligned bottom-right: query i sees keys j <= i + kv_len - q_len (a
-query that sees no key gets zeros). The decode path (config.splits > 1) splits the keys into SPLITS ranges, each
-workgroup writing its range's unnormalised O with the row maximum and sum, and a second kernel combines them
-(flash-decoding). Launching, timing and the checks live above this layer (hydroplane.ops.attention); the kernels
-are in source.py. Imports only lang and spirv.
+h // (heads // kv_heads)). Causal masking is aligned bottom-right: query i sits at position p = i + kv_len - q_len
+among the keys and sees keys j <= p (a query that sees no key gets zeros); `window` W masks the keys W or more
+before it (p - j >= W, llama.cpp's sliding window), with or without causal masking. The arithmetic is a float64
+softmax of the f32 scores (`reference`): NaN and infinities propagate as they do there. The decode path
+(config.splits > 1) splits the keys into SPLITS ranges, each workgroup writing its range's unnormalised O with the
+row maximum and sum, and a second kernel combines them (flash-decoding). Launching, timing and the checks live
+above this layer (hydroplane.ops.attention); the kernels are in source.py. Imports only lang and spirv.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ DTYPE_NAMES = ("f16", "bf16")
 MAX_HEAD_DIM = 256
 HEAD_DIM_STEP = 16  # head_dim is a multiple of it: 16-byte rows and whole tiles on every device
 MAX_ELEMENTS = 2 ** 31 - 1  # indices into Q, K, V and the partial results are s32
+F32_MAX = float(np.finfo(np.float32).max)  # the largest scale: the scale is an f32 push constant
 USE_A, USE_B, USE_ACC = (CooperativeMatrixUse.MatrixAKHR, CooperativeMatrixUse.MatrixBKHR,
                          CooperativeMatrixUse.MatrixAccumulatorKHR)
 
@@ -40,15 +43,26 @@ class AttentionError(HydroplaneError):
 
 
 def parse_dtype(name) -> types.Scalar:
-    """'f16' or 'bf16' (also a NumPy dtype or a types.Scalar of them)."""
+    """'f16' or 'bf16' (also a NumPy dtype or a types.Scalar of them). A NumPy dtype must be exactly float16 or
+    ml_dtypes.bfloat16 (as matmul's types.scalar_of_dtype takes them): native byte order, no fields, no subarray."""
     if isinstance(name, types.Scalar):
         text = str(name)
+    elif isinstance(name, str) and name in DTYPE_NAMES:
+        text = name
     else:
         try:
-            text = {"float16": "f16", "bfloat16": "bf16"}.get(np.dtype(name).name, np.dtype(name).name) \
-                if not isinstance(name, str) else name
+            dtype = np.dtype(name)
         except TypeError:
-            text = str(name)
+            raise AttentionError(f"attention takes f16 or bf16 inputs, not {name}") from None
+        if dtype.names is not None or dtype.subdtype is not None:
+            raise AttentionError(f"attention takes f16 or bf16 inputs, not the structured dtype {dtype}")
+        if dtype.kind == "f" and dtype.itemsize == 2 and not dtype.isnative:
+            raise AttentionError(f"attention takes f16 or bf16 in native byte order, not {dtype.str} (a "
+                                 "byte-swapped array; hydroplane.attention converts NumPy ones)")
+        try:
+            text = str(types.scalar_of_dtype(dtype))
+        except types.TypeModelError:
+            text = str(dtype)
     if text not in DTYPE_NAMES:
         raise AttentionError(f"attention takes f16 or bf16 inputs, not {name}")
     return types.scalar(text)
@@ -67,6 +81,7 @@ class AttentionProblem:
     kv_heads: int | None = None  # None: heads
     causal: bool = False
     scale: float | None = None
+    window: int | None = None  # None: no sliding window; W >= 1 masks keys W or more before the query's position
 
     def __post_init__(self):
         for name in ("batch", "heads", "q_len", "kv_len", "head_dim"):
@@ -84,8 +99,15 @@ class AttentionProblem:
         if self.head_dim % HEAD_DIM_STEP or self.head_dim > MAX_HEAD_DIM:
             raise AttentionError(f"attention: head_dim {self.head_dim} is not supported: it must be a multiple of "
                                  f"{HEAD_DIM_STEP} up to {MAX_HEAD_DIM} (64 and 128 are the tuned ones)")
-        if self.scale is not None and not math.isfinite(self.scale):
-            raise AttentionError(f"attention: scale must be a finite number, not {self.scale!r}")
+        if self.scale is not None and not (math.isfinite(self.scale) and abs(self.scale) <= F32_MAX):
+            raise AttentionError(f"attention: scale must be a finite number within float32's range (|scale| <= "
+                                 f"{F32_MAX:.8g}: the scores are f32), not {self.scale!r}")
+        if self.window is not None and (isinstance(self.window, bool) or not isinstance(self.window, int | np.integer)
+                                        or self.window < 1):
+            raise AttentionError(f"attention: window must be a positive integer (keys that far or farther before "
+                                 f"the query are masked) or None, not {self.window!r}")
+        if self.window is not None:  # wider than any sequence the kernel indexes: no window
+            object.__setattr__(self, "window", None if self.window > MAX_ELEMENTS else int(self.window))
         largest = max(self.batch * self.heads * self.q_len, self.batch * self.kv_heads * self.kv_len) * self.head_dim
         if largest > MAX_ELEMENTS:
             raise AttentionError(f"attention: {largest} elements in one tensor; at most {MAX_ELEMENTS} (s32 indices)")
@@ -123,6 +145,8 @@ class AttentionProblem:
             extras.append("causal")
         if self.scale is not None:
             extras.append(f"scale {self.scale:g}")
+        if self.window is not None:
+            extras.append(f"window {self.window}")
         return (f"B={self.batch} H={self.heads} S_q={self.q_len} S_kv={self.kv_len} D={self.head_dim} {self.dtype}"
                 + (f" ({', '.join(extras)})" if extras else ""))
 
@@ -291,17 +315,19 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
                              f"{target.name}'s workgroup counts {target.max_workgroup_count}")
     constexprs = {"IN": problem.dtype, "D": problem.head_dim, "QT": qt, "SN": sn, "QK": qk, "WM": config.subgroups,
                   "SMQ": config.query_tiles, "NS": config.key_tiles, "SG": target.subgroup_size, "PAD": config.pad,
-                  "CAUSAL": problem.causal, "SPLIT": splits > 1, "GUARD_KV": problem.kv_len % bn != 0,
+                  "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "SPLIT": splits > 1,
+                  "GUARD_KV": problem.kv_len % bn != 0,
                   "DIRECT_P": direct_p(problem.dtype, config.tile, target)}
     scalars = {"S_Q": problem.q_len, "S_KV": problem.kv_len, "HEADS": problem.heads, "KV_HEADS": problem.kv_heads,
-               "SPLITS": splits, "SPLIT_LEN": split_len, "scale_log2": problem.softmax_scale * math.log2(math.e)}
+               "SPLITS": splits, "SPLIT_LEN": split_len, "scale": problem.softmax_scale,
+               "WINDOW": problem.window or 0}
     main = Pass(source.attention, constexprs, (q_blocks * splits, problem.heads, problem.batch), scalars)
     if splits == 1:
         return AttentionPlan(problem, config, main)
     rows = problem.batch * problem.heads * splits * problem.q_len
-    combine = Pass(source.attention_combine(problem.dtype), {"D": problem.head_dim},
+    combine = Pass(source.attention_combine(problem.dtype), {"D": problem.head_dim, "CAUSAL": problem.causal},
                    (problem.q_len, problem.heads, problem.batch),
-                   {"S_Q": problem.q_len, "HEADS": problem.heads, "SPLITS": splits})
+                   {"S_Q": problem.q_len, "S_KV": problem.kv_len, "HEADS": problem.heads, "SPLITS": splits})
     return AttentionPlan(problem, replace(config, splits=splits), main, combine, rows * problem.head_dim, rows * 2)
 
 
@@ -369,25 +395,52 @@ def random_inputs(problem: AttentionProblem, rng: np.random.Generator, logit_sca
     return {"q": normal(q_shape, logit_scale), "k": normal(kv_shape, logit_scale), "v": normal(kv_shape, 1.0)}
 
 
-def reference(problem: AttentionProblem, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """softmax(q kᵀ scale) v in float64 (rows that see no key: zeros), with GQA's shared KV heads and the
-    bottom-right causal mask."""
-    q64 = np.asarray(q).astype(np.float64)
-    k64 = np.repeat(np.asarray(k).astype(np.float64), problem.group, axis=1)
-    v64 = np.repeat(np.asarray(v).astype(np.float64), problem.group, axis=1)
-    scores = q64 @ np.swapaxes(k64, -1, -2) * problem.softmax_scale
+def visible_keys(problem: AttentionProblem) -> np.ndarray:
+    """(q_len, kv_len) bools: which keys each query sees (causal: j <= p, window W: p - j < W, where p = i + kv_len -
+    q_len is query i's position among the keys)."""
+    rows = np.arange(problem.q_len)[:, None] + (problem.kv_len - problem.q_len)
+    cols = np.arange(problem.kv_len)[None, :]
     visible = np.ones((problem.q_len, problem.kv_len), bool)
     if problem.causal:
-        rows = np.arange(problem.q_len)[:, None]
-        cols = np.arange(problem.kv_len)[None, :]
-        visible = cols <= rows + problem.kv_len - problem.q_len
-    scores = np.where(visible, scores, -np.inf)
-    top = scores.max(axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    weights = np.where(visible, np.exp(scores - top), 0.0)
-    total = weights.sum(axis=-1, keepdims=True)
-    out = weights @ v64
-    return np.divide(out, total, out=np.zeros_like(out), where=total > 0)
+        visible &= cols <= rows
+    if problem.window is not None:
+        visible &= rows - cols < problem.window
+    return visible
+
+
+def scores32(problem: AttentionProblem, q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """The f32 scores (B, H, S_q, S_kv): the products of the inputs summed (exactly, then rounded to f32: the
+    kernel sums them in f32) times the f32 scale, in f32 (so a score overflows to ±inf where the kernel's does)."""
+    q64 = np.asarray(q).astype(np.float64)
+    k64 = np.repeat(np.asarray(k).astype(np.float64), problem.group, axis=1)
+    kt = np.swapaxes(k64, -1, -2)
+    with np.errstate(all="ignore"):
+        if np.isfinite(q64).all() and np.isfinite(k64).all():
+            dots = q64 @ kt
+        else:  # inf * 0 = NaN and inf - inf = NaN, element by element (a BLAS may skip zeros)
+            dots = np.einsum("bhid,bhdj->bhij", q64, kt, optimize=False)
+        return dots.astype(np.float32) * np.float32(problem.softmax_scale)
+
+
+def reference(problem: AttentionProblem, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The float64 softmax of the f32 scores (`scores32`) times V, with GQA's shared KV heads, the bottom-right
+    causal mask and the window: per row m = max of the visible scores (NaN if one is NaN), w = exp(s - m) (a +inf
+    score gives inf - inf = NaN, a row of only -inf scores -inf - -inf = NaN), O = w V / sum(w); masked keys weigh
+    0 (a NaN or inf in a masked key's V still gives 0 * NaN, as the kernel's P V can); a row that sees no key is
+    zeros."""
+    v64 = np.repeat(np.asarray(v).astype(np.float64), problem.group, axis=1)
+    visible = visible_keys(problem)
+    seen = visible.any(axis=-1)[:, None]
+    with np.errstate(all="ignore"):
+        scores = np.where(visible, scores32(problem, q, k).astype(np.float64), -np.inf)
+        top = np.where(seen, scores.max(axis=-1, keepdims=True), 0.0)
+        weights = np.where(visible, np.exp(scores - top), 0.0)
+        total = weights.sum(axis=-1, keepdims=True)
+        if np.isfinite(v64).all() and np.isfinite(weights).all():
+            out = weights @ v64
+        else:
+            out = np.einsum("bhij,bhjd->bhid", weights, v64, optimize=False)
+        return np.where(seen, out / np.where(seen, total, 1.0), 0.0)
 
 
 def relative_error(out: np.ndarray, exact: np.ndarray) -> float:

@@ -12,13 +12,17 @@
 
 Every buffer of the main kernel is a view of 16-byte elements (`vector_type(u32, 4)`): Q, K and V rows (D elements
 of 16 bits, D a multiple of 16) are read as chunks, the output tiles stored through the view (its alignment known to
-the driver); only the row statistics are f32 scalars. The input type IN (f16 or bf16) is a constexpr. Scores are kept
-in log2 units (scale * log2(e) folded into the scaling map), so the exponentials are `exp2`. A masked score is
-MASKED, the running maximum starts at START (finite, far above MASKED): a row that sees no key keeps a zero sum and
-writes zeros. This module imports only the language.
+the driver); only the row statistics are f32 scalars. The input type IN (f16 or bf16) is a constexpr. The arithmetic is
+the float64 softmax's of the f32 scores (docs/attention.md): a score is the f32 product sum times the f32 scale, in
+natural units; the exponentials are exp2((s - m) * log2(e)), the difference taken first so that no scale within
+f32's range overflows where the softmax does not. A masked score is -inf and the running maximum starts at -inf; a
+maximum of -inf is read as 0 in the exponentials (exp2(-inf) = 0, never -inf - -inf = NaN), so a row that sees no
+key keeps a zero sum and writes zeros, while a NaN or +inf score reaches the row as NaN, as in the softmax.
+`maximum` leaves NaNs out; the exponentials put them back. This module imports only the language.
 """
 
 import functools
+import math
 
 from hydroplane.lang import (
     Buffer,
@@ -49,8 +53,9 @@ from hydroplane.lang import (
 
 V4 = vector_type(u32, 4)  # 16 bytes: every staged copy and the output stores move these
 WIDE = 8  # 16-bit elements per V4
-MASKED = -3.0e38  # a masked score (log2 units): exp2(MASKED - m) is 0 for every m the kernel keeps
-START = -1.0e30  # the running maximum before any key: finite, so exp2(START - START) stays 1, not NaN
+MASKED = -math.inf  # a masked score: exp(-inf - m) is 0 for every m
+START = -math.inf  # the running maximum before any key (every finite score is above it, however large the scale)
+LOG2E = math.log2(math.e)
 
 
 @func
@@ -69,31 +74,59 @@ def larger_of(row, col, x, y):
 
 
 @func
-def exp2_minus(row, col, x, m):
-    """exp2(x - m): the probabilities from scores and the row maximum, and the rescale factor of old rows."""
-    return exp2(x - m)
+def exp_of(x, m):
+    """exp(x - m) as exp2((x - m) * log2 e), a maximum m of -inf read as 0: exp(-inf) = 0 for a masked or -inf x
+    (never -inf - -inf = NaN), a NaN x or m stays NaN, x = m = +inf gives NaN (the softmax's inf - inf)."""
+    base = m
+    if m == f32(START):
+        base = f32(0.0)
+    return exp2((x - base) * f32(LOG2E))
 
 
 @func
-def divided_by(row, col, x, total):
-    """x / total where the row saw a key (total > 0), else 0."""
-    y = f32(0.0)
-    if total > 0.0:
-        y = x / total
+def exp_minus(row, col, x, m):
+    """exp(x - m) per element: the probabilities from scores and the row maximum, and the rescale factor of old
+    rows (x the old maximum, m the new)."""
+    return exp_of(x, m)
+
+
+@func
+def seen_any(row, q_first, diagonal, CAUSAL: constexpr):
+    """Whether query q_first + row sees a key at all: every query does, except (CAUSAL) those before the diagonal
+    (q + diagonal < 0); a window never empties a row (the query's own position is always inside it)."""
+    seen = True
+    if CAUSAL:
+        seen = q_first + row + diagonal >= 0
+    return seen
+
+
+@func
+def divided_by(row, col, x, total, q_first, diagonal, CAUSAL: constexpr):
+    """x / total for a row that sees keys (0 / 0 = NaN where every score it saw was -inf, as in the softmax), 0 for a
+    row that sees none."""
+    y = x / total
+    if not seen_any(row, q_first, diagonal, CAUSAL):
+        y = f32(0.0)
     return y
 
 
 @func
-def scaled_score(row, col, x, q_first, k_first, k_limit, diagonal, scale, CAUSAL: constexpr, MASK: constexpr):
-    """A score in log2 units; with MASK, MASKED where the key lies at or past k_limit or (CAUSAL) past the
-    query's diagonal: query q_first + row sees keys up to q_first + row + diagonal (diagonal = S_kv - S_q)."""
+def scaled_score(row, col, x, q_first, k_first, k_limit, diagonal, scale, window, CAUSAL: constexpr,
+                 WINDOWED: constexpr, MASK: constexpr):
+    """A score x * scale; with MASK, MASKED where the key lies at or past k_limit, (CAUSAL) past the query's
+    position or (WINDOWED) `window` or more before it: query q_first + row is at position q_first + row + diagonal
+    among the keys (diagonal = S_kv - S_q, aligned bottom-right)."""
     y = x * scale
     if MASK:
         key = k_first + col
+        position = q_first + row + diagonal
         if key >= k_limit:
             y = f32(MASKED)
         if CAUSAL:
-            if key > q_first + row + diagonal:
+            if key > position:
+                y = f32(MASKED)
+        if WINDOWED:
+            if position - key >= window:
                 y = f32(MASKED)
     return y
 
@@ -173,12 +206,15 @@ def register_chunks(D, WM, SMQ, QT, SN, NS, SG) -> int:  # noqa: N803
 @kernel_source(local_size=attention_threads, name="attention")
 def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4, readonly], out4: Buffer[V4],
               o_part4: Buffer[V4], ml_part: Buffer[f32],
-              S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale_log2: f32,
+              S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale: f32, WINDOW: s32,
               IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
-              SPLIT: constexpr = False, GUARD_KV: constexpr = True, DIRECT_P: constexpr = False):
+              WINDOWED: constexpr = False, SPLIT: constexpr = False, GUARD_KV: constexpr = True,
+              DIRECT_P: constexpr = False):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
+    WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
+    block has left behind.
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
@@ -217,6 +253,10 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     if CAUSAL:
         kv_hi = minimum(kv_hi, minimum(q0 + BM, S_Q) + diagonal)
         unmasked_hi = minimum(kv_hi, q0 + diagonal + 1)
+    unmasked_lo = kv_lo  # keys from it on are inside every query's window
+    if WINDOWED:  # the first query's window starts at q0 + diagonal - WINDOW + 1: whole blocks before it skipped
+        kv_lo = kv_lo + maximum(q0 + diagonal - WINDOW + 1 - kv_lo, 0) // BN * BN
+        unmasked_lo = minimum(q0 + BM, S_Q) + diagonal - WINDOW
     blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
 
     # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
@@ -257,25 +297,27 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                 for i in static_range(SMQ):
                     s[i * NS + t] = coop.mul_add(qa[i * KD + kd], kb, s[i * NS + t])
         masked = k0 + BN > unmasked_hi
+        if WINDOWED:
+            masked = masked or k0 < unmasked_lo
         for i in static_range(SMQ):
             q_first = q0 + (sg * SMQ + i) * QT
             for t in static_range(NS):
                 if masked:
                     s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
-                                             scale_log2, CAUSAL, True)
+                                             scale, WINDOW, CAUSAL, WINDOWED, True)
                 else:
                     s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
-                                             scale_log2, CAUSAL, False)
+                                             scale, WINDOW, CAUSAL, WINDOWED, False)
             # the block's row maximum: the score matrices combined element by element, then one reduction
             widest = s[i * NS]
             for t in static_range(1, NS):
                 widest = coop.map(larger_of, widest, s[i * NS + t])
             new_max = coop.map(larger_of, row_max[i], coop.reduce(widest, coop.Row, larger))
-            rescale = coop.map(exp2_minus, row_max[i], new_max)
+            rescale = coop.map(exp_minus, row_max[i], new_max)
             row_max[i] = new_max
             probs = coop.fill(TS, 0.0)  # the probabilities summed element by element, then one reduction
             for t in static_range(NS):
-                prob = coop.map(exp2_minus, s[i * NS + t], new_max)
+                prob = coop.map(exp_minus, s[i * NS + t], new_max)
                 probs = probs + prob
                 if DIRECT_P:  # no accumulator of the input type on the target (bf16 on the H200): one NV2 step
                     p[i * NS + t] = coop.convert(prob, IN, coop.A)
@@ -314,7 +356,7 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                                   SG)
                     barrier()
             else:
-                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i])
+                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, diagonal, CAUSAL)
                 if DIRECT_P:  # no accumulator of the input type: the output tile is stored as an A matrix of it
                     result = coop.convert(normalised, IN, coop.A)
                 else:
@@ -353,7 +395,7 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
 
     @kernel_source(local_size=combine_threads, name=f"attention_combine_{IN}")
     def combine(o_part: Buffer[f32, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN], S_Q: s32,
-                HEADS: s32, SPLITS: s32, D: constexpr):
+                S_KV: s32, HEADS: s32, SPLITS: s32, D: constexpr, CAUSAL: constexpr = False):
         row = workgroup_id(0)
         head = workgroup_id(1)
         batch = workgroup_id(2)
@@ -364,14 +406,14 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
             top = maximum(top, ml_part[((first + split) * S_Q + row) * 2])
         total = f32(0.0)
         value = f32(0.0)
-        for split in range(SPLITS):
+        for split in range(SPLITS):  # a split that saw no key (maximum -inf, sum 0) weighs 0; NaNs stay
             at = (first + split) * S_Q + row
-            weight = exp2(ml_part[at * 2] - top)
+            weight = exp_of(ml_part[at * 2], top)
             total += weight * ml_part[at * 2 + 1]
             value += weight * o_part[at * D + d]
-        result = f32(0.0)
-        if total > 0.0:
-            result = value / total
+        result = value / total
+        if not seen_any(row, 0, S_KV - S_Q, CAUSAL):
+            result = f32(0.0)
         out[((batch * HEADS + head) * S_Q + row) * D + d] = IN(result)
 
     return combine
