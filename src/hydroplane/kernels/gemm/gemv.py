@@ -56,8 +56,9 @@ from hydroplane.spirv import types
 
 
 def work_type(acc: types.Scalar) -> types.Scalar:
-    """The type the skinny kernels add in: f32 for float accumulators, the accumulator itself for integers."""
-    return acc if acc.kind == "int" else types.F32
+    """The type the skinny kernels add in: the accumulator asked (f32, f16, s32, u32), as the tensor-core GEMM adds
+    in it (hydroplane.matmul's acc_dtype holds on every route)."""
+    return acc
 
 
 def log2_exact(value: int) -> int:
@@ -94,7 +95,7 @@ def factor(x, WORK: constexpr):
     accumulator scales modulo 2**32 as the GEMM kernels and NumPy's wrapped reference do."""
     if WORK.kind == "int":
         return cast(s32(x), WORK)
-    return x
+    return cast(x, WORK)  # an f16 accumulator scales in f16, as the GEMM kernels' epilogue does
 
 
 @func

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 
 from hydroplane.kernels.gemm import copy, gemv, splitk
 from hydroplane.kernels.gemm.plan import (
+    KERNEL_KINDS,
     GemmConfig,
     GemmError,
     GemmProblem,
@@ -142,8 +143,11 @@ def config_from_dict(d: dict) -> GemmConfig | GemvConfig | SplitConfig:
     """A stored configuration (the autotune cache, the shipped table) of any kind."""
     if not isinstance(d, dict):
         raise GemmError(f"a GEMM config is a dict, not {d!r}")
+    kind = d.get("kind", "coop")
+    if not isinstance(kind, str):  # a list or a dict is no key of the table below (and no kind)
+        raise GemmError(f"a GEMM config's kind is a string, not {kind!r}")
     kinds = {"gemv": GemvConfig, "splitk": SplitConfig}
-    return kinds[d["kind"]].from_dict(d) if d.get("kind") in kinds else GemmConfig.from_dict(d)
+    return kinds[kind].from_dict(d) if kind in kinds else GemmConfig.from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -415,20 +419,41 @@ def wants_padding(problem: GemmProblem, config: GemmConfig | SplitConfig, target
     if isinstance(config, SplitConfig):
         config = config.coop()
     per = input_granule(problem)
+    if ref_whole_k(problem, config, target) and all(t % per == 0 for t in config.tile):
+        return True
     return (config.kind == "coop" and config.wide and not aligned_for_matrices(problem)[0]
             and all(t % per == 0 for t in config.tile) and (target.is_reference or offers_tile(problem.dtype,
                                                                                                config.tile, target)))
 
 
-def padded_sizes(problem: GemmProblem, config: GemmConfig) -> tuple[int, int, int]:
+def loads_directly(config: GemmConfig | SplitConfig) -> bool:
+    """Whether the configuration loads its matrices straight from the buffers (plan.KERNEL_KINDS: aligned sizes only)."""
+    coop = config.coop() if isinstance(config, SplitConfig) else config
+    return KERNEL_KINDS[coop.kind].direct_loads(coop)
+
+
+def aligned_sizes(problem: GemmProblem) -> GemmProblem:
+    """The problem with M, N and K rounded up to 16 bytes of the input (what a padded route runs at the least)."""
+    per = input_granule(problem)
+    return with_size(problem, *(-(-d // per) * per for d in (problem.m, problem.n, problem.k)))
+
+
+def ref_whole_k(problem: GemmProblem, config: GemmConfig, target: Target) -> bool:
+    """Whether the reference executor should pad K to whole K steps of a direct configuration: its K tail, staged
+    element by element through shared memory, costs the interpreter several times the whole GEMM's tiles (256x256
+    by K = 776 takes 4x as long as K = 768), far more than copying A and B once."""
+    return target.is_reference and loads_directly(config) and problem.k % config.block[2] != 0
+
+
+def padded_sizes(problem: GemmProblem, config: GemmConfig, whole_k: bool = False) -> tuple[int, int, int]:
     """M, N, K rounded up to 16 bytes of the input, or to whole blocks where that costs at most PAD_WASTE more work
-    (whole blocks compile the kernel's bounds checks out)."""
+    (whole blocks compile the kernel's bounds checks out); whole_k: K to whole K steps in any case."""
     per = input_granule(problem)
     dims = tuple(-(-d // per) * per for d in (problem.m, problem.n, problem.k))
     blocks = tuple(-(-d // b) * b for d, b in zip(dims, config.block))
     if blocks[0] * blocks[1] * blocks[2] <= PAD_WASTE * dims[0] * dims[1] * dims[2]:
         return blocks
-    return dims
+    return (dims[0], dims[1], blocks[2]) if whole_k else dims
 
 
 def _copy_step(name: str, bits: int, src: str, dst: str, rows: int, cols: int, src_ld: int, dst_rows: int,
@@ -443,7 +468,8 @@ def padded_route(problem: GemmProblem, config: GemmConfig | SplitConfig, target:
                  exact_output: bool = True) -> Route:
     """Copy A, B (C, bias) into padded scratch, run `config` on the padded problem, D back out (exact_output) or
     left in the padded scratch for the launcher to read."""
-    mp, np_, kp = padded_sizes(problem, config)
+    inner_config = config.coop() if isinstance(config, SplitConfig) else config
+    mp, np_, kp = padded_sizes(problem, config, ref_whole_k(problem, inner_config, target))
     padded = with_size(problem, mp, np_, kp)
     inner = gemm_route(padded, config, target, pad=False)
     dtype = problem.dtype
@@ -486,12 +512,13 @@ def padded_route(problem: GemmProblem, config: GemmConfig | SplitConfig, target:
 def gemm_route(problem: GemmProblem, config: GemmConfig | GemvConfig, target: Target, *, pad: bool | None = None,
                exact_output: bool = True) -> Route:
     """The dispatches that compute `problem` under `config` on `target`. pad: None pads odd sizes where the
-    configuration wants 16-byte loads (not on the reference executor, where padding buys nothing), True pads
-    wherever that helps, False never."""
+    configuration wants 16-byte loads (on the reference executor only where the configuration loads its matrices
+    straight from the buffers, which odd sizes forbid: ref's fast configurations), True pads wherever that helps,
+    False never."""
     if isinstance(config, GemvConfig):
         return gemv_route(problem, config, target)
     if pad is None:
-        pad = not target.is_reference
+        pad = not target.is_reference or loads_directly(config)
     if pad and wants_padding(problem, config, target):
         return padded_route(problem, config, target, exact_output=exact_output)
     if isinstance(config, SplitConfig):
@@ -547,6 +574,10 @@ def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | G
         skinny = gemv_configs(problem, target)
         if skinny:
             return skinny[0]
+    if target.is_reference and not aligned_for_matrices(problem)[0]:
+        # ref's fastest configurations load straight from the buffers: an odd size runs them padded (gemm_route),
+        # at about the cost of the next aligned size, not the staged kernel's several times that (docs/perf.md)
+        return default_config(aligned_sizes(problem), target)
     return default_config(problem, target)
 
 
