@@ -13,7 +13,14 @@ __version__ = "0.1.0"
 # on first use so that `hydroplane.isa` and the command line do not pay for NumPy, ml_dtypes and the grammar tables.
 _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.launch.jit",
          "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang",
-         "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention"}
+         "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention",
+         # One exception hierarchy (docs/robustness.md): every error hydroplane raises derives from HydroplaneError;
+         # each op and layer has its class under it
+         "HydroplaneError": "hydroplane.errors", "MatmulError": "hydroplane.ops.matmul",
+         "AttentionError": "hydroplane.kernels.attention", "GemmError": "hydroplane.kernels.gemm",
+         "KernelError": "hydroplane.launch.jit", "LaunchError": "hydroplane.launch.checks",
+         "CompilationError": "hydroplane.lang.errors", "SpirvError": "hydroplane.spirv.binary",
+         "VulkanError": "hydroplane.vk.errors", "RefError": "hydroplane.ref.errors"}
 # Modules of the layers re-exported under a short name (`hydroplane.gguf` is hydroplane.quant.gguf), also lazily.
 _MODULES: dict[str, str] = {"gguf": "hydroplane.quant.gguf", "quant": "hydroplane.quant", "nn": "hydroplane.ops.nn"}
 __all__ = sorted(_LAZY)
