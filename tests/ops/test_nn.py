@@ -15,6 +15,7 @@ from hydroplane.launch.jit import device_array
 from hydroplane.launch.prepared import DeviceArray
 from hydroplane.ops import nn
 from hydroplane.ops.nn import NNError
+from hydroplane.quant import quantize
 
 DEVICES = ["ref", 0]  # 0: lavapipe in the test userland
 BF16 = ml_dtypes.bfloat16
@@ -379,14 +380,29 @@ def test_device_argument_refusals():
         nn.silu(released)
 
 
-def test_a_quantized_table_without_the_quant_path_is_refused_by_name():
-    class Blocks:  # what nn.embedding recognises as a quantized table: ggml block bytes with a format
-        format = "q4_0"
-        shape = (32, 32)
-        blocks = np.zeros(18 * 32, np.uint8)
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k"])
+def test_embedding_of_a_quantized_table(device, fmt):
+    rng = np.random.default_rng(11)
+    qw = quantize(rng.standard_normal((6, 256)).astype(np.float32), fmt)
+    ids = np.array([[5, 0], [2, 2]])
+    want = qw.dequantize()[ids].astype(np.float64)
+    got = nn.embedding(ids, qw, device=device)
+    assert isinstance(got, np.ndarray) and got.shape == (2, 2, 256) and got.dtype == np.float32
+    assert_close(got, want, what=f"{fmt} rows")
+    out = np.full((2, 2, 256), np.nan, np.float16)
+    assert nn.embedding(ids, qw, out=out, device=device) is out
+    assert_close(out, want, what=f"{fmt} rows f16")
+    on_device = nn.embedding(device_array(ids.astype(np.int32), device), qw)
+    assert isinstance(on_device, DeviceArray)
+    assert_close(on_device, want, what=f"{fmt} rows on the device")
 
-    if nn.quant_matmul is not None and hasattr(nn.quant_matmul, "quantized_rows"):
-        assert nn.is_quantized(Blocks())
-        return
-    with pytest.raises(NNError, match="quantized_rows"):
-        nn.embedding(np.array([0]), Blocks())
+
+def test_quantized_embedding_refusals():
+    qw = quantize(np.ones((4, 32), np.float32), "q8_0")
+    with pytest.raises(NNError, match="dtype is float32, float16 or bfloat16"):
+        nn.embedding(np.array([0]), qw, dtype=np.int8)
+    with pytest.raises(NNError, match="dtype= is for quantized tables"):
+        nn.embedding(np.array([0]), np.ones((4, 3), np.float32), dtype=np.float16)
+    with pytest.raises(HydroplaneError, match="ids range over"):
+        nn.embedding(np.array([4]), qw, device="ref")

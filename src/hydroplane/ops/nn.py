@@ -37,14 +37,8 @@ from hydroplane.kernels.nn.rotary import rotary_kernel
 from hydroplane.kernels.nn.sampling import argmax_final_kernel, argmax_partial_kernel, sample_kernel
 from hydroplane.launch.prepared import DeviceArray, prepare
 from hydroplane.launch.runtime import canonical_device, runtime
-
-try:
-    import hydroplane.ops.quant_matmul as quant_matmul
-except ModuleNotFoundError as missing:  # the quant helper's module, not there yet
-    if missing.name != "hydroplane.ops.quant_matmul":
-        raise
-    quant_matmul = None  # type: ignore[assignment]
-
+from hydroplane.ops.quant_matmul import quantized_rows
+from hydroplane.quant import QuantizedArray
 
 class NNError(HydroplaneError):
     """A hydroplane.nn request that cannot run as asked: arrays, dtypes, shapes, values, devices."""
@@ -423,28 +417,33 @@ def add(a, b, *, out=None, device=None):
         return call.result(made, out, a_shape)
 
 
-QUANT_FORMATS = ("q8_0", "q4_0", "q5_0", "q4_k", "q6_k")
-
-
 def is_quantized(weight) -> bool:
-    """A QuantizedArray (hydroplane.quant: it has .blocks) or a DeviceArray holding ggml blocks (its format)."""
-    if isinstance(weight, np.ndarray):
-        return False
-    return hasattr(weight, "blocks") or str(getattr(weight, "format", "")).lower() in QUANT_FORMATS
+    """A QuantizedArray (hydroplane.quant) or a DeviceArray holding ggml blocks (its `format` set)."""
+    return isinstance(weight, QuantizedArray) or (isinstance(weight, DeviceArray) and weight.format is not None)
 
 
-def embedding(ids, weight, *, out=None, device=None):
+def embedding(ids, weight, *, out=None, dtype=None, device=None):
     """weight[ids] (torch's F.embedding(input, weight)): ids of any shape (NumPy integers checked to lie in
-    0 .. V - 1; an int32 DeviceArray, whose ids outside give zero rows), weight (V, D) f32 / f16 / bf16, or a
-    QuantizedArray (through ops.quant_matmul.quantized_rows). The result: ids.shape + (D,), weight's dtype."""
+    0 .. V - 1; an int32 DeviceArray, whose ids outside give zero rows), weight (V, D) f32 / f16 / bf16 (the rows
+    copied as stored), or a QuantizedArray / quantized DeviceArray (dequantized on the device by
+    ops.quant_matmul.quantized_rows into `dtype`: f32 by default, or out's). The result: ids.shape + (D,)."""
     op = "embedding"
     if is_quantized(weight):
-        if quant_matmul is None or not hasattr(quant_matmul, "quantized_rows"):
-            raise NNError(f"{op}: a quantized table ({getattr(weight, 'format', '?')}) needs "
-                          "hydroplane.ops.quant_matmul.quantized_rows, which this build lacks: dequantize it "
-                          "(weight.dequantize()) or pass a float table")
-        ids_np = as_array(ids, op, "ids")
-        return quant_matmul.quantized_rows(weight, ids_np, np.float32 if out is None else np.dtype(out.dtype))
+        if isinstance(out, DeviceArray):
+            raise NNError(f"{op}: out= is a NumPy array for a quantized table (its rows are made on the device)")
+        if dtype is None:
+            dtype = np.float32 if out is None else out.dtype
+        if np.dtype(dtype) not in FLOATS:
+            raise NNError(f"{op}: dtype is float32, float16 or bfloat16, not {np.dtype(dtype)}")
+        ids = as_array(ids, op, "ids")
+        rows = quantized_rows(weight, ids, np.dtype(dtype), device=device)
+        if out is None:
+            return rows
+        out = check_out(out, rows.shape, np.dtype(dtype), op)
+        np.copyto(out, rows)
+        return out
+    if dtype is not None:
+        raise NNError(f"{op}: dtype= is for quantized tables; a float table's rows keep its dtype")
     ids, weight = as_array(ids, op, "ids"), as_array(weight, op, "weight")
     kind = float_kind(weight, op, "weight")
     if len(weight.shape) != 2:
