@@ -40,6 +40,7 @@ from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.quant_matmul import quantized_rows
 from hydroplane.quant import QuantizedArray
 
+
 class NNError(HydroplaneError):
     """A hydroplane.nn request that cannot run as asked: arrays, dtypes, shapes, values, devices."""
 
