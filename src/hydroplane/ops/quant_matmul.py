@@ -25,8 +25,14 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.quant.decode import FORMATS as KERNEL_FORMATS
-from hydroplane.kernels.quant.source import REDUCE_THREADS, ROWS_THREADS, gemm_kernel, gemv_kernel, reduce_kernel, \
-    rows_kernel
+from hydroplane.kernels.quant.source import (
+    REDUCE_THREADS,
+    ROWS_THREADS,
+    gemm_kernel,
+    gemv_kernel,
+    reduce_kernel,
+    rows_kernel,
+)
 from hydroplane.launch.prepared import DeviceArray, prepare
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
@@ -85,8 +91,8 @@ class Weight:
 
 
 def upload(qw: QuantizedArray, device=None) -> DeviceArray:
-    """qw's blocks in a buffer of `device` (a DeviceArray with `format` set, shape (N, K)), made once per device
-    and kept while qw lives."""
+    """qw's blocks in a buffer of `device`: a quantized DeviceArray (`format` set, shape (N, K), its storage the
+    blocks padded to whole 16 bytes), made once per device and kept while qw lives."""
     device = canonical_device(device)
     per_device = _uploads.setdefault(qw, {})
     held = per_device.get(device)
@@ -96,8 +102,9 @@ def upload(qw: QuantizedArray, device=None) -> DeviceArray:
     raw = np.ascontiguousarray(qw.blocks).reshape(-1)
     padded = np.zeros(-(-max(raw.size, 4) // 16) * 16, np.uint8)  # whole 16-byte words for the u32 binding
     padded[: raw.size] = raw
-    made = DeviceArray(rt.key, rt.executor, rt.alloc(padded.size), np.uint8, (padded.size,))
-    made.write(padded)
+    plain = DeviceArray(rt.key, rt.executor, rt.alloc(padded.size), np.uint8, (padded.size,))
+    plain.write(padded)
+    made = DeviceArray(None, None, None, np.uint8, qw.shape, storage=plain.storage, format=qw.format)
     per_device[device] = made
     return made
 
@@ -188,7 +195,7 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
         device = canonical_device(device)
     if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
         raise QuantMatmulError(f"the operands are on devices {sorted(map(str, pinned))}, device={device!r}")
-    on_device = any(isinstance(a, DeviceArray) for a in (x, bias, out))
+    on_device = any(isinstance(a, DeviceArray) for a in (x, bias, out, weight.device_array))
     device = pinned.pop() if pinned else canonical_device(device)
     if isinstance(x, np.ndarray):
         _check_f16_range(x, kind)
@@ -293,6 +300,10 @@ def _flat(arr, dtype=None):
     return np.ascontiguousarray(arr).reshape(-1)
 
 
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 @dataclass(frozen=True)
 class GemvPlan:
     """The decode GEMV's launch: MR rows of x and ROWS rows of W per subgroup, SPLIT K ranges of k_split."""
@@ -314,8 +325,8 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
         split = max(1, min(k // step, -(-SPLIT_TARGET // groups), 64))
     elif reference and groups < 4:
         split = max(1, min(k // step, 4))  # the reference executor: exercised, kept small
-    k_split = -(-(-(-k // split)) // step) * step
-    split = -(-k // k_split)
+    k_split = ceil_div(ceil_div(k, split), step) * step
+    split = ceil_div(k, k_split)
     return GemvPlan(mr, rows, split, k_split, (-(-n // (GEMV_SUBGROUPS * rows)), -(-m // mr), split))
 
 

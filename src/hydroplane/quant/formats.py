@@ -7,8 +7,8 @@ A row of K weights is stored as K / BLOCK blocks of BYTES bytes each, in ggml's 
 | q8_0 | 32 | 34 | f16 d, 32 x s8 q: w = d * q |
 | q4_0 | 32 | 18 | f16 d, 16 bytes of nibbles (low nibbles: elements 0-15, high: 16-31): w = d * (q - 8) |
 | q5_0 | 32 | 22 | f16 d, u32 qh (bit j: the 5th bit of element j), 16 bytes of nibbles as q4_0: w = d * (q - 16) |
-| q4_k | 256 | 144 | f16 d, f16 dmin, 12 bytes of eight 6-bit (scale, min) pairs, 128 bytes of nibbles (32-byte groups: low
-  nibbles one sub-block of 32, high nibbles the next): w = d * scale * q - dmin * min |
+| q4_k | 256 | 144 | f16 d, f16 dmin, 12 bytes of eight 6-bit (scale, min) pairs, 128 bytes of nibbles (32-byte
+  groups: low nibbles one sub-block of 32, high nibbles the next): w = d * scale * q - dmin * min |
 | q6_k | 256 | 210 | 128 bytes ql (low 4 bits), 64 bytes qh (high 2 bits), 16 x s8 scales (one per 16), f16 d:
   w = d * scale * (q - 32) |
 

@@ -1,0 +1,154 @@
+"""hydroplane.matmul(x, qw.T) against float64 NumPy on gguf's dequantized weights, on the reference executor (small
+N and K) and lavapipe: every format, M in 1, 7, 16 (the decode GEMV, split over K for a small N) and 64, 200 (the
+prefill GEMM), batched x, every activation dtype, the epilogue, out=, quantized DeviceArrays, the upload cache,
+quantized_rows, and the refusals. Outputs are poisoned before a run."""
+
+import gc
+
+import gguf
+import ml_dtypes
+import numpy as np
+import pytest
+
+import hydroplane
+from hydroplane.kernels.gemm import source
+from hydroplane.launch.jit import device_array
+from hydroplane.ops import quant_matmul
+from hydroplane.ops.quant_matmul import QuantMatmulError, quantized_rows, upload
+from hydroplane.quant import FORMATS, quantize
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DEVICES = ["ref", 0]  # 0: lavapipe in the test userland
+BOUND = 2e-3  # relative Frobenius error against float64 (the issue's bound for f16 results; f32 too)
+BF16_BOUND = 6e-3  # a bf16 result's own rounding (8 significant bits) is about 2e-3 alone
+rng = np.random.default_rng()
+
+
+def table(fmt: str, n: int, k: int):
+    """A random weight (rows of different scales, zeros) quantized, and gguf's float64 dequantization of it."""
+    w = rng.standard_normal((n, k)).astype(np.float32) * rng.uniform(0.05, 2, (n, 1)).astype(np.float32)
+    w[rng.random((n, k)) < 0.05] = 0
+    qw = quantize(w, fmt)
+    ggml = gguf.GGMLQuantizationType(FORMATS[fmt].ggml_type)
+    return qw, gguf.quants.dequantize(qw.blocks, ggml).astype(np.float64)
+
+
+def activations(shape, dtype):
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < 0.05] = 0
+    return x.astype(dtype)
+
+
+def expected(x, w64, bias=None, activation="none"):
+    y = x.astype(np.float64) @ w64.T
+    if bias is not None:
+        y = y + bias.astype(np.float64)
+    if activation == "relu":
+        y = np.maximum(y, 0)
+    elif activation == "gelu":
+        y = 0.5 * y * (1 + np.tanh(source.GELU_C * (y + source.GELU_CUBIC * y ** 3)))
+    return y
+
+
+def assert_close(got, want, dtype):
+    got = np.asarray(got)
+    assert got.shape == want.shape and got.dtype == np.dtype(dtype), (got.shape, got.dtype, want.shape, dtype)
+    error = np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want)
+    bound = BF16_BOUND if np.dtype(dtype) == BF16 else BOUND
+    assert np.isfinite(error) and error <= bound, f"relative error {error:.2e}"
+
+
+def sizes(device, fmt):
+    block = FORMATS[fmt].block
+    return (24, 2 * block) if device == "ref" else (72, 4 * block if block == 32 else 2 * block)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("m", [1, 7, 16, 64, 200])
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_every_format_and_m(device, m, fmt):
+    if device == "ref" and m == 200:
+        m = 40  # the reference executor interprets: the prefill path at a smaller M
+    n, k = sizes(device, fmt)
+    qw, w64 = table(fmt, n, k)
+    x = activations((m, k), np.float16)
+    out = np.full((m, n), -777.0, np.float16)
+    got = hydroplane.matmul(x, qw.T, out=out, device=device)
+    assert got is out
+    assert_close(out, expected(x, w64), np.float16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("m", [3, 33])
+def test_activation_dtypes_batched_and_epilogue(device, dtype, m):
+    fmt = ["q8_0", "q4_k", "q5_0"][m % 3]
+    n, k = sizes(device, fmt)
+    qw, w64 = table(fmt, n, k)
+    x = activations((2, m, k), dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    got = hydroplane.matmul(x, qw.T, bias=bias, activation="gelu", device=device)
+    assert_close(got, expected(x, w64, bias, "gelu"), dtype)
+    got = hydroplane.matmul(x[0, 0], qw.T, activation="relu", device=device)  # 1-D x: a row
+    assert_close(got, expected(x[0, 0], w64, activation="relu"), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quantized_device_arrays(device):
+    n, k = sizes(device, "q6_k")
+    qw, w64 = table("q6_k", n, k)
+    dw = upload(qw, device)
+    assert dw.format == "q6_k" and dw.shape == (n, k) and dw.nbytes >= qw.nbytes
+    assert upload(qw, device) is dw  # uploaded once per device while qw lives
+    for m in (2, 20):
+        x = activations((m, k), np.float16)
+        dx = device_array(x, device)
+        dout = device_array(np.full((m, n), -777.0, np.float16), device)
+        got = hydroplane.matmul(dx, dw.T, out=dout)
+        assert got is dout
+        assert_close(dout.numpy(), expected(x, w64), np.float16)
+        assert_close(hydroplane.matmul(x, dw.T).numpy(), expected(x, w64), np.float16)  # a DeviceArray back
+    assert quant_matmul._uploads[qw][device] is dw
+    cached = len(quant_matmul._uploads)
+    del qw
+    gc.collect()
+    assert len(quant_matmul._uploads) == cached - 1  # the cache entry went with the QuantizedArray
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16], ids=lambda d: np.dtype(d).name)
+def test_quantized_rows(device, dtype):
+    fmt = {np.dtype(np.float32): "q8_0", np.dtype(np.float16): "q4_k", BF16: "q5_0"}[np.dtype(dtype)]
+    qw, w64 = table(fmt, 40, FORMATS[fmt].block * 2)
+    ids = rng.integers(0, 40, (3, 5))
+    got = quantized_rows(qw, ids, dtype, device=device)
+    assert got.shape == (3, 5, qw.shape[1]) and got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.astype(np.float32), w64[ids].astype(np.float32).astype(dtype).astype(
+        np.float32))
+    with pytest.raises(QuantMatmulError, match="rows 0 .. 39"):
+        quantized_rows(qw, np.array([40]), dtype, device=device)
+
+
+def test_refusals():
+    qw, _ = table("q4_0", 8, 64)
+    x = activations((2, 64), np.float16)
+    with pytest.raises(QuantMatmulError, match=r"multiply by its transpose"):
+        hydroplane.matmul(x, qw, device="ref")
+    with pytest.raises(QuantMatmulError, match="second operand"):
+        hydroplane.matmul(qw.T, x, device="ref")
+    with pytest.raises(QuantMatmulError, match="K=64"):
+        hydroplane.matmul(activations((2, 32), np.float16), qw.T, device="ref")
+    with pytest.raises(QuantMatmulError, match="f16, bf16 or f32"):
+        hydroplane.matmul(x.astype(np.int8), qw.T, device="ref")
+    with pytest.raises(QuantMatmulError, match="beyond f16's range"):
+        big = x.astype(np.float32)
+        big[1, 3] = 7e4
+        hydroplane.matmul(big, qw.T, device="ref")
+    with pytest.raises(QuantMatmulError, match="not c, alpha"):
+        hydroplane.matmul(x, qw.T, c=np.zeros((2, 8), np.float16), beta=1.0, alpha=2.0, device="ref")
+    with pytest.raises(QuantMatmulError, match="row of N=8"):
+        hydroplane.matmul(x, qw.T, bias=np.zeros(7, np.float16), device="ref")
+    with pytest.raises(QuantMatmulError, match="activation"):
+        hydroplane.matmul(x, qw.T, activation="tanh", device="ref")
+    with pytest.raises(QuantMatmulError, match="out is float32"):
+        hydroplane.matmul(x, qw.T, out=np.zeros((2, 8), np.float32), device="ref")
