@@ -517,7 +517,7 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
         else:
             call.launch(OPS[op].kernel(kind), dict(THREADS=threads_for(call, v), SG=sg), (rows,),
                         {"logits": raw, "out": made, "v": v, "seed": seed,
-                         "inv_temp": float(np.float32(1.0 / temperature)), "top_k": top_k if top_k < v else 0,
+                         "inv_temp": min(1.0 / temperature, float(np.finfo(np.float32).max)), "top_k": top_k if top_k < v else 0,
                          "top_p": top_p})
         result = call.result(made, None, shape)
         if isinstance(result, np.ndarray) and result.ndim == 0:
