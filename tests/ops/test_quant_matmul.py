@@ -11,9 +11,9 @@ import gguf
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import REPO
 
 import hydroplane
-from conftest import REPO
 from hydroplane.kernels.gemm import source
 from hydroplane.launch.jit import device_array
 from hydroplane.ops import quant_matmul
