@@ -288,23 +288,36 @@ def test_sampling_limits_agree_with_greedy(device):
     assert np.array_equal(nn.sample(logits, temperature=1.0, top_p=1e-6, seed=4, device=device), greedy)
     row = np.full(30, -np.inf, np.float32)
     row[[4, 20]] = [1.0, 1.0 + np.log(3.0)]  # two tokens: probabilities 1/4 and 3/4
-    draws = [nn.sample(row, temperature=1.0, seed=s, device=device) for s in range(40)]
+    draws = [nn.sample(row, temperature=1.0, seed=s, device=device) for s in range(24)]
     assert set(draws) == {4, 20}
-    assert draws == [int(nn.reference_sample(row[None], temperature=1.0, seed=s)[0]) for s in range(40)]
+    assert draws == [int(nn.reference_sample(row[None], temperature=1.0, seed=s)[0]) for s in range(24)]
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_sampling_a_device_row(device):
-    logits = np.linspace(-3, 3, 101).astype(np.float16)
-    got = nn.sample(device_array(logits, device), temperature=0.9, top_k=20, top_p=0.9, seed=99)
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_sampling_a_device_row(device, dtype):
+    logits = np.linspace(-3, 3, 101).astype(dtype)
+    got = nn.sample(to_device(logits, device), temperature=0.9, top_k=20, top_p=0.9, seed=99)
     assert isinstance(got, DeviceArray) and got.shape == () and got.dtype == np.int32
     assert int(got.numpy()) == int(nn.reference_sample(logits[None], temperature=0.9, top_k=20, top_p=0.9,
                                                        seed=99)[0])
     assert isinstance(nn.sample(logits, device=device), int)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_seed_read_from_a_device_buffer(device):
+    logits = device_array(np.linspace(-2, 2, 64).astype(np.float32)[None].repeat(3, 0), device)
+    seeds = device_array(np.array([7], np.uint32), device)
+    first = nn.sample(logits, temperature=1.0, top_p=0.9, seed=seeds)
+    seeds.write(np.array([8], np.uint32))  # the next step's seed, written where the call reads it
+    second = nn.sample(logits, temperature=1.0, top_p=0.9, seed=seeds)
+    host = logits.numpy()
+    for got, seed in ((first, 7), (second, 8)):
+        assert np.array_equal(got.numpy(), nn.reference_sample(host, temperature=1.0, top_p=0.9, seed=seed))
+
+
 def test_seed_none_draws_a_fresh_seed_and_a_seed_repeats():
-    logits = np.zeros(1000, np.float32)
+    logits = np.zeros(200, np.float32)
     fixed = {nn.sample(logits, temperature=1.0, seed=5, device="ref") for _ in range(3)}
     assert len(fixed) == 1
     fresh = {nn.sample(logits, temperature=1.0, device="ref") for _ in range(4)}
@@ -374,6 +387,8 @@ def test_device_argument_refusals():
         nn.rotary_embedding(device_array(X3, "ref"), device_array(POS.astype(np.int64), "ref"))
     with pytest.raises(NNError, match="must be int32"):
         nn.embedding(device_array(POS.astype(np.uint32), "ref"), device_array(X, "ref"))
+    with pytest.raises(NNError, match="holds one uint32"):
+        nn.sample(X, temperature=1.0, seed=device_array(np.array([1, 2], np.uint32), "ref"))
     released = device_array(X, "ref")
     released.release()
     with pytest.raises(NNError, match="released"):

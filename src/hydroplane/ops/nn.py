@@ -479,7 +479,8 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
     """The next token of each row of logits (V,) or (R, V), on the device: greedy (temperature 0: the largest
     logit's lowest index; NaN ranks below -inf) or a draw from softmax(logits / temperature) kept to the top_k
     largest (0: all; ties with the k-th kept) and then to the top_p nucleus (1.0: all), with a uniform number from
-    a hash of seed and row (seed None: a fresh one). NumPy logits give an int (1-D) or an int32 array (R,); a
+    a hash of seed and row (seed: an int, a uint32 DeviceArray of one element read on the device, or None: a fresh
+    one). NumPy logits give an int (1-D) or an int32 array (R,); a
     DeviceArray an int32 DeviceArray of shape () or (R,)."""
     op = "sample"
     logits = as_array(logits, op, "logits")
@@ -494,10 +495,15 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
         raise NNError(f"{op}: top_p must lie in (0, 1], not {top_p!r}")
     if seed is None:
         seed = int(np.random.default_rng().integers(1 << 32))
-    seed = integer(seed, op, "seed") & 0xFFFFFFFF
+    if isinstance(seed, DeviceArray):
+        if seed.dtype != np.uint32 or seed.size != 1:
+            raise NNError(f"{op}: a seed DeviceArray holds one uint32, not {seed.shape} {seed.dtype}")
+        seeds = seed.reshape(1)
+    else:
+        seeds = np.array([integer(seed, op, "seed") & 0xFFFFFFFF], np.uint32)
     rows, v = (1, int(logits.shape[0])) if len(logits.shape) == 1 else (int(s) for s in logits.shape)
     shape = tuple(logits.shape[:-1])
-    with _Call(op, (logits,), None, device) as call:
+    with _Call(op, (logits, seeds if isinstance(seeds, DeviceArray) else None), None, device) as call:
         made = call.output(None, shape, np.int32)
         if rows == 0:
             return call.result(made, None, shape)
@@ -516,9 +522,9 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
                             {"part_key": part_key, "part_idx": part_idx, "out": made, "chunks": chunks})
         else:
             call.launch(OPS[op].kernel(kind), dict(THREADS=threads_for(call, v), SG=sg), (rows,),
-                        {"logits": raw, "out": made, "v": v, "seed": seed,
-                         "inv_temp": min(1.0 / temperature, float(np.finfo(np.float32).max)), "top_k": top_k if top_k < v else 0,
-                         "top_p": top_p})
+                        {"logits": raw, "seeds": seeds, "out": made, "v": v,
+                         "inv_temp": min(1.0 / temperature, float(np.finfo(np.float32).max)),
+                         "top_k": top_k if top_k < v else 0, "top_p": top_p})
         result = call.result(made, None, shape)
         if isinstance(result, np.ndarray) and result.ndim == 0:
             return int(result)

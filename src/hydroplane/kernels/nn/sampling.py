@@ -11,7 +11,8 @@ every NaN below -inf (so a NaN is chosen only from a row of NaNs, greedy's lowes
   or above the k-th largest (ties with it kept), found by bisection on the keys (counts); top-p then keeps logit i
   when the weight of the kept logits strictly above it is below top_p of the kept total, found by bisection (sums);
   the token is where the running sum of the kept weights in index order first exceeds u * total, u from
-  `uniform(seed, row)`. A row whose largest logit is -inf or NaN is answered greedily.
+  `uniform(seed, row)`, the seed read from a buffer (a captured step's next seed is written there). A row whose
+  largest logit is -inf or NaN is answered greedily.
 This module imports only the language.
 """
 
@@ -124,8 +125,8 @@ def sample_kernel(DT: str):
     FLOOR = NEG_INF_KEY[DT]
 
     @kernel_source(local_size=threads_of, name=f"sample_{DT}")
-    def sample(logits: Buffer[RT, readonly], out: Buffer[s32], v: s32, seed: u32, inv_temp: f32, top_k: s32,
-               top_p: f32, THREADS: constexpr, SG: constexpr):
+    def sample(logits: Buffer[RT, readonly], seeds: Buffer[u32, readonly], out: Buffer[s32], v: s32, inv_temp: f32,
+               top_k: s32, top_p: f32, THREADS: constexpr, SG: constexpr):
         NSG = THREADS // SG
         skey = shared_array(u32, NSG)
         sidx = shared_array(s32, NSG)
@@ -206,7 +207,7 @@ def sample_kernel(DT: str):
                 prefix[j + 1] = prefix[j] + prefix[j + 1]
         barrier()
         total = prefix[THREADS]
-        target = uniform(seed, r) * total
+        target = uniform(seeds[0], r) * total
         if target >= total:
             target = bitcast(bitcast(total, u32) - 1, f32)
         if prefix[t] <= target and target < prefix[t + 1]:
