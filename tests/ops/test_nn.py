@@ -99,6 +99,21 @@ def test_rms_norm_on_device_arrays_with_out_and_default_eps(device):
     assert_close(made, nn.reference_rms_norm(x), what="rms_norm no weight")
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_views_of_device_arrays_in_and_out(device):
+    rng = np.random.default_rng(12)
+    x = awkward(rng, (4, 24), np.float32)
+    d = device_array(x, device)
+    assert_close(nn.rms_norm(d[1:3], 24), nn.reference_rms_norm(x[1:3]), what="rms_norm of a slice")
+    out = poisoned((4, 24), np.float32, device)
+    nn.silu(d[1:3], out=out[2:4])  # into a slice: the rows around it untouched
+    got = out.numpy()
+    assert_close(got[2:], nn.reference_activation(x[1:3], "silu"), 10.0, what="silu into a slice")
+    assert np.isnan(got[:2]).all()
+    with pytest.raises(NNError, match="silu: x is a strided DeviceArray view"):
+        nn.silu(d.T)
+
+
 # rotary_embedding -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("style", ["neox", "interleaved"])

@@ -84,6 +84,9 @@ def as_array(value, op: str, name: str):
     if isinstance(value, DeviceArray | np.ndarray):
         if isinstance(value, DeviceArray) and value.buffer is None:
             raise NNError(f"{op}: {name} is a released DeviceArray")
+        if isinstance(value, DeviceArray) and not value.contiguous:
+            raise NNError(f"{op}: {name} is a strided DeviceArray view ({value!r}); the kernels take contiguous "
+                          "arrays (slices of leading dimensions are)")
         return value
     if hasattr(value, "__dlpack__"):
         try:
