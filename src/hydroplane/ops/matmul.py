@@ -8,10 +8,13 @@ Operands are NumPy arrays, `DeviceArray`s (hydroplane.device_array: the work run
 stays there) or CPU arrays that export DLPack (`np.from_dlpack`: torch CPU tensors, ...). Shapes follow
 np.matmul: 1-D operands are a row (a) or a column (b) dropped from the result, leading dimensions broadcast.
 A 2-D operand, or each matrix of a batch, whose transpose is C-contiguous (`x.T` of a C-contiguous x) is passed
-as the transposed layout (docs/gemm.md: nt, tn, tt); other strides are copied. The result dtype follows NumPy's
-for 16-bit floats (f16 @ f16 -> f16, bf16 @ bf16 -> bf16; the products are added in f32), 8-bit integers give
-32-bit integers (wrapping), fp8 gives f32; `acc_dtype` and `out_dtype` choose among the GEMM library's pairs
-(SUPPORTED). Every bad request is a MatmulError naming the sizes, dtypes or value.
+as the transposed layout (docs/gemm.md: nt, tn, tt); other strides are copied. The result dtype is NumPy's
+(f16 @ f16 -> f16, fp8 -> f32; the products are added in f32) with two exceptions, torch's convention: bf16 @ bf16
+-> bf16 (NumPy with ml_dtypes gives f32) and 8-bit integers -> 32-bit integers, wrapping modulo 2**32 (NumPy keeps
+int8 / uint8 and wraps at 8 bits). `acc_dtype` and `out_dtype` choose among the GEMM library's pairs (SUPPORTED);
+the accumulator asked is the one every route adds in (the skinny kernels for M <= 64 too). Every bad request is a
+MatmulError (a hydroplane.HydroplaneError) naming the sizes, dtypes or value: sizes are checked before anything is
+copied or allocated (check_sizes), a masked array is refused (its mask would be dropped).
 
 The GEMM itself (kernel choice by shape, padding of odd sizes, the skinny kernels, tuning) is
 hydroplane.kernels.gemm.route and hydroplane.ops.gemm's runner; this module turns arrays into GEMM problems and
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -105,6 +109,9 @@ def operand(value, name: str) -> Operand:
     """A NumPy array, DeviceArray, DLPack-exporting CPU array or array-like, as an Operand."""
     if isinstance(value, DeviceArray):
         return Operand(name, device_array=value)
+    if isinstance(value, np.ma.MaskedArray):
+        raise MatmulError(f"{name}: a masked array; hydroplane.matmul would drop its mask and multiply the hidden "
+                          f"values: pass {name}.filled(0) (masked entries count as 0) or {name}.data")
     if isinstance(value, np.ndarray):
         return Operand(name, array=value)
     if hasattr(value, "__dlpack__"):
@@ -206,6 +213,7 @@ def check_call(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none
     if activation == "gelu" and dtype.integer:
         raise MatmulError(f"GELU needs a float accumulator, not {dtype.acc}")
     out_np = np.dtype(dtype.out.dtype)
+    check_sizes(a_shape, b_shape, batch, m, n, k, out_np)
     c_op = None if c is None else operand(c, "c")
     if c_op is not None and beta == 0:
         raise MatmulError("c is given but beta is 0, so it would be ignored: pass beta (e.g. beta=1.0) to add it")
@@ -238,6 +246,34 @@ def check_call(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none
         raise MatmulError(f"device is 'ref', a Vulkan device number or None, not {device!r}")
     return MatmulCall(a_op, b_op, c_op, bias_op, out_op, dtype, batch, m, n, k, result_shape, alpha, beta,
                       activation, device)
+
+
+INDEX_LIMIT = 1 << 31  # elements of one matrix the GEMM indexes (32-bit indices: GemmProblem's own limit)
+
+
+def host_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def check_sizes(a_shape: tuple, b_shape: tuple, batch: tuple, m: int, n: int, k: int, out_np: np.dtype) -> None:
+    """Refuse, before anything is copied or allocated, a call whose matrices the GEMM cannot index or whose result
+    cannot fit in memory (MatmulError naming the sizes, not NumPy's ValueError or MemoryError halfway through)."""
+    shapes = f"matmul of shapes {a_shape} and {b_shape}"
+    count = math.prod(batch) * m * n
+    if k and count:  # GEMMs run: each matrix within 32-bit indices
+        for what, rows, cols in (("a", m, k), ("b", k, n), ("the result", m, n)):
+            if rows * cols >= INDEX_LIMIT:
+                raise MatmulError(f"{shapes}: {what} has {rows}x{cols} = {rows * cols} elements per matrix; the GEMM "
+                                  f"indexes at most {INDEX_LIMIT - 1} (32-bit indices): split the call")
+    nbytes = count * (out_np.itemsize if k else 8)  # K = 0 is computed on the host in 64 bits
+    memory = host_memory()
+    if memory is not None and nbytes > memory:
+        raise MatmulError(f"{shapes}: the result, {'x'.join(map(str, (*batch, m, n)))} of {out_np}, takes "
+                          f"{nbytes / 2 ** 30:.4g} GiB, more than this machine's {memory / 2 ** 30:.4g} GiB of memory")
 
 
 def _check_dtype(op: Operand, out_np: np.dtype) -> None:
@@ -325,14 +361,18 @@ atexit.register(_close_runners)
 # the calls' GEMMs ---------------------------------------------------------------------------------------------------
 def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", out=None, out_dtype=None,
            acc_dtype=None, device=None):
-    """act(alpha * (a @ b) + beta * c + bias) with np.matmul's shapes and NumPy's result dtype (the module
-    docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
+    """act(alpha * (a @ b) + beta * c + bias) with np.matmul's shapes and NumPy's result dtype, bf16 and the 8-bit
+    integers excepted (the module docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
     if quant_matmul.is_quantized(a) or quant_matmul.is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
         return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                                    out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     call = check_call(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                       out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
-    return run_call(call)
+    try:
+        return run_call(call)
+    except MemoryError:  # within the machine's memory (check_sizes), but not free now
+        raise MatmulError(f"matmul of shapes {call.a.shape} and {call.b.shape}: out of memory for the result or the "
+                          "operands' copies") from None
 
 
 @dataclass
