@@ -22,7 +22,8 @@ _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "de
          "CompilationError": "hydroplane.lang.errors", "SpirvError": "hydroplane.spirv.binary",
          "VulkanError": "hydroplane.vk.errors", "RefError": "hydroplane.ref.errors"}
 # Modules of the layers re-exported under a short name (`hydroplane.gguf` is hydroplane.quant.gguf), also lazily.
-_MODULES: dict[str, str] = {"gguf": "hydroplane.quant.gguf", "quant": "hydroplane.quant", "nn": "hydroplane.ops.nn"}
+_MODULES: dict[str, str] = {"gguf": "hydroplane.quant.gguf", "quant": "hydroplane.quant", "nn": "hydroplane.ops.nn",
+                              "models": "hydroplane.models"}
 __all__ = sorted(_LAZY)
 
 

@@ -10,3 +10,26 @@ llama.cpp runs it), reference (the float64 NumPy forward pass), model (the model
 packaged (the gemma3-270m package), commands (`hydroplane generate`). docs/models.md says more.
 Layer: models (above ops and quant).
 """
+
+from hydroplane.models.arch import ARCHITECTURES, Architecture, Config, config_from_metadata
+from hydroplane.models.errors import ContextError, ModelError, TokenizerError
+from hydroplane.models.gguf_file import read_gguf
+from hydroplane.models.model import Model
+from hydroplane.models.packaged import resolve
+from hydroplane.models.reference import Reference
+from hydroplane.models.tokenizer import IncrementalDetokenizer, Tokenizer
+
+__all__ = ["ARCHITECTURES", "Architecture", "Config", "ContextError", "IncrementalDetokenizer", "Model",
+           "ModelError", "Reference", "Tokenizer", "TokenizerError", "config_from_metadata", "load", "read_gguf",
+           "reference", "resolve"]
+
+
+def load(path_or_name, device=None, context: int | None = None) -> Model:
+    """The model of a GGUF file or a packaged name ("gemma3-270m") on `device` (None: the default device, "ref",
+    or a Vulkan device number); `context` bounds its KV cache (default min(the file's, 2048) positions)."""
+    return Model(read_gguf(resolve(path_or_name)), device=device, context=context)
+
+
+def reference(path_or_name) -> Reference:
+    """The float64 NumPy reference of a GGUF file or packaged name (models.reference)."""
+    return Reference(read_gguf(resolve(path_or_name)))

@@ -63,7 +63,8 @@ class Weights:
         """(start, float32 rows) of the output projection, a chunk at a time."""
         if self.output_name in self._cache or self.keep:
             full = self.get(self.output_name)
-            yield 0, full
+            for start in range(0, full.shape[0], rows):
+                yield start, full[start:start + rows]
             return
         tensor = self.file.tensor(self.output_name)
         for start in range(0, tensor.shape[0], rows):
