@@ -13,6 +13,7 @@ import hydroplane
 from hydroplane.errors import HydroplaneError
 from hydroplane.launch.jit import device_array
 from hydroplane.launch.prepared import DeviceArray
+from hydroplane.launch.runtime import capture
 from hydroplane.ops import nn
 from hydroplane.ops.nn import NNError
 from hydroplane.quant import quantize
@@ -337,6 +338,38 @@ def test_seed_none_draws_a_fresh_seed_and_a_seed_repeats():
     assert len(fixed) == 1
     fresh = {nn.sample(logits, temperature=1.0, device="ref") for _ in range(4)}
     assert len(fresh) > 1
+
+
+# a captured decode step -------------------------------------------------------------------------------------
+def decode_step(dx, dw, dl, pos, seeds):
+    h = nn.rms_norm(dx, 16, dw)
+    r = nn.rotary_embedding(h, pos, theta=5000.0)
+    s = nn.add(nn.gated(r, h, "gelu_tanh"), dx)
+    return s, nn.sample(dl, temperature=1.0, top_k=10, seed=seeds), nn.sample(dl)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_captured_step_replays_with_positions_and_seeds_from_the_device(device):
+    rng = np.random.default_rng(13)
+    x, w = awkward(rng, (1, 4, 16), np.float16), awkward(rng, (16,), np.float16)
+    logits = rng.standard_normal((2, 64)).astype(np.float32)
+    dx, dw, dl = on(device, x, w, logits)
+    pos, seeds = device_array(np.array([3], np.int32), device), device_array(np.array([5], np.uint32), device)
+    with pytest.raises(NNError, match="before capturing"):
+        with capture(device):
+            nn.rotary_embedding(dx, pos, theta=5000.0)
+    nn.rotary_embedding(dx, pos, theta=5000.0)  # its table made
+    with capture(device) as graph:
+        captured = decode_step(dx, dw, dl, pos, seeds)
+    for p, seed in ((7, 1), (100, 2)):
+        pos.write(np.array([p], np.int32))
+        seeds.write(np.array([seed], np.uint32))
+        graph.replay()
+        eager = decode_step(dx, dw, dl, pos, seeds)
+        for got, want in zip(captured, eager):
+            assert np.array_equal(got.numpy(), want.numpy())
+        assert np.array_equal(eager[1].numpy(), nn.reference_sample(logits, temperature=1.0, top_k=10, seed=seed))
+    graph.close()
 
 
 # refusals ---------------------------------------------------------------------------------------------------

@@ -338,6 +338,10 @@ def rotary_embedding(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
         tables = _tables.setdefault(call.executor, {})  # kept on the device (a captured step binds it)
         key = (theta, freq_scale, r)
         if key not in tables:
+            if call.runtime.capture is not None:
+                raise NNError(f"{op}: its frequency table (theta={theta:g}, freq_scale={freq_scale:g}, rotary_dim={r}) "
+                              "is uploaded on first use, which a capture cannot replay: call rotary_embedding once "
+                              "with these settings before capturing")
             tables[key] = call.array(freq, np.float32, freq.shape)
         per_head = r // 2 + (d - r)
         total = tokens * heads * per_head
