@@ -75,6 +75,8 @@ def test_the_package_exports_nn():
     ((2, 3, 40), (40,), np.float16, True),      # a multiple of 8: 16-byte chunks
     ((5, 33), 33, BF16, False),
     ((2, 4, 6), (4, 6), np.float32, False),     # two normalized dimensions, 24 = 6 chunks
+    ((2, 1000), 1000, np.float32, True),        # several subgroups meet in shared memory
+    ((3, 1001), 1001, np.float16, True),
 ])
 def test_rms_norm(device, shape, norm, dtype, weighted):
     rng = np.random.default_rng(len(shape) * 7 + shape[-1])
@@ -192,6 +194,16 @@ def test_gated(device, activation, dtype, shape):
     out = poisoned(shape, dtype, device)
     assert nn.gated(dg, du, activation, out=out) is out
     assert_close(out, want, 10.0 if dtype == np.float32 else 1.0, what="gated on device")
+
+
+def test_a_grid_stride_loop_past_the_largest_grid_on_lavapipe():
+    rng = np.random.default_rng(14)
+    n = 77 * 6810  # more than common.MAX_GROUPS (4096) workgroups of 128: each invocation loops again
+    assert n > 4096 * 128
+    x = rng.standard_normal(n).astype(np.float32) * 4
+    assert_close(nn.silu(x, device=0), nn.reference_activation(x, "silu"), 10.0, what="silu, long")
+    a, b = x.reshape(-1, 77), rng.standard_normal(77).astype(np.float32)
+    assert_close(nn.add(a, b, device=0), a.astype(np.float64) + b, what="add, long")
 
 
 # add --------------------------------------------------------------------------------------------------------
