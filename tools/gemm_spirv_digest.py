@@ -48,6 +48,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from hydroplane.kernels.gemm import GemmConfig, GemmProblem, candidate_configs, gemm_plan, parse_dtype  # noqa: E402
+from hydroplane.kernels.gemm.route import (  # noqa: E402
+    GemvConfig,
+    SplitConfig,
+    config_from_dict,
+    gemm_route,
+    route_candidates,
+)
 from hydroplane.spirv import grammar  # noqa: E402
 from hydroplane.spirv.binary import decode  # noqa: E402
 from hydroplane.spirv.compiled import compile_kernel  # noqa: E402
@@ -297,8 +304,9 @@ def optimized(words) -> list[int] | None:
     return list(memoryview(data).cast("I"))
 
 
-def cases() -> list[tuple[str, str, GemmProblem, GemmConfig]]:
-    """(label, profile, problem, config): the H200's shipped winners and benchmark candidates, lavapipe's, variants."""
+def cases() -> list[tuple[str, str, GemmProblem, GemmConfig | GemvConfig | SplitConfig]]:
+    """(label, profile, problem, config): the H200's shipped winners (the skinny and K-split kernels' too) and
+    benchmark candidates, lavapipe's, variants, and K-split candidates of LLM prefill shapes."""
     found = []
     table = json.loads(TABLE.read_text())["devices"]
     for device, entries in table.items():
@@ -306,7 +314,14 @@ def cases() -> list[tuple[str, str, GemmProblem, GemmConfig]]:
         for key, entry in entries.items():
             dtype, layout, _ = key.split()
             problem = GemmProblem(*entry["size"], parse_dtype(dtype), layout)
-            found.append((f"{profile} shipped {key}", profile, problem, GemmConfig.from_dict(entry["config"])))
+            found.append((f"{profile} shipped {key}", profile, problem, config_from_dict(entry["config"])))
+    for dtype, size in (("f16:f32", (512, 4096, 14336)), ("f16:f16", (512, 4096, 14336)),
+                        ("f16:f32", (256, 1024, 4096)), ("s8:s32", (512, 4096, 14336))):
+        problem = GemmProblem(*size, parse_dtype(dtype), "nt")
+        h200 = Target.profile("nvidia-h200")
+        split = [c for c in route_candidates(problem, h200) if isinstance(c, SplitConfig)]
+        for index, config in enumerate(split[:4]):
+            found.append((f"nvidia-h200 splitk {problem.describe()} #{index}", "nvidia-h200", problem, config))
     h200, lavapipe = Target.profile("nvidia-h200"), Target.profile("lavapipe")
     for dtype, layouts in (("f16:f16", "nn"), ("f16:f32", "nn"), ("bf16:f32", "nn"), ("s8:s32", "nn nt"),
                            ("u8:u32", "nn nt")):
@@ -321,7 +336,7 @@ def cases() -> list[tuple[str, str, GemmProblem, GemmConfig]]:
                 for size, options in (((4096, 4096, 4080), variants[0]), ((1000, 33, 255), variants[1] if
                                                                           dtype != "s8:s32" else variants[0])):
                     problem = GemmProblem(*size, parse_dtype(dtype), layout, **options)
-                    for index, config in enumerate(candidate_configs(problem, target)):
+                    for index, config in enumerate(candidate_configs(problem, target)[:CANDIDATES_PER_PROBLEM]):
                         found.append((f"{profile} variant {problem.describe()} #{index}", profile, problem, config))
     return found
 
@@ -331,8 +346,13 @@ def digest_all(with_optimized: bool) -> dict:
     targets = {name: Target.profile(name) for name in ("nvidia-h200", "lavapipe")}
     for label, profile, problem, config in cases():
         target = targets[profile]
-        plan = gemm_plan(problem, config, target)
-        spec = plan.kernel.compile(target, **plan.constexprs)
+        if isinstance(config, GemmConfig):
+            plan = gemm_plan(problem, config, target)
+            kernel, constexprs = plan.kernel, plan.constexprs
+        else:  # the skinny and K-split kernels: the route's multiplying step, unpadded
+            step = gemm_route(problem, config, target, pad=False).main
+            kernel, constexprs = step.kernel, step.constexprs
+        spec = kernel.compile(target, **constexprs)
         words = compile_kernel(spec.words, target).words
         entry = {"config": config.describe(), "words": len(words), "inlined": digest_words(words)}
         if with_optimized:

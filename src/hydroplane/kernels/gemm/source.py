@@ -24,10 +24,12 @@ The pieces: the shared blocks of a K step (`Blocks`, compile-time geometry) and 
 (element or 16-byte copies, `stage` / `stage_wide`), the register prefetch in two halves (`fetch_blocks`,
 `put_blocks`; `load_blocks` both at once), the K-major transposition of an 8-bit B in registers (`fetch_kmajor`,
 `put_kmajor`), the direct kernel's tile origins and K tail (`tile_origins`, `stage_tail`), tile loads
-(`load_tile_any`), and the epilogue (`Epilogue` choices, `finish` on a tile, `store_tile` for one subgroup tile
-with its C, bias and edge handling, `copy_out`). The multiplications stay in the kernel bodies: a local array of
-matrices (the accumulators) lives in its function and cannot be handed to a helper. The helpers are SPIR-V
-functions that drivers inline; tools/gemm_spirv_digest.py compares the kernels' code before and after a change.
+(`load_tile_any`), the staged K loop over the caller's accumulators (`staged_k_loop`, shaped by a `KLoop`, its
+copies a `Staging`: the plain and the K-split kernels share it, and a kernel with other staging, a dequantizing
+one, gives its own three copy helpers), and the epilogue (`Epilogue` choices, `finish` on a tile, `store_tile` for
+one subgroup tile with its C, bias and edge handling, `copy_out`). The accumulators, a local array of matrices, pass
+to the K loop by reference. The helpers are SPIR-V functions that drivers inline; tools/gemm_spirv_digest.py
+compares the kernels' code before and after a change.
 
 A and B are row-major (`AT`/`BT` False: A is M x K, B is K x N) or transposed (`AT`: A is stored
 K x M, `BT`: B is stored N x K): layouts nn, nt, tn, tt. Buffer element types cannot be
@@ -346,6 +348,113 @@ def load_blocks(sa, sb, regs, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda
         stage_blocks(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks)
 
 
+@dataclass(frozen=True)
+class Staging:
+    """How a K step's blocks reach shared memory, as three @func helpers with the parameters of the GEMM's own
+    (GEMM_STAGING): `fetch` (regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks) issues the loads into
+    registers, `put` (sa, sb, regs, a_base, b_base, blocks) stores them into the shared blocks, `stage` (sa, sb, a, b,
+    a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks) copies without registers. A kernel that
+    converts or dequantizes on the way gives its own three (and its own `blocks` geometry)."""
+
+    fetch: object
+    put: object
+    stage: object
+
+
+GEMM_STAGING = Staging(fetch_blocks, put_blocks, stage_blocks)
+
+
+@dataclass(frozen=True)
+class KLoop:
+    """The staged K loop's compile-time shape: the A and B tile types (TA: TM x TK, TB: TK x TN), SM x SN accumulator
+    tiles per subgroup, KT tiles per K step, STAGES (1 or 2 shared buffers), PREFETCH (the next step's loads in
+    registers across the multiplications), EDGES (False: every block whole, bounds checks compiled out), SATURATE.
+    ABLATE (measurement only, wrong results: benchmarks/gemm_ablation.py) leaves a part of the steps out: "no_global"
+    the global loads after the first step (the shared stores keep storing the first registers), "no_stage" every copy
+    into shared memory after the first step, "no_barrier" the barriers between steps; "" (the default) compiles
+    nothing of it."""
+
+    TA: object
+    TB: object
+    SM: int
+    SN: int
+    KT: int
+    STAGES: int
+    PREFETCH: bool
+    EDGES: bool
+    SATURATE: bool
+    ABLATE: str = ""
+
+
+@func
+def staged_k_loop(acc, sa, sb, a, b, row0, col0, k_begin, k_end, M, N, lda, ldb, wm, wn, full, blocks: constexpr,
+                  loop: constexpr, staging: constexpr = GEMM_STAGING):
+    """The staged K steps of [k_begin, k_end) into the caller's accumulators acc (a local array of SM * SN tiles, by
+    reference): per step of BK the A and B blocks at (row0, k) and (k, col0) go into shared memory (bounds-checked
+    against M, N and k_end unless the block is whole: full), then subgroup (wm, wn) multiplies its tiles out of them.
+    STAGES=2 fills the other buffer while this one is multiplied (one barrier a step); PREFETCH issues the next step's
+    loads into registers before the multiplications and stores them after. The plain and the K-split GEMM run it,
+    and kernels with other staging (`staging`) too."""
+    TA, TB, SM, SN, KT = loop.TA, loop.TB, loop.SM, loop.SN, loop.KT
+    STAGES, PREFETCH, EDGES, SATURATE = loop.STAGES, loop.PREFETCH, loop.EDGES, loop.SATURATE
+    LOAD = loop.ABLATE != "no_global" and loop.ABLATE != "no_stage"  # the next step's global loads
+    STORE = loop.ABLATE != "no_stage"  # and their stores into shared memory
+    SYNC = loop.ABLATE != "no_barrier"
+    TM, TK, TN = TA.rows, TA.cols, TB.cols
+    BK, AT = blocks.BK, blocks.AT
+    btile = local_array(TB, SN)
+    regs = local_array(V4, blocks.REGISTERS if PREFETCH else 1)
+    steps = (k_end - k_begin + BK - 1) // BK
+    if steps > 0:
+        first_guard = EDGES and (not full or k_begin + BK > k_end)
+        if PREFETCH:
+            staging.fetch(regs, a, b, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
+            staging.put(sa, sb, regs, 0, 0, blocks)
+        else:
+            staging.stage(sa, sb, a, b, 0, 0, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
+        barrier()
+        for step in range(steps):
+            k0 = k_begin + step * BK
+            current = 0
+            if STAGES == 2:
+                current = step % 2
+            more = step + 1 < steps
+            next_guard = EDGES and (not full or k0 + 2 * BK > k_end)  # the next blocks cross M, N or k_end
+            # The next blocks: into registers (PREFETCH: into shared memory after the multiplications) or, with
+            # two stages, straight into the other buffer while this one is multiplied.
+            if PREFETCH and LOAD:
+                if more:
+                    staging.fetch(regs, a, b, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
+            elif STAGES == 2 and LOAD and not PREFETCH:
+                if more:
+                    staging.stage(sa, sb, a, b, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
+                                  row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
+            a_base = current * blocks.A_SIZE
+            b_base = current * blocks.B_SIZE
+            for kt in static_range(KT):
+                for j in static_range(SN):
+                    btile[j] = load_tile_any(TB, sb, b_base, kt * TK, (wn * SN + j) * TN, blocks.B_LD,
+                                             blocks.B_T, blocks.B_UNIT)
+                for i in static_range(SM):
+                    ta = load_tile_any(TA, sa, a_base, (wm * SM + i) * TM, kt * TK, blocks.A_LD, AT, blocks.WIDE)
+                    for j in static_range(SN):
+                        acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+            if PREFETCH and STAGES == 2 and STORE:
+                if more:
+                    staging.put(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE, blocks)
+            if SYNC:
+                barrier()
+            if STAGES == 1 and STORE and (PREFETCH or LOAD):  # one buffer: refilled once every subgroup is done
+                if more:
+                    if PREFETCH:
+                        staging.put(sa, sb, regs, 0, 0, blocks)
+                    else:
+                        staging.stage(sa, sb, a, b, 0, 0, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard,
+                                      blocks)
+                    if SYNC:
+                        barrier()
+
+
 @func
 def leading_dimensions(M, N, K, AT: constexpr, BT: constexpr):
     """(lda, ldb): the row length of A and B as stored (A^T is stored M wide, B^T K wide)."""
@@ -518,8 +627,8 @@ def coop_threads(constexprs: dict) -> int:
 @functools.cache
 def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's constants
     """The cooperative-matrix GEMM for A/B elements IN, accumulator ACC and output (C, D, bias) OUT: a composition
-    of the helpers above. The multiplications stay in the kernel body (a local array of matrices, the accumulators,
-    lives in its function): the direct K loop and its tail (DIRECT), then the staged steps, then the epilogue."""
+    of the helpers above: the direct K loop and its tail (DIRECT), then the staged steps (staged_k_loop, on the
+    kernel's accumulators), then the epilogue."""
 
     @kernel_source(local_size=coop_threads, name=f"gemm_coop_{IN}_{ACC}_{OUT}")
     def gemm_coop(a: Buffer[IN, readonly], b: Buffer[IN, readonly], c: Buffer[OUT, readonly],
@@ -530,7 +639,7 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                   DIRECT: constexpr, SG: constexpr, USE_C: constexpr, BIAS: constexpr, ACT: constexpr,
                   SATURATE: constexpr, WIDE: constexpr = 0, ALIGNED_OUT: constexpr = True, PAD: constexpr = 0,
                   PREFETCH: constexpr = False, EDGES: constexpr = True, SCALE: constexpr = True,
-                  KMAJOR_B: constexpr = False):
+                  KMAJOR_B: constexpr = False, ABLATE: constexpr = ""):
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
         static_assert(not KMAJOR_B or (PREFETCH and not BT and byte_sized(IN)),
                       "KMAJOR_B transposes an 8-bit B stored K x N while prefetching")
@@ -601,53 +710,8 @@ def coop_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's cons
                 barrier()
             k_split = K
 
-        steps = (K - k_split + BK - 1) // BK
-        # PREFETCH: each step's loads of the next blocks go into registers before the multiplications and into
-        # shared memory after them, so that the loads' latency hides behind the tensor cores.
-        regs = local_array(V4, blocks.REGISTERS if PREFETCH else 1)
-        if steps > 0:
-            load_blocks(sa, sb, regs, a_src, b_src, 0, 0, row0, col0, k_split, M, N, K, lda, ldb,
-                        EDGES and (not full or k_split + BK > K), blocks, PREFETCH)
-            barrier()
-            for step in range(steps):
-                k0 = k_split + step * BK
-                current = 0
-                if STAGES == 2:
-                    current = step % 2
-                more = step + 1 < steps
-                next_guard = EDGES and (not full or k0 + 2 * BK > K)  # the next blocks cross M, N or K
-                # The next blocks: into registers (PREFETCH: into shared memory after the multiplications) or, with
-                # two stages, straight into the other buffer while this one is multiplied.
-                if PREFETCH:
-                    if more:
-                        fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, blocks)
-                elif STAGES == 2:
-                    if more:
-                        stage_blocks(sa, sb, a_src, b_src, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
-                                     row0, col0, k0 + BK, M, N, K, lda, ldb, next_guard, blocks)
-                a_base = current * blocks.A_SIZE
-                b_base = current * blocks.B_SIZE
-                for kt in static_range(KT):
-                    for j in static_range(SN):
-                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, (wn * SN + j) * TN, blocks.B_LD,
-                                                 blocks.B_T, blocks.B_UNIT)
-                    for i in static_range(SM):
-                        ta = load_tile_any(TA, sa, a_base, (wm * SM + i) * TM, kt * TK, blocks.A_LD, AT, WIDE)
-                        for j in static_range(SN):
-                            acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
-                if PREFETCH and STAGES == 2:
-                    if more:
-                        put_blocks(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
-                                   blocks)
-                barrier()
-                if STAGES == 1:  # one buffer: refilled once every subgroup is done with it
-                    if more:
-                        if PREFETCH:
-                            put_blocks(sa, sb, regs, 0, 0, blocks)
-                        else:
-                            stage_blocks(sa, sb, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, K, lda, ldb,
-                                         next_guard, blocks)
-                        barrier()
+        staged_k_loop(acc, sa, sb, a_src, b_src, row0, col0, k_split, K, M, N, lda, ldb, wm, wn, full, blocks,
+                      KLoop(TA, TB, SM, SN, KT, STAGES, PREFETCH, EDGES, SATURATE, ABLATE))
 
         region = sg * TM * TN
         for i in static_range(SM):

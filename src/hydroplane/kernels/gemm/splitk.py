@@ -1,9 +1,8 @@
 """The cooperative-matrix GEMM split over K, in the kernel language: more workgroups for problems that leave the GPU
 idle with whole-K blocks (few rows of A, small M and N).
 
-`splitk_kernel(in, acc, out)` is the staged coop kernel's K loop (source.py's pieces: `Blocks`, `load_blocks`,
-`fetch_blocks`, `put_blocks`, `load_tile_any`; 16-byte copies, padded rows, register prefetch, K-major 8-bit B)
-over one of SPLIT K ranges (grid z: range z is [z * k_split, min(K, (z + 1) * k_split)), k_split a multiple of
+`splitk_kernel(in, acc, out)` is the staged coop kernel's K loop (source.py's `staged_k_loop` with its `Blocks`:
+16-byte copies, padded rows, register prefetch, K-major 8-bit B) over one of SPLIT K ranges (grid z: range z is [z * k_split, min(K, (z + 1) * k_split)), k_split a multiple of
 the block's K step): each workgroup writes its block's partial sums, in the working type (f32 for float
 accumulators, the accumulator for integers), into part[z] (M x N). gemv.py's reduction kernel then adds the ranges
 up and applies the epilogue (alpha, beta * C, bias, activation, the output type) into D. Configurations and launch
@@ -13,16 +12,7 @@ plans: route.py's SplitConfig and splitk_route (docs/gemm.md).
 import functools
 
 from hydroplane.kernels.gemm.gemv import work_type
-from hydroplane.kernels.gemm.source import (
-    V4,
-    Blocks,
-    copy_out,
-    fetch_blocks,
-    leading_dimensions,
-    load_blocks,
-    load_tile_any,
-    put_blocks,
-)
+from hydroplane.kernels.gemm.source import V4, Blocks, KLoop, copy_out, leading_dimensions, staged_k_loop
 from hydroplane.lang import (
     Buffer,
     barrier,
@@ -85,54 +75,10 @@ def splitk_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's co
         acc = local_array(TACC, SM * SN)
         for t in static_range(SM * SN):
             acc[t] = coop.fill(TACC, 0)
-        btile = local_array(TB, SN)
         full = not EDGES or (ALIGNED_PART and row0 + BM <= M and col0 + BN <= N)
-        steps = (k_end - k_begin + BK - 1) // BK
-        regs = local_array(V4, blocks.REGISTERS if PREFETCH else 1)
-        if steps > 0:
-            # the blocks of this K range; k_end is the limit the copies' bounds checks hold them to
-            load_blocks(sa, sb, regs, a_src, b_src, 0, 0, row0, col0, k_begin, M, N, k_end, lda, ldb,
-                        EDGES and (not full or k_begin + BK > k_end), blocks, PREFETCH)
-            barrier()
-            for step in range(steps):
-                k0 = k_begin + step * BK
-                current = 0
-                if STAGES == 2:
-                    current = step % 2
-                more = step + 1 < steps
-                next_guard = EDGES and (not full or k0 + 2 * BK > k_end)
-                if PREFETCH:
-                    if more:
-                        fetch_blocks(regs, a_src, b_src, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard,
-                                     blocks)
-                elif STAGES == 2:
-                    if more:
-                        load_blocks(sa, sb, regs, a_src, b_src, (1 - current) * blocks.A_SIZE,
-                                    (1 - current) * blocks.B_SIZE, row0, col0, k0 + BK, M, N, k_end, lda, ldb,
-                                    next_guard, blocks, False)
-                a_base = current * blocks.A_SIZE
-                b_base = current * blocks.B_SIZE
-                for kt in static_range(KT):
-                    for j in static_range(SN):
-                        btile[j] = load_tile_any(TB, sb, b_base, kt * TK, (wn * SN + j) * TN, blocks.B_LD,
-                                                 blocks.B_T, blocks.B_UNIT)
-                    for i in static_range(SM):
-                        ta = load_tile_any(TA, sa, a_base, (wm * SM + i) * TM, kt * TK, blocks.A_LD, AT, WIDE)
-                        for j in static_range(SN):
-                            acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
-                if PREFETCH and STAGES == 2:
-                    if more:
-                        put_blocks(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
-                                   blocks)
-                barrier()
-                if STAGES == 1:  # one buffer: refilled once every subgroup is done with it
-                    if more:
-                        if PREFETCH:
-                            put_blocks(sa, sb, regs, 0, 0, blocks)
-                        else:
-                            load_blocks(sa, sb, regs, a_src, b_src, 0, 0, row0, col0, k0 + BK, M, N, k_end, lda,
-                                        ldb, next_guard, blocks, False)
-                        barrier()
+        # the blocks of this K range; k_end is the limit the copies' bounds checks hold them to
+        staged_k_loop(acc, sa, sb, a_src, b_src, row0, col0, k_begin, k_end, M, N, lda, ldb, wm, wn, full, blocks,
+                      KLoop(TA, TB, SM, SN, KT, STAGES, PREFETCH, EDGES, SATURATE))
 
         region = sg * TM * TN
         base = split * M  # part[z] starts at row z * M of the partial sums
