@@ -1,8 +1,9 @@
 """The H200 attention benchmark in ONE run: hydroplane's fused attention beside torch's scaled_dot_product_attention.
 
 For each case (f16, torch's layout (batch, heads, sequence, head_dim)):
-  (4, 16, 4096, 128) non-causal and causal, (1, 16, 16384, 128), (8, 32, 1024, 64), and decode: (16, 32, 1 query,
-  8192 keys, 128) —
+  (4, 16, 4096, 128) non-causal and causal, (1, 16, 16384, 128), (8, 32, 1024, 64), decode: (16, 32, 1 query,
+  8192 keys, 128), and ggml's FLASH_ATTN_EXT cases of issue 25 ("ggml ..."; ggml's `test-backend-ops perf` feeds
+  f32 queries, f16 K and V, an all-zero f16 mask and writes f32 out; hydroplane's are f16 in and out, no mask) —
   1. every configuration of the sweep (kernels.attention.candidate_configs for the device, best first, at most
      --max-configs; the decode case also its split counts) runs on the case's inputs with the output poisoned first
      and checked after (||O - R|| / ||R|| against torch's SDPA in float32 on the GPU, or NumPy's float64 softmax
@@ -12,7 +13,11 @@ For each case (f16, torch's layout (batch, heads, sequence, head_dim)):
   2. torch.nn.functional.scaled_dot_product_attention on the same inputs (CUDA events, the same warm-up, median of
      --reps), when torch with CUDA is there.
 FLOPs are 4·B·H·S_q·S_kv·D (halved for causal); the decode case is also given as TB/s of K and V read. The table
-comes last; everything printed, and a JSON of every measurement, go to the folder given (default: $OUT, else none).
+comes last, beside llama.cpp's Vulkan times for the ggml cases (PEER: issue 25's run of 2026-12-01, coopmat2,
+`test-backend-ops perf`, which repeats the op in one graph and divides its time); before it, the arithmetic checks
+(NaN and inf in Q and K, scales up to float32's largest, rows of equal scores, through the one-pass kernel, the
+grouped decode path and the split prefill, against the float64 softmax of the f32 scores, NaN exactly where it has
+NaN). Everything printed, and a JSON of every measurement, go to the folder given (default: $OUT, else none).
 
 On the lent H200 (Vulkan needs the loader and the GLVND libraries unpacked first, docs/vulkan.md):
 
@@ -55,18 +60,36 @@ from hydroplane.kernels.attention import (  # noqa: E402
 )
 from hydroplane.ops.attention import AttentionRunner, attention  # noqa: E402
 
-CASES = {  # name: (batch, heads, q_len, kv_len, head_dim, causal)
+CASES = {  # name: (batch, heads, q_len, kv_len, head_dim, causal[, kv_heads])
     "4x16x4096x128": (4, 16, 4096, 4096, 128, False),
     "4x16x4096x128 causal": (4, 16, 4096, 4096, 128, True),
     "1x16x16384x128": (1, 16, 16384, 16384, 128, False),
     "8x32x1024x64": (8, 32, 1024, 1024, 64, False),
     "decode 16x32 1x8192x128": (16, 32, 1, 8192, 128, False),
 }
+GGML = {  # issue 25's FLASH_ATTN_EXT cases (ggml's perf list; no causal mask: ggml's mask is all zeros)
+    "ggml decode d128 h8 kv4096": (1, 8, 1, 4096, 128, False, 8),
+    "ggml decode d128 h32/8 kv4096": (1, 32, 1, 4096, 128, False, 8),
+    "ggml decode d128 h8 kv16384": (1, 8, 1, 16384, 128, False, 8),
+    "ggml decode d256 h32/2 kv10000": (1, 32, 1, 10000, 256, False, 2),
+    "ggml decode d256 h32/2 kv20000": (1, 32, 1, 20000, 256, False, 2),
+    "ggml prefill d256 h32/2 q512 kv10000": (1, 32, 512, 10000, 256, False, 2),
+    "ggml prefill d256 h32/2 q512 kv20000": (1, 32, 512, 20000, 256, False, 2),
+    "ggml decode d64 h64/8 q4 kv7680": (1, 64, 4, 7680, 64, False, 8),
+}
+CASES.update(GGML)
+PEER = {  # llama.cpp's Vulkan backend on the H200 (issue 25's table): µs per op
+    "ggml decode d128 h8 kv4096": 12.8, "ggml decode d128 h32/8 kv4096": 17.0, "ggml decode d128 h8 kv16384": 33.4,
+    "ggml decode d256 h32/2 kv10000": 35.8, "ggml decode d256 h32/2 kv20000": 50.6,
+    "ggml prefill d256 h32/2 q512 kv10000": 2041.0, "ggml prefill d256 h32/2 q512 kv20000": 2466.0,
+    "ggml decode d64 h64/8 q4 kv7680": 58.9,
+}
 TINY = {  # the same code paths at sizes lavapipe finishes in seconds
     "2x2x40x16": (2, 2, 40, 40, 16, False),
     "4x16x4096x128 bf16": (2, 2, 40, 40, 16, False),  # not run where the device has no bf16 (lavapipe)
     "2x2x40x16 causal": (2, 2, 40, 40, 16, True),
     "decode 2x2 1x200x16": (2, 2, 1, 200, 16, False),
+    "decode grouped 8/2 2x200x32": (1, 8, 2, 200, 32, False, 2),
 }
 CASE_DTYPE = {"4x16x4096x128 bf16": "bf16"}  # f16 unless named here
 CASES["4x16x4096x128 bf16"] = (4, 16, 4096, 4096, 128, False)  # bf16 where the device has it (DIRECT_P on the H200)
@@ -85,7 +108,7 @@ PARITY = [  # (batch, heads, kv_heads, q_len, kv_len, head_dim, causal, dtype, l
 TINY_PARITY = [(1, 2, 2, 17, 20, 16, True, "f16", 1.0), (1, 2, 1, 1, 100, 32, False, "f16", 3.2)]
 TARGETS = {"4x16x4096x128": "≥ 200 TFLOP/s", "4x16x4096x128 causal": "≥ 150 TFLOP/s",
            "decode 16x32 1x8192x128": "≥ 3 TB/s"}
-DECODE_SPLITS = (8, 16, 32, 64)  # the decode case's split counts tried with its leading configurations
+DECODE_SPLITS = (8, 16, 32, 64, 128, 256)  # the decode cases' split counts tried with their leading configurations
 
 
 def torch_or_none():
@@ -159,9 +182,12 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
     configs = candidates[:limit]
     for tile in dict.fromkeys(c.tile for c in candidates):
         configs += [c for c in candidates if c.tile == tile][:per_tile]
-    if problem.q_len == 1:  # the decode path: also a few split counts of its leading configuration
-        leading = [c for c in configs if c.splits != 1][:1]
+    if problem.q_len <= 4:  # the decode path: also split counts of its leading (grouped and one-head) configurations
+        leading = [c for c in configs if c.splits != 1 and c.grouped][:1] + \
+            [c for c in configs if c.splits != 1 and not c.grouped][:1]
         configs += [replace(c, splits=s) for c in leading for s in DECODE_SPLITS]
+    elif any(c.splits != 1 for c in configs[:1]):  # a split prefill: the unsplit one and other split counts
+        configs += [replace(configs[0], splits=s) for s in (1, 2, 4, 8)]
     plans = {}  # the configurations as they run (split counts the plan clamps to the keys), each once
     for config in configs:
         try:
@@ -171,12 +197,63 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
     return list(plans.values())
 
 
+def special_values(runner: AttentionRunner, log) -> int:
+    """Issue 23's arithmetic on this device: NaN and inf in Q and K, scales to float32's largest, rows of equal
+    scores, through each path's default configuration; NaN exactly where the float64 softmax of the f32 scores has
+    it, the finite rest within the bound. Returns the number of cases that failed."""
+    print("\narithmetic: special values against the float64 softmax of the f32 scores", file=log)
+    failed = 0
+    shapes = [("one pass", (1, 4, 70, 300, 128, True, 2)), ("grouped decode", (1, 32, 1, 3000, 128, False, 8)),
+              ("grouped decode d256", (1, 32, 2, 5000, 256, True, 2)),
+              ("split prefill", (1, 4, 300, 4000, 256, True, 2))]
+    for path, (b, h, s_q, s_kv, d, causal, h_kv) in shapes:
+        for kind, scale in (("NaN/inf in q and k", None), ("scale 1e30", 1e30), ("scale 3.4e38", 3.4e38),
+                            ("scale -3.4e38", -3.4e38), ("scale 1e-40", 1e-40), ("equal rows, scale 1e36", 1e36),
+                            ("equal rows, scale -1e36", -1e36)):
+            problem = AttentionProblem(b, h, s_q, s_kv, d, "f16", h_kv, causal, scale)
+            rng = np.random.default_rng(23)
+            data = random_inputs(problem, rng)
+            if kind.startswith("NaN"):
+                data["q"][0, 0, 0, 5] = np.nan
+                data["q"][0, 1, -1, 7] = np.inf
+                data["k"][0, 0, s_kv - 1, 3] = np.nan
+            elif kind.startswith("equal"):
+                data["k"][:] = data["k"][:, :, :1]
+            else:
+                small = max(1, s_q // 2)
+                data["q"][:, :, :small] = np.abs(data["q"][:, :, :small]) / 64
+                data["k"][:, :, 0] = -30 * np.sign(scale)
+            try:
+                result = runner.run(problem, None, inputs=data, check=False)
+                exact = reference(problem, data["q"], data["k"], data["v"])
+                got = result.output.astype(np.float64)
+                nan_ok = bool((np.isnan(got) == np.isnan(exact)).all())
+                finite = np.isfinite(exact)
+                error = relative_error(got[finite], exact[finite]) if finite.any() else 0.0
+                ok = nan_ok and bool((np.isinf(got) == np.isinf(exact)).all()) and error <= tolerance(problem)
+                verdict = "ok" if ok else "WRONG"
+                detail = (f"NaN {int(np.isnan(exact).sum())} of {exact.size} as the reference: {nan_ok}, finite error "
+                          f"{error:.2g}, {result.config.describe()}")
+            except Exception as err:  # noqa: BLE001 -- reported, counted, and the run goes on
+                verdict, detail = "FAILED", f"{type(err).__name__}: {str(err)[:200]}"
+            failed += verdict != "ok"
+            print(f"    {verdict:6} {path:20} {kind:26} {problem.describe()}: {detail}", file=log, flush=True)
+    try:
+        attention(*(np.zeros((1, 1, 1, 16), np.float16),) * 3, scale=1e39, device=runner.device)
+        print("    WRONG  scale 1e39 was accepted", file=log)
+        failed += 1
+    except AttentionError as err:
+        print(f"    ok     scale 1e39 refused: {err}", file=log)
+    return failed
+
+
 def parse_config(text: str) -> AttentionConfig:
     """`tile=16x16x16,subgroups=4,query_tiles=1,key_tiles=2,pad=1,splits=1` (fields left out keep their defaults)."""
     fields: dict = {}
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
-        fields[key] = tuple(int(v) for v in value.split("x")) if key == "tile" else int(value)
+        fields[key] = tuple(int(v) for v in value.split("x")) if key == "tile" else \
+            value in ("1", "true", "True") if key == "grouped" else int(value)
     return AttentionConfig(**fields)
 
 
@@ -258,6 +335,7 @@ def main(argv=None) -> int:
     parser.add_argument("--per-tile", type=int, default=1, help="and the leading ones of every other tile shape")
     parser.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     parser.add_argument("--no-parity", action="store_true", help="skip the odd-shape parity cases")
+    parser.add_argument("--no-arithmetic", action="store_true", help="skip the special-value checks")
     parser.add_argument("--config", action="append", default=[],
                         help="a configuration to time instead of the sweep (repeatable), e.g. "
                              "tile=16x16x16,subgroups=4,key_tiles=2")
@@ -284,9 +362,12 @@ def main(argv=None) -> int:
               + (f", torch {torch.__version__}" if torch else ", no torch (NumPy float64 reference, no baseline)"),
               file=log, flush=True)
         failed = parity(TINY_PARITY if args.tiny else PARITY, runner.device, log) if not args.no_parity else 0
+        if not args.no_arithmetic and not args.tiny:
+            failed += special_values(runner, log)
         rng = np.random.default_rng(2026)
-        for name, (b, h, s_q, s_kv, d, causal) in cases.items():
-            problem = AttentionProblem(b, h, s_q, s_kv, d, CASE_DTYPE.get(name, "f16"), causal=causal)
+        for name, (b, h, s_q, s_kv, d, causal, *kv_heads) in cases.items():
+            problem = AttentionProblem(b, h, s_q, s_kv, d, CASE_DTYPE.get(name, "f16"), (kv_heads or [h])[0],
+                                       causal=causal)
             case_start = time.perf_counter()
             print(f"\n{name}: {problem.describe()}", file=log, flush=True)
             data, exact = make_inputs(problem, rng, torch)
@@ -299,20 +380,23 @@ def main(argv=None) -> int:
             rows = [r for r in (time_hydroplane(runner, problem, config, data, exact, torch, args.reps,
                                                 args.warmup_s, log) for config in configs) if r]
             best = min(rows, key=lambda r: r["seconds"]) if rows else None
+            default = runner.plan(problem).config.describe() if not explicit else None
+            shipped = next((r for r in rows if r["config"] == default), None)
             torch_s = time_torch(problem, data, torch, args.reps, args.warmup_s) if torch else None
             if torch_s:
                 print(f"    torch SDPA: {problem.flops / torch_s / 1e12:8.2f} TFLOP/s "
                       f"{problem.kv_bytes / torch_s / 1e12:6.3f} TB/s {torch_s * 1e3:9.3f} ms", file=log)
             results.append({"case": name, "problem": problem.describe(), "flops": problem.flops,
-                            "kv_bytes": problem.kv_bytes, "best": best, "tried": rows, "torch_s": torch_s})
+                            "kv_bytes": problem.kv_bytes, "best": best, "default": shipped, "tried": rows,
+                            "torch_s": torch_s, "peer_us": PEER.get(name)})
             print(f"    ({time.perf_counter() - case_start:.1f} s)", file=log, flush=True)
             del data, exact
     print(f"\nsummary (median of {args.reps} by GPU timestamps after {args.warmup_s} s warm-up; torch: CUDA "
           f"events; TFLOP/s = 4·B·H·S_q·S_kv·D / time, halved for causal; {time.perf_counter() - began:.0f} s in all)",
           file=log)
     print("| case | hydroplane ms | TFLOP/s | TB/s K+V | torch SDPA ms | TFLOP/s | hydroplane/torch | target | "
-          "error | config |", file=log)
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=log)
+          "error | config | default config ms | llama.cpp Vulkan µs |", file=log)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=log)
     for r in results:
         best, torch_s = r["best"], r["torch_s"]
         if best is None:
@@ -322,8 +406,11 @@ def main(argv=None) -> int:
         t_ms = f"{torch_s * 1e3:.3f}" if torch_s else "-"
         t_tf = f"{r['flops'] / torch_s / 1e12:.1f}" if torch_s else "-"
         ratio = f"{torch_s / best['seconds']:.2f}" if torch_s else "-"
+        shipped = f"{r['default']['seconds'] * 1e3:.3f}" if r["default"] else "-"
+        peer = f"{r['peer_us']:.1f}" if r["peer_us"] else ""
         print(f"| {r['case']} | {best['seconds'] * 1e3:.3f} | {best['tflops']:.1f} | {best['kv_tbps']:.3f} | {t_ms} | "
-              f"{t_tf} | {ratio} | {TARGETS.get(r['case'], '')} | {best['error']:.2g} | {best['config']} |", file=log)
+              f"{t_tf} | {ratio} | {TARGETS.get(r['case'], '')} | {best['error']:.2g} | {best['config']} | "
+              f"{shipped} | {peer} |", file=log)
     if folder:
         (folder / "attention_h200.json").write_text(json.dumps(results, indent=1) + "\n")
         for s in streams[1:]:

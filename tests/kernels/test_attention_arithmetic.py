@@ -114,6 +114,21 @@ def test_rows_of_equal_scores_give_the_mean_of_v(ref, config, scale):
     assert np.isnan(exact[~finite[..., 0]]).all() and np.isnan(out[~finite[..., 0]].astype(np.float32)).all()
 
 
+@pytest.mark.parametrize("scale", [None, 1e36, 3.4e38])
+def test_grouped_decode_path(ref, scale):
+    """The grouped decode path (a KV head's query heads in one workgroup, splits combined in one pass): a NaN query
+    row, a NaN key seen by the last query only, a head of equal scores, at ordinary and huge scales."""
+    problem = AttentionProblem(1, 8, 3, 90, 64, kv_heads=2, causal=True, scale=scale)
+    data = data_of(problem, 7)
+    data["q"][0, 1, 0, 2] = np.nan
+    data["k"][0, 0, 89, 4] = np.nan
+    data["k"][0, 1] = data["k"][0, 1, :1]
+    data["q"][0, 4:, :] /= 256
+    out, exact = run(ref, problem, C((16, 16, 16), 1, 1, 2, splits=3, grouped=True), data)
+    assert np.isnan(exact[0, 1, 0]).all() and np.isnan(exact[0, 0, 2]).all()
+    assert not np.isnan(exact[0, 0, 1]).any() or scale == 3.4e38  # (there: ±inf scores, NaN rows)
+
+
 def test_masked_rows_are_zeros_and_unmasked_inf_rows_nan(ref):
     """With causal masking and S_q > S_kv the first rows see no key: zeros; a row that sees keys whose scores are all
     -inf: NaN (the window keeps at least the query's own position)."""

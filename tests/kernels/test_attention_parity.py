@@ -159,6 +159,27 @@ def test_sliding_window_on_ref(ref, case):
     assert relative_error(result.output, unwindowed) > 10 * bound(problem)  # the window changed the answer
 
 
+GROUPED_CASES = [  # (heads, kv_heads, q_len, kv_len, causal, window, config): the grouped decode path
+    (8, 2, 1, 300, False, None, C((16, 16, 16), 1, 1, 2, splits=3, grouped=True)),
+    (8, 2, 3, 200, True, 50, C((16, 16, 16), 1, 1, 2, splits=4, grouped=True)),  # 12 rows, causal and a window
+    (8, 1, 4, 100, True, None, C((16, 16, 16), 2, 1, 2, splits=2, grouped=True)),  # 32 rows: a subgroup per tile
+    (16, 1, 2, 130, False, None, C((16, 16, 16), 1, 2, 1, splits=0, grouped=True)),  # one subgroup, two tiles
+    (4, 2, 5, 70, True, None, C((16, 16, 16), 1, 1, 2, splits=1, grouped=True)),  # grouped in one pass
+    (6, 3, 7, 5, True, None, C((16, 16, 16), 1, 1, 1, splits=1, grouped=True)),  # S_q > S_kv: rows without keys
+]
+
+
+@pytest.mark.parametrize("case", range(len(GROUPED_CASES)))
+def test_grouped_decode_on_ref(ref, case):
+    """A KV head's query heads packed into one workgroup's rows (K and V read once per group), with the splits'
+    one-pass combine: batch 2, so heads and batches index the packed rows."""
+    h, h_kv, q_len, kv_len, causal, window, config = GROUPED_CASES[case]
+    problem = AttentionProblem(2, h, q_len, kv_len, 64, kv_heads=h_kv, causal=causal, window=window)
+    plan = attention_plan(problem, config, ref.target)
+    assert plan.main.grid[1] == h_kv and plan.main.scalars["S_Q"] == (h // h_kv) * q_len
+    check(ref, problem, config, seed=case)
+
+
 LAVAPIPE_CONFIGS = {
     "2 subgroups, 2 key tiles": C((8, 8, 8), 2, 1, 2),
     "1 subgroup, 2 query tiles, unpadded": C((8, 8, 8), 1, 2, 1, pad=0),
@@ -187,6 +208,12 @@ def test_sliding_window_on_lavapipe(lavapipe):
              (AttentionProblem(1, 2, 2, 70, 32, kv_heads=1, window=30), C((8, 8, 8), 1, 1, 2, splits=3)))
     for problem, config in cases:
         check(lavapipe, problem, config, seed=problem.q_len)
+
+
+@pytest.mark.vulkan
+def test_grouped_decode_on_lavapipe(lavapipe):
+    problem = AttentionProblem(1, 8, 2, 70, 32, kv_heads=2, causal=True)
+    check(lavapipe, problem, C((8, 8, 8), 1, 1, 2, splits=3, grouped=True), seed=11)
 
 
 @pytest.mark.vulkan

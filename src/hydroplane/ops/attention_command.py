@@ -12,8 +12,9 @@ work is in hydroplane.ops.attention.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
-from hydroplane.kernels.attention import DTYPE_NAMES, AttentionConfig, AttentionError, AttentionProblem, parse_dtype
+from hydroplane.kernels.attention import DTYPE_NAMES, AttentionError, AttentionProblem, parse_dtype
 from hydroplane.ops.attention import AttentionRunner
 from hydroplane.ops.runner import device_option
 
@@ -64,8 +65,7 @@ def attention_command(args) -> int:
             if args.splits < 1:
                 raise AttentionError(f"--splits must be at least 1, not {args.splits}")
             base = runner.plan(problem).config
-            config = AttentionConfig(base.tile, base.subgroups, base.query_tiles, base.key_tiles, base.pad,
-                                     args.splits)
+            config = replace(base, splits=args.splits)
         result = runner.run(problem, config, repeat=args.repeat, check=args.check)
         result.note = note.lstrip("; ")
         print(result.text())

@@ -157,7 +157,9 @@ class AttentionConfig:
     contraction of P V and the width of an output matrix) and the contraction step of Q Kᵀ; subgroups per workgroup
     (WM), query_tiles per subgroup (SMQ), key_tiles score matrices per key block (NS: BN = NS * SN keys), pad
     (16-byte chunks added to each shared row against bank conflicts), splits (1: one pass; N > 1: the decode path,
-    the keys split into N ranges and combined in a second pass; 0: chosen from the problem)."""
+    the keys split into N ranges and combined in a second pass; 0: chosen from the problem), grouped (a KV head's
+    query heads served by one workgroup: their rows packed, K and V read once per group; the decode path of
+    grouped-query attention)."""
 
     tile: tuple[int, int, int] = (16, 16, 16)
     subgroups: int = 4
@@ -165,6 +167,7 @@ class AttentionConfig:
     key_tiles: int = 4
     pad: int = 1
     splits: int = 1
+    grouped: bool = False
 
     def __post_init__(self):
         if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
@@ -187,6 +190,8 @@ class AttentionConfig:
                 f"subgroup{'s' * (self.subgroups > 1)} of {self.query_tiles} query tile{'s' * (self.query_tiles > 1)}")
         if self.pad:
             text += f", rows padded by {16 * self.pad} bytes"
+        if self.grouped:
+            text += ", query heads grouped per KV head"
         if self.splits > 1:
             text += f", {self.splits} KV splits (decode path)"
         return text
@@ -289,14 +294,36 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"{target.shared_memory}")
 
 
-def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int = 4096) -> int:
-    """Splits for the decode path: where every query of a head fits one block, enough splits to make about
-    `target_workgroups` workgroups, each split at least two key blocks long; 1 (one pass) otherwise."""
+GPU_WORKGROUPS = 132 * 2  # two waves of the H200's 132 SMs: a prefill grid below it splits its keys as well
+DECODE_WORKGROUPS = 4096  # the decode path's grid (one-subgroup workgroups)
+GROUPED_WORKGROUPS = 132 * 8  # the grouped decode path's (each workgroup serves a whole query group)
+
+
+def packed(problem: AttentionProblem, config: AttentionConfig) -> tuple[int, int]:
+    """(rows per head, heads) of the grid: (S_q, H), or grouped (group * S_q, H_kv)."""
+    if config.grouped:
+        return problem.group * problem.q_len, problem.kv_heads
+    return problem.q_len, problem.heads
+
+
+def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int | None = None) -> int:
+    """Splits of the keys. Where every query of a head (grouped: of a KV head's group) fits one block: enough to
+    make about `target_workgroups` workgroups (DECODE_WORKGROUPS; GROUPED_WORKGROUPS on the grouped path), each
+    split at least two key blocks long (the partial results stay in L2 for the combining pass). With several query
+    blocks, only where the grid is under GPU_WORKGROUPS (a few heads of a long prefill): enough for twice that, each
+    split at least 8 key blocks. Otherwise 1."""
     bm, bn = config.block
-    q_blocks = -(-problem.q_len // bm)
-    if q_blocks > 1 or problem.kv_len < 4 * bn:
+    rows, heads = packed(problem, config)
+    q_blocks = -(-rows // bm)
+    if problem.kv_len < 4 * bn:
         return 1
-    workgroups = q_blocks * problem.heads * problem.batch
+    workgroups = q_blocks * heads * problem.batch
+    if q_blocks > 1:
+        if workgroups >= GPU_WORKGROUPS:
+            return 1
+        return max(1, min(-(-2 * GPU_WORKGROUPS // workgroups), problem.kv_len // (8 * bn)))
+    if target_workgroups is None:
+        target_workgroups = GROUPED_WORKGROUPS if config.grouped else DECODE_WORKGROUPS
     return max(1, min(-(-target_workgroups // workgroups), problem.kv_len // (2 * bn)))
 
 
@@ -308,27 +335,32 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
     splits = config.splits or auto_splits(problem, config)
     split_len = -(-problem.kv_len // (splits * bn)) * bn  # a multiple of the key block
     splits = -(-problem.kv_len // split_len)  # none empty
-    q_blocks = -(-problem.q_len // bm)
-    if q_blocks * splits > target.max_workgroup_count[0] or problem.heads > target.max_workgroup_count[1] \
+    rows, heads = packed(problem, config)
+    q_blocks = -(-rows // bm)
+    if q_blocks * splits > target.max_workgroup_count[0] or heads > target.max_workgroup_count[1] \
             or problem.batch > target.max_workgroup_count[2]:
-        raise AttentionError(f"the grid ({q_blocks * splits}, {problem.heads}, {problem.batch}) exceeds "
+        raise AttentionError(f"the grid ({q_blocks * splits}, {heads}, {problem.batch}) exceeds "
                              f"{target.name}'s workgroup counts {target.max_workgroup_count}")
     constexprs = {"IN": problem.dtype, "D": problem.head_dim, "QT": qt, "SN": sn, "QK": qk, "WM": config.subgroups,
                   "SMQ": config.query_tiles, "NS": config.key_tiles, "SG": target.subgroup_size, "PAD": config.pad,
-                  "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "SPLIT": splits > 1,
+                  "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
+                  "SPLIT": splits > 1,
                   "GUARD_KV": problem.kv_len % bn != 0,
                   "DIRECT_P": direct_p(problem.dtype, config.tile, target)}
-    scalars = {"S_Q": problem.q_len, "S_KV": problem.kv_len, "HEADS": problem.heads, "KV_HEADS": problem.kv_heads,
-               "SPLITS": splits, "SPLIT_LEN": split_len, "scale": problem.softmax_scale,
-               "WINDOW": problem.window or 0}
-    main = Pass(source.attention, constexprs, (q_blocks * splits, problem.heads, problem.batch), scalars)
+    scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
+               "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
+               "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
+    main = Pass(source.attention, constexprs, (q_blocks * splits, heads, problem.batch), scalars)
     if splits == 1:
         return AttentionPlan(problem, config, main)
-    rows = problem.batch * problem.heads * splits * problem.q_len
-    combine = Pass(source.attention_combine(problem.dtype), {"D": problem.head_dim, "CAUSAL": problem.causal},
-                   (problem.q_len, problem.heads, problem.batch),
-                   {"S_Q": problem.q_len, "S_KV": problem.kv_len, "HEADS": problem.heads, "SPLITS": splits})
-    return AttentionPlan(problem, replace(config, splits=splits), main, combine, rows * problem.head_dim, rows * 2)
+    partial = problem.batch * heads * splits * rows
+    combine = Pass(source.attention_combine(problem.dtype),
+                   {"D": problem.head_dim, "LANES": source.combine_lanes(problem.head_dim), "CAUSAL": problem.causal,
+                    "GROUPED": config.grouped},
+                   (rows, heads, problem.batch),
+                   {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len})
+    return AttentionPlan(problem, replace(config, splits=splits), main, combine, partial * problem.head_dim,
+                         partial * 2)
 
 
 def default_config(problem: AttentionProblem, target: Target) -> AttentionConfig:
@@ -366,6 +398,7 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
                 found.append(replace(config, splits=0))
             found.append(config)
         found.append(AttentionConfig(tile, 1, 1, max(1, (16 if big else 2 * sn) // sn), pad=1, splits=0))  # decode
+        found += grouped_configs(problem, tile)
     runnable = []
     for config in found:
         try:
@@ -376,10 +409,27 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
             runnable.append(config)
     if not runnable:
         raise AttentionError(f"no attention configuration fits {target.name} for {problem.describe()}")
-    decode = problem.q_len <= runnable[0].block[0] and auto_splits(problem, runnable[-1]) > 1
-    if decode:  # few queries against many keys: the one-subgroup split config leads
-        runnable.sort(key=lambda c: (c.subgroups != 1 or c.splits != 0))
+    decode = problem.q_len <= runnable[0].block[0] and any(c.splits == 0 and auto_splits(problem, c) > 1
+                                                           for c in runnable)
+    if decode:  # few queries against many keys: the grouped split configs lead, then the one-subgroup one
+        runnable.sort(key=lambda c: (not c.grouped, c.subgroups != 1 or c.splits != 0))
     return runnable
+
+
+def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
+    """The grouped decode path's configurations where a KV head's query rows (group * S_q) fill at most 4 query
+    tiles: one subgroup per tile (head dims up to 256: 16-key blocks there, 32 below, the registers' limit), then one
+    subgroup holding two tiles; splits chosen from the problem."""
+    qt, sn, _ = tile
+    tiles = -(-problem.group * problem.q_len // qt)
+    if problem.group == 1 or tiles > 4:
+        return []
+    keys = 16 if problem.head_dim > 128 else 32
+    found = [AttentionConfig(tile, tiles, 1, max(1, keys // sn), pad=1, splits=0, grouped=True),
+             AttentionConfig(tile, tiles, 1, max(1, 2 * keys // sn), pad=1, splits=0, grouped=True)]
+    if 1 < tiles <= 2 and problem.head_dim <= 128:
+        found.append(AttentionConfig(tile, 1, tiles, max(1, keys // sn), pad=1, splits=0, grouped=True))
+    return found
 
 
 # inputs and the NumPy reference ---------------------------------------------------------------------

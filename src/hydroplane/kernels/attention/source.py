@@ -91,35 +91,45 @@ def exp_minus(row, col, x, m):
 
 
 @func
-def seen_any(row, q_first, diagonal, CAUSAL: constexpr):
-    """Whether query q_first + row sees a key at all: every query does, except (CAUSAL) those before the diagonal
-    (q + diagonal < 0); a window never empties a row (the query's own position is always inside it)."""
+def position_of(row, q_len, diagonal, GROUPED: constexpr):
+    """The position among the keys of the query in row `row` of a head's rows: row + diagonal (diagonal = S_kv - S_q,
+    aligned bottom-right); GROUPED (a KV head's query heads packed one after another, q_len rows each): the row's
+    query is row % q_len."""
+    q = row
+    if GROUPED:
+        q = row % q_len
+    return q + diagonal
+
+
+@func
+def seen_any(row, q_len, diagonal, CAUSAL: constexpr, GROUPED: constexpr):
+    """Whether the query in row `row` sees a key at all: every query does, except (CAUSAL) those before the diagonal
+    (position < 0); a window never empties a row (the query's own position is always inside it)."""
     seen = True
     if CAUSAL:
-        seen = q_first + row + diagonal >= 0
+        seen = position_of(row, q_len, diagonal, GROUPED) >= 0
     return seen
 
 
 @func
-def divided_by(row, col, x, total, q_first, diagonal, CAUSAL: constexpr):
+def divided_by(row, col, x, total, q_first, q_len, diagonal, CAUSAL: constexpr, GROUPED: constexpr):
     """x / total for a row that sees keys (0 / 0 = NaN where every score it saw was -inf, as in the softmax), 0 for a
     row that sees none."""
     y = x / total
-    if not seen_any(row, q_first, diagonal, CAUSAL):
+    if not seen_any(q_first + row, q_len, diagonal, CAUSAL, GROUPED):
         y = f32(0.0)
     return y
 
 
 @func
-def scaled_score(row, col, x, q_first, k_first, k_limit, diagonal, scale, window, CAUSAL: constexpr,
-                 WINDOWED: constexpr, MASK: constexpr):
+def scaled_score(row, col, x, q_first, k_first, k_limit, q_len, diagonal, scale, window, CAUSAL: constexpr,
+                 WINDOWED: constexpr, GROUPED: constexpr, MASK: constexpr):
     """A score x * scale; with MASK, MASKED where the key lies at or past k_limit, (CAUSAL) past the query's
-    position or (WINDOWED) `window` or more before it: query q_first + row is at position q_first + row + diagonal
-    among the keys (diagonal = S_kv - S_q, aligned bottom-right)."""
+    position or (WINDOWED) `window` or more before it (row q_first + row's position: position_of)."""
     y = x * scale
     if MASK:
         key = k_first + col
-        position = q_first + row + diagonal
+        position = position_of(q_first + row, q_len, diagonal, GROUPED)
         if key >= k_limit:
             y = f32(MASKED)
         if CAUSAL:
@@ -207,14 +217,16 @@ def register_chunks(D, WM, SMQ, QT, SN, NS, SG) -> int:  # noqa: N803
 def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4, readonly], out4: Buffer[V4],
               o_part4: Buffer[V4], ml_part: Buffer[f32],
               S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale: f32, WINDOW: s32,
-              IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
+              Q_LEN: s32, IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
-              WINDOWED: constexpr = False, SPLIT: constexpr = False, GUARD_KV: constexpr = True,
-              DIRECT_P: constexpr = False):
+              WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
+              GUARD_KV: constexpr = True, DIRECT_P: constexpr = False):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
-    block has left behind.
+    block has left behind. GROUPED (grouped-query decoding): HEADS = KV_HEADS are the KV heads and a head's S_Q rows
+    are its query heads' Q_LEN queries each, packed (they are consecutive rows of Q and O): one workgroup reads K and
+    V once for the whole group; row r is query r % Q_LEN. Otherwise Q_LEN = S_Q.
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
@@ -246,17 +258,22 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     q0 = block * BM
     q_base = (batch * HEADS + head) * S_Q * CHUNKS  # V4 index of this head's Q (and O) rows
     kv_base = (batch * KV_HEADS + kv_head) * S_KV * CHUNKS
-    diagonal = S_KV - S_Q  # causal: query i sees keys j <= i + diagonal (aligned bottom-right)
+    diagonal = S_KV - Q_LEN  # causal: query i sees keys j <= i + diagonal (aligned bottom-right)
+    first_q = q0  # the block's first and last query (GROUPED: any of a head's queries)
+    last_q = minimum(q0 + BM, S_Q) - 1
+    if GROUPED:
+        first_q = 0
+        last_q = Q_LEN - 1
     kv_lo = split * SPLIT_LEN
     kv_hi = minimum(S_KV, kv_lo + SPLIT_LEN)
     unmasked_hi = kv_hi  # keys below it are seen by every query of the block
     if CAUSAL:
-        kv_hi = minimum(kv_hi, minimum(q0 + BM, S_Q) + diagonal)
-        unmasked_hi = minimum(kv_hi, q0 + diagonal + 1)
+        kv_hi = minimum(kv_hi, last_q + diagonal + 1)
+        unmasked_hi = minimum(kv_hi, first_q + diagonal + 1)
     unmasked_lo = kv_lo  # keys from it on are inside every query's window
     if WINDOWED:  # the first query's window starts at q0 + diagonal - WINDOW + 1: whole blocks before it skipped
-        kv_lo = kv_lo + maximum(q0 + diagonal - WINDOW + 1 - kv_lo, 0) // BN * BN
-        unmasked_lo = minimum(q0 + BM, S_Q) + diagonal - WINDOW
+        kv_lo = kv_lo + maximum(first_q + diagonal - WINDOW + 1 - kv_lo, 0) // BN * BN
+        unmasked_lo = last_q + diagonal - WINDOW + 1
     blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
 
     # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
@@ -303,11 +320,11 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             q_first = q0 + (sg * SMQ + i) * QT
             for t in static_range(NS):
                 if masked:
-                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
-                                             scale, WINDOW, CAUSAL, WINDOWED, True)
+                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, Q_LEN,
+                                             diagonal, scale, WINDOW, CAUSAL, WINDOWED, GROUPED, True)
                 else:
-                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, diagonal,
-                                             scale, WINDOW, CAUSAL, WINDOWED, False)
+                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, Q_LEN,
+                                             diagonal, scale, WINDOW, CAUSAL, WINDOWED, GROUPED, False)
             # the block's row maximum: the score matrices combined element by element, then one reduction
             widest = s[i * NS]
             for t in static_range(1, NS):
@@ -356,7 +373,8 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                                   SG)
                     barrier()
             else:
-                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, diagonal, CAUSAL)
+                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, Q_LEN, diagonal, CAUSAL,
+                                      GROUPED)
                 if DIRECT_P:  # no accumulator of the input type: the output tile is stored as an A matrix of it
                     result = coop.convert(normalised, IN, coop.A)
                 else:
@@ -384,36 +402,73 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             barrier()
 
 
+V4F = vector_type(f32, 4)
+
+
 def combine_threads(constexprs: dict) -> int:
-    return constexprs["D"]
+    return constexprs["D"] // 4 * constexprs["LANES"]
+
+
+def combine_lanes(d: int) -> int:
+    """Split lanes of the combining pass: about 128 invocations of D / 4 (each holds four of a row's D values)."""
+    return max(1, min(8, 512 // d))
+
+
+@func
+def merged(m, x, y):
+    """The weights of two partial results of maxima x (running) and y (new) against their maximum m."""
+    return exp_of(x, m), exp_of(y, m)
 
 
 @functools.cache
 def attention_combine(IN):  # noqa: N803 -- the output's element type, read as the kernel's constant
-    """The decode path's second pass: one workgroup of D invocations per (query row, head, batch) merges the
-    splits' partial O (unnormalised, f32) by their row maxima and sums into the output row (IN)."""
+    """The decode path's second pass, in one pass over the splits: one workgroup per (row, head, batch), LANES lanes
+    of D / 4 invocations, lane l merging splits l, l + LANES, ... online (running maximum, rescaled sum and row,
+    each four values a 16-byte load), then the lanes merged through shared memory into the output row (IN).
+    GROUPED: the rows are a KV head's packed query rows (row % Q_LEN is the query)."""
 
     @kernel_source(local_size=combine_threads, name=f"attention_combine_{IN}")
-    def combine(o_part: Buffer[f32, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN], S_Q: s32,
-                S_KV: s32, HEADS: s32, SPLITS: s32, D: constexpr, CAUSAL: constexpr = False):
+    def combine(o_part: Buffer[V4F, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN], S_Q: s32,
+                S_KV: s32, HEADS: s32, SPLITS: s32, Q_LEN: s32, D: constexpr, LANES: constexpr,
+                CAUSAL: constexpr = False, GROUPED: constexpr = False):
+        CH = D // 4
+        shared_o = shared_array(V4F, LANES * CH)
+        shared_ml = shared_array(f32, 2 * LANES)
         row = workgroup_id(0)
         head = workgroup_id(1)
         batch = workgroup_id(2)
-        d = local_index()
+        c = local_index() % CH
+        lane = local_index() // CH
         first = (batch * HEADS + head) * SPLITS  # split 0 of this head
         top = f32(START)
-        for split in range(SPLITS):
-            top = maximum(top, ml_part[((first + split) * S_Q + row) * 2])
         total = f32(0.0)
-        value = f32(0.0)
-        for split in range(SPLITS):  # a split that saw no key (maximum -inf, sum 0) weighs 0; NaNs stay
+        value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+        for split in range(lane, SPLITS, LANES):  # a split that saw no key (maximum -inf, sum 0) weighs 0
             at = (first + split) * S_Q + row
-            weight = exp_of(ml_part[at * 2], top)
-            total += weight * ml_part[at * 2 + 1]
-            value += weight * o_part[at * D + d]
-        result = value / total
-        if not seen_any(row, 0, S_KV - S_Q, CAUSAL):
-            result = f32(0.0)
-        out[((batch * HEADS + head) * S_Q + row) * D + d] = IN(result)
+            m = ml_part[at * 2]
+            new = maximum(top, m)
+            old_w, new_w = merged(new, top, m)
+            total = total * old_w + ml_part[at * 2 + 1] * new_w
+            value = value * old_w + o_part[at * CH + c] * new_w
+            top = new
+        shared_o[lane * CH + c] = value
+        if c == 0:
+            shared_ml[lane * 2] = top
+            shared_ml[lane * 2 + 1] = total
+        barrier()
+        if lane == 0:
+            for other in static_range(1, LANES):
+                m = shared_ml[other * 2]
+                new = maximum(top, m)
+                old_w, new_w = merged(new, top, m)
+                total = total * old_w + shared_ml[other * 2 + 1] * new_w
+                value = value * old_w + shared_o[other * CH + c] * new_w
+                top = new
+            result = value / total
+            if not seen_any(row, Q_LEN, S_KV - Q_LEN, CAUSAL, GROUPED):
+                result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+            base = ((batch * HEADS + head) * S_Q + row) * D + c * 4
+            for j in static_range(4):
+                out[base + j] = IN(result[j])
 
     return combine
