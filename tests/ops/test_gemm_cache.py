@@ -77,6 +77,16 @@ CASES = [
     ("an entry that is a number", _write(lambda key: json.dumps({"ref": {key: 7}})), True, "a int, not an entry"),
     ("invalid JSON", _write("{not json"), True, "is not JSON"),
     ("not UTF-8", _write(b'{"ref": "\xff\xfe"}'), True, "(UnicodeDecodeError: 'utf-8' codec"),
+    ("nested past the parser's stack", _write("[" * 100000 + "]" * 100000), True,
+     "is nested far deeper than a cache"),
+    ("an entry nested deeper than an entry", _write(lambda key: json.dumps(
+        {"ref": {key: {"config": {"tile": [[[[16]]]]}, "size": [[[[[1]]]]]}}})), True, "nested deeper than an entry"),
+    ("a kind that is a list", _write(lambda key: json.dumps({"ref": {key: {"config": {"kind": ["coop"]}}}})), True,
+     "a GEMM config's kind is a string, not ['coop']"),
+    ("a kind that is an object", _write(lambda key: json.dumps({"ref": {key: {"config": {"kind": {"a": 1}}}}})),
+     True, "a GEMM config's kind is a string"),
+    ("a config field that is an object", _write(lambda key: json.dumps({"ref": {key: {"config": {"stages": {}}}}})),
+     True, "a GEMM config has 1 or 2 stages, not {}"),
     ("a read-only folder", _read_only_folder, False, "cannot write the autotune cache"),
     ("a cache home that is a file", _home_is_a_file, False, "gemm.json (NotADirectoryError"),
     ("a cache file that is a folder", _file_is_a_folder, False, "gemm.json (IsADirectoryError"),
@@ -136,7 +146,12 @@ def _cli(*args: str, env_extra: dict) -> subprocess.CompletedProcess:
                           env=env, timeout=600)
 
 
-@pytest.mark.parametrize("content", ["[1, 2]", "{not json", '{"ref": {"x": {"config": {"tile": 5}}}}'])
+DEEP = "[" * 100000 + "]" * 100000  # past the JSON parser's stack
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "{not json", '{"ref": {"x": {"config": {"tile": 5}}}}', DEEP,
+                                     '{"ref": {"x": {"config": {"kind": ["coop"]}}}}'],
+                         ids=["list", "not json", "tile", "deep", "kind list"])
 def test_cli_says_it_in_one_line_and_keeps_the_result(tmp_path, content):
     home = tmp_path / "home"
     (home / "hydroplane").mkdir(parents=True)
@@ -150,6 +165,24 @@ def test_cli_says_it_in_one_line_and_keeps_the_result(tmp_path, content):
     assert "Traceback" not in proc.stderr and "GemmCacheWarning" not in proc.stderr
     listed = _cli("--cache", env_extra={"XDG_CACHE_HOME": str(home)})  # the rebuilt cache lists its winner
     assert listed.returncode == 0 and "  cached  ref  " in listed.stdout, listed.stderr
+
+
+@pytest.mark.parametrize("content, warns", [
+    (DEEP, "nested far deeper than a cache"),
+    ('{"ref": {"f16:f32 nn 256": {"config": {"kind": ["coop"]}}}}', "kind is a string, not ['coop']"),
+    ('{"ref": {"f16:f32 nn 256": {"config": {"kind": "scalar"}, "tflops": ' + "9" * 400 + '}}}', None),
+], ids=["deep", "kind list", "speed past a float"])
+def test_cli_cache_listing_of_hostile_json(tmp_path, content, warns):
+    home = tmp_path / "home"
+    (home / "hydroplane").mkdir(parents=True)
+    (home / "hydroplane" / "gemm.json").write_text(content)
+    proc = _cli("--cache", env_extra={"XDG_CACHE_HOME": str(home)})
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith("autotune cache: ") and "  shipped  " in proc.stdout
+    if warns:
+        assert proc.stderr.count("hydroplane: warning: ") == 1 and warns in proc.stderr, proc.stderr
+    else:
+        assert "  cached  ref  f16:f32 nn 256: scalar" in proc.stdout and "(speed not recorded)" in proc.stdout
 
 
 def test_cli_cache_listing_of_a_broken_cache(tmp_path):

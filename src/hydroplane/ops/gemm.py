@@ -411,6 +411,10 @@ def load_cache() -> dict:
     except ValueError as err:
         _cache_warning(f"the autotune cache {path} is not JSON ({err}); ignored, the next tuning result rewrites it")
         return {}
+    except RecursionError:  # JSON nested deeper than the parser's stack
+        _cache_warning(f"the autotune cache {path} is nested far deeper than a cache ({CACHE_DEPTH} levels); "
+                       "ignored, the next tuning result rewrites it")
+        return {}
     return _valid_table(data, f"the autotune cache {path}")
 
 
@@ -452,16 +456,38 @@ def _valid_table(data, where: str) -> dict:
     return table
 
 
+# {device: {problem key: {"config": {field: [ints]}}}}: the levels of lists and objects a cache file has
+CACHE_DEPTH = 5
+
+
+def _depth(value) -> int:
+    """How many levels of JSON lists and objects `value` nests (counted without recursion: a hostile file may nest
+    deeper than Python's stack)."""
+    deepest, level = 0, [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > CACHE_DEPTH:
+            break
+        level.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _entry_problem(entry) -> str | None:
     """Why a stored entry cannot give a configuration (None when it can)."""
     if not isinstance(entry, dict):
         return f"a {type(entry).__name__}, not an entry"
     if "config" not in entry:
         return "no config"
+    if _depth(entry) > CACHE_DEPTH - 2:  # the entry sits two levels down (device, problem key)
+        return f"nested deeper than an entry ({CACHE_DEPTH - 2} levels: entry, config, list)"
     stored = entry["config"]
     try:
         config = config_from_dict(stored)
-    except HydroplaneError as err:
+    except (HydroplaneError, TypeError, ValueError) as err:  # TypeError, ValueError: a shape no check foresaw
         return str(err)
     defaults = {f.name: f.default for f in fields(config)}
     for name, value in stored.items():

@@ -33,6 +33,7 @@ from hydroplane.ops.runner import device_option
 PLOT_INSTALL = "pip install hydroplane-gpu[plot]"
 
 REFERENCE_BUDGET = 1024 ** 3  # M*N*K the reference executor runs by default in a few seconds
+SWEEP_REFERENCE_LARGEST = 1024  # the largest square a sweep runs on the reference executor unless --device ref
 
 
 def register(sub) -> None:
@@ -77,9 +78,7 @@ def _gemm(args) -> int:
             for device, entries in table.items():
                 for key, entry in entries.items():
                     config = config_from_dict(entry["config"]).describe()
-                    tflops = entry.get("tflops", 0)
-                    speed = f"{tflops:.3g} T/s" if isinstance(tflops, (int, float)) else "speed not recorded"
-                    print(f"  {label}  {device}  {key}: {config} ({speed})")
+                    print(f"  {label}  {device}  {key}: {config} ({_speed(entry.get('tflops'))})")
         return 0
     if None in (args.m, args.n, args.k):
         raise GemmError("hydroplane gemm needs M N K (e.g. hydroplane gemm 1024 1024 1024)")
@@ -113,6 +112,16 @@ def _gemm(args) -> int:
         return 0 if result.ok else 1
 
 
+def _speed(tflops) -> str:
+    """An entry's recorded speed as the listing shows it (any JSON value: a number too large for a float too)."""
+    if isinstance(tflops, bool) or not isinstance(tflops, int | float):
+        return "speed not recorded"
+    try:
+        return f"{float(tflops):.3g} T/s"
+    except OverflowError:
+        return "speed not recorded"
+
+
 def _shrink(problem: GemmProblem) -> GemmProblem:
     scale = (REFERENCE_BUDGET / (problem.m * problem.n * problem.k)) ** (1 / 3)
     return with_size(problem, *(max(1, int(d * scale)) for d in (problem.m, problem.n, problem.k)))
@@ -133,11 +142,17 @@ def _untuned(runner: GemmRunner, problem: GemmProblem) -> bool:
 
 def _sweep(runner: GemmRunner, args, dtypes) -> int:
     largest = max(args.m, args.n, args.k)
-    if runner.is_reference and args.device is None:
-        largest = min(largest, 1024)
+    capped = ""
+    if runner.is_reference and args.device is None and largest > SWEEP_REFERENCE_LARGEST:
+        largest = SWEEP_REFERENCE_LARGEST
+        why = f"{runner.note}; " if runner.note else ""
+        capped = (f"  ({why}the sweep stops at {SWEEP_REFERENCE_LARGEST} so that the reference executor finishes in "
+                  "a minute or so; --device ref sweeps up to the size asked)")
     sizes = [s for s in (128, 256, 512, 1024, 2048, 4096, 8192, 16384) if s <= largest] or [largest]
     rows, failed = [], False
     print(f"sweep on {runner.name}: {', '.join(str(d) for d in dtypes)}, layout {args.layout}")
+    if capped:
+        print(capped)
     for dtype in dtypes:
         for size in sizes:
             problem = GemmProblem(size, size, size, dtype, args.layout, args.alpha, args.beta, args.bias,
