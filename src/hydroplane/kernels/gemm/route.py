@@ -27,6 +27,7 @@ from hydroplane.kernels.gemm.plan import (
     GemmProblem,
     aligned_for_matrices,
     candidate_configs,
+    coop_shapes,
     default_config,
     gemm_plan,
     offers_tile,
@@ -538,16 +539,26 @@ def _pow2_at_least(x: float) -> int:
     return 1 << max(0, math.ceil(math.log2(max(x, 1))))
 
 
+def is_deep(problem: GemmProblem) -> bool:
+    """K at least twice the larger of M and N while a grid of the largest blocks (128 x 256) leaves the GPU short of
+    half a wave: an LLM's prefill against a deep weight (512 x 14336 -> 4096), the K-split kernels' shapes."""
+    groups = -(-problem.m // 128) * -(-problem.n // 256)
+    return problem.k >= 2 * max(problem.m, problem.n) and groups < WAVE // 2
+
+
 def shape_class(problem: GemmProblem) -> str:
     """The autotune cache's bucket of a problem's shape: 'skinny-mR-S' (at most SKINNY_M rows of A: R the power of two
     at or above M, S the one at or above the larger of N and K), 'odd-S' (sizes not multiples of 16 bytes of the
     input, padded), else the size class S (the power of two at or above the geometric mean of M, N, K), with
-    '-wide' (N at least 4 M: an LLM's projections of few tokens) or '-tall' (M at least 4 N)."""
+    '-deep' (is_deep: K deep against a short grid, the K-split shapes), '-wide' (N at least 4 M: an LLM's
+    projections of few tokens) or '-tall' (M at least 4 N)."""
     if is_skinny(problem):
         return f"skinny-m{_pow2_at_least(problem.m)}-{_pow2_at_least(max(problem.n, problem.k))}"
     size = problem.size_class
     if not aligned_for_matrices(problem)[0]:
         return f"odd-{size}"
+    if is_deep(problem):
+        return f"{size}-deep"
     if problem.n >= 4 * problem.m:
         return f"{size}-wide"
     if problem.m >= 4 * problem.n:
@@ -555,10 +566,47 @@ def shape_class(problem: GemmProblem) -> str:
     return size
 
 
+THIN_M = 16  # rows of A up to which one tensor-core tile row holds them all (thin_configs)
+THIN_BLOCKS = (((1, 4), (1, 2)), ((1, 8), (1, 1)), ((1, 4), (1, 4)), ((1, 8), (1, 2)))  # (subgroups, tiles)
+
+
+def thin_configs(problem: GemmProblem, target: Target) -> list[SplitConfig]:
+    """Tensor-core configurations for at most THIN_M rows of A (an LLM's decode of a few tokens): blocks one 16-row
+    tile high, so that B (the weights) is read once for every row, as wide as 128 or 256 columns, split over K until
+    the grid fills the GPU (a wave of workgroups). The skinny kernels' scalar multiplications grow with M; these do
+    not (16 rows cost what 1 row costs)."""
+    if problem.m > THIN_M or problem.saturate:
+        return []
+    found = []
+    for tile in [t for t in coop_shapes_of(problem, target) if t[0] == 16][:1]:  # the widest 16-row tile
+        for subgroups, tiles in THIN_BLOCKS:
+            # K steps deep enough that the one tile row of A splits into whole 16-byte chunks per invocation
+            threads = subgroups[0] * subgroups[1] * target.subgroup_size
+            k_tiles = max(2, threads * 16 // (tile[0] * (problem.dtype.a.width // 8) * tile[2]))
+            config = GemmConfig(tile=tile, subgroups=subgroups, tiles=tiles, k_tiles=k_tiles, stages=1, pad=1,
+                                prefetch=True)
+            groups = -(-problem.n // config.block[1])
+            split = 2
+            while groups * split < WAVE and problem.k // (2 * split) >= 4 * config.block[2]:
+                split *= 2
+            for candidate in dict.fromkeys((split, max(2, split // 2))):
+                try:
+                    gemm_route(problem, SplitConfig.of(config, candidate), target)
+                except GemmError:
+                    continue
+                found.append(SplitConfig.of(config, candidate))
+    return found
+
+
+def coop_shapes_of(problem: GemmProblem, target: Target) -> list[tuple[int, int, int]]:
+    """The tensor-core tile shapes the target offers for the problem's types (plan.coop_shapes; none on ref)."""
+    return [] if target.is_reference else coop_shapes(problem.dtype, target)
+
+
 def route_candidates(problem: GemmProblem, target: Target) -> list[GemmConfig | GemvConfig]:
-    """What an autotuner tries: for a skinny problem the skinny kernels' configurations and then the GEMM's, else
-    the GEMM's (plan.candidate_configs), best first."""
-    found = list(gemv_configs(problem, target)) if is_skinny(problem) else []
+    """What an autotuner tries: for a skinny problem the skinny kernels' configurations, the thin tensor-core ones
+    (at most THIN_M rows) and then the GEMM's, else the GEMM's (plan.candidate_configs), best first."""
+    found = list(gemv_configs(problem, target)) + thin_configs(problem, target) if is_skinny(problem) else []
     coop = candidate_configs(problem, target)
     split = splitk_configs(problem, target, coop)
     if split:  # the GPU short of workgroups: whole-K candidates and K-split ones in turn, best first

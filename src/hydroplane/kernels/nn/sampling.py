@@ -8,7 +8,8 @@ every NaN below -inf (so a NaN is chosen only from a row of NaNs, greedy's lowes
   index among equal keys, into part_key / part_idx (FINAL: one chunk per row, the index straight into out).
 - `argmax_final_kernel()`: one workgroup per row merges the chunks' results in chunk order (lowest index on ties).
 - `sample_kernel(DT)`: one workgroup per row. Weights q_i = exp((l_i - max) / T) in f32. top-k keeps every logit at
-  or above the k-th largest (ties with it kept), found by bisection on the keys (counts); top-p then keeps logit i
+  or above the k-th largest (ties with it kept), found by a radix select on the keys (eight passes of 4-bit digit
+  histograms: per-invocation counts, subgroup adds); top-p then keeps logit i
   when the weight of the kept logits strictly above it is below top_p of the kept total, found by bisection (sums);
   the token is where the running sum of the kept weights in index order first exceeds u * total, u from
   `uniform(seed, row)`, the seed read from a buffer (a captured step's next seed is written there). A row whose
@@ -28,12 +29,17 @@ from hydroplane.lang import (
     f32,
     func,
     kernel_source,
+    lane_id,
+    local_array,
     local_index,
     maximum,
     minimum,
     readonly,
     s32,
     shared_array,
+    static_range,
+    subgroup_add,
+    subgroup_id,
     u32,
     workgroup_id,
 )
@@ -133,6 +139,9 @@ def sample_kernel(DT: str):
         sfloat = shared_array(f32, NSG)
         scount = shared_array(s32, NSG)
         prefix = shared_array(f32, THREADS + 1)
+        hist = shared_array(s32, NSG * 16)
+        counts = local_array(s32, 16)
+        pick = shared_array(s32, 2)
         r = workgroup_id(0)
         base = r * v
         t = local_index()
@@ -149,22 +158,43 @@ def sample_kernel(DT: str):
                 out[r] = top_index
             return
         m = value_of_bits(u32(logits[base + top_index]), DT)
-        # top-k: the largest key with at least top_k logits at or above it
+        # top-k: the k-th largest key, by a radix select from the top, 4 bits a pass (counts per invocation, then subgroup adds)
         k_floor = u32(1)
         if top_k > 0 and top_k < v:
-            lo = u32(0)
-            hi = top_key
-            while lo < hi:
-                mid = lo + ((hi - lo + 1) >> 1)
-                count = 0
+            found = u32(0)
+            need = top_k
+            for level in range(8):
+                shift = u32(28 - 4 * level)
+                high = u32(0xFFFFFFFF) << (shift + 4)  # 0 at the top level (a shift by 32 gives 0)
+                for j in static_range(16):
+                    counts[j] = 0
                 for i in range(t, v, THREADS):
-                    if key_of(u32(logits[base + i]), DT) >= mid:
-                        count += 1
-                if group_sum(count, scount, NSG) >= top_k:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            k_floor = maximum(lo, u32(1))
+                    k = key_of(u32(logits[base + i]), DT)
+                    if k & high == found:
+                        counts[s32(k >> shift & 0xF)] += 1
+                barrier()
+                for j in static_range(16):
+                    c = subgroup_add(counts[j])
+                    if lane_id() == 0:
+                        hist[subgroup_id() * 16 + j] = c
+                barrier()
+                if t == 0:
+                    higher = 0
+                    digit = 15
+                    while digit >= 0:
+                        here = 0
+                        for g in range(NSG):
+                            here += hist[g * 16 + digit]
+                        if higher + here >= need or digit == 0:
+                            break
+                        higher += here
+                        digit -= 1
+                    pick[0] = digit
+                    pick[1] = higher
+                barrier()
+                found = found | u32(pick[0]) << shift
+                need -= pick[1]
+            k_floor = maximum(found, u32(1))
         # top-p: the smallest key whose kept weight strictly above it is below top_p of the kept total
         p_floor = k_floor
         if top_p < 1.0:
