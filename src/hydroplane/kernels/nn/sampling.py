@@ -137,7 +137,6 @@ def sample_kernel(DT: str):
         skey = shared_array(u32, NSG)
         sidx = shared_array(s32, NSG)
         sfloat = shared_array(f32, NSG)
-        scount = shared_array(s32, NSG)
         prefix = shared_array(f32, THREADS + 1)
         hist = shared_array(s32, NSG * 16)
         counts = local_array(s32, 16)
@@ -158,7 +157,7 @@ def sample_kernel(DT: str):
                 out[r] = top_index
             return
         m = value_of_bits(u32(logits[base + top_index]), DT)
-        # top-k: the k-th largest key, by a radix select from the top, 4 bits a pass (counts per invocation, then subgroup adds)
+        # top-k: the k-th largest key, by a radix select from the top, 4 bits a pass (counts, then subgroup adds)
         k_floor = u32(1)
         if top_k > 0 and top_k < v:
             found = u32(0)
