@@ -301,10 +301,12 @@ def test_sampling_against_the_reference(device, dtype, options):
     logits[1, :10] = -np.inf
     logits[2, 3] = np.nan  # never drawn
     logits[3, :] = logits[3, 0]  # all equal: every token kept by top-k's ties
+    logits[4, [20, 50]] = np.inf  # +inf outweighs everything: the first one
+    logits[5, :] = -np.inf  # nothing to draw: greedy's answer
     for seed in (0, 1, 12345):
         got = nn.sample(logits, seed=seed, device=device, **options)
         assert np.array_equal(got, nn.reference_sample(logits, seed=seed, **options)), (seed, got)
-        assert got[2] != 3
+        assert got[2] != 3 and got[4] == 20 and got[5] == 0
 
 
 @pytest.mark.parametrize("device", DEVICES)

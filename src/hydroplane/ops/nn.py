@@ -612,10 +612,10 @@ def reference_sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=0) -> 
     rows = logits.reshape(-1, logits.shape[-1])
     keys = order_keys(rows)
     picks = []
-    floor = order_keys(np.array([-np.inf], rows.dtype))[0]
+    floor, ceiling = order_keys(np.array([-np.inf, np.inf], rows.dtype))
     for r, (row, key) in enumerate(zip(rows.astype(np.float64), keys)):
         best = int(np.argmax(key))
-        if temperature == 0.0 or key[best] <= floor:
+        if temperature == 0.0 or key[best] <= floor or key[best] >= ceiling:
             picks.append(best)
             continue
         kept = key >= 1

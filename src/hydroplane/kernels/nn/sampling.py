@@ -13,7 +13,7 @@ every NaN below -inf (so a NaN is chosen only from a row of NaNs, greedy's lowes
   when the weight of the kept logits strictly above it is below top_p of the kept total, found by bisection (sums);
   the token is where the running sum of the kept weights in index order first exceeds u * total, u from
   `uniform(seed, row)`, the seed read from a buffer (a captured step's next seed is written there). A row whose
-  largest logit is -inf or NaN is answered greedily.
+  largest logit is -inf, +inf or NaN is answered greedily.
 This module imports only the language.
 """
 
@@ -46,6 +46,7 @@ from hydroplane.lang import (
 
 NO_INDEX = 0x7FFFFFFF
 NEG_INF_KEY = {"f32": 0x007FFFFF, "f16": 0x03FF, "bf16": 0x007F}  # key_of(-inf): at or below it, greedy
+POS_INF_KEY = {"f32": 0xFF800000, "f16": 0xFC00, "bf16": 0xFF80}  # key_of(+inf): a row holding +inf is greedy
 
 
 def threads_of(constexprs: dict) -> int:
@@ -129,6 +130,7 @@ def argmax_final_kernel():
 def sample_kernel(DT: str):
     RT = RAW[DT]
     FLOOR = NEG_INF_KEY[DT]
+    CEILING = POS_INF_KEY[DT]
 
     @kernel_source(local_size=threads_of, name=f"sample_{DT}")
     def sample(logits: Buffer[RT, readonly], seeds: Buffer[u32, readonly], out: Buffer[s32], v: s32, inv_temp: f32,
@@ -152,7 +154,7 @@ def sample_kernel(DT: str):
                 bk = k
                 bi = i
         top_key, top_index = group_best(bk, bi, skey, sidx, SG, NSG)
-        if top_key <= FLOOR:
+        if top_key <= FLOOR or top_key >= CEILING:
             if t == 0:
                 out[r] = top_index
             return
