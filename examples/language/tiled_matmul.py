@@ -3,7 +3,7 @@
 The tile shape is a constexpr the device answers (`coop.largest_shape`): lavapipe 8x8x8, the
 H200 16x16x16, the reference executor the default 16x16x16; the grid follows from it.
 
-    PYTHONPATH=src python3 examples/language/tiled_matmul.py [--device ref|0]
+    PYTHONPATH=src python3 examples/language/tiled_matmul.py [--device ref|0]   (default: the best device)
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def matmul(a: Buffer[f16, readonly], b: Buffer[f16, readonly], c: Buffer[f32], N
     coop.store(acc, c, row * N_TOTAL + col, N_TOTAL, coop.RowMajor)
 
 
-def main(device=0) -> str:
+def main(device=None) -> str:
     mt, nt, kt = 64, 48, 128  # multiples of every tile size the devices offer (8, 16)
     rng = np.random.default_rng(2)
     a = (rng.integers(-8, 8, (mt, kt)) / 4).astype(np.float16)
@@ -51,6 +51,6 @@ def main(device=0) -> str:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="0")
+    parser.add_argument("--device", default=None, help="ref or a Vulkan device number (default: the best device)")
     args = parser.parse_args()
-    print(f"matmul: correct on {main(args.device if args.device == 'ref' else int(args.device))}")
+    print(f"matmul: correct on {main(args.device if args.device in (None, 'ref') else int(args.device))}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from isa_testdata import (  # noqa: F401 (pytest fixtures)
 
 from hydroplane.cli import main
 from hydroplane.isa import GFX_TARGETS, IsaLibrary, SpecCache
+from hydroplane.isa import commands as isa_commands
 from hydroplane.isa.page import build_page, render_text
 from hydroplane.isa.page_html import render_html
 
@@ -217,9 +219,27 @@ def test_cli_malformed_spec_no_traceback(tmp_path, monkeypatch):
     assert re.fullmatch(r"hydroplane: error: .*amdgpu_isa_broken\.xml: malformed or truncated XML at line 1, "
                         r"column \d+: .*\n", proc.stderr), proc.stderr
     monkeypatch.delenv("HYDROPLANE_AMD_ISA", raising=False)
-    proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "search", "x"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1 and proc.stderr.startswith("hydroplane: error: no AMD ISA specification")
+    proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "search", "no such instruction"],
+                          capture_output=True, text=True, timeout=60)  # a clone: its sample files, said so
+    assert proc.returncode == 1 and proc.stderr.startswith("hydroplane: note: no AMD ISA specification given")
+    assert "hydroplane: error: no instruction matches 'no such instruction'" in proc.stderr, proc.stderr
+
+
+def test_readme_isa_show_on_a_fresh_clone(monkeypatch, tmp_path, capsys):
+    """The README's `hydroplane isa show v_cvt_off_f32_i4` without AMD's XML: the clone's sample files, said on
+    stderr; an installed package without them says where a specification comes from."""
+    monkeypatch.delenv("HYDROPLANE_AMD_ISA", raising=False)
+    env = dict(os.environ, HYDROPLANE_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "hydroplane", "isa", "show", "v_cvt_off_f32_i4", "--no-llvm"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("v_cvt_off_f32_i4 ") and "offset table" in proc.stdout
+    assert proc.stderr.count("tests/isa/fixture") == 1 and "Traceback" not in proc.stderr
+    monkeypatch.setattr(isa_commands, "SAMPLE_SPEC", tmp_path / "not installed")
+    assert main(["isa", "show", "v_cvt_off_f32_i4"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("hydroplane: error: no AMD ISA specification: set HYDROPLANE_AMD_ISA") and \
+        "tests/isa/fixture" in err, err
 
 
 def test_page_without_any_layout(isa_files, tmp_path):

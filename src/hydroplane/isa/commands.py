@@ -1,21 +1,26 @@
 """`hydroplane isa show|search|list|decode|encode|targets`: the ISA reference on the command line.
 
 The specification comes from --spec or $HYDROPLANE_AMD_ISA (AMD's zip, a folder of its XML
-files, or one file). Errors are IsaError subclasses, printed by the CLI as one line.
+files, or one file). Without either, a clone of hydroplane uses its own sample files (tests/isa/fixture: AMD's
+schema, 20 VOP1 instructions of RDNA 3 and CDNA 5, descriptions written here), saying so on stderr, so that the
+README's `hydroplane isa show v_cvt_off_f32_i4` works on a fresh clone. Errors are IsaError subclasses, printed by
+the CLI as one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
 
 from hydroplane.isa.codec import decode
-from hydroplane.isa.errors import DecodeError, IsaError
+from hydroplane.isa.errors import DecodeError, IsaError, SpecNotFoundError
 from hydroplane.isa.library import IsaLibrary
 from hydroplane.isa.page import build_page, render_text
 from hydroplane.isa.page_html import render_html
+from hydroplane.isa.sources import SPEC_VARIABLE
 from hydroplane.isa.syntax import assemble, disassemble
 from hydroplane.isa.targets import GFX_TARGETS
 
@@ -59,8 +64,27 @@ def register(subparsers) -> None:
     targets.add_argument("--all", action="store_true", help="also the generations without a loaded file")
 
 
+# The clone's sample specification (tests/isa/fixture, beside src/): absent from an installed package
+SAMPLE_SPEC = Path(__file__).resolve().parents[3] / "tests" / "isa" / "fixture"
+SAMPLE_NOTE = (f"hydroplane: note: no AMD ISA specification given (--spec or {SPEC_VARIABLE}: AMD's machine-readable "
+               "ISA zip); using this clone's sample files, tests/isa/fixture (20 VOP1 instructions of RDNA 3 and "
+               "CDNA 5 in AMD's schema, descriptions written by hydroplane, not AMD's)")
+
+
+def open_library(spec) -> IsaLibrary:
+    """The library of --spec or $HYDROPLANE_AMD_ISA; without either, the clone's sample files (said on stderr)."""
+    if spec is None and not os.environ.get(SPEC_VARIABLE):
+        if SAMPLE_SPEC.is_dir():
+            print(SAMPLE_NOTE, file=sys.stderr, flush=True)
+            return IsaLibrary.open(SAMPLE_SPEC)
+        raise SpecNotFoundError(f"no AMD ISA specification: set {SPEC_VARIABLE} or pass --spec PATH (AMD's "
+                                "machine-readable ISA zip, a folder of its XML files, or one XML file; a clone of "
+                                "hydroplane has sample files in tests/isa/fixture)")
+    return IsaLibrary.open(spec)
+
+
 def run_show(args) -> int:
-    library = IsaLibrary.open(args.spec)
+    library = open_library(args.spec)
     page = build_page(library, args.name, args.arch, check_with_llvm=not args.no_llvm)
     sys.stdout.write(render_text(page))
     if args.html:
@@ -72,7 +96,7 @@ def run_show(args) -> int:
 
 
 def run_search(args) -> int:
-    library = IsaLibrary.open(args.spec)
+    library = open_library(args.spec)
     hits = library.search(args.text, args.arch)
     if not hits:
         raise IsaError(f"no instruction matches {args.text!r} in {', '.join(library.architectures)}")
@@ -103,7 +127,7 @@ def parse_hex(parts: list[str]) -> bytes:
 
 
 def run_decode(args) -> int:
-    library = IsaLibrary.open(args.spec)
+    library = open_library(args.spec)
     spec = library.spec(args.arch)
     data = parse_hex(args.hex)
     offset = 0
@@ -125,7 +149,7 @@ def run_decode(args) -> int:
 
 
 def run_encode(args) -> int:
-    library = IsaLibrary.open(args.spec)
+    library = open_library(args.spec)
     spec = library.spec(args.arch)
     for line in args.lines:
         data, instruction, form = assemble(spec, line)
@@ -134,7 +158,7 @@ def run_encode(args) -> int:
 
 
 def run_list(args) -> int:
-    library = IsaLibrary.open(args.spec)
+    library = open_library(args.spec)
     if args.subgroup and not args.group:
         raise IsaError("--subgroup needs --group")
     names = library.spec(args.arch).instruction_names()
@@ -148,7 +172,7 @@ def run_list(args) -> int:
 
 
 def run_targets(args) -> int:
-    library = IsaLibrary.open(args.spec)
+    library = open_library(args.spec)
     loaded = set(library.architectures)
     for arch, targets in GFX_TARGETS.items():
         if arch in loaded or args.all:

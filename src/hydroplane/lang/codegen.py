@@ -55,6 +55,20 @@ PYTHON_BUILTINS = {builtins.abs: core.abs_, builtins.min: core.minimum, builtins
 PYTHON_CONVERSIONS = {builtins.float: types.F32, builtins.int: types.S32, builtins.bool: types.BOOL}
 
 
+def _no_source(fn, err: Exception) -> str:
+    """Why a function's source cannot be read, and what to do: a kernel is compiled from its source text, which
+    Python keeps for files, IPython and Jupyter cells (linecache) and its own REPL from 3.13, but not for code piped
+    to `python` on stdin, typed at an older REPL or passed to `python -c` before 3.14."""
+    name = getattr(fn, "__name__", fn)
+    where = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    if where.startswith("<") and where.endswith(">"):
+        return (f"the source of {name!r} is not available: it was defined in {where} (code piped to python, typed "
+                "at the plain REPL or given to python -c), where Python keeps no source text, and hydroplane "
+                "compiles a kernel from its source: define it in a .py file (run or imported), a Jupyter or "
+                "IPython cell, or Python 3.13's REPL")
+    return f"the source of {name!r} is not available: {err}"
+
+
 @dataclass
 class Source:
     """A Python function's parsed source and where it lives."""
@@ -73,7 +87,7 @@ class Source:
             lines, first = inspect.getsourcelines(fn)
             file = inspect.getsourcefile(fn) or "<unknown>"
         except (OSError, TypeError) as err:
-            raise SemanticError(f"the source of {getattr(fn, '__name__', fn)!r} is not available: {err}") from None
+            raise SemanticError(_no_source(fn, err)) from None
         indent = len(lines[0]) - len(lines[0].lstrip())
         tree = ast.parse(textwrap.dedent("".join(lines)))
         fn_def = tree.body[0]

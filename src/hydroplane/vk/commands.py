@@ -1,7 +1,9 @@
-"""`hydroplane devices`: every Vulkan device's capability table (plain aligned text, or --json).
+"""`hydroplane devices`: every Vulkan device's capability table (plain aligned text, or --json), and the reference
+executor, which is always there.
 
-Without a Vulkan loader, a driver or a device it says so in one line and points at what works anyway:
-`--device ref`, hydroplane's reference executor on the CPU.
+Without a Vulkan loader, a driver or a device it says so in one `hydroplane: note:` line on stderr, lists the
+reference executor (`--device ref`, on the CPU) and exits 0; `--json` stays one JSON document (`"devices": []`, the
+reason in `"vulkan_error"`).
 """
 
 from __future__ import annotations
@@ -79,14 +81,28 @@ def render_table(infos: list[DeviceInfo]) -> str:
     return "\n\n".join(blocks) if blocks else f"no Vulkan devices; {REFERENCE_HINT}"
 
 
+# The reference executor as the listing shows it (it runs every kernel and op: device="ref", --device ref)
+REFERENCE = {"device": "ref", "name": "hydroplane reference executor (CPU, NumPy)",
+             "use": "device=\"ref\" in Python, --device ref on the command line",
+             "cooperative_matrices": "any shape and type of the KHR, NV and NV2 extensions (up to 4096 per side)"}
+
+
+def reference_block() -> str:
+    width = max(len(label) for label in REFERENCE)
+    return "\n".join(f"{label.ljust(width)}  {value}" for label, value in REFERENCE.items())
+
+
 def run_devices(args) -> int:
+    error = None
     try:
         infos = devices()
     except VulkanError as err:  # no loader, no driver (VK_ERROR_INCOMPATIBLE_DRIVER), no instance
-        raise type(err)(f"{err}; {REFERENCE_HINT}", err.result, err.call) from None
+        infos, error = [], str(err)
+        print(f"hydroplane: note: no Vulkan device ({err}); {REFERENCE_HINT}", file=sys.stderr, flush=True)
     if args.json:
-        json.dump({"devices": [d.to_dict() for d in infos]}, sys.stdout, indent=2)
+        json.dump({"devices": [d.to_dict() for d in infos], "reference": REFERENCE, "vulkan_error": error},
+                  sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(render_table(infos))
+        print((render_table(infos) + "\n\n" if infos or error is None else "") + reference_block())
     return 0

@@ -428,7 +428,8 @@ def wants_padding(problem: GemmProblem, config: GemmConfig | SplitConfig, target
 
 
 def loads_directly(config: GemmConfig | SplitConfig) -> bool:
-    """Whether the configuration loads its matrices straight from the buffers (plan.KERNEL_KINDS: aligned sizes only)."""
+    """Whether the configuration loads its matrices straight from the buffers (plan.KERNEL_KINDS: aligned sizes
+    only)."""
     coop = config.coop() if isinstance(config, SplitConfig) else config
     return KERNEL_KINDS[coop.kind].direct_loads(coop)
 
@@ -452,9 +453,12 @@ def padded_sizes(problem: GemmProblem, config: GemmConfig, whole_k: bool = False
     per = input_granule(problem)
     dims = tuple(-(-d // per) * per for d in (problem.m, problem.n, problem.k))
     blocks = tuple(-(-d // b) * b for d, b in zip(dims, config.block))
+    if whole_k:  # K padded in any case: M and N to whole blocks where those alone cost at most PAD_WASTE more
+        whole_mn = blocks[0] * blocks[1] <= PAD_WASTE * dims[0] * dims[1]
+        return (*(blocks[:2] if whole_mn else dims[:2]), blocks[2])
     if blocks[0] * blocks[1] * blocks[2] <= PAD_WASTE * dims[0] * dims[1] * dims[2]:
         return blocks
-    return (dims[0], dims[1], blocks[2]) if whole_k else dims
+    return dims
 
 
 def _copy_step(name: str, bits: int, src: str, dst: str, rows: int, cols: int, src_ld: int, dst_rows: int,
