@@ -371,8 +371,8 @@ class KLoop:
     registers across the multiplications), EDGES (False: every block whole, bounds checks compiled out), SATURATE.
     ABLATE (measurement only, wrong results: benchmarks/gemm_ablation.py) leaves a part of the steps out: "no_global"
     the global loads after the first step (the shared stores keep storing the first registers), "no_stage" every copy
-    into shared memory after the first step, "no_barrier" the barriers between steps; "" (the default) compiles
-    nothing of it."""
+    into shared memory after the first step, "no_barrier" the barriers between steps, joined by "+"; "" (the default)
+    compiles nothing of it."""
 
     TA: object
     TB: object
@@ -383,7 +383,22 @@ class KLoop:
     PREFETCH: bool
     EDGES: bool
     SATURATE: bool
-    ABLATE: str = ""
+    ABLATE: str = ""  # "+"-separated
+
+    @property
+    def LOAD(self) -> bool:  # noqa: N802 -- read in the kernels as their constants
+        """Whether the steps after the first load their blocks from global memory."""
+        return not {"no_global", "no_stage"} & set(self.ABLATE.split("+"))
+
+    @property
+    def STORE(self) -> bool:  # noqa: N802
+        """Whether the steps after the first store blocks into shared memory."""
+        return "no_stage" not in self.ABLATE.split("+")
+
+    @property
+    def SYNC(self) -> bool:  # noqa: N802
+        """Whether barriers separate the steps."""
+        return "no_barrier" not in self.ABLATE.split("+")
 
 
 @func
@@ -397,9 +412,7 @@ def staged_k_loop(acc, sa, sb, a, b, row0, col0, k_begin, k_end, M, N, lda, ldb,
     and kernels with other staging (`staging`) too."""
     TA, TB, SM, SN, KT = loop.TA, loop.TB, loop.SM, loop.SN, loop.KT
     STAGES, PREFETCH, EDGES, SATURATE = loop.STAGES, loop.PREFETCH, loop.EDGES, loop.SATURATE
-    LOAD = loop.ABLATE != "no_global" and loop.ABLATE != "no_stage"  # the next step's global loads
-    STORE = loop.ABLATE != "no_stage"  # and their stores into shared memory
-    SYNC = loop.ABLATE != "no_barrier"
+    LOAD, STORE, SYNC = loop.LOAD, loop.STORE, loop.SYNC  # all True but for the ablation benchmark
     TM, TK, TN = TA.rows, TA.cols, TB.cols
     BK, AT = blocks.BK, blocks.AT
     btile = local_array(TB, SN)

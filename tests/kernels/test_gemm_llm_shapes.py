@@ -1,0 +1,64 @@
+"""The GEMM's LLM shapes (issue 25): the deep prefill shape class (512 x 14336 -> 4096: K deep against a short grid)
+and the thin tensor-core K-split blocks for a few rows of activations (one 16-row tile high, so that the weight is
+read once for every row), planned for the H200 and computed right on the reference executor."""
+
+from __future__ import annotations
+
+import pytest
+
+from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype
+from hydroplane.kernels.gemm.route import (
+    WAVE,
+    SplitConfig,
+    gemm_route,
+    route_candidates,
+    shape_class,
+    thin_configs,
+)
+from hydroplane.ops.gemm import GemmRunner
+from hydroplane.spirv.target import Target
+
+H200 = Target.profile("nvidia-h200")
+F16_F32 = parse_dtype("f16:f32")
+
+
+def test_deep_shape_class():
+    assert shape_class(GemmProblem(512, 4096, 14336, F16_F32, "nt")) == "4096-deep"
+    assert shape_class(GemmProblem(1024, 4096, 14336, F16_F32, "nt")) == "4096-deep"
+    # the shapes of the shipped table keep their classes
+    assert shape_class(GemmProblem(512, 12288, 4096, F16_F32)) == "4096-wide"
+    assert shape_class(GemmProblem(2048, 2048, 2048, F16_F32)) == "2048"
+    assert shape_class(GemmProblem(4096, 4096, 11008, F16_F32)) == "8192"
+    assert shape_class(GemmProblem(8, 4096, 14336, F16_F32, "nt")) == "skinny-m8-16384"
+
+
+@pytest.mark.parametrize("m", [1, 2, 8, 16])
+def test_thin_blocks_read_the_weight_once_and_fill_the_gpu(m):
+    problem = GemmProblem(m, 4096, 14336, F16_F32, "nt")
+    configs = thin_configs(problem, H200)
+    assert configs and all(c in route_candidates(problem, H200) for c in configs)
+    for config in configs:
+        route = gemm_route(problem, config, H200)
+        main = route.main
+        assert config.block[0] == 16 and main.grid[1] == 1  # one block row: every column of W loaded by one group
+        assert main.grid[0] * main.grid[2] >= WAVE // 2
+        assert [s.name for s in route.steps][-2:] in (["gemm", "reduce"], ["reduce", "extract d"])
+    assert thin_configs(GemmProblem(17, 4096, 14336, F16_F32, "nt"), H200) == []
+    assert thin_configs(problem, Target.profile("lavapipe")) == []  # no 16-row tiles there
+
+
+@pytest.fixture(scope="module")
+def ref():
+    with GemmRunner.open("ref") as runner:
+        yield runner
+
+
+@pytest.mark.parametrize("m,dtype", [(1, "f16:f32"), (5, "f16:f32"), (8, "f16:f16"), (16, "bf16:f32")])
+def test_thin_blocks_on_ref(ref, m, dtype):
+    """A thin block as the H200 runs it (16 x 128 x 64, K split, 16-byte loads, prefetch): the rows past M, the K
+    ranges and their sums right for every M up to the tile's 16 rows."""
+    config = SplitConfig.of(GemmConfig(tile=(16, 16, 16), subgroups=(1, 4), tiles=(1, 2), k_tiles=4, stages=1, pad=1,
+                                       prefetch=True), 4)
+    problem = GemmProblem(m, 256, 1024, parse_dtype(dtype), "nt")
+    result = ref.run(problem, config, seed=m)
+    assert result.ok, f"{problem.describe()}: error {result.error}"
