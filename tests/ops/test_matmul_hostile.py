@@ -115,3 +115,11 @@ def test_one_exception_hierarchy_exported_from_the_package():
     with pytest.raises(hydroplane.AttentionError):
         hydroplane.attention(np.ones((1, 1, 4, 64), np.float32), np.ones((1, 1, 4, 64), np.float32),
                              np.ones((1, 1, 4, 64), np.float32), device="ref")
+
+
+def test_attention_sizes_are_refused_before_any_copy():
+    """A tensor beyond the kernels' 32-bit indices is refused by its sizes before anything is copied (the inputs
+    are broadcast views of one element: a copy would take 8 GiB)."""
+    q = _huge((1, 2, 1 << 24, 64))
+    with pytest.raises(hydroplane.AttentionError, match=r"2147483648 elements in one tensor; at most 2147483647"):
+        hydroplane.attention(q, q, q, device="ref")
