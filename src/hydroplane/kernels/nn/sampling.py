@@ -45,6 +45,7 @@ from hydroplane.lang import (
 )
 
 NO_INDEX = 0x7FFFFFFF
+CAP = 512  # top-k survivors compacted into shared memory (12 bytes each) for top-p and the draw
 NEG_INF_KEY = {"f32": 0x007FFFFF, "f16": 0x03FF, "bf16": 0x007F}  # key_of(-inf): at or below it, greedy
 POS_INF_KEY = {"f32": 0xFF800000, "f16": 0xFC00, "bf16": 0xFF80}  # key_of(+inf): a row holding +inf is greedy
 
@@ -126,6 +127,15 @@ def argmax_final_kernel():
     return argmax_final
 
 
+@func
+def element(j, compact, logits, base, ckey, cidx, cw, m, inv_temp, DT: constexpr):
+    """Candidate j's key, weight and index: from the compacted shared arrays, or logit j of the row."""
+    if compact:
+        return ckey[j], cw[j], cidx[j]
+    raw = u32(logits[base + j])
+    return key_of(raw, DT), exp((value_of_bits(raw, DT) - m) * inv_temp), j
+
+
 @functools.cache
 def sample_kernel(DT: str):
     RT = RAW[DT]
@@ -143,6 +153,10 @@ def sample_kernel(DT: str):
         hist = shared_array(s32, NSG * 16)
         counts = local_array(s32, 16)
         pick = shared_array(s32, 2)
+        offsets = shared_array(s32, THREADS + 1)
+        ckey = shared_array(u32, CAP)
+        cidx = shared_array(s32, CAP)
+        cw = shared_array(f32, CAP)
         r = workgroup_id(0)
         base = r * v
         t = local_index()
@@ -196,39 +210,71 @@ def sample_kernel(DT: str):
                 found = found | u32(pick[0]) << shift
                 need -= pick[1]
             k_floor = maximum(found, u32(1))
+        # compaction: when top-k keeps at most CAP logits, they move to shared memory in index order (contiguous
+        # chunks, offsets scanned in order by one invocation), and top-p and the draw read those instead of the row
+        span = (v + THREADS - 1) // THREADS
+        b0 = minimum(t * span, v)
+        b1 = minimum(b0 + span, v)
+        compact = False
+        count = v
+        if top_k > 0 and top_k < v:
+            mine_kept = 0
+            for i in range(b0, b1):
+                if key_of(u32(logits[base + i]), DT) >= k_floor:
+                    mine_kept += 1
+            barrier()
+            offsets[t + 1] = mine_kept
+            barrier()
+            if t == 0:
+                offsets[0] = 0
+                for j in range(THREADS):
+                    offsets[j + 1] = offsets[j] + offsets[j + 1]
+            barrier()
+            if offsets[THREADS] <= CAP:
+                compact = True
+                count = offsets[THREADS]
+                o = offsets[t]
+                for i in range(b0, b1):
+                    raw = u32(logits[base + i])
+                    k = key_of(raw, DT)
+                    if k >= k_floor:
+                        ckey[o] = k
+                        cidx[o] = i
+                        cw[o] = exp((value_of_bits(raw, DT) - m) * inv_temp)
+                        o += 1
+            barrier()
         # top-p: the smallest key whose kept weight strictly above it is below top_p of the kept total
         p_floor = k_floor
         if top_p < 1.0:
             z = 0.0
-            for i in range(t, v, THREADS):
-                raw = u32(logits[base + i])
-                if key_of(raw, DT) >= k_floor:
-                    z += exp((value_of_bits(raw, DT) - m) * inv_temp)
+            for j in range(t, count, THREADS):
+                k, w, i = element(j, compact, logits, base, ckey, cidx, cw, m, inv_temp, DT)
+                if k >= k_floor:
+                    z += w
             goal = top_p * group_sum(z, sfloat, NSG)
             lo = k_floor
             hi = top_key
             while lo < hi:
                 mid = lo + ((hi - lo) >> 1)
                 above = 0.0
-                for i in range(t, v, THREADS):
-                    raw = u32(logits[base + i])
-                    k = key_of(raw, DT)
+                for j in range(t, count, THREADS):
+                    k, w, i = element(j, compact, logits, base, ckey, cidx, cw, m, inv_temp, DT)
                     if k > mid and k >= k_floor:
-                        above += exp((value_of_bits(raw, DT) - m) * inv_temp)
+                        above += w
                 if group_sum(above, sfloat, NSG) < goal:
                     hi = mid
                 else:
                     lo = mid + 1
             p_floor = lo
         # the draw: each invocation sums a contiguous chunk; one invocation scans the chunks' sums in order
-        span = (v + THREADS - 1) // THREADS
-        b0 = minimum(t * span, v)
-        b1 = minimum(b0 + span, v)
+        span = (count + THREADS - 1) // THREADS
+        c0 = minimum(t * span, count)
+        c1 = minimum(c0 + span, count)
         mine = 0.0
-        for i in range(b0, b1):
-            raw = u32(logits[base + i])
-            if key_of(raw, DT) >= p_floor:
-                mine += exp((value_of_bits(raw, DT) - m) * inv_temp)
+        for j in range(c0, c1):
+            k, w, i = element(j, compact, logits, base, ckey, cidx, cw, m, inv_temp, DT)
+            if k >= p_floor:
+                mine += w
         barrier()
         prefix[t + 1] = mine
         barrier()
@@ -243,17 +289,16 @@ def sample_kernel(DT: str):
             target = bitcast(bitcast(total, u32) - 1, f32)
         if prefix[t] <= target and target < prefix[t + 1]:
             running = prefix[t]
-            pick = -1
+            chosen = -1
             last = -1
-            for i in range(b0, b1):
-                raw = u32(logits[base + i])
-                if key_of(raw, DT) >= p_floor:
-                    w = exp((value_of_bits(raw, DT) - m) * inv_temp)
+            for j in range(c0, c1):
+                k, w, i = element(j, compact, logits, base, ckey, cidx, cw, m, inv_temp, DT)
+                if k >= p_floor:
                     if w > 0.0:
                         last = i
                     running += w
-                    if pick < 0 and running > target:
-                        pick = i
-            out[r] = pick if pick >= 0 else last
+                    if chosen < 0 and running > target:
+                        chosen = i
+            out[r] = chosen if chosen >= 0 else last
 
     return sample
