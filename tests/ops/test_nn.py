@@ -397,6 +397,17 @@ def test_a_captured_step_replays_with_positions_and_seeds_from_the_device(device
     graph.close()
 
 
+def test_empty_arrays_and_a_scalar_addend():
+    z = np.zeros((0, 8), np.float32)
+    assert nn.rms_norm(z, 8).shape == nn.silu(z).shape == nn.gated(z, z).shape == (0, 8)
+    assert nn.add(z, np.ones(8, np.float32)).shape == (0, 8)
+    assert nn.rotary_embedding(np.zeros((0, 2, 8), np.float16), np.zeros(0, np.int32)).shape == (0, 2, 8)
+    assert nn.embedding(np.zeros(0, np.int64), np.ones((4, 8), np.float32)).shape == (0, 8)
+    assert nn.sample(np.zeros((0, 5), np.float32)).shape == (0,)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    assert np.array_equal(nn.add(a, np.float32(2.5)), a + np.float32(2.5))
+
+
 # refusals ---------------------------------------------------------------------------------------------------
 X = np.ones((2, 8), np.float32)
 X3 = np.ones((3, 2, 8), np.float32)
