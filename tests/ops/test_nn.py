@@ -118,6 +118,20 @@ def test_views_of_device_arrays_in_and_out(device):
         nn.silu(d.T)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype, n", [(np.float32, 37), (np.float16, 40), (BF16, 24)])
+def test_rms_norm_with_its_residual_add_fused(device, dtype, n):
+    rng = np.random.default_rng(n)
+    x, w, res = awkward(rng, (3, n), dtype, 2.0), awkward(rng, (n,), dtype), awkward(rng, (3, n), dtype, 4.0)
+    want = nn.reference_rms_norm(x, 1, w, 1e-6) + res.astype(np.float64)
+    assert_close(nn.rms_norm(x, n, w, 1e-6, residual=res, device=device), want, what="rms_norm + residual")
+    dx, dw, dres = on(device, x, w, res)
+    assert nn.rms_norm(dx, n, dw, 1e-6, residual=dres, out=dres) is dres  # the residual stream updated in place
+    assert_close(dres, want, what="rms_norm + residual in place")
+    with pytest.raises(NNError, match="residual has shape"):
+        nn.rms_norm(x, n, w, residual=res[:2], device=device)
+
+
 # rotary_embedding -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("style", ["neox", "interleaved"])

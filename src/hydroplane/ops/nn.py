@@ -248,9 +248,11 @@ def storage(x, kind: str):
 
 
 # the ops ----------------------------------------------------------------------------------------------------
-def rms_norm(x, normalized_shape, weight=None, eps=None, *, out=None, device=None):
+def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, out=None, device=None):
     """x / sqrt(mean(x², over the normalized_shape trailing dimensions) + eps) * weight (torch's rms_norm); the sum
-    of squares in f32; eps None is float32's eps (torch's opmath eps). weight: normalized_shape, x's dtype."""
+    of squares in f32; eps None is float32's eps (torch's opmath eps). weight: normalized_shape, x's dtype.
+    residual (x's shape and dtype): added to the result in the same kernel (a post-norm's residual add), the sum
+    rounded once; out may be residual."""
     op = "rms_norm"
     x = as_array(x, op, "x")
     kind = float_kind(x, op, "x")
@@ -267,23 +269,33 @@ def rms_norm(x, normalized_shape, weight=None, eps=None, *, out=None, device=Non
         if tuple(weight.shape) != norm:
             raise NNError(f"{op}: weight has shape {tuple(weight.shape)}; it must be normalized_shape {norm}")
     eps = float(np.finfo(np.float32).eps) if eps is None else real(eps, op, "eps", low=0.0)
+    if residual is not None:
+        residual = as_array(residual, op, "residual")
+        same_kind(residual, kind, op, "residual", "x")
+        if tuple(residual.shape) != tuple(x.shape):
+            raise NNError(f"{op}: residual has shape {tuple(residual.shape)}; it must be x's {tuple(x.shape)}")
     out = check_out(out, x.shape, np.dtype(x.dtype), op)
     n = math.prod(norm)
     rows = math.prod(x.shape) // n
-    with _Call(op, (x, weight), out, device) as call:
+    with _Call(op, (x, weight, residual), out, device) as call:
         made = call.output(out, x.shape, x.dtype)
         if rows == 0:
             return call.result(made, out, x.shape)
         wide = WIDE[kind] if n % WIDE[kind] == 0 else 0
-        aliases = {"x4": "x", "w4": "w", "out4": "out"}
+        aliases = {"x4": "x", "w4": "w", "res4": "res", "out4": "out"}
         args = {"x": storage(x, kind), "out": storage(made, kind), "rows": rows, "n": n, "eps": eps}
         if weight is None:
             aliases["w"] = "x"
         else:
             args["w"] = storage(weight, kind)
+        if residual is None:
+            aliases["res"] = "x"
+        else:
+            args["res"] = storage(residual, kind)
         grid = (min(rows, ROWS_X), -(-rows // ROWS_X))
         call.launch(OPS[op].kernel(kind), dict(THREADS=threads_for(call, n // max(wide, 1)),
-                                               SG=call.target.subgroup_size, WEIGHT=weight is not None, WIDE=wide),
+                                               SG=call.target.subgroup_size, WEIGHT=weight is not None, WIDE=wide,
+                                               RESIDUAL=residual is not None),
                     grid, args, aliases)
         return call.result(made, out, x.shape)
 

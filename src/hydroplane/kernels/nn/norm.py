@@ -1,9 +1,11 @@
-"""RMS norm with its weight multiply, one kernel: out = x / sqrt(mean(x²) + eps) * weight, row by row.
+"""RMS norm with its weight multiply (and optionally a residual add), one kernel:
+out = x / sqrt(mean(x²) + eps) * weight (+ residual), row by row.
 
 `rms_norm_kernel(DT)`: one workgroup of THREADS invocations per row of n elements (rows beyond 65535 on grid y).
 Each invocation sums the squares of its elements in f32 (strided: neighbours read neighbours), the sums meet in a
 subgroup add and then over the subgroups in shared memory; the scale is rsqrt(sum / n + eps) in f32; each element
-is scaled, multiplied by its weight (WEIGHT) and rounded once into the storage type. WIDE (f32: 4, 16-bit: 8)
+is scaled, multiplied by its weight (WEIGHT), added to the residual's element (RESIDUAL: a post-norm's residual add
+fused in) and rounded once into the storage type. WIDE (f32: 4, 16-bit: 8)
 reads and writes the row in 16-byte chunks (`V4` views of the same buffers, n a multiple of WIDE).
 This module imports only the language.
 """
@@ -80,9 +82,10 @@ def rms_norm_kernel(DT: str):
     ST = STORAGE[DT]
 
     @kernel_source(local_size=norm_threads, name=f"rms_norm_{DT}")
-    def rms_norm(x: Buffer[ST, readonly], w: Buffer[ST, readonly], out: Buffer[ST], x4: Buffer[V4, readonly],
-                 w4: Buffer[V4, readonly], out4: Buffer[V4], rows: s32, n: s32, eps: f32,
-                 THREADS: constexpr, SG: constexpr, WEIGHT: constexpr, WIDE: constexpr):
+    def rms_norm(x: Buffer[ST, readonly], w: Buffer[ST, readonly], res: Buffer[ST, readonly], out: Buffer[ST],
+                 x4: Buffer[V4, readonly], w4: Buffer[V4, readonly], res4: Buffer[V4, readonly], out4: Buffer[V4],
+                 rows: s32, n: s32, eps: f32, THREADS: constexpr, SG: constexpr, WEIGHT: constexpr, WIDE: constexpr,
+                 RESIDUAL: constexpr = False):
         NSG = THREADS // SG
         partial = shared_array(f32, NSG)
         row = workgroup_id(1) * ROWS_X + workgroup_id(0)
@@ -105,21 +108,28 @@ def rms_norm_kernel(DT: str):
             if WIDE:
                 vals = local_array(f32, WIDE)
                 wv = local_array(f32, WIDE)
+                rv = local_array(f32, WIDE)
                 for c in range(t, n // WIDE, THREADS):
                     unpack(vals, x4[base // WIDE + c], DT, WIDE)
                     if WEIGHT:
                         unpack(wv, w4[c], DT, WIDE)
+                    if RESIDUAL:
+                        unpack(rv, res4[base // WIDE + c], DT, WIDE)
                     for j in static_range(WIDE):
                         if WEIGHT:
                             vals[j] = vals[j] * scale * wv[j]
                         else:
                             vals[j] = vals[j] * scale
+                        if RESIDUAL:
+                            vals[j] = vals[j] + rv[j]
                     out4[base // WIDE + c] = pack(vals, DT, WIDE)
             else:
                 for i in range(t, n, THREADS):
                     v = load(x, base + i, DT) * scale
                     if WEIGHT:
                         v = v * load(w, i, DT)
+                    if RESIDUAL:
+                        v = v + load(res, base + i, DT)
                     out[i + base] = narrow(v, DT)
 
     return rms_norm
