@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from dataclasses import replace
@@ -105,8 +104,9 @@ def main() -> int:
             except Exception as err:  # noqa: BLE001 -- a variant the driver refuses is reported, the rest run
                 say(f"  {label}: {type(err).__name__}: {str(err)[:300]}")
                 continue
+            described = variant.describe() if variant is not config else ""
             say(f"  {label:42s} {problem.flops / seconds / 1e12:7.1f} T/s  {seconds * 1e6:9.1f} us  "
-                f"error {error:.2g}  {variant.describe() if variant is not config else ''}  [{statistics_text(kernel)}]")
+                f"error {error:.2g}  {described}  [{statistics_text(kernel)}]")
     say(f"  (block {block[0]}x{block[1]}x{block[2]})")
     runner.close()
     return 0

@@ -48,7 +48,6 @@ from matmul_h200 import ICD, Row, copy_bandwidth, make_inputs, measure, on_devic
 
 from hydroplane import vk  # noqa: E402
 from hydroplane.kernels.gemm import GemmProblem, parse_dtype  # noqa: E402
-from hydroplane.ops.gemm import GemmRunner  # noqa: E402
 from hydroplane.kernels.gemm.route import (  # noqa: E402
     GemvConfig,
     SplitConfig,
@@ -56,6 +55,7 @@ from hydroplane.kernels.gemm.route import (  # noqa: E402
     route_verification_problem,
     shape_class,
 )
+from hydroplane.ops.gemm import GemmRunner  # noqa: E402
 
 NS = (1, 2, 4, 8, 512)
 M_W, K_W = 4096, 14336  # ggml's m (rows of the weight: our N) and k
@@ -69,8 +69,8 @@ def candidates_of(problem: GemmProblem, runner, args) -> list:
     found = [c for c in route_candidates(problem, runner.target) if getattr(c, "kind", "") != "scalar"]
     skinny = [c for c in found if isinstance(c, GemvConfig)][:args.skinny_candidates]
     thin = [c for c in found if isinstance(c, SplitConfig) and c.block[0] <= 16][:args.thin_candidates]
-    others = [c for c in found if not isinstance(c, GemvConfig) and c not in thin][:args.candidates] \
-        if problem.m > 16 else []
+    others = [c for c in found if not isinstance(c, GemvConfig) and c not in thin]
+    others = sorted(others, key=lambda c: not isinstance(c, SplitConfig))[:args.candidates] if problem.m > 16 else []
     return list(dict.fromkeys([runner.tuned_config(problem), *skinny, *thin, *others]))
 
 

@@ -2,11 +2,11 @@
 idle with whole-K blocks (few rows of A, small M and N).
 
 `splitk_kernel(in, acc, out)` is the staged coop kernel's K loop (source.py's `staged_k_loop` with its `Blocks`:
-16-byte copies, padded rows, register prefetch, K-major 8-bit B) over one of SPLIT K ranges (grid z: range z is [z * k_split, min(K, (z + 1) * k_split)), k_split a multiple of
-the block's K step): each workgroup writes its block's partial sums, in the working type (f32 for float
-accumulators, the accumulator for integers), into part[z] (M x N). gemv.py's reduction kernel then adds the ranges
-up and applies the epilogue (alpha, beta * C, bias, activation, the output type) into D. Configurations and launch
-plans: route.py's SplitConfig and splitk_route (docs/gemm.md).
+16-byte copies, padded rows, register prefetch, K-major 8-bit B) over one of SPLIT K ranges (grid z: range z is
+[z * k_split, min(K, (z + 1) * k_split)), k_split a multiple of the block's K step): each workgroup writes its
+block's partial sums, in the working type (the accumulator), into part[z] (M x N). gemv.py's reduction kernel then
+adds the ranges up and applies the epilogue (alpha, beta * C, bias, activation, the output type) into D.
+Configurations and launch plans: route.py's SplitConfig and splitk_route (docs/gemm.md).
 """
 
 import functools
@@ -51,7 +51,7 @@ def splitk_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's co
         static_assert(STAGES == 1 or STAGES == 2, "STAGES is 1 or 2")
         static_assert(not (PAD or PREFETCH) or WIDE, "PAD and PREFETCH come with 16-byte loads (WIDE)")
         blocks = Blocks(AT, BT, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, IN, WIDE, PAD, KMAJOR_B)
-        BM, BN, BK = blocks.BM, blocks.BN, blocks.BK
+        BM, BN = blocks.BM, blocks.BN
         TA = coop.Matrix[IN, TM, TK, coop.A]
         TB = coop.Matrix[IN, TK, TN, coop.B]
         TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
