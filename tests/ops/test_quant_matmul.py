@@ -171,3 +171,21 @@ def test_the_h200_benchmark_at_a_tiny_size(tmp_path):
     # hydroplane's f16 matmul beside the prefill rows: measured, or its failure recorded (the GEMM's own tests
     # check it; this benchmark must still give the quantized rows)
     assert all("f16_tflops" in r or "f16_error" in r for r in record["records"] if r["m"] > 16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_weight_larger_than_one_binding_goes_in_windows(device, monkeypatch):
+    """Gemma 3's 178 MB embedding exceeds lavapipe's 128 MiB binding: windows of rows (shrunk here to 16 rows)."""
+    monkeypatch.setattr(quant_matmul, "WINDOW_ALIGN", 16)
+    monkeypatch.setattr(quant_matmul, "BIND_LIMIT", 16 * 68)  # 16 q8_0 rows of K=64
+    qw, w64 = table("q8_0", 40, 64)
+    assert [(a, b) for a, b, _ in quant_matmul.windows(quant_matmul.weight_of(qw.T), upload(qw, device))] == \
+        [(0, 16), (16, 32), (32, 40)]
+    bias = rng.standard_normal(40).astype(np.float16)
+    for m in (2, 24):
+        x = activations((m, 64), np.float16)
+        got = hydroplane.matmul(x, qw.T, bias=bias, activation="relu", device=device)
+        assert_close(got, expected(x, w64, bias, "relu"), np.float16)
+    ids = np.array([39, 0, 17, 16, 31, 5])
+    rows = quantized_rows(qw, ids, np.float32, device=device)
+    np.testing.assert_array_equal(rows, w64[ids].astype(np.float32))

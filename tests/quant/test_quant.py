@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import hydroplane
+from hydroplane.ops.quant_matmul import quantized_rows
 from hydroplane.quant import FORMATS, QuantError, QuantizedArray, from_bytes, quantize
 from hydroplane.quant.gguf import GGUFError
 
@@ -61,7 +62,7 @@ def test_quantize_round_trip(fmt):
     back = qa.dequantize()
     assert bits_equal(back, gguf.quants.dequantize(qa.blocks, GGML[fmt]))
     err = np.linalg.norm(back - w) / np.linalg.norm(w)
-    assert err < {"q8_0": 0.01, "q4_0": 0.15, "q5_0": 0.08, "q4_k": 0.15, "q6_k": 0.04}[fmt]
+    assert err < {"q8_0": 0.015, "q4_0": 0.2, "q5_0": 0.1, "q4_k": 0.2, "q6_k": 0.06}[fmt]  # outliers included
     assert np.array_equal(back[-1], np.zeros(512, np.float32))
     if fmt in ("q8_0", "q4_0", "q5_0"):  # gguf's quantizer: ours is its rounding, byte for byte
         theirs = gguf.quants.quantize(w, GGML[fmt])
@@ -173,3 +174,16 @@ def test_gemma3_270m_every_tensor(tmp_path):
             assert isinstance(mine, np.ndarray) and np.isfinite(mine).all(), name
     assert seen == {"q5_0", "q4_k", "q6_k", "q8_0", "float32"}
     assert f.tensors["token_embd.weight"].shape == (262144, 640)
+    # the real weights multiplied on lavapipe (decode and prefill) and the embedding's rows gathered
+    for name in ("blk.0.attn_q.weight", "blk.0.attn_output.weight", "blk.0.ffn_down.weight"):
+        qw = f.tensors[name]
+        w64 = gguf.quants.dequantize(np.asarray(qw.blocks), GGML[qw.format]).astype(np.float64)
+        for m in (2, 24):
+            x = rng.standard_normal((m, qw.shape[1])).astype(np.float16)
+            want = x.astype(np.float64) @ w64.T
+            got = hydroplane.matmul(x, qw.T, device=0)
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) <= 2e-3, (name, m)
+    embd = f.tensors["token_embd.weight"]
+    ids = np.array([0, 2, 262143, 1000])
+    rows = quantized_rows(embd, ids, np.float32, device=0)
+    assert bits_equal(rows, np.stack([embd[int(i):int(i) + 1].dequantize()[0] for i in ids]))

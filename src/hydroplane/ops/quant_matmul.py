@@ -52,6 +52,8 @@ F16_MAX = 65504.0
 GEMV_SUBGROUPS = 4  # subgroups per GEMV workgroup
 SPLIT_TARGET = 512  # a GEMV grid smaller than this many workgroups is split over K
 MAX_GROUPS = 4096
+BIND_LIMIT = 1 << 27  # bytes of one storage-buffer binding every Vulkan device offers (lavapipe: no more)
+WINDOW_ALIGN = 256  # rows per window a multiple of this: the windows' byte offsets stay bindable
 
 _pipelines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {id(spec): (spec, kernel)}
 _uploads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # QuantizedArray -> {device: DeviceArray}
@@ -292,6 +294,25 @@ def _words(arr: DeviceArray) -> DeviceArray:
     return raw.reshape(-1).view(np.uint32)
 
 
+def windows(weight: Weight, blocks: DeviceArray) -> list[tuple[int, int, DeviceArray]]:
+    """(first row, end row, the u32 words of those rows' blocks): the whole weight, or windows of rows each within
+    BIND_LIMIT bytes (a larger weight than one binding may hold)."""
+    words = _words(blocks)
+    row_bytes = weight.row_bytes
+    if weight.n * row_bytes <= BIND_LIMIT:
+        return [(0, weight.n, words)]
+    rows = max(WINDOW_ALIGN, BIND_LIMIT // row_bytes // WINDOW_ALIGN * WINDOW_ALIGN)
+    if rows * row_bytes > BIND_LIMIT:
+        raise QuantMatmulError(f"a {weight.fmt} row of K={weight.k} is {row_bytes} bytes: {WINDOW_ALIGN} rows exceed "
+                               f"one binding's {BIND_LIMIT} bytes")
+    found = []
+    for n0 in range(0, weight.n, rows):
+        n1 = min(weight.n, n0 + rows)
+        end = words.shape[0] if n1 == weight.n else n1 * row_bytes // 4
+        found.append((n0, n1, words[n0 * row_bytes // 4: end]))
+    return found
+
+
 def _flat(arr, dtype=None):
     """A DeviceArray (or NumPy array) seen as a flat contiguous run of its storage elements."""
     if isinstance(arr, DeviceArray):
@@ -333,37 +354,41 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
 def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str) -> None:
     target = rt.executor.target
     sg = target.subgroup_size
-    n, k = weight.n, weight.k
-    plan = gemv_plan(m, n, k, sg, rt.is_reference)
-    partial = plan.split > 1
-    part = None
-    if partial:
-        part = _alloc(rt, np.float32, (plan.split * m * n,))
-        scratch.append(part)
+    k = weight.k
     dflat = _flat(d, STORAGE[kind])
-    args = {"x": _flat(x), "w": _words(blocks), "d": dflat, "M": m, "N": n, "K": k,
-            "row_bytes": weight.row_bytes, "k_split": plan.k_split}
-    aliases = {"x4": "x"}
-    if part is not None:
-        args["part"] = part
-    else:
-        aliases["part"] = "d"
-    if has_bias:
-        args["bias"] = _flat(bias)
-    else:
-        aliases["bias"] = "d"
-    _launch(rt, gemv_kernel(kind, kind), dict(FMT=weight.fmt, MR=plan.mr, ROWS=plan.rows, NSG=GEMV_SUBGROUPS, SG=sg,
-                                              PARTIAL=partial, BIAS=has_bias and not partial, ACT=act if not partial
-                                              else "none"), plan.grid, args, aliases)
-    if partial:
-        rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split}
-        raliases = {}
-        if has_bias:
-            rargs["bias"] = _flat(bias)
+    xflat = _flat(x)
+    bflat = None if not has_bias else _flat(bias)
+    for n0, n1, words in windows(weight, blocks):
+        n = n1 - n0
+        plan = gemv_plan(m, n, k, sg, rt.is_reference)
+        partial = plan.split > 1
+        part = None
+        if partial:
+            part = _alloc(rt, np.float32, (plan.split * m * n,))
+            scratch.append(part)
+        args = {"x": xflat, "w": words, "d": dflat, "M": m, "N": n, "K": k, "row_bytes": weight.row_bytes,
+                "k_split": plan.k_split, "ldd": weight.n, "col_base": n0}
+        aliases = {"x4": "x"}
+        if part is not None:
+            args["part"] = part
         else:
-            raliases["bias"] = "d"
-        _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (-(-m * n // REDUCE_THREADS),), rargs,
-                raliases)
+            aliases["part"] = "d"
+        if has_bias:
+            args["bias"] = bflat
+        else:
+            aliases["bias"] = "d"
+        _launch(rt, gemv_kernel(kind, kind), dict(FMT=weight.fmt, MR=plan.mr, ROWS=plan.rows, NSG=GEMV_SUBGROUPS,
+                                                  SG=sg, PARTIAL=partial, BIAS=has_bias and not partial,
+                                                  ACT=act if not partial else "none"), plan.grid, args, aliases)
+        if partial:
+            rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split, "ldd": weight.n, "col_base": n0}
+            raliases = {}
+            if has_bias:
+                rargs["bias"] = bflat
+            else:
+                raliases["bias"] = "d"
+            _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (ceil_div(m * n, REDUCE_THREADS),),
+                    rargs, raliases)
 
 
 def gemm_tiles(target) -> tuple[int, int, int] | None:
@@ -382,17 +407,19 @@ def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: b
     sm = sn = 2 if tm >= 16 and not target.is_reference else 1
     kt = max(1, 32 // tk)
     bm, bn = wm * sm * tm, wn * sn * tn
-    n, k = weight.n, weight.k
-    args = {"x": _flat(x), "w": _words(blocks), "d": _flat(d, STORAGE[kind]), "M": m, "N": n, "K": k,
-            "row_bytes": weight.row_bytes}
-    aliases = {}
-    if has_bias:
-        args["bias"] = _flat(bias)
-    else:
-        aliases["bias"] = "d"
-    _launch(rt, gemm_kernel(kind, kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn, KT=kt,
-                                              SG=target.subgroup_size, BIAS=has_bias, ACT=act),
-            (-(-n // bn), -(-m // bm)), args, aliases)
+    k = weight.k
+    for n0, n1, words in windows(weight, blocks):
+        n = n1 - n0
+        args = {"x": _flat(x), "w": words, "d": _flat(d, STORAGE[kind]), "M": m, "N": n, "K": k,
+                "row_bytes": weight.row_bytes, "ldd": weight.n, "col_base": n0}
+        aliases = {}
+        if has_bias:
+            args["bias"] = _flat(bias)
+        else:
+            aliases["bias"] = "d"
+        _launch(rt, gemm_kernel(kind, kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn,
+                                                  KT=kt, SG=target.subgroup_size, BIAS=has_bias, ACT=act),
+                (ceil_div(n, bn), ceil_div(m, bm)), args, aliases)
 
 
 # rows of a quantized table --------------------------------------------------------------------------------------
@@ -437,10 +464,12 @@ def quantized_rows(qw, ids, dtype=np.float32, *, device=None):
     try:
         if count:
             total = count * dim // 8
-            _launch(rt, rows_kernel(kind), dict(FMT=weight.fmt),
-                    (max(1, min(MAX_GROUPS, -(-total // ROWS_THREADS))),),
-                    {"ids": _flat(ids), "w": _words(weight.on(device)), "out": _flat(made, STORAGE[kind]),
-                     "n_ids": count, "vocab": vocab, "K": dim, "row_bytes": weight.row_bytes})
+            for n0, n1, words in windows(weight, weight.on(device)):
+                _launch(rt, rows_kernel(kind), dict(FMT=weight.fmt),
+                        (max(1, min(MAX_GROUPS, ceil_div(total, ROWS_THREADS))),),
+                        {"ids": _flat(ids), "w": words, "out": _flat(made, STORAGE[kind]), "n_ids": count,
+                         "vocab": vocab, "K": dim, "row_bytes": weight.row_bytes, "row_base": n0,
+                         "chunk_rows": n1 - n0})
         if on_device:
             return made
         raw = made.view(STORAGE[kind]).numpy() if kind == "bf16" else made.numpy()

@@ -16,6 +16,10 @@ table. Every kernel decodes through decode.py's one `decode8` helper, the format
 - `rows_kernel(ODT)`: out[t] = W[ids[t]] dequantized (an embedding of a quantized table); an id outside 0 .. V - 1
   gives a zero row.
 
+A weight larger than one binding may be (Vulkan guarantees 2^27 bytes of a storage buffer; lavapipe offers no more)
+is bound in windows of rows: each launch gets its rows' blocks, `col_base` (the window's first output column) and
+`ldd` (the output's row length), or for the gather `row_base` and `chunk_rows`.
+
 The epilogue (`finish_value`): + bias[n] (in the output type), ReLU or GELU (tanh form, as the GEMM's), rounded once
 into the output's storage: f32, f16, or bf16 as its 16 bits (u16 buffers, so devices without bf16 scalars run it).
 This module imports only the language (and the GEMM's and nn's kernel helpers).
@@ -104,8 +108,9 @@ def gemv_kernel(XDT: str, ODT: str):
     @kernel_source(local_size=gemv_threads, name=f"quant_gemv_{XDT}_{ODT}")
     def quant_gemv(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
                    bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32], M: s32, N: s32, K: s32,
-                   row_bytes: s32, k_split: s32, FMT: constexpr, MR: constexpr, ROWS: constexpr, NSG: constexpr,
-                   SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
+                   row_bytes: s32, k_split: s32, ldd: s32, col_base: s32, FMT: constexpr, MR: constexpr,
+                   ROWS: constexpr, NSG: constexpr, SG: constexpr, PARTIAL: constexpr, BIAS: constexpr,
+                   ACT: constexpr):
         lane = lane_id()
         n0 = (workgroup_id(0) * NSG + subgroup_id()) * ROWS
         m0 = workgroup_id(1) * MR
@@ -138,7 +143,8 @@ def gemv_kernel(XDT: str, ODT: str):
                         if PARTIAL:
                             part[(split * M + row) * N + n] = acc[m * ROWS + r]
                         else:
-                            d[row * N + n] = finish_value(acc[m * ROWS + r], bias, n, BIAS, ACT, ODT)
+                            d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n,
+                                                                       BIAS, ACT, ODT)
 
     return quant_gemv
 
@@ -150,13 +156,15 @@ def reduce_kernel(ODT: str):
 
     @kernel_source(local_size=REDUCE_THREADS, name=f"quant_reduce_{ODT}")
     def quant_reduce(part: Buffer[f32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], M: s32, N: s32,
-                     splits: s32, BIAS: constexpr, ACT: constexpr):
+                     splits: s32, ldd: s32, col_base: s32, BIAS: constexpr, ACT: constexpr):
         i = global_id()
         if i < M * N:
             total = part[i]
             for s in range(1, splits):
                 total += part[s * M * N + i]
-            d[i] = finish_value(total, bias, i % N, BIAS, ACT, ODT)
+            row = i // N
+            col = col_base + i - row * N
+            d[row * ldd + col] = finish_value(total, bias, col, BIAS, ACT, ODT)
 
     return quant_reduce
 
@@ -168,20 +176,22 @@ def rows_kernel(ODT: str):
 
     @kernel_source(local_size=ROWS_THREADS, name=f"quant_rows_{ODT}")
     def quant_rows(ids: Buffer[s32, readonly], w: Buffer[u32, readonly], out: Buffer[OS], n_ids: s32, vocab: s32,
-                   K: s32, row_bytes: s32, FMT: constexpr):
+                   K: s32, row_bytes: s32, row_base: s32, chunk_rows: s32, FMT: constexpr):
         groups = K // 8
         vals = local_array(f32, 8)
         for g in range(global_id(), n_ids * groups, num_workgroups() * ROWS_THREADS):
             t = g // groups
             e = (g - t * groups) * 8
-            row = ids[t]
-            if row >= 0 and row < vocab:
-                decode8(vals, w, row * row_bytes, e, FMT)
-            else:
+            row = ids[t] - row_base
+            inside = row >= 0 and row < chunk_rows
+            if inside or (row_base == 0 and (ids[t] < 0 or ids[t] >= vocab)):
+                if inside:
+                    decode8(vals, w, row * row_bytes, e, FMT)
+                else:
+                    for j in static_range(8):
+                        vals[j] = 0.0
                 for j in static_range(8):
-                    vals[j] = 0.0
-            for j in static_range(8):
-                out[t * K + e + j] = narrow(vals[j], ODT)
+                    out[t * K + e + j] = narrow(vals[j], ODT)
 
     return quant_rows
 
@@ -236,9 +246,9 @@ def gemm_kernel(XDT: str, ODT: str):
 
     @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
     def quant_gemm(x: Buffer[XS, readonly], w: Buffer[u32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
-                   M: s32, N: s32, K: s32, row_bytes: s32, FMT: constexpr, TM: constexpr, TN: constexpr,
-                   TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr,
-                   SG: constexpr, BIAS: constexpr, ACT: constexpr):
+                   M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, FMT: constexpr,
+                   TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
+                   SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr):
         blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, FMT=FMT, XDT=XDT)
         BM, BN = blocks.BM, blocks.BN
         TA = coop.Matrix[f16, TM, TK, coop.A]
@@ -270,7 +280,8 @@ def gemm_kernel(XDT: str, ODT: str):
                     r = e // TN
                     c = e - r * TN
                     if r0 + r < M and c0 + c < N:
-                        d[(r0 + r) * N + c0 + c] = finish_value(sc[region + e], bias, c0 + c, BIAS, ACT, ODT)
+                        col = col_base + c0 + c
+                        d[(r0 + r) * ldd + col] = finish_value(sc[region + e], bias, col, BIAS, ACT, ODT)
                 barrier()
 
     return quant_gemm
