@@ -294,9 +294,10 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"{target.shared_memory}")
 
 
-GPU_WORKGROUPS = 132 * 2  # two waves of the H200's 132 SMs: a prefill grid below it splits its keys as well
-DECODE_WORKGROUPS = 4096  # the decode path's grid (one-subgroup workgroups)
-GROUPED_WORKGROUPS = 132 * 8  # the grouped decode path's (each workgroup serves a whole query group)
+DECODE_WORKGROUPS = 512  # the decode path's grid (the H200's 2026-12-02 sweep, docs/perf.md: 250 to 1000 best)
+GROUPED_WORKGROUPS = 512  # the grouped decode path's (each workgroup serves a whole query group)
+SHORTEST_SPLIT = 64  # keys: shorter splits cost more in the combining pass than they gain
+LONGEST_SPLIT = 1024  # keys: (16, 32, 1, 8192, 128) ran at 3.2 TB/s with 8 or 16 splits (512 keys), docs/perf.md
 
 
 def packed(problem: AttentionProblem, config: AttentionConfig) -> tuple[int, int]:
@@ -308,23 +309,21 @@ def packed(problem: AttentionProblem, config: AttentionConfig) -> tuple[int, int
 
 def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int | None = None) -> int:
     """Splits of the keys. Where every query of a head (grouped: of a KV head's group) fits one block: enough to
-    make about `target_workgroups` workgroups (DECODE_WORKGROUPS; GROUPED_WORKGROUPS on the grouped path), each
-    split at least two key blocks long (the partial results stay in L2 for the combining pass). With several query
-    blocks, only where the grid is under GPU_WORKGROUPS (a few heads of a long prefill): enough for twice that, each
-    split at least 8 key blocks. Otherwise 1."""
+    make about `target_workgroups` workgroups (DECODE_WORKGROUPS; GROUPED_WORKGROUPS on the grouped path) and none
+    longer than LONGEST_SPLIT keys, each at least two key blocks and SHORTEST_SPLIT keys long. Otherwise 1 (the
+    kernel splits a prefill too when asked: config.splits > 1)."""
     bm, bn = config.block
     rows, heads = packed(problem, config)
     q_blocks = -(-rows // bm)
     if problem.kv_len < 4 * bn:
         return 1
     workgroups = q_blocks * heads * problem.batch
-    if q_blocks > 1:
-        if workgroups >= GPU_WORKGROUPS:
-            return 1
-        return max(1, min(-(-2 * GPU_WORKGROUPS // workgroups), problem.kv_len // (8 * bn)))
+    if q_blocks > 1:  # (a split prefill of few workgroups measured slower on the H200: docs/perf.md)
+        return 1
     if target_workgroups is None:
         target_workgroups = GROUPED_WORKGROUPS if config.grouped else DECODE_WORKGROUPS
-    return max(1, min(-(-target_workgroups // workgroups), problem.kv_len // (2 * bn)))
+    wanted = max(-(-target_workgroups // workgroups), problem.kv_len // LONGEST_SPLIT)
+    return max(1, min(wanted, problem.kv_len // max(2 * bn, SHORTEST_SPLIT)))
 
 
 def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: Target) -> AttentionPlan:
@@ -425,8 +424,9 @@ def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
     if problem.group == 1 or tiles > 4:
         return []
     keys = 16 if problem.head_dim > 128 else 32
-    found = [AttentionConfig(tile, tiles, 1, max(1, keys // sn), pad=1, splits=0, grouped=True),
-             AttentionConfig(tile, tiles, 1, max(1, 2 * keys // sn), pad=1, splits=0, grouped=True)]
+    found = [AttentionConfig(tile, tiles, 1, max(1, keys // sn), pad=1, splits=0, grouped=True)]
+    if qt >= 16:  # (lavapipe's 8x8 tiles: 8 key tiles a block did not finish a dispatch within 60 s)
+        found.append(AttentionConfig(tile, tiles, 1, max(1, 2 * keys // sn), pad=1, splits=0, grouped=True))
     if 1 < tiles <= 2 and problem.head_dim <= 128:
         found.append(AttentionConfig(tile, 1, tiles, max(1, keys // sn), pad=1, splits=0, grouped=True))
     return found
