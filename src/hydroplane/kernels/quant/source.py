@@ -12,7 +12,8 @@ table. Every kernel decodes through decode.py's one `decode8` helper, the format
   `staged_k_loop`, with this module's `QUANT_STAGING`): per K step the BM x BK block of x goes into shared memory as
   f16 (f32 and bf16 activations rounded to f16 there) and the BN x BK block of W is decoded into shared memory as
   f16, eight weights per invocation and call; the subgroups multiply their tiles out of shared memory with f32
-  accumulators. The epilogue stages each accumulator tile through shared memory and writes it element by element.
+  accumulators; STAGES=2 (the default) decodes the next step's blocks into the other shared buffer while this one is
+  multiplied. The epilogue stages each accumulator tile through shared memory and writes it element by element.
 - `rows_kernel(ODT)`: out[t] = W[ids[t]] dequantized (an embedding of a quantized table); an id outside 0 .. V - 1
   gives a zero row.
 
@@ -248,14 +249,15 @@ def gemm_kernel(XDT: str, ODT: str):
     def quant_gemm(x: Buffer[XS, readonly], w: Buffer[u32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
                    M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, FMT: constexpr,
                    TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
-                   SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr):
+                   SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr,
+                   STAGES: constexpr = 2):
         blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, FMT=FMT, XDT=XDT)
         BM, BN = blocks.BM, blocks.BN
         TA = coop.Matrix[f16, TM, TK, coop.A]
         TB = coop.Matrix[f16, TK, TN, coop.B]
         TACC = coop.Matrix[f32, TM, TN, coop.Accumulator]
-        sa = shared_array(f16, blocks.a_array(1))
-        sb = shared_array(f16, blocks.b_array(1))
+        sa = shared_array(f16, blocks.a_array(STAGES))
+        sb = shared_array(f16, blocks.b_array(STAGES))
         sc = shared_array(f32, WM * WN * TM * TN)
         sg = subgroup_id()
         wm = sg // WN
@@ -267,7 +269,7 @@ def gemm_kernel(XDT: str, ODT: str):
             acc[t] = coop.fill(TACC, 0.0)
         full = row0 + BM <= M and col0 + BN <= N
         staged_k_loop(acc, sa, sb, x, w, row0, col0, 0, K, M, N, K, row_bytes, wm, wn, full, blocks,
-                      KLoop(TA, TB, SM, SN, KT, 1, False, True, False), QUANT_STAGING)
+                      KLoop(TA, TB, SM, SN, KT, STAGES, False, True, False), QUANT_STAGING)
         region = sg * TM * TN
         lane = lane_id()
         for i in static_range(SM):
