@@ -123,3 +123,28 @@ def test_attention_sizes_are_refused_before_any_copy():
     q = _huge((1, 2, 1 << 24, 64))
     with pytest.raises(hydroplane.AttentionError, match=r"2147483648 elements in one tensor; at most 2147483647"):
         hydroplane.attention(q, q, q, device="ref")
+
+
+@pytest.mark.parametrize("m, n, k", [(256, 256, 777), (256, 256, 776), (1001, 1001, 1001), (3000, 512, 777),
+                                     (100, 72, 100)])
+def test_odd_sizes_on_ref_run_the_aligned_configuration_padded(m, n, k):
+    """The reference executor's speed does not hang on alignment (docs/perf.md, benchmarks/ref_alignment.py): an
+    odd size, or a K with a tail, runs the direct 64x64x64 configuration on padded copies, not the staged kernel."""
+    call = matmul_module.check_call(np.zeros((m, k), np.float16), np.zeros((k, n), np.float16), device="ref")
+    runner = matmul_module.runner_for(call)
+    problem = matmul_module.problem_of(call, "nn")
+    config = runner.tuned_config(problem)
+    assert config.direct and config.tile == (64, 64, 64)
+    route = matmul_module.gemm_route(problem, config, runner.target, exact_output=False)
+    assert [s.name for s in route.steps] == ["pad a", "pad b", "gemm"]
+    assert route.padded.k % config.block[2] == 0 and route.padded.k - k < config.block[2]
+
+
+@pytest.mark.parametrize("shape", [(3, 37, 777), (65, 9, 1001)], ids=["batch", "tails"])
+def test_padded_odd_sizes_on_ref_are_right(shape):
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, shape).astype(np.float16)
+    w = rng.integers(-3, 4, (40, shape[-1])).astype(np.float16)
+    out = np.full(shape[:-1] + (40,), np.nan, np.float32)  # poisoned
+    got = matmul(a, w.T, out_dtype="f32", out=out, device="ref")
+    np.testing.assert_array_equal(got, a.astype(np.float64) @ w.T.astype(np.float64))
