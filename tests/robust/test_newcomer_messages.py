@@ -149,3 +149,16 @@ def test_validate_without_spirv_val_says_where_to_get_it(monkeypatch, tmp_path):
     with pytest.raises(ValidatorNotFound, match=r"HYDROPLANE_SPIRV_VAL=.*is not an executable file: point it at a "
                                                 r"spirv-val \(it comes with the spirv-tools package"):
         validate(words)
+
+
+def test_the_readme_spirv_snippet_runs_without_spirv_val(monkeypatch, tmp_path):
+    """The README's first Python block runs on a machine without spirv-val (or with an old one: it does not call
+    the validator); the sentence after it says which spirv-val validate() needs."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "coop_matmul_tile" in block and "validate(words)" not in block
+    after = readme.split(block, 1)[1][:600]
+    assert "2026.4 or newer" in after and "ValidatorNotFound" in after and "ValidatorTooOld" in after
+    monkeypatch.delenv("HYDROPLANE_SPIRV_VAL", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # a host without spirv-val
+    exec(compile(block, "README.md", "exec"), {})  # noqa: S102 -- the user's copy and paste
