@@ -20,7 +20,8 @@ _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "de
          "AttentionError": "hydroplane.kernels.attention", "GemmError": "hydroplane.kernels.gemm",
          "KernelError": "hydroplane.launch.jit", "LaunchError": "hydroplane.launch.checks",
          "CompilationError": "hydroplane.lang.errors", "SpirvError": "hydroplane.spirv.binary",
-         "VulkanError": "hydroplane.vk.errors", "RefError": "hydroplane.ref.errors"}
+         "VulkanError": "hydroplane.vk.errors", "RefError": "hydroplane.ref.errors", "NNError": "hydroplane.ops.nn",
+         "QuantError": "hydroplane.quant", "QuantMatmulError": "hydroplane.ops.quant_matmul"}
 # Modules of the layers re-exported under a short name (`hydroplane.gguf` is hydroplane.quant.gguf), also lazily.
 _MODULES: dict[str, str] = {"gguf": "hydroplane.quant.gguf", "quant": "hydroplane.quant", "nn": "hydroplane.ops.nn",
                               "models": "hydroplane.models"}

@@ -102,7 +102,8 @@ def test_acc_dtype_refused_by_name_where_no_gemm_has_it():
 
 
 ERROR_CLASSES = ["HydroplaneError", "MatmulError", "AttentionError", "GemmError", "KernelError", "LaunchError",
-                 "CompilationError", "SpirvError", "VulkanError", "RefError"]
+                 "CompilationError", "SpirvError", "VulkanError", "RefError", "NNError", "QuantError",
+                 "QuantMatmulError"]
 
 
 def test_one_exception_hierarchy_exported_from_the_package():
