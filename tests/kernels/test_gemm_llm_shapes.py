@@ -12,6 +12,7 @@ from hydroplane.kernels.gemm.route import (
     SplitConfig,
     gemm_route,
     route_candidates,
+    route_default_config,
     shape_class,
     thin_configs,
 )
@@ -62,3 +63,15 @@ def test_thin_blocks_on_ref(ref, m, dtype):
     problem = GemmProblem(m, 256, 1024, parse_dtype(dtype), "nt")
     result = ref.run(problem, config, seed=m)
     assert result.ok, f"{problem.describe()}: error {result.error}"
+
+
+def test_a_deep_problem_defaults_to_the_k_split_of_one_wave():
+    """Untuned (no table entry: bf16, s8, nn), a deep prefill on the H200 takes the first K-split block with the fewest
+    ranges, as the H200's sweep chose for f16 nt (128x256 split 2; 256x256 split 4 for 16-bit accumulators); lavapipe
+    (8-row tiles) keeps its default."""
+    for name, layout, block, split in (("f16:f32", "nn", (128, 256, 32), 2), ("bf16:f32", "nt", (128, 256, 32), 2),
+                                       ("f16:f16", "nt", (256, 256, 32), 4)):
+        config = route_default_config(GemmProblem(512, 4096, 14336, parse_dtype(name), layout), H200)
+        assert isinstance(config, SplitConfig) and config.block == block and config.split == split, config
+    lavapipe = route_default_config(GemmProblem(512, 4096, 14336, F16_F32), Target.profile("lavapipe"))
+    assert not isinstance(lavapipe, SplitConfig)

@@ -627,6 +627,13 @@ def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | G
         skinny = gemv_configs(problem, target)
         if skinny:
             return skinny[0]
+    if is_deep(problem) and any(t[0] >= 16 for t in coop_shapes_of(problem, target)):
+        # K deep against a short grid on a large GPU: the first K-split block with the fewest ranges (one wave; the
+        # H200's 512 x 14336 -> 4096 took 128x256 split 2 at 275 us against 298 for 4 ways, 685 for 64x64 whole-K)
+        split = splitk_configs(problem, target, candidate_configs(problem, target))
+        if split:
+            first = [c for c in split if c.block == split[0].block]
+            return min(first, key=lambda c: c.split)
     if target.is_reference and not aligned_for_matrices(problem)[0]:
         # ref's fastest configurations load straight from the buffers: an odd size runs them padded (gemm_route),
         # at about the cost of the next aligned size, not the staged kernel's several times that (docs/perf.md)
