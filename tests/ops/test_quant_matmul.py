@@ -189,3 +189,23 @@ def test_a_weight_larger_than_one_binding_goes_in_windows(device, monkeypatch):
     ids = np.array([39, 0, 17, 16, 31, 5])
     rows = quantized_rows(qw, ids, np.float32, device=device)
     np.testing.assert_array_equal(rows, w64[ids].astype(np.float32))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("split", [False, True])
+def test_decode_with_and_without_the_k_split(device, split, monkeypatch):
+    """The GEMV's two endings: its own epilogue (no split) and the partial sums through the reduction."""
+    below = 1 << 30 if split else 1
+    monkeypatch.setattr(quant_matmul, "SPLIT_BELOW", below)
+    monkeypatch.setattr(quant_matmul, "REF_SPLIT_BELOW", below)
+    monkeypatch.setattr(quant_matmul, "REF_SPLIT_TARGET", 1 << 20)
+    fmt = "q4_k" if split else "q5_0"
+    n, k = sizes(device, fmt)
+    plan = quant_matmul.gemv_plan(5, n, k, 8, device == "ref")
+    assert (plan.split > 1) == split
+    qw, w64 = table(fmt, n, k)
+    bias = rng.standard_normal(n).astype(np.float32)
+    for m in (1, 5):
+        x = activations((m, k), np.float32)
+        got = hydroplane.matmul(x, qw.T, bias=bias, activation="gelu", device=device)
+        assert_close(got, expected(x, w64, bias, "gelu"), np.float32)

@@ -50,7 +50,9 @@ ACTIVATIONS = ("none", "relu", "gelu")
 DECODE_ROWS = 16  # M at most this: the GEMV
 F16_MAX = 65504.0
 GEMV_SUBGROUPS = 4  # subgroups per GEMV workgroup
-SPLIT_TARGET = 512  # a GEMV grid smaller than this many workgroups is split over K
+SPLIT_BELOW = 1024  # a GEMV grid of fewer workgroups than this is split over K ...
+SPLIT_TARGET = 2048  # ... into about this many (the H200: 132 SMs x 16 workgroups of 128 invocations resident)
+REF_SPLIT_BELOW, REF_SPLIT_TARGET = 4, 4  # the reference executor: the split exercised, kept small
 MAX_GROUPS = 4096
 BIND_LIMIT = 1 << 27  # bytes of one storage-buffer binding every Vulkan device offers (lavapipe: no more)
 WINDOW_ALIGN = 256  # rows per window a multiple of this: the windows' byte offsets stay bindable
@@ -341,11 +343,10 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
     rows = 2 if mr <= 4 else 1
     groups = -(-n // (GEMV_SUBGROUPS * rows)) * -(-m // mr)
     step = sg * 8
+    below, target = (REF_SPLIT_BELOW, REF_SPLIT_TARGET) if reference else (SPLIT_BELOW, SPLIT_TARGET)
     split = 1
-    if groups < SPLIT_TARGET and not reference:
-        split = max(1, min(k // step, -(-SPLIT_TARGET // groups), 64))
-    elif reference and groups < 4:
-        split = max(1, min(k // step, 4))  # the reference executor: exercised, kept small
+    if groups < below:
+        split = max(1, min(k // step, ceil_div(target, groups), 64))
     k_split = ceil_div(ceil_div(k, split), step) * step
     split = ceil_div(k, k_split)
     return GemvPlan(mr, rows, split, k_split, (-(-n // (GEMV_SUBGROUPS * rows)), -(-m // mr), split))
