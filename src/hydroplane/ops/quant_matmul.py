@@ -413,7 +413,7 @@ def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: b
         n = n1 - n0
         args = {"x": _flat(x), "w": words, "d": _flat(d, STORAGE[kind]), "M": m, "N": n, "K": k,
                 "row_bytes": weight.row_bytes, "ldd": weight.n, "col_base": n0}
-        aliases = {}
+        aliases = {"x4": "x"}
         if has_bias:
             args["bias"] = _flat(bias)
         else:

@@ -208,19 +208,22 @@ class QuantBlocks(Blocks):
 
 @func
 def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
-    """A K step's blocks into shared memory (the GEMM's `stage` parameters): x's BM x BK block rounded to f16, W's
-    BN x BK block decoded (ldb: W's bytes per row), zeros outside M, N and K where guarded."""
+    """A K step's blocks into shared memory (the GEMM's `stage` parameters): x's BM x BK block (`a` is x's V4 view)
+    rounded to f16, W's BN x BK block decoded (ldb: W's bytes per row), zeros outside M, N and K where guarded."""
     first = local_index()
     BM, BN, BK, THREADS = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS
-    for i in range(first, BM * BK, THREADS):
-        r = i // BK
-        c = i - r * BK
-        v = f16(0.0)
-        if not guard or (row0 + r < M and k0 + c < K):
-            v = f16(load(a, (row0 + r) * lda + k0 + c, blocks.XDT))
-        sa[a_base + i] = v
     GROUPS = BK // 8
     vals = local_array(f32, 8)
+    for i in range(first, BM * GROUPS, THREADS):  # x: 8 activations (16 or 32 bytes) at a time
+        r = i // GROUPS
+        g = i - r * GROUPS
+        if not guard or (row0 + r < M and k0 + g * 8 < K):
+            load_x8(vals, 0, a, (row0 + r) * lda + k0 + g * 8, blocks.XDT)
+        else:
+            for j in static_range(8):
+                vals[j] = 0.0
+        for j in static_range(8):
+            sa[a_base + i * 8 + j] = f16(vals[j])
     for i in range(first, BN * GROUPS, THREADS):
         r = i // GROUPS
         g = i - r * GROUPS
@@ -246,7 +249,7 @@ def gemm_kernel(XDT: str, ODT: str):
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
-    def quant_gemm(x: Buffer[XS, readonly], w: Buffer[u32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
+    def quant_gemm(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
                    M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, FMT: constexpr,
                    TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
                    SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr,
@@ -268,7 +271,7 @@ def gemm_kernel(XDT: str, ODT: str):
         for t in static_range(SM * SN):
             acc[t] = coop.fill(TACC, 0.0)
         full = row0 + BM <= M and col0 + BN <= N
-        staged_k_loop(acc, sa, sb, x, w, row0, col0, 0, K, M, N, K, row_bytes, wm, wn, full, blocks,
+        staged_k_loop(acc, sa, sb, x4, w, row0, col0, 0, K, M, N, K, row_bytes, wm, wn, full, blocks,
                       KLoop(TA, TB, SM, SN, KT, STAGES, False, True, False), QUANT_STAGING)
         region = sg * TM * TN
         lane = lane_id()
