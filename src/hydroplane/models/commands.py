@@ -47,11 +47,12 @@ def generate_command(args) -> int:
     model = load(args.model, device=device_option(args.device, ModelError), context=args.context)
     stats: dict = {}
     pieces = model.tokenizer.incremental()
+    tokens = model.generate(args.prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
+                            top_p=args.top_p, seed=args.seed, special=args.special, stats=stats)  # checks first
     out = sys.stdout
     out.write(args.prompt)
     out.flush()
-    for token in model.generate(args.prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
-                                top_p=args.top_p, seed=args.seed, special=args.special, stats=stats):
+    for token in tokens:
         out.write(pieces.push(token))
         out.flush()
     out.write(pieces.flush() + "\n")
