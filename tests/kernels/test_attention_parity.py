@@ -204,15 +204,13 @@ def test_configs_on_lavapipe(lavapipe, name, case):
 
 @pytest.mark.vulkan
 def test_sliding_window_on_lavapipe(lavapipe):
-    cases = ((AttentionProblem(1, 2, 20, 45, 32, causal=True, window=9), C((8, 8, 8), 2, 1, 2)),
-             (AttentionProblem(1, 2, 2, 70, 32, kv_heads=1, window=30), C((8, 8, 8), 1, 1, 2, splits=3)))
-    for problem, config in cases:
-        check(lavapipe, problem, config, seed=problem.q_len)
+    """One windowed specialization (the decode path's windows run on ref): head dim 16 compiles fastest."""
+    check(lavapipe, AttentionProblem(1, 2, 20, 45, 16, causal=True, window=9), C((8, 8, 8), 2, 1, 2), seed=20)
 
 
 @pytest.mark.vulkan
 def test_grouped_decode_on_lavapipe(lavapipe):
-    problem = AttentionProblem(1, 8, 2, 70, 32, kv_heads=2, causal=True)
+    problem = AttentionProblem(1, 8, 2, 70, 16, kv_heads=2, causal=True)
     check(lavapipe, problem, C((8, 8, 8), 1, 1, 2, splits=3, grouped=True), seed=11)
 
 
