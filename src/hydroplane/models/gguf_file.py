@@ -114,9 +114,13 @@ class _Cursor:
             item, n = self.take("I"), self.take("Q")
             if item in SCALARS and item != 7:
                 dtype = np.dtype("<" + SCALARS[item])
+                if self.offset + n * dtype.itemsize > len(self.buffer):
+                    raise ModelError(f"{self.path}: truncated GGUF array of {n} values (at byte {self.offset})")
                 values = np.frombuffer(self.buffer, dtype, n, self.offset)
                 self.offset += n * dtype.itemsize
                 return values.tolist()
+            if n > len(self.buffer) - self.offset:
+                raise ModelError(f"{self.path}: truncated GGUF array of {n} values (at byte {self.offset})")
             return [self.value(item) for _ in range(n)]
         raise ModelError(f"{self.path}: unknown GGUF value type {kind} at byte {self.offset}")
 
