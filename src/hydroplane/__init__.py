@@ -14,6 +14,10 @@ __version__ = "0.1.0"
 _LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.launch.jit",
          "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang",
          "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention",
+         # the device runtime (docs/runtime.md): the default device, waiting for queued work, capture and replay
+         "set_device": "hydroplane.launch.runtime", "synchronize": "hydroplane.launch.runtime",
+         "capture": "hydroplane.launch.runtime", "default_device": "hydroplane.launch.runtime",
+         "DeviceError": "hydroplane.launch.runtime", "CaptureError": "hydroplane.launch.runtime",
          # One exception hierarchy (docs/robustness.md): every error hydroplane raises derives from HydroplaneError;
          # each op and layer has its class under it
          "HydroplaneError": "hydroplane.errors", "MatmulError": "hydroplane.ops.matmul",

@@ -12,6 +12,7 @@ from lang.lang_helpers import lavapipe_shapes, validate_compiled
 
 import hydroplane
 from hydroplane import coop
+from hydroplane.errors import HydroplaneError
 from hydroplane.lang import (
     Buffer,
     CompilationError,
@@ -77,15 +78,18 @@ def bf16_tile(a: Buffer[bf16, readonly], b: Buffer[bf16, readonly], d: Buffer[f3
     coop.store(coop.mul_add(ta, tb, coop.fill(coop.Matrix[f32, M, M, coop.Accumulator], 0.0)), d, 0, M)
 
 
-def test_default_device_falls_back_to_ref_when_no_vulkan_device_runs_it(caplog):
-    """lavapipe lists no bf16 matrices: the launch layer refuses the module by name, the reference executor runs it."""
+def test_default_device_that_cannot_run_a_kernel_is_an_error_not_a_silent_move():
+    """device=None is the process's default device (lavapipe here), which lists no bf16 matrices: the launch is
+    refused by name at the kernel's line; device="ref" runs it."""
     rng = np.random.default_rng(2)
     a, b = (rng.integers(-4, 4, (2, 8, 8)) / 2).astype(ml_dtypes.bfloat16)
     d = np.full(64, -1, np.float32)
-    with caplog.at_level(logging.INFO, logger="hydroplane.launch.jit"):
-        result = bf16_tile[(1,)](a.ravel(), b.ravel(), d)
+    with pytest.raises(HydroplaneError, match="bf16") as caught:
+        bf16_tile[(1,)](a.ravel(), b.ravel(), d)
+    assert "llvmpipe" in str(caught.value)
+    assert (d == -1).all()
+    result = bf16_tile[(1,)](a.ravel(), b.ravel(), d, device="ref")
     assert result.device == "ref"
-    assert "default device ref" in caplog.text and "bf16" in caplog.text
     np.testing.assert_array_equal(d.reshape(8, 8), a.astype(np.float32) @ b.astype(np.float32))
 
 

@@ -44,12 +44,13 @@ def test_integer_gemm_is_exact(capsys):
 
 def test_a_wrong_result_exits_1(capsys, monkeypatch):
     monkeypatch.setattr(kernels_cli, "_run", _broken_run)
+    # the reference executor is the process's (launch.runtime): its dispatch is patched for this test only
+    monkeypatch.setattr(launch.ReferenceExecutor, "dispatch", lambda *a, **k: None)  # D keeps its poison
     assert cli.main(["gemm", "8", "8", "8", "--device", "ref"]) == 1
     assert "check   FAILED" in capsys.readouterr().out
 
 
 def _broken_run(runner, problem, args):
-    runner.executor.dispatch = lambda *a, **k: None  # D keeps its poison
     return runner.run(problem, GemmConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(1, 1), stages=1))
 
 

@@ -16,7 +16,6 @@ This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk an
 
 from __future__ import annotations
 
-import atexit
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -60,7 +59,7 @@ __all__ = [
     "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "LimitError", "OutputPathError",
     "PushConstantError",
     "RawBytes", "ReferenceExecutor", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
-    "device_index", "run", "shared_executor", "terminal_progress",
+    "device_index", "run", "terminal_progress",
 ]
 
 Words = bytes | Sequence[int] | np.ndarray | CompiledKernel
@@ -142,7 +141,11 @@ class ReferenceExecutor(_RefExecutor):
         return Target.reference(self.subgroup_size)
 
     def release(self, buf: Any) -> None:
+        """Free a buffer now: it leaves the executor's list (device addresses included) and its bytes go."""
         buf.release()
+        if buf in self.buffers:
+            self.buffers.remove(buf)
+        buf.data = buf.data[:0]
 
     # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
     # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
@@ -298,19 +301,6 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
     return VulkanExecutor(index, robust=robust, timeout=timeout)
 
 
-_shared: dict = {}
-
-
-def shared_executor(device: str | int | None = "ref") -> Executor:
-    """The process's one executor of "ref" (or None) or Vulkan device N, made on first use and closed at exit:
-    what `kernel[grid](...)`, `device_array` and the ops share, so arrays made on a device bind to every launch
-    there."""
-    key: str | int = "ref" if device in (None, "ref") else device_index(device)
-    if key not in _shared:
-        _shared[key] = get_executor(key)
-    return _shared[key]
-
-
 def device_index(device) -> int:
     """A Vulkan device number from an int or its text; LaunchError for anything else (a bool, "cuda", -1)."""
     if isinstance(device, bool) or not isinstance(device, int | np.integer | str):
@@ -322,14 +312,6 @@ def device_index(device) -> int:
     if index < 0:
         raise LaunchError(f"device must be 'ref' or a Vulkan device number (0, 1, ...), not {device!r}")
     return index
-
-
-def _close_shared() -> None:
-    for key in list(_shared):
-        _shared.pop(key).close()
-
-
-atexit.register(_close_shared)
 
 
 def run(words: Words, grid: Sequence[int] = (1, 1, 1),

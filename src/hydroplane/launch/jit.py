@@ -30,7 +30,7 @@ import numpy as np
 from hydroplane.errors import HydroplaneError
 from hydroplane.lang import kernel_source
 from hydroplane.lang.compiler import Func, Kernel, Specialization
-from hydroplane.launch import executors
+from hydroplane.launch import runtime
 from hydroplane.launch.checks import PushConstantError
 from hydroplane.launch.prepared import ArgumentError, DeviceArray, PreparedLaunch, grid_of, prepare
 from hydroplane.spirv.compiled import CompiledKernel
@@ -52,24 +52,33 @@ class KernelError(HydroplaneError):
 
 
 def executor_for(device):
-    """The shared executor of "ref" or Vulkan device N (`executors.shared_executor`)."""
-    return executors.shared_executor(device)
+    """The executor of a device's runtime (`launch.runtime`; None: the default device)."""
+    return runtime.runtime(device).executor
 
 
-def device_array(array, device="ref") -> DeviceArray:
-    """Copy a NumPy array into a buffer of `device` ("ref" or a Vulkan device number)."""
+def device_array(array, device=None) -> DeviceArray:
+    """Copy an array into a buffer of `device` ("ref", a Vulkan device number, or None: the process's default
+    device, `hydroplane.set_device`). The copy is queued: `array` may be reused at once."""
     if isinstance(array, DeviceArray):
         raise JitLaunchError("device_array() takes a NumPy array; this is already a DeviceArray (use .numpy())")
+    if isinstance(array, np.ma.MaskedArray):
+        raise JitLaunchError("device_array() takes a plain array, not a masked array (its mask would be dropped): "
+                             "pass .filled(value) or .data")
     try:
         array = np.ascontiguousarray(array)
     except (TypeError, ValueError) as err:
         raise JitLaunchError(f"device_array() takes a NumPy array (or what np.asarray accepts): {err}") from None
-    if array.dtype.kind in "OUSMm":
+    if array.dtype.kind in "OUSMm" or array.dtype.fields is not None or (array.dtype.kind == "V" and
+                                                                          array.dtype.names is None and
+                                                                          array.dtype.itemsize not in (1, 2)):
         raise JitLaunchError(f"device_array() takes an array of numbers, not {array.dtype} "
                              f"({array.reshape(-1)[:3].tolist()!r}...)")
-    executor = executor_for(device)
-    key = "ref" if device in (None, "ref") else int(device)
-    return DeviceArray(key, executor, executor.buffer(array), array.dtype, array.shape)
+    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and not np.little_endian):
+        array = array.astype(array.dtype.newbyteorder("<"))  # the device's byte order: the values kept
+    rt = runtime.runtime(device)
+    arr = DeviceArray(rt.key, rt.executor, rt.alloc(array.nbytes), array.dtype, array.shape)
+    rt.upload(arr.buffer, 0, array)
+    return arr
 
 
 @dataclass
@@ -110,8 +119,7 @@ class JitKernel:
         self.kernel = kernel_
         self.__name__ = kernel_.__name__
         self.__doc__ = kernel_.__doc__
-        self._pipelines: dict = {}  # (device, id(specialization)) -> (executor's kernel, lowered)
-        self._default_device: dict = {}  # constexprs -> chosen device
+        self._pipelines: dict = {}  # id(specialization) -> (the specialization, its words' cache key)
 
     def compile(self, target=None, **constexprs) -> Specialization:
         return self.kernel.compile(target, **constexprs)
@@ -141,54 +149,43 @@ class JitKernel:
         bound.apply_defaults()
         compile_time = self.kernel.constexpr_names()
         constexprs = {n: v for n, v in bound.arguments.items() if n in compile_time}
-        runtime = {n: v for n, v in bound.arguments.items() if n not in compile_time}
-        return constexprs, runtime
+        arguments = {n: v for n, v in bound.arguments.items() if n not in compile_time}
+        return constexprs, arguments
 
-    def _device(self, device, constexprs: dict, runtime: dict):
-        """The device the launch runs on: the one its device arrays are on, else `device`, else the default."""
-        pinned = {a.device for a in runtime.values() if isinstance(a, DeviceArray)}
-        if device is not None and device != "ref":
-            device = executors.device_index(device)
-        if len(pinned) > 1 or (pinned and device is not None and device not in pinned):
-            raise JitLaunchError(f"{self.kernel.name}: device arrays of {sorted(map(str, pinned))} "
-                                 f"with device={device!r}")
-        if device is None and pinned:
-            device = pinned.pop()
-        if device is None:
-            key = tuple(sorted(constexprs.items()))
-            device = self._default_device.get(key)
-            if device is None:
-                device = self._default_device[key] = self._choose_device(constexprs)
-        return device
+    def _device(self, device, arguments: dict):
+        """The device runtime the launch runs on: that of its device arrays, else `device`'s, else the default
+        device's (`hydroplane.set_device`, else the best one); a device that cannot run the kernel is an error,
+        never a silent move to another device."""
+        pinned = {id(a.runtime): a.runtime for a in arguments.values() if isinstance(a, DeviceArray)}
+        if device is not None:
+            device = runtime.canonical_device(device)
+        if len(pinned) > 1 or (pinned and device is not None and device != next(iter(pinned.values())).key):
+            names = sorted(str(rt.key) for rt in pinned.values())
+            raise JitLaunchError(f"{self.kernel.name}: device arrays of {names} with device={device!r}")
+        if pinned:
+            return next(iter(pinned.values()))
+        return runtime.runtime(device)
 
-    def _prepared(self, grid, constexprs: dict, runtime: dict, device, executor) -> tuple[PreparedLaunch, bool]:
+    def _prepared(self, grid, constexprs: dict, arguments: dict, rt) -> tuple[PreparedLaunch, bool]:
+        executor = rt.executor
         spec = self.kernel.compile(executor.target, **constexprs)  # shapes checked against the device
-        pipeline, lowered = self._pipeline(device, executor, spec)
+        pipeline, lowered = self._pipeline(rt, executor, spec)
         dims = grid_of(grid, dict(spec.constexprs))
         try:
-            return prepare(executor, pipeline, spec, dims, runtime), lowered
+            return prepare(rt, pipeline, spec, dims, arguments), lowered
         except PushConstantError as err:
             raise JitLaunchError(str(err)) from None
 
     def prepare(self, grid, args, kwargs, device=None) -> PreparedLaunch:
-        constexprs, runtime = self._bind(args, kwargs)
-        device = self._device(device, constexprs, runtime)
-        return self._prepared(grid, constexprs, runtime, device, executor_for(device))[0]
+        constexprs, arguments = self._bind(args, kwargs)
+        return self._prepared(grid, constexprs, arguments, self._device(device, arguments))[0]
 
     def launch(self, grid, args, kwargs, device=None) -> LaunchResult:
-        constexprs, runtime = self._bind(args, kwargs)
-        device = self._device(device, constexprs, runtime)
-        # the reference executor keeps every buffer it made: a launch without device arrays on it
-        # uses its own, closed afterwards (compiled kernels are shared)
-        transient = device == "ref" and not any(isinstance(a, DeviceArray) for a in runtime.values())
-        executor = executors.get_executor("ref") if transient else executor_for(device)
-        try:
-            prepared, lowered = self._prepared(grid, constexprs, runtime, device, executor)
-            with prepared:
-                return self._run(prepared, device, lowered)
-        finally:
-            if transient:
-                executor.close()
+        constexprs, arguments = self._bind(args, kwargs)
+        rt = self._device(device, arguments)
+        prepared, lowered = self._prepared(grid, constexprs, arguments, rt)
+        with prepared:
+            return self._run(prepared, rt.key, lowered)
 
     def _run(self, prepared: PreparedLaunch, device, lowered: bool) -> LaunchResult:
         label = _device_label(device, prepared.executor)
@@ -202,38 +199,15 @@ class JitKernel:
         result.outputs.update(prepared.write_back())
         return result
 
-    def _pipeline(self, device, executor, spec: Specialization):
-        """The executor's kernel for this specialization (cached): it lowers the module for its own
-        target (EXT maintenance1 -> NV2 where the device has only NV2) and refuses what it lacks."""
-        cache_key = (device, id(spec))  # specializations live in the kernel's cache
-        if cache_key not in self._pipelines:
-            checked = executor.kernel(spec.words)
-            self._pipelines[cache_key] = (checked, bool(checked.compiled.changes))
-        return self._pipelines[cache_key]
-
-    def _choose_device(self, constexprs: dict):
-        """The first Vulkan device the kernel compiles for and that creates the pipeline, else the reference
-        executor."""
-        reasons = []
-        index = 0
-        while True:
-            try:
-                executor = executor_for(index)
-            except executors.LaunchError:
-                break  # no more devices
-            except (HydroplaneError, OSError) as err:
-                reasons.append(f"Vulkan: {err}")
-                break
-            try:
-                self._pipeline(index, executor, self.kernel.compile(executor.target, **constexprs))
-                log.info("%s: default device %s", self.kernel.name, _device_label(index, executor))
-                return index
-            except HydroplaneError as err:
-                reasons.append(f"vk:{index}: {err}")
-            index += 1
-        log.info("%s: default device ref (the reference executor)%s", self.kernel.name,
-                 "; " + "; ".join(reasons) if reasons else "")
-        return "ref"
+    def _pipeline(self, rt, executor, spec: Specialization):
+        """The device's kernel for this specialization (made once, in the device runtime's cache, keyed by the
+        words): it lowers the module for its own target (EXT maintenance1 -> NV2 where the device has only NV2) and
+        refuses what it lacks."""
+        found = self._pipelines.get(id(spec))
+        if found is None:  # the spec is kept with its digest: its id stays its own
+            found = self._pipelines[id(spec)] = (spec, runtime.words_key(spec.words))
+        checked = rt.kernel(found[1], lambda: executor.kernel(spec.words))
+        return checked, bool(checked.compiled.changes)
 
 
 def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -> HydroplaneError:

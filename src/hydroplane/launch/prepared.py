@@ -1,32 +1,35 @@
-"""One path from Python arguments to a dispatch: bind, pack push constants, dispatch, time, read back, release.
+"""One path from Python arguments to a dispatch: DeviceArrays and their views, bind, pack push constants, queue.
 
     prepared = prepare(executor, kernel, spec, grid, {"a": a, "b": b, "d": d, "n": 1000})
     with prepared:
-        prepared.dispatch()                 # through the executor's checked dispatch
-        d_now = prepared.read("d")          # a fresh ndarray of the binding's contents
-        seconds = prepared.time(repeat=20)  # GPU timestamps after a warm-up (wall time on the reference executor)
+        prepared.dispatch()                 # queued on the device (launch.runtime); returns at once
+        d_now = prepared.read("d")          # waits for the work that writes d, then reads it
+        seconds = prepared.time(repeat=20)  # GPU timestamps around each run, after a warm-up
 
 Every caller goes through it: `kernel[grid](...)` (launch.jit), the GEMM runner and every op (hydroplane.ops).
-Arguments bind by the specialization's parameters (`lang.Specialization.params`): a NumPy array is copied
-into a buffer the launch owns and releases; a `DeviceArray` (an array already in one executor's buffer)
-binds its buffer as it is; numbers pack into the push-constant block through `checks.pack_push_constants`,
-the one packer (the offsets and types come from the compiled module's push-constant block type).
+The launch checks (bindings, buffer sizes, push constants, grid) run once, in `prepare`; `dispatch` and `time`
+then queue the same checked launch. Arguments bind by the specialization's parameters
+(`lang.Specialization.params`): a NumPy array is copied into a buffer the launch owns (queued at call time, so the
+caller may reuse the array at once) and released with it; a `DeviceArray` binds its buffer as it is (a view at an
+offset the device can bind through its descriptor's offset, else through a queued copy); numbers pack into the
+push-constant block through `checks.pack_push_constants`, the one packer.
 """
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from hydroplane import vk
 from hydroplane.lang.compiler import KernelParam, Specialization
 from hydroplane.lang.core import Access
-from hydroplane.launch.checks import LaunchError, pack_push_constants
-from hydroplane.launch.executors import BindingKey, CheckedKernel, Executor, VulkanExecutor
+from hydroplane.launch.checks import LaunchError, check_bound, check_grid, check_push_constants, pack_push_constants
+from hydroplane.launch.executors import BindingKey, CheckedKernel, Executor
+from hydroplane.launch.limits import check_buffer_sizes
+from hydroplane.launch.runtime import Bound, DeviceRuntime, runtime, runtime_of
 
 WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle for a moment runs at its idle clock)
 
@@ -35,45 +38,299 @@ class ArgumentError(LaunchError):
     """An argument that does not fit the kernel's parameter: wrong type, dtype, device or size."""
 
 
-@dataclass
+class ReleasedError(ArgumentError):
+    """A DeviceArray used after `release()` (of it or of the array it views)."""
+
+
+class Storage:
+    """The bytes behind a DeviceArray and its views: one buffer of one device, freed when the last array that views
+    it goes (or at `release()`), once the queued work that uses it has finished."""
+
+    __slots__ = ("runtime", "buffer", "nbytes", "__weakref__")
+
+    def __init__(self, rt: DeviceRuntime, buffer, nbytes: int):
+        self.runtime, self.buffer, self.nbytes = rt, buffer, nbytes
+
+    def release(self) -> None:
+        buffer, self.buffer = self.buffer, None
+        if buffer is not None and not self.runtime.closed:
+            self.runtime.free(buffer)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the device goes with the process
+            pass
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a DeviceArray's elements are: a byte offset into its storage and NumPy-style byte strides."""
+
+    offset: int
+    strides: tuple[int, ...]
+
+
+def _contiguous_strides(shape: tuple, itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(int(size), 1)
+    return tuple(reversed(strides))
+
+
 class DeviceArray:
-    """An array held in one executor's buffer: it binds to launches on that executor without copies.
+    """An array held in a device's buffer: it binds to launches on that device without copies, and views of it
+    (`.T`, `reshape`, slices of leading dimensions, `view(dtype)`) share its bytes (docs/runtime.md's table).
 
-    `executor` is the executor holding `buffer`; `device` its name for users ("ref" or a Vulkan device number)."""
+    `DeviceArray(device, executor, buffer, dtype, shape)` wraps a buffer of that executor (the launch layer's
+    own constructor); users make them with `hydroplane.device_array(x)`. `format` names a block format (a
+    quantized array's "q4_0" ...) whose bytes are not `dtype` elements; None for plain arrays."""
 
-    device: str | int
-    executor: Any
-    buffer: Any
-    dtype: np.dtype
-    shape: tuple
+    __slots__ = ("runtime", "storage", "dtype", "shape", "layout", "base", "format", "__weakref__")
+
+    def __init__(self, device, executor, buffer, dtype, shape, *, storage: Storage | None = None,
+                 layout: Layout | None = None, base: DeviceArray | None = None, format: str | None = None):
+        dtype = np.dtype(dtype)
+        shape = tuple(int(s) for s in shape)
+        if storage is None:
+            rt = runtime_of(executor) if executor is not None else runtime(device)
+            storage = Storage(rt, buffer, int(getattr(buffer, "nbytes", math.prod(shape) * dtype.itemsize)))
+        self.runtime: DeviceRuntime = storage.runtime
+        self.storage = storage
+        self.dtype, self.shape = dtype, shape
+        self.layout = layout or Layout(0, _contiguous_strides(shape, dtype.itemsize))
+        self.base, self.format = base, format
+
+    # what it is --------------------------------------------------------------------------------------------------
+    @property
+    def device(self):
+        """"ref" or the Vulkan device number."""
+        return self.runtime.key
 
     @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+    def executor(self) -> Executor:
+        return self.runtime.executor
+
+    @property
+    def buffer(self):
+        """The storage's buffer (None once released)."""
+        return self.storage.buffer
+
+    @property
+    def offset(self) -> int:
+        """Byte offset of the first element in the storage."""
+        return self.layout.offset
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self.layout.strides
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
+    @property
+    def nbytes(self) -> int:
+        """The elements' bytes (a block format's: the storage's bytes)."""
+        if self.format is not None:
+            return self.storage.nbytes
+        return self.size * self.dtype.itemsize
+
+    @property
+    def contiguous(self) -> bool:
+        """Whether the elements lie in C order without gaps (what a kernel's buffer binding takes)."""
+        return self.size <= 1 or all(st == want for st, want, n in zip(
+            self.layout.strides, _contiguous_strides(self.shape, self.dtype.itemsize), self.shape) if n != 1)
+
+    @property
+    def released(self) -> bool:
+        return self.storage.buffer is None
+
+    def _require_live(self, what: str):
+        if self.storage.buffer is None:
+            raise ReleasedError(f"{what}: the device array was released ({self._describe()}; by release() of it "
+                                "or of the array it is a view of)")
+        return self.storage.buffer
+
+    def extent(self) -> tuple[int, int]:
+        """The byte range [start, end) of the storage that the elements span."""
+        if self.size == 0:
+            return self.offset, self.offset
+        low = self.offset + sum(st * (n - 1) for st, n in zip(self.layout.strides, self.shape) if st < 0)
+        high = self.offset + sum(st * (n - 1) for st, n in zip(self.layout.strides, self.shape) if st > 0)
+        return low, high + self.dtype.itemsize
+
+    def overlaps(self, other: DeviceArray) -> bool:
+        """Whether the two arrays' byte ranges in one storage overlap (disjoint views of one buffer do not)."""
+        if self.storage is not other.storage:
+            return False
+        (a0, a1), (b0, b1) = self.extent(), other.extent()
+        return a0 < b1 and b0 < a1
+
+    # host access -------------------------------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """A NumPy copy of the contents."""
-        return self.executor.read(self.buffer, self.dtype, self.shape)
+        """A NumPy copy of the contents (waits for the queued work that writes them)."""
+        buffer = self._require_live("numpy()")
+        if self.format is not None:
+            raise ArgumentError(f"a {self.format} DeviceArray holds blocks, not {self.dtype} elements: read it as "
+                                "blocks with .view(np.uint8).numpy() or dequantize it")
+        start, end = self.extent()
+        raw = self.runtime.download(buffer, start, end - start)
+        if self.contiguous:
+            return raw.view(self.dtype).reshape(self.shape).copy() if raw.size else np.zeros(self.shape, self.dtype)
+        flat = raw.view(self.dtype) if raw.nbytes % self.dtype.itemsize == 0 else raw[: raw.nbytes - raw.nbytes %
+                                                                                      self.dtype.itemsize].view(
+            self.dtype)
+        strided = np.lib.stride_tricks.as_strided(flat[(self.offset - start) // self.dtype.itemsize:], self.shape,
+                                                  self.layout.strides)
+        return np.array(strided)
 
     def write(self, array) -> None:
-        """Overwrite the contents with `array` (same dtype and number of elements)."""
-        array = np.ascontiguousarray(array)
+        """Overwrite the contents with `array` (same dtype and number of elements), copied now: the caller may reuse
+        `array` at once. Queued after the work that uses the range."""
+        buffer = self._require_live("write()")
+        array = np.asarray(array)
+        if isinstance(array, np.ma.MaskedArray):
+            raise ArgumentError("write() takes a plain array, not a masked array (its mask would be dropped)")
         if array.dtype != self.dtype or array.size != self.size:
             raise ArgumentError(f"a device array of {self.size} {self.dtype} cannot take {array.size} {array.dtype}")
-        self.executor.write(self.buffer, array)
+        if not self.contiguous:
+            raise ArgumentError(f"write() into a strided view ({self._describe()}) is not supported: write the "
+                                "array it views")
+        self.runtime.upload(buffer, self.offset, np.ascontiguousarray(array))
 
     def release(self) -> None:
-        """Free the buffer now (safe twice); the array is unusable afterwards."""
-        if self.buffer is not None:
-            self.executor.release(self.buffer)
-            self.buffer = None
+        """Free the storage (safe twice): this array and every view of its storage are unusable afterwards. The
+        free waits for the queued work that uses it."""
+        self.storage.release()
+
+    # views -------------------------------------------------------------------------------------------------------
+    def _view(self, shape, strides, offset=None, dtype=None) -> DeviceArray:
+        self._require_live("a view")
+        return DeviceArray(None, None, None, self.dtype if dtype is None else dtype, shape, storage=self.storage,
+                           layout=Layout(self.offset if offset is None else offset, tuple(strides)),
+                           base=self.base or self, format=self.format)
+
+    def swapaxes(self, axis1: int, axis2: int) -> DeviceArray:
+        """The array with two axes swapped: a layout, no copy (as NumPy's)."""
+        n = self.ndim
+        a, b = axis1 % n if n else 0, axis2 % n if n else 0
+        if not (-n <= axis1 < n and -n <= axis2 < n):
+            raise ArgumentError(f"swapaxes({axis1}, {axis2}) of a {n}-D DeviceArray")
+        shape, strides = list(self.shape), list(self.layout.strides)
+        shape[a], shape[b] = shape[b], shape[a]
+        strides[a], strides[b] = strides[b], strides[a]
+        return self._view(tuple(shape), tuple(strides))
+
+    @property
+    def T(self) -> DeviceArray:  # noqa: N802 - NumPy's name
+        """The transpose (all axes reversed, as NumPy's `.T`): a layout, no copy."""
+        return self._view(self.shape[::-1], self.layout.strides[::-1])
+
+    @property
+    def mT(self) -> DeviceArray:  # noqa: N802 - NumPy's name
+        """The last two axes swapped (a batch of transposed matrices): a layout, no copy."""
+        if self.ndim < 2:
+            raise ArgumentError(f"mT needs 2 or more dimensions, not {self.ndim}")
+        return self.swapaxes(-1, -2)
+
+    def reshape(self, *shape) -> DeviceArray:
+        """A contiguous array with another shape (one -1 allowed): a view; a strided array cannot be reshaped."""
+        if len(shape) == 1 and isinstance(shape[0], tuple | list):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if shape.count(-1) > 1 or any(s < -1 for s in shape):
+            raise ArgumentError(f"reshape{shape}: at most one -1 and no other negative size")
+        known = math.prod(s for s in shape if s != -1)
+        if -1 in shape:
+            if known == 0 or self.size % known:
+                raise ArgumentError(f"cannot reshape {self.shape} into {shape}")
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        if math.prod(shape) != self.size:
+            raise ArgumentError(f"cannot reshape an array of {self.size} elements ({self.shape}) into {shape}")
+        if not self.contiguous:
+            raise ArgumentError(f"reshape of a strided view ({self._describe()}) would need a copy: DeviceArray "
+                                "views never copy")
+        return self._view(shape, _contiguous_strides(shape, self.dtype.itemsize))
+
+    def view(self, dtype) -> DeviceArray:
+        """The same bytes seen as another dtype (the last dimension rescaled, as NumPy's `view`)."""
+        dtype = np.dtype(dtype)
+        if not self.contiguous:
+            raise ArgumentError("view(dtype) of a strided view: only a contiguous DeviceArray can be reinterpreted")
+        nbytes = self.nbytes
+        last = self.shape[-1] * self.dtype.itemsize if self.shape else nbytes
+        if last % dtype.itemsize:
+            raise ArgumentError(f"view({dtype}): the last dimension's {last} bytes are not a multiple of "
+                                f"{dtype.itemsize}")
+        shape = (*self.shape[:-1], last // dtype.itemsize) if self.shape else (nbytes // dtype.itemsize,)
+        if self.format is not None and dtype == np.uint8:
+            shape = (nbytes,)
+        arr = self._view(shape, _contiguous_strides(shape, dtype.itemsize), dtype=dtype)
+        arr.format = None
+        return arr
+
+    def reinterpret(self, dtype) -> DeviceArray:
+        """The elements' bytes as a flat array of `dtype`, the count rounded down (a kernel's vector binding of a
+        buffer, 16-byte elements over f16 data); a contiguous array only."""
+        dtype = np.dtype(dtype)
+        if not self.contiguous:
+            raise ArgumentError("reinterpret() of a strided view: only a contiguous DeviceArray can be")
+        count = self.nbytes // dtype.itemsize
+        arr = self._view((count,), (dtype.itemsize,), dtype=dtype)
+        arr.format = None  # a block format's bytes seen as plain words
+        return arr
+
+    def __getitem__(self, key) -> DeviceArray:
+        """Basic indexing: ints and slices (step 1 or any positive step), `...`; a view, never a copy."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        if any(k is Ellipsis for k in key):
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (self.ndim - len(key) + 1) + key[at + 1:]
+        if len(key) > self.ndim:
+            raise ArgumentError(f"too many indices ({len(key)}) for a {self.ndim}-D DeviceArray")
+        offset = self.offset
+        shape, strides = [], []
+        for axis, k in enumerate(key):
+            n, st = self.shape[axis], self.layout.strides[axis]
+            if isinstance(k, bool) or not isinstance(k, int | np.integer | slice):
+                raise ArgumentError(f"DeviceArray indexing takes ints and slices (basic indexing), not "
+                                    f"{type(k).__name__}: copy to NumPy for fancy indexing")
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step < 1:
+                    raise ArgumentError("DeviceArray slices take a positive step")
+                count = max(0, -(-(stop - start) // step))
+                offset += start * st if count else 0
+                shape.append(count)
+                strides.append(st * step)
+            else:
+                i = int(k)
+                if not -n <= i < n:
+                    raise ArgumentError(f"index {i} is out of range for axis {axis} of size {n}")
+                offset += (i % n) * st
+        shape += self.shape[len(key):]
+        strides += self.layout.strides[len(key):]
+        return self._view(tuple(shape), tuple(strides), offset=offset)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
+    def _describe(self) -> str:
+        what = f"{self.format} blocks" if self.format else str(self.dtype)
+        view = "" if self.base is None else ", a view"
+        return f"device={self.device!r}, {what}, shape={self.shape}{view}"
 
     def __repr__(self) -> str:
-        return f"DeviceArray(device={self.device!r}, dtype={self.dtype}, shape={self.shape})"
+        return f"DeviceArray({self._describe()})"
 
 
 def numpy_dtype(t) -> np.dtype:
@@ -82,38 +339,86 @@ def numpy_dtype(t) -> np.dtype:
 
 
 class PreparedLaunch:
-    """A kernel bound to its arguments on one executor: `dispatch`, `read`, `write`, `time`, `close`.
+    """A kernel bound to its arguments on one device: `dispatch`, `read`, `write`, `time`, `close`.
 
     Arrays the launch copied in are released by `close` (also on `with` exit); device arrays are the caller's."""
 
-    def __init__(self, executor: Executor, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
-                 buffers: dict[BindingKey, Any], push: bytes | None, owned: list, arrays: dict[str, tuple[Any, Any]]):
-        self.executor, self.kernel, self.spec, self.grid = executor, kernel, spec, grid
-        self.buffers, self.push = buffers, push
+    def __init__(self, rt: DeviceRuntime, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
+                 bound: dict[str, Bound], push: bytes | None, owned: list, arrays: dict[str, tuple[Any, Any]],
+                 staged: dict | None = None):
+        self.runtime, self.kernel, self.spec, self.grid = rt, kernel, spec, grid
+        self.bound, self.push = bound, push
         self._owned = owned
-        self._arrays = arrays  # parameter name -> (the caller's value, its buffer)
-        self._recording: Any = None
+        self._arrays = arrays  # parameter name -> (the caller's value, the DeviceArray it is bound as)
+        self._staged: dict[str, list] = staged or {}  # name -> [view, its copy, written]: an offset the device
+        # cannot bind goes through a queued copy
+        self._bound_list = list(bound.values())
+        self.label = getattr(spec, "name", "") or "launch"
+
+    @property
+    def executor(self) -> Executor:
+        return self.runtime.executor
 
     @property
     def on_reference(self) -> bool:
-        return not isinstance(self.executor, VulkanExecutor)
+        return self.runtime.is_reference
+
+    @property
+    def buffers(self) -> dict[BindingKey, Any]:
+        return {(b.set, b.binding) if b.set else b.binding: b.buffer for b in self._bound_list}
 
     def dispatch(self) -> None:
-        """One run through the executor's checked dispatch."""
-        self.executor.dispatch(self.kernel, self.grid, self.buffers, self.push)
+        """Queue one run (checked in `prepare`)."""
+        rt = self.runtime
+        staged = self._staged
+        for view, copy, reads, _ in staged.values():
+            if reads:
+                rt.copy(view.buffer, view.offset, copy.buffer, 0, view.nbytes)
+        rt.launch(self.kernel, self.grid, self._bound_list, self.push, self.label)
+        for view, copy, _, writes in staged.values():
+            if writes:
+                rt.copy(copy.buffer, 0, view.buffer, view.offset, view.nbytes)
+
+    def rebind(self, name: str, value: DeviceArray) -> None:
+        """Bind parameter `name` to another DeviceArray of the same dtype and size (a planned call's next operands)."""
+        old = self.bound[name]
+        if value.nbytes < old.nbytes:
+            raise ArgumentError(f"{name}: a device array of {value.nbytes} bytes cannot take the place of "
+                                f"{old.nbytes}")
+        if name in self._staged or not _bindable(self.runtime, value):
+            if name not in self._staged:
+                copy = _owned_array(self.runtime, old.nbytes, value.dtype, value.shape, self._owned)
+                self._staged[name] = [value, copy, old.reads, old.writes]
+                bound = _bound_array(self.runtime, name, copy, old.nbytes, old.reads, old.writes)
+                self.bound[name] = Bound(old.set, old.binding, bound.buffer, 0, old.nbytes, old.reads, old.writes)
+            self._staged[name][0] = value
+        else:
+            bound = _bound_array(self.runtime, name, value, old.nbytes, old.reads, old.writes)
+            self.bound[name] = Bound(old.set, old.binding, bound.buffer, bound.offset, old.nbytes, old.reads,
+                                     old.writes)
+        self._bound_list = list(self.bound.values())
+        self._arrays[name] = (value, value)
 
     def buffer(self, name: str):
+        return self._arrays[name][1].buffer
+
+    def array(self, name: str) -> DeviceArray:
+        """The DeviceArray parameter `name` is bound to (the caller's, or the copy of its NumPy array)."""
         return self._arrays[name][1]
 
     def read(self, name: str, dtype=None, shape=None) -> np.ndarray:
-        """The contents of parameter `name`'s buffer, as the caller's array's dtype and shape by default."""
-        value, buf = self._arrays[name]
-        dtype = value.dtype if dtype is None else dtype
-        shape = value.shape if shape is None else shape
-        return self.executor.read(buf, dtype, shape)
+        """The contents of parameter `name`'s buffer, as the caller's array's dtype and shape by default (waits for
+        the queued work that writes it)."""
+        value, held = self._arrays[name]
+        dtype = np.dtype(value.dtype if dtype is None else dtype)
+        shape = tuple(value.shape if shape is None else shape)
+        nbytes = math.prod(shape) * dtype.itemsize
+        raw = self.runtime.download(held.buffer, held.offset, nbytes)
+        return raw.view(dtype).reshape(shape)
 
     def write(self, name: str, array: np.ndarray) -> None:
-        self.executor.write(self._arrays[name][1], np.ascontiguousarray(array))
+        held = self._arrays[name][1]
+        self.runtime.upload(held.buffer, held.offset, np.ascontiguousarray(array))
 
     def outputs(self) -> dict[str, np.ndarray]:
         """{name: contents} of every NumPy array the kernel may write, read back."""
@@ -129,17 +434,8 @@ class PreparedLaunch:
         return back
 
     def timed_run(self) -> float:
-        """One run; seconds by GPU timestamps on Vulkan, by the wall clock on the reference executor."""
-        if self.on_reference:
-            start = time.perf_counter()
-            self.dispatch()
-            return time.perf_counter() - start
-        if self._recording is None:
-            assert isinstance(self.executor, VulkanExecutor)
-            self._recording = self.executor.device.record(self.kernel.native, self.grid, dict(self.buffers),
-                                                          _padded(self.push), timestamps=True)
-        self._recording.run()
-        return self._recording.device_time_ns() / 1e9
+        """One run, timed (GPU timestamps on Vulkan, the wall clock on the reference executor)."""
+        return self.runtime.time(self.dispatch, 1, warmup=0, warmup_s=0.0)[0]
 
     def time(self, repeat: int = 20, warmup: int = 1, warmup_s: float | None = None) -> list[float]:
         """`repeat` timed runs (seconds each) after `warmup` runs and, on a GPU, at least `warmup_s` seconds of
@@ -149,17 +445,13 @@ class PreparedLaunch:
             raise LaunchError(f"time() needs repeat >= 1 and warmup >= 0, not repeat={repeat}, warmup={warmup}")
         if warmup_s is None:
             warmup_s = 0.0 if self.on_reference else WARMUP_S
-        vk.warm_up(self.timed_run, warmup, warmup_s)
-        return [self.timed_run() for _ in range(repeat)]
+        return self.runtime.time(self.dispatch, repeat, warmup=warmup, warmup_s=warmup_s)
 
     def close(self) -> None:
-        """Release the recording and the buffers the launch made (safe twice)."""
-        if self._recording is not None:
-            self._recording.close()
-            self._recording = None
+        """Release the buffers the launch made (safe twice; the frees wait for the queued work using them)."""
         owned, self._owned = self._owned, []
-        for buf in owned:
-            self.executor.release(buf)
+        for arr in owned:
+            arr.release()
 
     def __enter__(self) -> PreparedLaunch:
         return self
@@ -168,41 +460,75 @@ class PreparedLaunch:
         self.close()
 
 
-def _padded(push: bytes | None) -> bytes | None:
-    return None if push is None else push + bytes(-len(push) % 4)
-
-
-def prepare(executor: Executor, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
-            arguments: Mapping[str, Any], *, aliases: Mapping[str, str] | None = None) -> PreparedLaunch:
-    """Bind `arguments` ({parameter name: value}) to `spec`'s parameters on `executor`.
+def prepare(executor: Executor | DeviceRuntime, kernel: CheckedKernel, spec: Specialization,
+            grid: tuple[int, int, int], arguments: Mapping[str, Any], *,
+            aliases: Mapping[str, str] | None = None) -> PreparedLaunch:
+    """Bind `arguments` ({parameter name: value}) to `spec`'s parameters on `executor` (or a device runtime), and
+    run the launch checks once.
 
     `aliases` ({parameter: other parameter}) binds a parameter to another's buffer (the GEMM's vector views of
     A and B bind A's and B's buffers)."""
+    rt = executor if isinstance(executor, DeviceRuntime) else runtime_of(executor)
     aliases = dict(aliases or {})
-    buffers: dict[BindingKey, Any] = {}
-    owned: list = []
+    bound: dict[str, Bound] = {}
+    owned: list[DeviceArray] = []
+    staged: dict[str, list] = {}
     arrays: dict[str, tuple[Any, Any]] = {}
     try:
         for p in spec.buffers:
             if p.name in aliases:
                 continue
             value = arguments.get(p.name)
-            buf = _bind_buffer(executor, p, value)
-            if not isinstance(value, DeviceArray):
-                owned.append(buf)
-            arrays[p.name] = (value, buf)
-            buffers[_binding(p)] = buf
+            held = _argument_array(rt, p, value, owned)
+            reads = p.access != Access.writeonly.value
+            writes = p.access != Access.readonly.value
+            bind = held
+            if not _bindable(rt, held):  # a view at an offset the device cannot bind: through a queued copy
+                bind = _owned_array(rt, held.nbytes, held.dtype, held.shape, owned)
+                staged[p.name] = [held, bind, reads, writes]
+            arrays[p.name] = (value, held)
+            b = _bound_array(rt, p.name, bind, bind.nbytes, reads, writes)
+            bound[p.name] = Bound(0, _binding(p), b.buffer, b.offset, b.nbytes, reads, writes)
         for p in spec.buffers:
             if p.name in aliases:
                 arrays[p.name] = arrays[aliases[p.name]]
-                buffers[_binding(p)] = arrays[p.name][1]
+                src = bound[aliases[p.name]]
+                bound[p.name] = Bound(0, _binding(p), src.buffer, src.offset, src.nbytes, src.reads, src.writes)
         push = pack_push_constants(kernel.interface, [_scalar(p, arguments.get(p.name)) for p in spec.scalars],
                                    names=[p.name for p in spec.scalars]) if spec.scalars else None
+        iface = kernel.interface
+        check_bound(iface, [b.binding for b in bound.values()])
+        check_buffer_sizes(iface, {b.binding: b.nbytes for b in bound.values()})
+        check_push_constants(iface, push)
+        dims = check_grid(grid, rt.executor.max_workgroup_count)
     except BaseException:
-        for buf in owned:
-            executor.release(buf)
+        for arr in owned:
+            arr.release()
         raise
-    return PreparedLaunch(executor, kernel, spec, grid, buffers, push, owned, arrays)
+    return PreparedLaunch(rt, kernel, spec, dims, bound, push, owned, arrays, staged)
+
+
+@dataclass(frozen=True)
+class _Binding:
+    buffer: Any
+    offset: int
+    nbytes: int
+
+
+def _bound_array(rt: DeviceRuntime, name: str, arr: DeviceArray, nbytes: int, reads: bool, writes: bool) -> _Binding:
+    if arr.runtime is not rt:
+        raise ArgumentError(f"{name}: a device array on {arr.device!r} cannot bind to a launch on {rt.name}")
+    return _Binding(arr._require_live(name), arr.offset, nbytes)
+
+
+def _bindable(rt: DeviceRuntime, arr: DeviceArray) -> bool:
+    return arr.offset % rt.storage_alignment == 0
+
+
+def _owned_array(rt: DeviceRuntime, nbytes: int, dtype, shape, owned: list) -> DeviceArray:
+    arr = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+    owned.append(arr)
+    return arr
 
 
 def _binding(p: KernelParam) -> int:
@@ -211,17 +537,22 @@ def _binding(p: KernelParam) -> int:
     return p.binding
 
 
-def _bind_buffer(executor: Executor, p: KernelParam, value):
+def _argument_array(rt: DeviceRuntime, p: KernelParam, value, owned: list) -> DeviceArray:
+    """The DeviceArray a buffer parameter binds: a DeviceArray as it is (checked), a NumPy array copied in."""
     want = numpy_dtype(p.dtype)
     if isinstance(value, DeviceArray):
-        if value.buffer is None:
-            raise ArgumentError(f"{p.name}: the device array was released")
-        if value.executor is not executor:
+        value._require_live(p.name)
+        if value.runtime is not rt:
             raise ArgumentError(f"{p.name}: a device array on {value.device!r} cannot bind to a launch on "
-                                f"{getattr(executor, 'name', 'ref')}")
-        if value.dtype != want:
+                                f"{rt.name}")
+        if value.format is None and value.dtype != want:
             raise ArgumentError(f"{p.name}: a device array of {value.dtype}, the kernel takes {p.dtype}")
-        return value.buffer
+        if not value.contiguous:
+            raise ArgumentError(f"{p.name}: a strided view ({value._describe()}) cannot bind to a kernel buffer "
+                                "(a kernel reads its buffer in order); the ops take transposes as layouts")
+        return value
+    if isinstance(value, np.ma.MaskedArray):
+        raise ArgumentError(f"{p.name}: a masked array: its mask would be dropped; pass .filled(value) or .data")
     if not isinstance(value, np.ndarray):
         raise ArgumentError(f"{p.name}: expected a NumPy array (or DeviceArray) of {p.dtype}, "
                             f"got {type(value).__name__}")
@@ -231,7 +562,12 @@ def _bind_buffer(executor: Executor, p: KernelParam, value):
     if p.access != Access.readonly.value and not value.flags.writeable:
         raise ArgumentError(f"{p.name}: the kernel writes this buffer, but the array is read-only "
                             "(pass a writeable array, e.g. a copy)")
-    return executor.buffer(np.ascontiguousarray(value))
+    data = np.ascontiguousarray(value)
+    if data.dtype.byteorder == ">" or (data.dtype.byteorder == "=" and not np.little_endian):
+        raise ArgumentError(f"{p.name}: a big-endian array; convert it with .astype('<{data.dtype.str[1:]}')")
+    arr = _owned_array(rt, data.nbytes, data.dtype, data.shape, owned)
+    rt.upload(arr.buffer, 0, data)
+    return arr
 
 
 def _scalar(p: KernelParam, value):
@@ -252,4 +588,5 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
     return tuple(int(d) for d in (*dims, *(1,) * (3 - len(dims))))  # type: ignore[return-value]
 
 
-__all__ = ["WARMUP_S", "ArgumentError", "DeviceArray", "PreparedLaunch", "grid_of", "numpy_dtype", "prepare"]
+__all__ = ["WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError", "Storage",
+           "grid_of", "numpy_dtype", "prepare"]

@@ -41,9 +41,9 @@ from hydroplane.kernels.attention import (
     target_tiles,
     tolerance,
 )
-from hydroplane.launch import executors
 from hydroplane.launch.jit import device_array
 from hydroplane.launch.prepared import DeviceArray, prepare
+from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.runner import DeviceRunner, runner_executor
 
 WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle a moment runs at its idle clock)
@@ -127,7 +127,7 @@ def choose_device(dtype, device=None):
         return "ref"
     for index in range(count):
         try:
-            if target_tiles(dtype, executors.shared_executor(index).target):
+            if target_tiles(dtype, runtime(index).target):
                 return index
         except HydroplaneError:
             continue
@@ -158,26 +158,20 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
             raise AttentionError("attention: out must be a writable C-contiguous NumPy array")
     device = choose_device(problem.dtype, _device_of((q, k, v), out, device))
     on_device = any(isinstance(a, DeviceArray) for a in (q, k, v, out))
-    # the reference executor keeps what it made until closed: a call without device arrays uses its own
-    transient = device == "ref" and not on_device
-    executor = executors.get_executor("ref") if transient else executors.shared_executor(device)
-    try:
-        plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
-        if out is None and on_device:
-            out = device_array(np.full(problem.shapes()[0], POISON, problem.dtype.dtype), device)
-        bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
-        with PreparedAttention(executor, plan, {"q": q, "k": k, "v": v}, bound_out) as prepared:
-            prepared.dispatch()
-            if isinstance(out, DeviceArray):
-                return out
-            result = prepared.read()
-            if out is None:
-                return result
-            np.copyto(out, result)
+    executor = runtime(device).executor
+    plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
+    if out is None and on_device:
+        out = device_array(np.full(problem.shapes()[0], POISON, problem.dtype.dtype), device)
+    bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
+    with PreparedAttention(executor, plan, {"q": q, "k": k, "v": v}, bound_out) as prepared:
+        prepared.dispatch()
+        if isinstance(out, DeviceArray):
             return out
-    finally:
-        if transient:
-            executor.close()
+        result = prepared.read()
+        if out is None:
+            return result
+        np.copyto(out, result)
+        return out
 
 
 # timing and verification ------------------------------------------------------------------------------------
@@ -270,9 +264,8 @@ def pipeline(executor, p: Pass):
 
 
 def _view(x: DeviceArray, dtype) -> DeviceArray:
-    """Another element type's view of a device array's buffer."""
-    dtype = np.dtype(dtype)
-    return DeviceArray(x.device, x.executor, x.buffer, dtype, (x.nbytes // dtype.itemsize,))
+    """Another element type's flat view of a device array's bytes."""
+    return x.reinterpret(dtype)
 
 
 def _words(x):
@@ -316,10 +309,11 @@ class PreparedAttention:
             raise
 
     def _device_array(self, array: np.ndarray) -> DeviceArray:
-        buf = self.executor.buffer(array)
-        self._made.append(buf)
-        device = "ref" if not isinstance(self.executor, executors.VulkanExecutor) else self.executor.name
-        return DeviceArray(device, self.executor, buf, array.dtype, array.shape)
+        rt = runtime_of(self.executor)
+        made = DeviceArray(rt.key, self.executor, rt.alloc(array.nbytes), array.dtype, array.shape)
+        rt.upload(made.buffer, 0, array)
+        self._made.append(made)
+        return made
 
     def _prepare(self, p: Pass, arguments: dict):
         spec, kernel = pipeline(self.executor, p)
@@ -331,23 +325,24 @@ class PreparedAttention:
             launch.dispatch()
 
     def read(self) -> np.ndarray:
-        return self.executor.read(self.out.buffer, self.out_dtype, self.out_shape)
+        """The output (waits for the queued passes)."""
+        return self.out.numpy().reshape(self.out_shape)
 
     def repoison(self) -> None:
         """The output back to the poison value (before a run whose output is checked)."""
-        self.executor.write(self.out.buffer, self.poison)
+        self.out.write(self.poison.reshape(self.out.shape))
 
     def timed_run(self) -> float:
-        """One run; seconds by GPU timestamps on Vulkan (the passes' times summed), wall time on ref."""
-        return sum(launch.timed_run() for launch in self.passes)
+        """One run; seconds by GPU timestamps on Vulkan (around both passes on the decode path), wall time on ref."""
+        return self.time(1, warmup=0, warmup_s=0.0)[0]
 
     def time(self, repeat: int, warmup: int = 1, warmup_s: float | None = None) -> list[float]:
         """`repeat` timed runs after `warmup` runs and, on a GPU, at least `warmup_s` (default WARMUP_S) seconds of
-        back-to-back runs."""
+        back-to-back runs: the device runtime's one timing path (GPU timestamps around each run)."""
+        rt = runtime_of(self.executor)
         if warmup_s is None:
-            warmup_s = WARMUP_S if isinstance(self.executor, executors.VulkanExecutor) else 0.0
-        vk.warm_up(self.timed_run, warmup, warmup_s)
-        return [self.timed_run() for _ in range(max(repeat, 1))]
+            warmup_s = 0.0 if rt.is_reference else WARMUP_S
+        return rt.time(self.dispatch, max(repeat, 1), warmup=warmup, warmup_s=warmup_s)
 
     def close(self) -> None:
         """Release the passes' bindings and the buffers made here (safe twice)."""
@@ -355,8 +350,8 @@ class PreparedAttention:
         for launch in passes:
             launch.close()
         made, self._made = self._made, []
-        for buf in made:
-            self.executor.release(buf)
+        for arr in made:
+            arr.release()
 
     def __enter__(self) -> PreparedAttention:
         return self

@@ -50,8 +50,8 @@ from hydroplane.kernels.gemm.route import (
     shape_class,
 )
 from hydroplane.lang.compiler import Specialization
-from hydroplane.launch import executors
 from hydroplane.launch.prepared import WARMUP_S, DeviceArray, numpy_dtype, prepare
+from hydroplane.launch.runtime import runtime_of, words_key
 from hydroplane.ops.runner import DeviceRunner, runner_executor
 
 POISON = {"f": -7.25e4, "h": -777.0, "i": -77, "u": 0xFF}  # "h": floats narrower than 32 bits
@@ -150,10 +150,9 @@ class GemmRunner(DeviceRunner):
             infos = vk.devices()
         except HydroplaneError as err:
             reason = str(err).split(":")[0]
-            return cls("ref", executors.get_executor("ref"), f"no Vulkan device ({reason}); ran on the reference "
-                                                          "executor")
+            return cls("ref", runner_executor("ref"), f"no Vulkan device ({reason}); ran on the reference executor")
         if not infos:
-            return cls("ref", executors.get_executor("ref"), "no Vulkan device; ran on the reference executor")
+            return cls("ref", runner_executor("ref"), "no Vulkan device; ran on the reference executor")
         chosen = None
         for index in range(len(infos)):
             executor = runner_executor(index)
@@ -161,10 +160,9 @@ class GemmRunner(DeviceRunner):
                 return cls(index, executor)
             if chosen is None and has_input_type(dtype, executor.target):
                 chosen = index
-            executor.close()
         if chosen is None:
-            return cls("ref", executors.get_executor("ref"), f"no Vulkan device has {dtype.a} arithmetic; ran on the "
-                                                          "reference executor")
+            return cls("ref", runner_executor("ref"), f"no Vulkan device has {dtype.a} arithmetic; ran on the "
+                                                      "reference executor")
         return cls(chosen, runner_executor(chosen))
 
     def reopen(self) -> None:
@@ -173,6 +171,8 @@ class GemmRunner(DeviceRunner):
             self.executor.close()
         except HydroplaneError:
             pass  # a lost device may refuse an orderly close; nothing of it is used again
+        rt = runtime_of(self.executor)
+        rt.close()  # its objects are left alone on a lost device
         self.executor = runner_executor(self.device)
         self._kernels.clear()
 
@@ -184,9 +184,11 @@ class GemmRunner(DeviceRunner):
         return f"{info.name} | {info.driver_version}"
 
     def _kernel(self, spec: Specialization):
+        """The device's kernel of a specialization: made once per device (the runtime's cache, keyed by the words)."""
         key = id(spec)
         if key not in self._kernels:
-            self._kernels[key] = (spec, self.executor.kernel(spec.words))
+            made = runtime_of(self.executor).kernel(words_key(spec.words), lambda: self.executor.kernel(spec.words))
+            self._kernels[key] = (spec, made)  # the spec kept: its id stays its own
         return self._kernels[key][1]
 
     def prepare(self, problem: GemmProblem, config: GemmConfig | GemvConfig, inputs: dict, *,
@@ -279,10 +281,11 @@ class PreparedGemm:
     in, or DeviceArrays of this executor bound as they are), the route's scratch, and D (given, or made here and
     poisoned)."""
 
-    def __init__(self, runner: GemmRunner, route: Route, inputs: dict):
+    def __init__(self, runner: GemmRunner, route: Route, inputs: dict, *, poison: bool = True):
         self.runner, self.route = runner, route
         problem = route.problem
-        self.poison = poisoned((problem.m, problem.n), problem.dtype.out.dtype)
+        out_dtype = np.dtype(problem.dtype.out.dtype)
+        self.poison = poisoned((problem.m, problem.n) if poison else (1, 1), out_dtype)
         used = {name for step in route.steps for name in step.bindings.values()} | {route.result.buffer}
         scratch = {s.name for s in route.scratch}
         needed = {"a", "b"} | ({"c"} if problem.beta != 0 else set()) | ({"bias"} if problem.bias else set())
@@ -294,41 +297,63 @@ class PreparedGemm:
         self.buffers: dict = {}  # buffer name -> DeviceArray on this executor
         try:
             filler = self.poison[0, :1].copy()
-            given = {"c": filler, "bias": filler, "d": self.poison,
+            given = {"c": filler, "bias": filler, "d": self.poison if poison else None,
                      **{name: value for name, value in inputs.items() if value is not None}}
             for name, value in given.items():
                 if name in used:
-                    self.buffers[name] = value if isinstance(value, DeviceArray) else self._made(value)
+                    self.buffers[name] = value if isinstance(value, DeviceArray) else self._made(value) \
+                        if value is not None else self._made(problem.m * problem.n * out_dtype.itemsize, out_dtype,
+                                                             (problem.m, problem.n))
             for scratch in route.scratch:
                 dtype = np.dtype(scratch.dtype.dtype)
                 self.buffers[scratch.name] = self._made(max(scratch.count, 1) * dtype.itemsize, dtype,
                                                         (scratch.count,))
-            self.launches = [self._launch(step) for step in route.steps]
+            self._uses: dict[str, list] = {}  # route buffer -> [(launch index, parameter, element dtype)]
+            self.launches = [self._launch(index, step) for index, step in enumerate(route.steps)]
         except BaseException:
             self.close()
             raise
 
     def _made(self, value, dtype=None, shape=None) -> DeviceArray:
-        """A buffer this GEMM owns: an array copied in, or a number of bytes."""
-        executor = self.runner.executor
+        """A buffer this GEMM owns: an array copied in (queued), or a number of bytes."""
+        rt = runtime_of(self.runner.executor)
+        data = None
         if isinstance(value, np.ndarray):
-            value = np.ascontiguousarray(value)
-            dtype, shape = value.dtype, value.shape
-        made = DeviceArray(self.runner.device, executor, executor.buffer(value), np.dtype(dtype), tuple(shape))
+            data = np.ascontiguousarray(value)
+            dtype, shape, value = data.dtype, data.shape, data.nbytes
+        made = DeviceArray(rt.key, rt.executor, rt.alloc(value), np.dtype(dtype), tuple(shape))
+        if data is not None:
+            rt.upload(made.buffer, 0, data)
         self._owned.append(made)
         return made
 
-    def _launch(self, step: Step):
+    def _launch(self, index: int, step: Step):
         """A step's prepared launch: each buffer parameter bound to its route buffer, seen as the parameter's type."""
         runner = self.runner
         spec = step.kernel.compile(runner.target, **step.constexprs)
         arguments = dict(step.scalars)
         for p in spec.buffers:
-            held = self.buffers[step.bindings[p.name]]
+            name = step.bindings[p.name]
+            held = self.buffers[name]
             want = numpy_dtype(p.dtype)
-            arguments[p.name] = held if held.dtype == want else \
-                DeviceArray(held.device, held.executor, held.buffer, want, (held.nbytes // want.itemsize,))
+            arguments[p.name] = held if held.dtype == want else held.reinterpret(want)
+            self._uses.setdefault(name, []).append((index, p.name, want))
         return prepare(runner.executor, runner._kernel(spec), spec, step.grid, arguments)
+
+    def rebind(self, name: str, value: DeviceArray) -> None:
+        """Bind route buffer `name` ("a", "b", "c", "bias", "d") to another DeviceArray of its size (a planned
+        call's next operands); the same array again costs a comparison."""
+        held = self.buffers.get(name)
+        if held is None:
+            raise GemmError(f"this GEMM has no buffer {name!r}")
+        if held is value or (held.storage is value.storage and held.offset == value.offset):
+            return
+        if value.nbytes != held.nbytes or value.dtype != held.dtype:
+            raise GemmError(f"{name}: a DeviceArray of {value.nbytes} bytes of {value.dtype} cannot take the place of "
+                            f"{held.nbytes} bytes of {held.dtype}")
+        self.buffers[name] = value
+        for index, param, want in self._uses.get(name, ()):
+            self.launches[index].rebind(param, value if value.dtype == want else value.reinterpret(want))
 
     @property
     def main(self):
@@ -349,7 +374,9 @@ class PreparedGemm:
         """D (M x N) as the route leaves it."""
         view = self.route.result
         held = self.buffers[view.buffer]
-        raw = self.runner.executor.read(held.buffer, self.poison.dtype, (view.rows, view.ld))
+        dtype = self.poison.dtype
+        raw = runtime_of(self.runner.executor).download(held.buffer, held.offset, view.rows * view.ld * dtype.itemsize)
+        raw = raw.view(dtype).reshape(view.rows, view.ld)
         return raw[:, :view.cols] if view.cols != view.ld else raw
 
     def repoison(self) -> None:
@@ -357,22 +384,22 @@ class PreparedGemm:
         d = self.buffers[self.route.result.buffer]
         if d.size != self.poison.size:
             raise GemmError(f"D holds {d.size} elements, the poison {self.poison.size}")
-        self.runner.executor.write(d.buffer, self.poison)
+        d.reshape(-1).write(self.poison.reshape(-1).view(d.dtype) if d.dtype != self.poison.dtype else
+                            self.poison.reshape(-1))
 
     def timed_run(self) -> float:
-        """One run of every step; seconds: the sum of the steps' GPU timestamps on Vulkan (each step is submitted
-        on its own), the wall clock on the reference executor."""
-        return sum(launch.timed_run() for launch in self.launches)
+        """One run of every step, timed: GPU timestamps around the steps on Vulkan, the wall clock on ref."""
+        return self.time(1, 0, 0.0)[0]
 
     def time(self, repeat: int, warmup: int = 0, warmup_s: float | None = None) -> list[float]:
         """`repeat` timed runs after `warmup` runs and, on a GPU, after at least `warmup_s` seconds of back-to-back
-        runs (default WARMUP_S, as `PreparedLaunch.time`)."""
+        runs (default WARMUP_S): the device runtime's one timing path (GPU timestamps around each run of the
+        steps, queued back to back)."""
         if repeat < 1 or warmup < 0:
             raise GemmError(f"time() needs repeat >= 1 and warmup >= 0, not repeat={repeat}, warmup={warmup}")
         if warmup_s is None:
             warmup_s = 0.0 if self.runner.is_reference else WARMUP_S
-        vk.warm_up(self.timed_run, warmup, warmup_s)
-        return [self.timed_run() for _ in range(repeat)]
+        return runtime_of(self.runner.executor).time(self.dispatch, repeat, warmup=warmup, warmup_s=warmup_s)
 
     def close(self) -> None:
         """Release the launches and the buffers this GEMM made (safe twice); DeviceArrays given stay."""

@@ -23,22 +23,21 @@ runs their routes. Layer: ops (above launch and kernels).
 
 from __future__ import annotations
 
-import atexit
 import math
 import os
-from dataclasses import dataclass, replace
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import ACTIVATIONS, GemmDtype, GemmError, GemmProblem, source
-from hydroplane.kernels.gemm import copy as copy_kernels
 from hydroplane.kernels.gemm.plan import GEMM_ACCUMULATORS, GEMM_OUTPUTS
-from hydroplane.kernels.gemm.route import Scratch, Step, gemm_route
-from hydroplane.launch import executors
+from hydroplane.kernels.gemm.route import gemm_route
 from hydroplane.launch.prepared import DeviceArray
+from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops import quant_matmul
-from hydroplane.ops.gemm import GemmRunner, PreparedGemm
+from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
 from hydroplane.spirv import types
 
 
@@ -336,26 +335,20 @@ _runners: dict = {}
 
 
 def runner_for(call: MatmulCall) -> GemmRunner:
-    """The process's GemmRunner for the call's device: on the shared executor that holds its DeviceArrays
-    (launch.executors.shared_executor), else on the best device for the dtype (GemmRunner.open: a Vulkan device
-    without robust buffer access, as the GEMM wants it)."""
-    if call.on_device:
-        key = ("shared", call.device)
-        if key not in _runners:
-            _runners[key] = GemmRunner(call.device, executors.shared_executor(call.device), owns_executor=False)
-        return _runners[key]
-    key = ("open", call.device, None if call.device is not None else str(call.dtype))
-    if key not in _runners:
-        _runners[key] = GemmRunner.open(call.device, call.dtype)
-    return _runners[key]
-
-
-def _close_runners() -> None:
-    for key in list(_runners):
-        _runners.pop(key).close()
-
-
-atexit.register(_close_runners)
+    """The process's GemmRunner for the call's device (the device runtime's executor, launch.runtime): the
+    DeviceArrays' device, else `device=`, else the default device (hydroplane.set_device, else the best one). A
+    device that cannot run the dtype raises MatmulError naming it (never a silent move to another device)."""
+    try:
+        rt = runtime(call.device)
+    except HydroplaneError as err:
+        raise MatmulError(f"matmul: {err}") from None
+    found = _runners.get(rt.key)
+    if found is None or found.executor is not rt.executor:
+        found = _runners[rt.key] = GemmRunner(rt.key, rt.executor, owns_executor=False)
+    if not rt.is_reference and not has_input_type(call.dtype, rt.target):
+        raise MatmulError(f"matmul: {rt.name} has no {call.dtype.a} arithmetic; pass device=\"ref\" (the reference "
+                          "executor) or use another dtype")
+    return found
 
 
 # the calls' GEMMs ---------------------------------------------------------------------------------------------------
@@ -377,14 +370,11 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
 
 @dataclass
 class Part:
-    """One GEMM's share of an operand: a NumPy matrix, or the rows x cols matrix at element `offset` of a
-    DeviceArray."""
+    """One GEMM's share of an operand: a NumPy matrix, or a matrix of a DeviceArray (a view: its offset and, for a
+    transposed view, the layout)."""
 
     array: np.ndarray | None = None
     device_array: DeviceArray | None = None
-    offset: int = 0
-    rows: int = 0
-    cols: int = 0
 
 
 def _promoted(op: Operand, promote: str) -> tuple:
@@ -398,12 +388,80 @@ def _promoted(op: Operand, promote: str) -> tuple:
 def _part_of(op: Operand, promote: str, index: tuple) -> Part:
     """The operand's matrix for batch `index`, its size-1 leading dimensions broadcast."""
     shape = _promoted(op, promote)
-    batch, (rows, cols) = shape[:-2], shape[-2:]
+    batch = shape[:-2]
     picked = tuple(0 if size == 1 else i for i, size in zip(index[len(index) - len(batch):], batch))
     if op.array is not None:
         return Part(array=op.array.reshape(shape)[picked])
-    flat = int(np.ravel_multi_index(picked, batch)) if batch else 0
-    return Part(device_array=op.device_array, offset=flat * rows * cols, rows=rows, cols=cols)
+    arr = op.device_array
+    if len(arr.shape) == 1:
+        arr = arr.reshape(shape)
+    return Part(device_array=arr[picked] if picked else arr)
+
+
+def _device_layout(arr: DeviceArray, name: str) -> tuple[str, DeviceArray]:
+    """('n', the matrix) for a C-ordered matrix view, ('t', its transpose) for a transposed one (`w.T`, `x.mT`)."""
+    if arr.contiguous:
+        return "n", arr
+    if arr.T.contiguous:
+        return "t", arr.T
+    raise MatmulError(f"{name}: a DeviceArray view of strides {arr.strides} ({arr.shape}) is neither C-ordered nor "
+                      "a transpose of one; the GEMM reads matrices in one of those layouts (copy it with "
+                      "hydroplane.device_array(x.numpy()))")
+
+
+def _folded(op: Operand, rows: int, cols: int) -> Part:
+    if op.array is not None:
+        return Part(array=op.array.reshape(rows, cols))
+    return Part(device_array=op.device_array.reshape(rows, cols))
+
+
+def _foldable(op: Operand | None) -> bool:
+    return op is None or (op.device_array.contiguous if op.on_device else op.array.flags.c_contiguous)
+
+
+class MatmulPlan:
+    """A call's GEMMs made once for its signature (device, dtypes, shapes, layouts, epilogue, which operands are
+    NumPy and which DeviceArrays): the routes, configurations, pipelines, descriptor sets and scratch. A later call
+    of the same signature binds its operands (NumPy ones copied into the plan's buffers, queued) and queues the
+    launches; nothing proportional to M x N happens on the host but the copies of NumPy operands and results."""
+
+    def __init__(self, runner: GemmRunner, gemms: list[PreparedGemm]):
+        self.runner, self.gemms = runner, gemms
+
+    def run(self, jobs: list[dict]) -> None:
+        for prepared, job in zip(self.gemms, jobs):
+            for name, value in job.items():
+                if isinstance(value, DeviceArray):
+                    prepared.rebind(name, value)
+                elif value is not None:
+                    prepared.buffers[name].write(value)
+            prepared.dispatch()
+
+    def close(self) -> None:
+        for prepared in self.gemms:
+            prepared.close()
+        self.gemms = []
+
+
+_plans: OrderedDict = OrderedDict()
+PLAN_CACHE_SIZE = 64  # calls of this many signatures keep their plans (the least recently used go first)
+
+
+def clear_plans() -> None:
+    """Forget every planned call (the next call of each signature plans again)."""
+    while _plans:
+        _plans.popitem()[1].close()
+
+
+def _plan_for(key, make) -> MatmulPlan:
+    plan = _plans.get(key)
+    if plan is not None:
+        _plans.move_to_end(key)
+        return plan
+    plan = _plans[key] = make()
+    while len(_plans) > PLAN_CACHE_SIZE:
+        _plans.popitem(last=False)[1].close()
+    return plan
 
 
 def run_call(call: MatmulCall):
@@ -423,49 +481,92 @@ def run_call(call: MatmulCall):
             bias_np = call.bias.device_array.numpy()
         return _deliver(call, host_result(call, c_full, bias_np).reshape(call.result_shape))
     runner = runner_for(call)
-    executor = runner.executor
+    rt = runtime_of(runner.executor)
+    inputs = [op.device_array for op in (call.a, call.b, c_op, call.bias) if op is not None and op.on_device]
+    staged = None
     if call.out is not None and call.out.on_device:
-        d_array, result = call.out.device_array, None
-    elif call.on_device:
-        nbytes = math.prod(full_shape) * out_np.itemsize
-        d_array = DeviceArray(runner.device, executor, executor.buffer(nbytes), out_np, call.result_shape)
+        d_array = call.out.device_array
+        if not d_array.contiguous:
+            raise MatmulError("out: a strided DeviceArray view; the GEMM writes its result in C order")
+        if any(d_array.overlaps(x) for x in inputs):  # computed into scratch, then copied: the same on every device
+            staged = d_array
+            d_array = _new_device_array(rt, out_np, full_shape)
         result = None
+    elif call.on_device:
+        d_array, result = _new_device_array(rt, out_np, call.result_shape), None
     else:
         d_array, result = None, np.empty(full_shape, out_np)
     bias_value = bias_np if call.bias is None or not call.bias.on_device else call.bias.device_array
-    routes: dict = {}
     a_shape, b_shape = _promoted(call.a, "row"), _promoted(call.b, "column")
-    folds = len(b_shape) == 2 and len(a_shape) > 2 and (call.a.on_device or call.a.array.flags.c_contiguous)
-    if folds:  # B without leading dimensions, A's batch contiguous: one GEMM of batch * M rows
-        rows = math.prod(call.batch) * call.m
-        jobs = [(_folded(call.a, rows, call.k), _part_of(call.b, "column", ()),
-                 None if c_op is None else _folded(c_op, rows, call.n),
-                 Part(array=result.reshape(rows, call.n)) if result is not None else
-                 Part(device_array=d_array, rows=rows, cols=call.n))]
+    if len(b_shape) == 2 and len(a_shape) > 2 and _foldable(call.a) and _foldable(c_op):
+        rows = math.prod(call.batch) * call.m  # B without leading dimensions: one GEMM of batch * M rows
+        parts = [(_folded(call.a, rows, call.k), _part_of(call.b, "column", ()),
+                  None if c_op is None else _folded(c_op, rows, call.n),
+                  Part(array=result.reshape(rows, call.n)) if result is not None else
+                  Part(device_array=d_array.reshape(rows, call.n)))]
     else:
-        jobs = []
+        parts = []
+        d_full = None if d_array is None else d_array.reshape(full_shape)
         for index in np.ndindex(*call.batch):
-            flat = int(np.ravel_multi_index(index, call.batch)) if call.batch else 0
-            jobs.append((_part_of(call.a, "row", index), _part_of(call.b, "column", index),
-                         None if c_op is None else _part_of(c_op, "row", index),
-                         Part(array=result[index]) if result is not None else
-                         Part(device_array=d_array, offset=flat * call.m * call.n, rows=call.m, cols=call.n)))
-    try:
-        for a_part, b_part, c_part, d_part in jobs:
-            _run_gemm(call, runner, routes, a_part, b_part, c_part, d_part, bias_value)
-    except BaseException:
-        if d_array is not None and call.out is None:
-            d_array.release()
-        raise
+            parts.append((_part_of(call.a, "row", index), _part_of(call.b, "column", index),
+                          None if c_op is None else _part_of(c_op, "row", index),
+                          Part(array=result[index]) if result is not None else
+                          Part(device_array=d_full[index] if index else d_full)))
+    jobs, signature = [], []
+    for a_part, b_part, c_part, d_part in parts:
+        job, layout = {"bias": bias_value}, ""
+        for name, part in (("a", a_part), ("b", b_part), ("c", c_part)):
+            if part is None:
+                continue
+            if part.array is not None:
+                letter, job[name] = stored_layout(part.array) if name != "c" else \
+                    ("n", np.ascontiguousarray(part.array))
+            else:
+                letter, job[name] = _device_layout(part.device_array, name)
+            layout += letter if name != "c" else ""
+        if d_part.device_array is not None:
+            job["d"] = d_part.device_array
+        rows = a_part.array.shape[0] if a_part.array is not None else a_part.device_array.shape[0]
+        jobs.append((job, d_part, rows))
+        signature.append((layout, rows, tuple(_kind(job.get(n), rt) for n in ("a", "b", "c", "bias", "d"))))
+    key = (rt.key, id(rt), str(call.dtype), call.n, call.k, call.alpha, call.beta, call.activation,
+           call.bias is not None, tuple(signature))
+
+    def make() -> MatmulPlan:
+        gemms = []
+        for (job, d_part, rows), (layout, _, _) in zip(jobs, signature):
+            problem = problem_of(call, layout, m=rows)
+            exact = d_part.array is None  # a result read back to the host may stay in padded scratch: one copy less
+            route = gemm_route(problem, runner.tuned_config(problem), runner.target, exact_output=exact)
+            gemms.append(PreparedGemm(runner, route, job, poison=False))
+        return MatmulPlan(runner, gemms)
+
+    plan = _plan_for(key, make)
+    plan.run([job for job, _, _ in jobs])
     if result is not None:
+        for prepared, (_, d_part, _) in zip(plan.gemms, jobs):
+            d_part.array[...] = prepared.read()
         return _deliver(call, result.reshape(call.result_shape))
+    if staged is not None:
+        rt.copy(d_array.buffer, d_array.offset, staged.buffer, staged.offset, staged.nbytes)
+        d_array.release()
+        return staged
     return d_array
 
 
-def _folded(op: Operand, rows: int, cols: int) -> Part:
-    if op.array is not None:
-        return Part(array=op.array.reshape(rows, cols))
-    return Part(device_array=op.device_array, rows=rows, cols=cols)
+def _kind(value, rt) -> object:
+    """What a plan depends on in an operand: absent, a NumPy array (its shape), or a DeviceArray (whether its offset
+    binds directly)."""
+    if value is None:
+        return None
+    if isinstance(value, DeviceArray):
+        return ("device", value.offset % rt.storage_alignment == 0)
+    return ("host", value.shape)
+
+
+def _new_device_array(rt, dtype: np.dtype, shape: tuple) -> DeviceArray:
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    return DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
 
 
 def _with_m_and_n(call: MatmulCall, c: np.ndarray) -> np.ndarray:
@@ -488,64 +589,8 @@ def _deliver(call: MatmulCall, result: np.ndarray):
         np.copyto(call.out.array, result)
         return call.out.array
     if call.on_device:
-        executor = executors.shared_executor(call.device)
-        return DeviceArray(call.device, executor, executor.buffer(result if result.size else 4), result.dtype,
-                           result.shape)
+        rt = runtime(call.device)
+        arr = _new_device_array(rt, result.dtype, result.shape)
+        arr.write(result)
+        return arr
     return result[()] if result.ndim == 0 else result  # 1-D @ 1-D: a scalar, as NumPy gives
-
-
-def _slice_step(name: str, bits: int, src: str, dst: str, offset: int, rows: int, cols: int, *,
-                into_batch: bool = False) -> Step:
-    """A copy of one contiguous rows x cols matrix between a batched DeviceArray (at element `offset`) and a
-    scratch buffer (at 0): out of the batch, or (into_batch) into it."""
-    scalars = dict(src_offset=0 if into_batch else offset, src_ld=cols, src_batch=0, rows=rows, cols=cols,
-                   dst_offset=offset if into_batch else 0, dst_ld=cols, dst_batch=0, dst_rows=rows, dst_cols=cols)
-    return Step(name, copy_kernels.copy_kernel(bits), dict(TX=copy_kernels.COPY_TX, TY=copy_kernels.COPY_TY,
-                                                           ROWS=copy_kernels.COPY_ROWS),
-                copy_kernels.copy_grid(rows, cols), scalars, dict(src=src, dst=dst))
-
-
-def _run_gemm(call: MatmulCall, runner: GemmRunner, routes: dict, a_part: Part, b_part: Part, c_part: Part | None,
-              d_part: Part, bias) -> None:
-    """One GEMM of the call: its operands bound (NumPy matrices copied in their stored layout, a DeviceArray's
-    buffer as it is, a matrix inside a batched DeviceArray copied out of it into scratch), its route run, its result
-    read into a NumPy target or left in (or copied into) the DeviceArray."""
-    inputs = {"bias": bias}
-    before, after, scratch = [], [], []
-    layout = ""
-    dtype = call.dtype
-    for name, part, element in (("a", a_part, dtype.a), ("b", b_part, dtype.a), ("c", c_part, dtype.out)):
-        if part is None:
-            continue
-        if part.array is not None:
-            letter, stored = stored_layout(part.array) if name != "c" else ("n", np.ascontiguousarray(part.array))
-            inputs[name] = stored
-        else:
-            letter = "n"
-            if part.offset == 0:
-                inputs[name] = part.device_array
-            else:
-                inputs[f"{name} batch"] = part.device_array
-                scratch.append(Scratch(name, element, part.rows * part.cols))
-                before.append(_slice_step(f"slice {name}", element.width, f"{name} batch", name, part.offset,
-                                          part.rows, part.cols))
-        layout += letter if name != "c" else ""
-    m = a_part.array.shape[0] if a_part.array is not None else a_part.rows
-    problem = problem_of(call, layout, m=m)
-    exact = d_part.array is None  # a result read back to the host may stay in padded scratch: one copy less
-    if (problem, exact) not in routes:
-        routes[problem, exact] = gemm_route(problem, runner.tuned_config(problem), runner.target, exact_output=exact)
-    route = routes[problem, exact]
-    if d_part.array is None:
-        if d_part.offset == 0:
-            inputs["d"] = d_part.device_array
-        else:
-            inputs["d batch"] = d_part.device_array
-            scratch.append(Scratch("d", dtype.out, problem.m * problem.n))
-            after.append(_slice_step("place d", dtype.out.width, "d", "d batch", d_part.offset, problem.m,
-                                     problem.n, into_batch=True))
-    full = replace(route, steps=(*before, *route.steps, *after), scratch=(*route.scratch, *scratch))
-    with PreparedGemm(runner, full, inputs) as prepared:
-        prepared.dispatch()
-        if d_part.array is not None:
-            d_part.array[...] = prepared.read()

@@ -6,16 +6,14 @@ makes the executor an op's runner times on; `device_option(text, error)` reads a
 
 from __future__ import annotations
 
-from hydroplane.launch import executors
+from hydroplane.launch.runtime import runtime
 
 
 def runner_executor(device):
-    """The executor an op's runner measures on: on a Vulkan device without robust buffer access (the library's
-    kernels keep every access inside their buffers, and robust access cost the GEMM 2-3x on the H200,
-    docs/robustness.md)."""
-    if device == "ref":
-        return executors.get_executor("ref")
-    return executors.get_executor(device, robust=False)
+    """The executor an op's runner works on: the device runtime's (one per device for the process; on a Vulkan
+    device without robust buffer access: the library's kernels keep every access inside their buffers, and robust
+    access cost the GEMM 2-3x on the H200, docs/robustness.md)."""
+    return runtime(device).executor
 
 
 def device_option(text: str | None, error: type[Exception]):
@@ -28,6 +26,12 @@ def device_option(text: str | None, error: type[Exception]):
         raise error(f"--device is a Vulkan device number or 'ref', not {text!r}") from None
 
 
+def _registered(executor) -> bool:
+    """Whether the executor is a device runtime's own (the registry's: it lives as long as the process)."""
+    rt = getattr(executor, "_hp_runtime", None)
+    return rt is not None and rt.owns_executor
+
+
 class DeviceRunner:
     """One executor and the device it is on ("ref" or a Vulkan device number); `note` says why it was chosen.
 
@@ -37,7 +41,8 @@ class DeviceRunner:
     def __init__(self, device, executor, note: str = "", *, owns_executor: bool = True):
         self.device = device
         self.executor = executor
-        self.owns_executor = owns_executor
+        # a device runtime's executor is the process's: a runner never closes it
+        self.owns_executor = owns_executor and not _registered(executor)
         self.target = executor.target
         self.note = note
 

@@ -109,6 +109,7 @@ class Executor:
         self.options["max_blocks"] = DEFAULT_MAX_BLOCKS if max_blocks is None else max_blocks
         self.time_limit = time_limit
         self.buffers: list[Buffer] = []
+        self._numbered = 0
         self.last_report: list[Diagnostic] = []
         self.last_stats: dict = {}
 
@@ -118,12 +119,13 @@ class Executor:
         if isinstance(array_or_nbytes, (int, np.integer)):
             if array_or_nbytes < 0:
                 raise InvalidModuleError(f"buffer size {array_or_nbytes} is negative")
-            buf = Buffer(int(array_or_nbytes), len(self.buffers))
+            buf = Buffer(int(array_or_nbytes), self._numbered)
         else:
             arr = np.ascontiguousarray(array_or_nbytes)
-            buf = Buffer(arr.nbytes, len(self.buffers))
+            buf = Buffer(arr.nbytes, self._numbered)
             buf.data[:arr.nbytes] = arr.reshape(-1).view(np.uint8)
         self.buffers.append(buf)
+        self._numbered += 1  # device addresses stay unique when buffers are released
         return buf
 
     def read(self, buf: Buffer, dtype=np.uint8, shape=None) -> np.ndarray:

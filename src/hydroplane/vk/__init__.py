@@ -36,10 +36,22 @@ from hydroplane.vk.memory import Buffer
 from hydroplane.vk.pipeline import Binding, Pipeline
 from hydroplane.vk.recording import Recording
 from hydroplane.vk.results import check, result_name
+from hydroplane.vk.stream import (
+    DescriptorSets,
+    QueryPool,
+    Stream,
+    full_barrier,
+    host_barrier,
+    record_copy,
+    record_dispatch,
+    record_fill,
+)
 from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipeline_statistics, warm_up
 
 __all__ = [
-    "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "Device", "DeviceInfo", "DeviceLost",
+    "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "DescriptorSets", "Device", "DeviceInfo",
+    "DeviceLost", "QueryPool", "Stream", "full_barrier", "host_barrier", "record_copy", "record_dispatch",
+    "record_fill",
     "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",

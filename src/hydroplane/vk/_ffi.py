@@ -121,6 +121,10 @@ PROTOTYPES = (
      "uint32_t groupCountZ)",
     "void vkCmdCopyBuffer(VkCommandBuffer commandBuffer, VkBuffer srcBuffer, VkBuffer dstBuffer, "
      "uint32_t regionCount, const VkBufferCopy* pRegions)",
+    "void vkCmdFillBuffer(VkCommandBuffer commandBuffer, VkBuffer dstBuffer, VkDeviceSize dstOffset, "
+     "VkDeviceSize size, uint32_t data)",
+    "VkResult vkFreeDescriptorSets(VkDevice device, VkDescriptorPool descriptorPool, uint32_t descriptorSetCount, "
+     "const VkDescriptorSet* pDescriptorSets)",
     "void vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask, "
      "VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags, uint32_t memoryBarrierCount, "
      "const VkMemoryBarrier* pMemoryBarriers, uint32_t bufferMemoryBarrierCount, "

@@ -81,6 +81,7 @@ class DeviceInfo:
     coop_ext: tuple[CoopMatrixProperties, ...] = ()
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)  # maxComputeWorkGroupCount
     max_bound_descriptor_sets: int = 4  # maxBoundDescriptorSets
+    min_storage_buffer_offset_alignment: int = 256  # minStorageBufferOffsetAlignment (Vulkan's largest allowed)
     handle: int = field(default=0, repr=False, compare=False)
     instance: Instance | None = field(default=None, repr=False, compare=False)
 
@@ -249,6 +250,7 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         max_workgroup_size=tuple(limits.maxComputeWorkGroupSize), max_push_constants=limits.maxPushConstantsSize,
         max_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         max_bound_descriptor_sets=limits.maxBoundDescriptorSets,
+        min_storage_buffer_offset_alignment=int(limits.minStorageBufferOffsetAlignment),
         timestamp_period_ns=float(limits.timestampPeriod),
         timestamp_valid_bits=families[compute].timestampValidBits if compute >= 0 else 0,
         compute_queue_family=compute, memory_heaps=heaps, extensions=extensions,

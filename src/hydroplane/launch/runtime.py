@@ -1,0 +1,619 @@
+"""The device runtime: ONE registry of devices, each with one executor, one kernel cache and its queue.
+
+    rt = runtime(None)              # the process's default device (set_device(...) or the best one)
+    buf = rt.alloc(4096)            # a buffer of that device
+    rt.launch(kernel, grid, bound, push, "add")   # queued: returns at once
+    rt.download(buf, 0, 4096)       # waits for the work that writes buf, then reads it
+    synchronize()                   # waits for every device's queued work
+
+Every way of naming a device goes through `canonical_device`: "ref" (the reference executor), a Vulkan device
+number (int or its text), or None (the default device: the one `set_device` chose, else the first Vulkan device
+with cooperative matrices, else the first Vulkan device, else "ref"; fixed once chosen). Each device is opened
+once (one VkDevice per GPU, without robust buffer access: the library's kernels keep their accesses inside the
+buffers their argument checks sized; users' kernels get robust access per pipeline, docs/runtime.md).
+
+On a Vulkan device work is queued (`hydroplane.vk.Stream`): a launch records a dispatch and returns; barriers go
+only between dispatches whose byte ranges conflict (read-after-write, write-after-read, write-after-write); a
+batch is submitted at once when the GPU is idle, else with the next call, a full batch or a wait. Buffers stay
+alive until the last batch that uses them has finished: `free` defers. `HYDROPLANE_LAUNCH_BLOCKING=1` waits after
+every launch. The reference executor runs each launch at once (its queue is trivially in order).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import hashlib
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hydroplane import vk
+from hydroplane.errors import HydroplaneError
+from hydroplane.launch.executors import (
+    CheckedKernel,
+    LaunchError,
+    ReferenceExecutor,
+    VulkanExecutor,
+    device_index,
+)
+from hydroplane.ref.executor import Buffer as RefBuffer
+from hydroplane.vk import _ffi
+from hydroplane.vk import enums as E
+from hydroplane.vk import structs as S
+
+DeviceKey = str | int
+
+
+class DeviceError(LaunchError):
+    """A device that cannot be opened or used as asked (no Vulkan loader, no such device, a lost device)."""
+
+
+class CaptureError(LaunchError):
+    """A call that cannot be captured for replay (a host read or write, a NumPy operand), or a bad replay."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One buffer binding of a launch: (set, binding), the buffer, its byte range, and whether the kernel reads /
+    writes it (from the compiled module's access qualifiers)."""
+
+    set: int
+    binding: int
+    buffer: Any
+    offset: int
+    nbytes: int
+    reads: bool = True
+    writes: bool = True
+
+
+def words_key(words, entry: str = "main", spec=None) -> tuple:
+    """A kernel cache key from what a kernel depends on: its words' digest, entry point and specialization."""
+    data = np.ascontiguousarray(np.asarray(words, dtype=np.uint32)).tobytes() if not isinstance(words, bytes) \
+        else words
+    return hashlib.sha256(data).hexdigest(), entry, tuple(sorted((spec or {}).items()))
+
+
+def canonical_device(device) -> DeviceKey:
+    """"ref", a Vulkan device number, or (None) the default device."""
+    if device is None:
+        return default_device()
+    if isinstance(device, str) and device == "ref":
+        return "ref"
+    try:
+        return device_index(device)
+    except LaunchError as err:
+        raise DeviceError(str(err)) from None
+
+
+_lock = threading.RLock()
+_registry: dict[DeviceKey, DeviceRuntime] = {}
+_default: list[DeviceKey] = []
+
+
+def set_device(device) -> DeviceKey:
+    """Choose the process's default device ("ref" or N) before the first call that uses it; returns it."""
+    key = canonical_device("ref" if device == "ref" else device) if device is not None else None
+    if key is None:
+        raise DeviceError("set_device takes 'ref' or a Vulkan device number, not None")
+    with _lock:
+        if _default and _default[0] != key:
+            raise DeviceError(f"the default device is already {_default[0]!r} (chosen by an earlier call); "
+                              "set_device must come before the first call that uses the default")
+        if not _default:
+            runtime(key)  # opens it now: a device that cannot be opened is refused here
+            _default.append(key)
+    return key
+
+
+def default_device() -> DeviceKey:
+    """The default device, chosen on first use (HYDROPLANE_DEVICE, else the best Vulkan device, else "ref")."""
+    with _lock:
+        if not _default:
+            chosen = os.environ.get("HYDROPLANE_DEVICE")
+            _default.append(canonical_device(chosen) if chosen else _best_device())
+        return _default[0]
+
+
+def _best_device() -> DeviceKey:
+    try:
+        infos = vk.devices()
+    except HydroplaneError:
+        return "ref"
+    usable = [d for d in infos if d.compute_queue_family >= 0]
+    if not usable:
+        return "ref"
+    best = min(usable, key=lambda d: (not d.cooperative_matrix_khr, d.index))
+    return best.index
+
+
+def runtime(device=None) -> DeviceRuntime:
+    """The runtime of a device, opened on first use."""
+    key = canonical_device(device)
+    found = _registry.get(key)
+    if found is not None and not found.closed:
+        return found
+    with _lock:
+        found = _registry.get(key)
+        if found is None or found.closed:
+            found = _registry[key] = DeviceRuntime(key)
+        return found
+
+
+def shared_executor(device=None):
+    """The executor of a device's runtime (None: the default device's)."""
+    return runtime(device).executor
+
+
+def runtime_of(executor) -> DeviceRuntime:
+    """The runtime around an executor: the registry's for a registered device, else a private one made now."""
+    found = getattr(executor, "_hp_runtime", None)
+    if found is None or found.closed:
+        key = "ref" if not isinstance(executor, VulkanExecutor) else executor.info.index
+        found = DeviceRuntime(key, executor)
+    return found
+
+
+def synchronize(device=None) -> None:
+    """Wait for the queued work of `device` (None: of every open device); a device fault raises here."""
+    targets = [runtime(device)] if device is not None else list(_registry.values())
+    for rt in targets:
+        rt.synchronize()
+
+
+def open_devices() -> list[DeviceRuntime]:
+    return [rt for rt in _registry.values() if not rt.closed]
+
+
+def _at_exit() -> None:
+    for key in list(_registry):
+        rt = _registry.pop(key)
+        try:
+            rt.synchronize()
+        except HydroplaneError as err:
+            print(f"hydroplane: queued work on {rt.name} failed at exit: {err}", file=sys.stderr)
+        try:
+            rt.close()
+        except HydroplaneError:
+            pass
+
+
+atexit.register(_at_exit)
+
+
+class DeviceRuntime:
+    """One device: its executor, kernel cache, queue and the state of its buffers (who wrote them last)."""
+
+    def __init__(self, key: DeviceKey, executor: ReferenceExecutor | VulkanExecutor | None = None):
+        """`executor`: wrap an executor made elsewhere (`executors.get_executor`) instead of opening the device;
+        such a runtime is private to its executor (`runtime_of`) and closing it leaves the executor open."""
+        self.key = key
+        self.owns_executor = executor is None
+        self.lock = threading.RLock()
+        self.kernels: dict = {}
+        self.blocking = os.environ.get("HYDROPLANE_LAUNCH_BLOCKING", "") not in ("", "0")
+        self.closed = False
+        self.capture: Any = None  # the Graph being captured, if any
+        self.graphs: weakref.WeakSet = weakref.WeakSet()  # the graphs not yet closed (they keep their buffers)
+        self._pending: list[tuple[int, int, int, bool]] = []  # (buffer id, start, end, writes) since the barrier
+        self.executor: Any
+        if executor is not None:
+            self.executor = executor
+        elif key == "ref":
+            self.executor = ReferenceExecutor()
+        else:
+            try:
+                self.executor = VulkanExecutor(int(key), robust=False)
+            except vk.LoaderMissing as err:
+                raise DeviceError(f"device {key}: {err}") from None
+        if isinstance(self.executor, VulkanExecutor):
+            device = self.executor.device
+            self.stream: vk.Stream | None = vk.Stream(device)
+            self.sets: vk.DescriptorSets | None = vk.DescriptorSets(device)
+            self.storage_alignment = max(4, self.executor.info.min_storage_buffer_offset_alignment)
+        else:
+            self.stream = self.sets = None
+            self.storage_alignment = 4
+        self.executor._hp_runtime = self  # runtime_of(executor) finds it
+
+    # names -------------------------------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return "ref" if self.key == "ref" else self.executor.name
+
+    @property
+    def is_reference(self) -> bool:
+        return self.key == "ref"
+
+    @property
+    def target(self):
+        return self.executor.target
+
+    # kernels -----------------------------------------------------------------------------------------------------
+    def kernel(self, key, make: Callable[[], CheckedKernel]) -> CheckedKernel:
+        """The device's kernel for `key` (what the module, entry and specialization are), made once."""
+        found = self.kernels.get(key)
+        if found is None:
+            with self.lock:
+                found = self.kernels.get(key)
+                if found is None:
+                    found = self.kernels[key] = make()
+        return found
+
+    # buffers -----------------------------------------------------------------------------------------------------
+    def alloc(self, nbytes: int):
+        """A buffer of at least `nbytes` (4 at least). Out of device memory: waits once for deferred frees, then
+        tries again (a second failure raises)."""
+        nbytes = max(4, int(nbytes))
+        with self.lock:
+            try:
+                buf = self.executor.buffer(nbytes)
+            except vk.OutOfDeviceMemory:
+                self.synchronize()
+                buf = self.executor.buffer(nbytes)
+            buf._hp_write = buf._hp_access = 0
+            return buf
+
+    def free(self, buf) -> None:
+        """Free a buffer once the work that uses it has finished (at once on the reference executor)."""
+        with self.lock:
+            if any(not g.closed and g.uses(buf) for g in self.graphs):
+                buf._hp_released = True  # a graph replays it: freed with the graph
+                return
+            if self.stream is None:
+                self.executor.release(buf)
+                return
+            if self.stream.closed:
+                return
+            self.stream.after(getattr(buf, "_hp_access", 0), lambda: self._destroy(buf))
+
+    def _destroy(self, buf) -> None:
+        if self.sets is not None and not self.sets.closed:
+            self.sets.forget(buf)
+        buf.close()
+
+    def upload(self, buf, offset: int, data: np.ndarray) -> None:
+        """Copy bytes into `buf` at `offset`: queued (through a staging buffer) on a device-local buffer, after the
+        work that uses the range on mapped memory. The caller may reuse `data` at once."""
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        if raw.nbytes == 0:
+            return
+        with self.lock:
+            self._refuse_in_capture("a host write into a device array")
+            if self.stream is None:
+                buf.data[offset: offset + raw.nbytes] = raw
+                return
+            if buf.mapped:
+                self.stream.wait(buf._hp_access)
+                buf.write(raw, offset)
+                return
+            staging = vk.Buffer(self.executor.device, raw.nbytes, host_visible=True)
+            staging.write(raw)
+            self._transfer(lambda cmd: vk.record_copy(cmd, staging, buf, 0, offset, raw.nbytes),
+                           reads=(), writes=((buf, offset, raw.nbytes),), keep=(staging,), label="upload")
+            self.stream.after(buf._hp_write, staging.close)
+
+    def download(self, buf, offset: int, nbytes: int) -> np.ndarray:
+        """The bytes of `buf` at [offset, offset + nbytes), after the work that writes them has finished."""
+        with self.lock:
+            self._refuse_in_capture("a host read of a device array")
+            if self.stream is None:
+                return buf.data[offset: offset + nbytes].copy()
+            self.stream.wait(getattr(buf, "_hp_write", 0))
+            return buf.read(np.uint8, (nbytes,), offset)
+
+    def copy(self, src, src_offset: int, dst, dst_offset: int, nbytes: int) -> None:
+        """A queued device-to-device copy of bytes."""
+        if nbytes <= 0:
+            return
+        with self.lock:
+            if self.stream is None:
+                dst.data[dst_offset: dst_offset + nbytes] = src.data[src_offset: src_offset + nbytes]
+                return
+            self._transfer(lambda cmd: vk.record_copy(cmd, src, dst, src_offset, dst_offset, nbytes),
+                           reads=((src, src_offset, nbytes),), writes=((dst, dst_offset, nbytes),), keep=(src, dst),
+                           label="copy")
+
+    def fill(self, buf, offset: int, nbytes: int, word: int) -> None:
+        """A queued fill of `nbytes` (a multiple of 4) with a 32-bit pattern."""
+        with self.lock:
+            if self.stream is None:
+                pattern = np.array([word & 0xFFFFFFFF], np.uint32).view(np.uint8)
+                buf.data[offset: offset + nbytes] = np.resize(pattern, nbytes)
+                return
+            self._transfer(lambda cmd: vk.record_fill(cmd, buf, offset, nbytes, word),
+                           reads=(), writes=((buf, offset, nbytes),), keep=(buf,), label="fill")
+
+    # launches ----------------------------------------------------------------------------------------------------
+    def launch(self, kernel: CheckedKernel, grid: tuple[int, int, int], bound: Sequence[Bound], push: bytes | None,
+               label: str = "") -> None:
+        """Queue one dispatch of `kernel` (already checked against its arguments by the caller)."""
+        if self.stream is None:
+            self._launch_reference(kernel, grid, bound, push)
+            return
+        pipeline = kernel.native
+        with self.lock:
+            sets = self.sets.get(pipeline, tuple((b.set, b.binding, b.buffer, b.offset, _range(b)) for b in bound)) \
+                if pipeline.set_layouts else None
+            data = None if not push else push + bytes(-len(push) % 4)
+            ranges_r = [(b.buffer, b.offset, b.nbytes) for b in bound if b.reads]
+            ranges_w = [(b.buffer, b.offset, b.nbytes) for b in bound if b.writes]
+            self._record(lambda cmd: vk.record_dispatch(cmd, pipeline, sets, data, grid), ranges_r, ranges_w,
+                         tuple(b.buffer for b in bound) + (pipeline,), label)
+
+    def _launch_reference(self, kernel, grid, bound, push) -> None:
+        buffers = {(b.set, b.binding): b.buffer if b.offset == 0 and b.nbytes == b.buffer.nbytes else
+                   ref_window(b.buffer, b.offset, b.nbytes) for b in bound}
+        if self.capture is not None:  # recorded, run by replay()
+            self.capture.steps.append((kernel, grid, buffers, push))
+            self.capture.keep.extend(b.buffer for b in bound)
+            for b in bound:
+                self.capture.buffers[id(b.buffer)] = b.buffer
+            return
+        self.executor.dispatch(kernel, grid, buffers, push)
+
+    def _transfer(self, fn, reads, writes, keep, label) -> None:
+        self._record(fn, list(reads), list(writes), tuple(keep), label)
+
+    def _record(self, fn, reads: list, writes: list, keep: tuple, label: str) -> None:
+        """Record `fn(cmd)`, with a barrier before it when its byte ranges conflict with those recorded since the
+        last barrier (a new batch starts with a full barrier, so its list starts empty)."""
+        stream = self.stream
+        assert stream is not None
+        graph = self.capture
+        pending = graph.pending if graph is not None else self._pending
+        if graph is None and not stream.recording:
+            pending.clear()
+        conflict = any(_overlaps(pending, id(buf), start, start + size, True) for buf, start, size in reads) or \
+            any(_overlaps(pending, id(buf), start, start + size, False) for buf, start, size in writes)
+        if conflict:
+            pending.clear()
+
+        def recorded(cmd):
+            if conflict:
+                vk.full_barrier(cmd)
+            fn(cmd)
+
+        pending.extend((id(b), s, s + n, False) for b, s, n in reads)
+        pending.extend((id(b), s, s + n, True) for b, s, n in writes)
+        if graph is not None:
+            recorded(graph.commands[0])
+            graph.record(keep, label, reads, writes)
+            return
+        seq = stream.record(recorded, label, keep)
+        for buf, _, _ in reads:
+            buf._hp_access = seq
+        for buf, _, _ in writes:
+            buf._hp_access = buf._hp_write = seq
+        if self.blocking:
+            stream.wait(seq)
+        else:
+            stream.submit_if_idle()
+
+    def synchronize(self) -> None:
+        """Wait for every queued launch of this device."""
+        if self.stream is not None and not self.stream.closed:
+            with self.lock:
+                self.stream.wait()
+
+    # timing ------------------------------------------------------------------------------------------------------
+    def time(self, run: Callable[[], None], repeat: int, warmup: int = 1, warmup_s: float = 0.3) -> list[float]:
+        """Seconds per `run()` (a sequence of launches): GPU timestamps around each run on Vulkan, after `warmup`
+        runs and at least `warmup_s` seconds of back-to-back runs (an idle GPU runs at its idle clock); the wall
+        clock around each run on the reference executor."""
+        if self.stream is None:
+            times = []
+            for _ in range(warmup):
+                run()
+            for _ in range(repeat):
+                start = time.perf_counter()
+                run()
+                times.append(time.perf_counter() - start)
+            return times
+        with self.lock:
+            self._refuse_in_capture("timing")
+            for _ in range(max(warmup, 1)):
+                run()
+            self.synchronize()
+            start = time.perf_counter()
+            while time.perf_counter() - start < warmup_s:
+                for _ in range(4):
+                    run()
+                self.synchronize()
+            pool = vk.QueryPool(self.executor.device, 2 * repeat)
+            try:
+                stream = self.stream
+                stream.record(pool.reset, "timing", (pool,))
+                for i in range(repeat):
+                    stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i, False), "", (pool,))
+                    run()
+                    stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i + 1, True), "", (pool,))
+                self.synchronize()
+                return [ns / 1e9 for ns in pool.nanoseconds()]
+            finally:
+                stream.after(stream.seq - 1, pool.close)
+
+    # capture -----------------------------------------------------------------------------------------------------
+    def _refuse_in_capture(self, what: str) -> None:
+        if self.capture is not None:
+            raise CaptureError(f"{what} cannot be captured (a replay would not repeat it): do it before or after "
+                               "the capture")
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.stream is not None:
+            self.stream.close()
+        if self.sets is not None:
+            self.sets.close()
+        if self.owns_executor:
+            self.executor.close()
+
+
+def _range(b: Bound) -> int:
+    return max(4, -(-b.nbytes // 4) * 4) if b.offset + max(4, -(-b.nbytes // 4) * 4) <= b.buffer.size else \
+        b.buffer.size - b.offset
+
+
+def _overlaps(pending, key: int, start: int, end: int, reading: bool) -> bool:
+    """Whether [start, end) of buffer `key` conflicts with a pending access: a read with a write, a write with any."""
+    for other, s, e, wrote in pending:
+        if other == key and s < end and start < e and (wrote or not reading):
+            return True
+    return False
+
+
+class Graph:
+    """A captured sequence of launches of one device (`capture`): `replay()` submits it again as one submit.
+
+    Nothing runs while capturing (as CUDA graphs do). The arrays the launches use are the ones bound at capture
+    time, kept alive by the graph; a replay reads and writes them again. Push constants are baked in: sizes that
+    must change per replay belong in device buffers (which a replay reads anew). Host reads and writes, timing and
+    NumPy operands inside a capture are refused (CaptureError): a replay could not repeat them."""
+
+    def __init__(self, rt: DeviceRuntime):
+        self.runtime = rt
+        self.keep: list = []
+        self.labels: list[str] = []
+        self.pending: list = []
+        self.steps: list = []  # the reference executor's launches, replayed in order
+        self.buffers: dict[int, Any] = {}
+        self.written: set[int] = set()
+        self.last_seq = 0
+        self.ended = self.closed = False
+        self.commands = None
+        rt.graphs.add(self)
+        if rt.stream is not None:
+            device = rt.executor.device
+            self.commands = (ctypes.c_void_p * 1)()
+            alloc = S.VkCommandBufferAllocateInfo(commandPool=device.command_pool,
+                                                  level=E.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+            device.call("vkAllocateCommandBuffers", ctypes.byref(alloc), self.commands)
+            vk.check(_ffi.core("vkBeginCommandBuffer")(self.commands[0], ctypes.byref(S.VkCommandBufferBeginInfo())),
+                     "vkBeginCommandBuffer")
+            vk.full_barrier(self.commands[0])
+
+    def uses(self, buf) -> bool:
+        return id(buf) in self.buffers
+
+    def record(self, keep, label: str, reads, writes) -> None:
+        self.keep.extend(keep)
+        if label:
+            self.labels.append(label)
+        for buf, _, _ in reads:
+            self.buffers[id(buf)] = buf
+        for buf, _, _ in writes:
+            self.buffers[id(buf)] = buf
+            self.written.add(id(buf))
+
+    def end(self) -> None:
+        if self.commands is not None:
+            vk.host_barrier(self.commands[0])
+            vk.check(_ffi.core("vkEndCommandBuffer")(self.commands[0]), "vkEndCommandBuffer")
+        self.ended = True
+
+    @property
+    def launches(self) -> int:
+        return len(self.steps) if self.commands is None else len(self.labels)
+
+    def replay(self) -> None:
+        """Run the captured launches again: one submit on a Vulkan device (queued: returns at once)."""
+        if self.closed or not self.ended:
+            raise CaptureError("replay() of a graph that is " + ("closed" if self.closed else "still capturing"))
+        rt = self.runtime
+        with rt.lock:
+            if rt.capture is not None:
+                raise CaptureError("replay() inside a capture: replay the graph before or after it")
+            if rt.stream is None:
+                for kernel, grid, buffers, push in self.steps:
+                    rt.executor.dispatch(kernel, grid, buffers, push)
+                return
+            rt.stream.wait(self.last_seq)  # the previous replay (one command buffer runs once at a time)
+            seq = rt.stream.submit_recorded(self.commands, keep=(self,), labels=self.labels)
+            self.last_seq = seq
+            for key, buf in self.buffers.items():
+                buf._hp_access = seq
+                if key in self.written:
+                    buf._hp_write = seq
+            rt._pending.clear()
+            if rt.blocking:
+                rt.stream.wait(seq)
+
+    def close(self) -> None:
+        """Free the graph (after its last replay has finished); the arrays it kept are let go."""
+        if self.closed:
+            return
+        self.closed = True
+        rt = self.runtime
+        if self.commands is not None and not rt.closed:
+            commands, device = self.commands, rt.executor.device
+
+            def free() -> None:
+                device.release("vkFreeCommandBuffers", device.command_pool, 1, commands)
+
+            rt.stream.after(self.last_seq, free) if self.last_seq else free()
+        released = [b for b in self.buffers.values() if getattr(b, "_hp_released", False)]
+        self.keep, self.steps, self.buffers = [], [], {}
+        for buf in released:
+            rt.free(buf)  # freed now unless another graph still replays it
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def __enter__(self) -> Graph:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def capture(device=None):
+    """`with hydroplane.capture(device) as graph:` records the launches of the calls inside (nothing runs);
+    `graph.replay()` then submits them all at once, as often as wanted."""
+    rt = runtime(device)
+    with rt.lock:
+        if rt.capture is not None:
+            raise CaptureError(f"{rt.name} is already capturing a graph")
+        rt.synchronize()
+        graph = Graph(rt)
+        rt.capture = graph
+    try:
+        yield graph
+    except BaseException:
+        rt.capture = None
+        graph.end()
+        graph.close()
+        raise
+    rt.capture = None
+    graph.end()
+
+
+def ref_window(buf, offset: int, nbytes: int):
+    """Bytes [offset, offset + nbytes) of a reference-executor buffer as a buffer of their own, sharing its memory
+    (a view at an offset binds without a copy)."""
+    window = RefBuffer.__new__(RefBuffer)
+    window.nbytes = nbytes
+    window.data = buf.data[offset: offset + max(8, -(-nbytes // 8) * 8)]
+    if window.data.nbytes < nbytes:
+        raise LaunchError(f"a window of {nbytes} bytes at {offset} overruns a buffer of {buf.nbytes} bytes")
+    window.address = buf.address + offset
+    window.released = False
+    return window
+
+
+__all__ = ["Bound", "CaptureError", "DeviceError", "DeviceRuntime", "Graph", "canonical_device", "capture",
+           "default_device", "open_devices", "runtime", "runtime_of", "set_device", "shared_executor", "synchronize",
+           "words_key"]

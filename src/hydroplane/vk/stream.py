@@ -1,0 +1,413 @@
+"""Queued execution on one Vulkan device: commands recorded into batches, each batch one submit with a fence.
+
+    stream = Stream(device)
+    seq = stream.record(lambda cmd: ..., label="matmul 4096^3", keep=(buf_a, buf_b))  # returns at once
+    stream.after(seq, lambda: buf_tmp.close())   # a deferred free: runs once batch `seq` has finished
+    stream.wait(seq)                              # flushes the batch if it is still being recorded, then waits
+
+Batches are numbered: `stream.seq` is the number of the batch being recorded (the next one when none is),
+`stream.completed` the highest number known finished. `submit_if_idle()` submits the recorded batch when the
+GPU has nothing left to run (so the GPU never waits for a host still recording), else the work waits for the
+next call, a full batch (`max_commands`) or a wait. Every batch starts with a full memory barrier (work of
+earlier submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the
+objects it uses alive (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the
+calls it held. The stream is not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import deque
+
+from hydroplane.vk import _ffi
+from hydroplane.vk import enums as E
+from hydroplane.vk import structs as S
+from hydroplane.vk.errors import DeviceLost, UsageError
+from hydroplane.vk.handles import Owned
+from hydroplane.vk.results import check
+from hydroplane.vk.sync import Fence
+from hydroplane.vk.transfer import barrier
+
+# What one dispatch or copy may have written -> what the next may read or write (compute and transfer).
+_WRITES = E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT | E.VK_ACCESS_HOST_WRITE_BIT
+_READS = (E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_READ_BIT
+          | E.VK_ACCESS_TRANSFER_WRITE_BIT)
+_STAGES = E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT
+SUCCESS, NOT_READY = 0, 1
+
+
+def full_barrier(cmd) -> None:
+    """Every earlier shader, transfer and host write made visible to later shaders and transfers."""
+    barrier(cmd, _WRITES, _READS, _STAGES | E.VK_PIPELINE_STAGE_HOST_BIT, _STAGES)
+
+
+def host_barrier(cmd) -> None:
+    """Every earlier shader and transfer write made visible to the host (the end of a batch)."""
+    barrier(cmd, E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT, E.VK_ACCESS_HOST_READ_BIT, _STAGES,
+            E.VK_PIPELINE_STAGE_HOST_BIT)
+
+
+class Batch:
+    """One command buffer with its fence, what it keeps alive, what runs when it is done, and its calls' names."""
+
+    __slots__ = ("seq", "commands", "fence", "keep", "done", "labels", "count", "submitted", "foreign")
+
+    def __init__(self, seq: int, commands, fence: Fence):
+        self.seq, self.commands, self.fence = seq, commands, fence
+        self.keep: list = []
+        self.done: list = []
+        self.labels: list[str] = []
+        self.count = 0
+        self.submitted = False
+        self.foreign = False  # a command buffer the stream does not own (a captured graph's)
+
+
+class Stream(Owned):
+    """The device's one queue of recorded work (docs/runtime.md)."""
+
+    def __init__(self, device, *, max_commands: int = 256):
+        device._require_open("Device")
+        self.device = device
+        self.max_commands = max_commands
+        self.lock = threading.RLock()
+        self.seq = 1
+        self.completed = 0
+        self._current: Batch | None = None
+        self._in_flight: deque[Batch] = deque()
+        self._spare: list[tuple] = []  # (command buffer array, fence) to reuse
+        self._failure: DeviceLost | None = None
+        self._unsubmitted: list[Batch] = []
+        self._spare_fences: list[Fence] = []
+        core = _ffi.core
+        self._begin, self._end, self._submit = core("vkBeginCommandBuffer"), core("vkEndCommandBuffer"), \
+            core("vkQueueSubmit")
+        self._status, self._reset = core("vkGetFenceStatus"), core("vkResetFences")
+        self._begin_info = S.VkCommandBufferBeginInfo(flags=E.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        self._adopt(device)
+
+    # recording -------------------------------------------------------------------------------------
+    def _batch(self) -> Batch:
+        if self._current is None:
+            if self._spare:
+                commands, fence = self._spare.pop()
+            else:
+                commands = (ctypes.c_void_p * 1)()
+                alloc = S.VkCommandBufferAllocateInfo(commandPool=self.device.command_pool,
+                                                      level=E.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
+                self.device.call("vkAllocateCommandBuffers", ctypes.byref(alloc), commands)
+                fence = Fence(self.device)
+            check(self._begin(commands[0], ctypes.byref(self._begin_info)), "vkBeginCommandBuffer")
+            full_barrier(commands[0])
+            self._current = Batch(self.seq, commands, fence)
+        return self._current
+
+    def record(self, fn, label: str = "", keep=()) -> int:
+        """Record commands (`fn(cmd)`) into the batch being recorded; returns its number. `keep`: objects the
+        commands use, held until the batch has finished."""
+        self._require_open("Stream")
+        if self._failure is not None:
+            raise self._failure
+        batch = self._batch()
+        fn(batch.commands[0])
+        batch.keep.extend(keep)
+        if label:
+            batch.labels.append(label)
+        batch.count += 1
+        if batch.count >= self.max_commands:
+            self.flush()
+        return batch.seq
+
+    def barrier(self) -> None:
+        """Order the commands recorded so far before those that follow (inside the current batch)."""
+        full_barrier(self._batch().commands[0])
+
+    @property
+    def recording(self) -> bool:
+        return self._current is not None
+
+    # submitting and waiting ------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Submit the batch being recorded (if any)."""
+        batch = self._current
+        if batch is None:
+            return
+        self._current = None
+        self.seq += 1
+        cmd = batch.commands[0]
+        host_barrier(cmd)
+        device = self.device
+        check(self._end(cmd), "vkEndCommandBuffer")
+        result = self._reset(device.handle, 1, batch.fence._array)
+        if result:
+            device.fail(result, "vkResetFences")
+        info = S.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=ctypes.addressof(batch.commands))
+        result = self._submit(device.queue, 1, ctypes.byref(info), batch.fence.handle)
+        if result:
+            self._unsubmitted.append(batch)  # never ran: its objects stay until the stream is closed
+            device.fail(result, "vkQueueSubmit")
+        batch.submitted = True
+        self._in_flight.append(batch)
+
+    def busy(self) -> bool:
+        """Whether submitted work is still running (finished batches are retired on the way)."""
+        self.poll()
+        return bool(self._in_flight)
+
+    def submit_if_idle(self) -> None:
+        """Submit the recorded batch now if the GPU has nothing left to run."""
+        if self._current is not None and not self.busy():
+            self.flush()
+
+    def poll(self) -> None:
+        """Retire the batches that have finished, without waiting."""
+        while self._in_flight:
+            batch = self._in_flight[0]
+            result = self._status(self.device.handle, batch.fence.handle)
+            if result == NOT_READY:
+                return
+            if result != SUCCESS:
+                self._fail(batch, result)
+            self._retire()
+
+    def wait(self, seq: int | None = None) -> None:
+        """Wait until batch `seq` (None: everything recorded so far) has finished, submitting it first."""
+        self._require_open("Stream")
+        if self._failure is not None:
+            raise self._failure
+        if seq is None:
+            seq = self.seq if self._current is not None else self.seq - 1
+        if seq <= self.completed:
+            return
+        if self._current is not None and seq >= self._current.seq:
+            self.flush()
+        while self._in_flight and self._in_flight[0].seq <= seq:
+            batch = self._in_flight[0]
+            try:
+                batch.fence.wait()
+            except DeviceLost as err:
+                self._fail(batch, err)
+            self._retire()
+
+    def after(self, seq: int, callback) -> None:
+        """Run `callback()` once batch `seq` has finished (now, if it has)."""
+        if seq <= self.completed:
+            callback()
+            return
+        if self._current is not None and self._current.seq == seq:
+            self._current.done.append(callback)
+            return
+        for batch in self._in_flight:
+            if batch.seq == seq:
+                batch.done.append(callback)
+                return
+        callback()  # not recorded nor in flight: finished
+
+    def submit_recorded(self, commands, keep=(), labels=()) -> int:
+        """Submit a command buffer recorded elsewhere (a captured graph: it begins with `full_barrier` and ends with
+        `host_barrier`), after the batch being recorded; returns its batch number. The stream never reuses it."""
+        self._require_open("Stream")
+        if self._failure is not None:
+            raise self._failure
+        self.flush()
+        fence = self._spare_fences.pop() if self._spare_fences else Fence(self.device)
+        batch = Batch(self.seq, commands, fence)
+        batch.keep.extend(keep)
+        batch.labels.extend(labels)
+        self.seq += 1
+        result = self._reset(self.device.handle, 1, fence._array)
+        if result:
+            self.device.fail(result, "vkResetFences")
+        info = S.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=ctypes.addressof(commands))
+        result = self._submit(self.device.queue, 1, ctypes.byref(info), fence.handle)
+        if result:
+            self._unsubmitted.append(batch)
+            self.device.fail(result, "vkQueueSubmit")
+        batch.submitted, batch.foreign = True, True
+        self._in_flight.append(batch)
+        return batch.seq
+
+    def _retire(self) -> None:
+        batch = self._in_flight.popleft()
+        self.completed = max(self.completed, batch.seq)
+        callbacks, batch.done, batch.keep = batch.done, [], []
+        if batch.foreign:
+            self._spare_fences.append(batch.fence)
+        else:
+            self._spare.append((batch.commands, batch.fence))
+        for callback in callbacks:
+            callback()
+
+    def _fail(self, batch: Batch, cause) -> None:
+        names = ", ".join(batch.labels[:8]) + (f" and {len(batch.labels) - 8} more" if len(batch.labels) > 8 else "")
+        failure = DeviceLost(f"{self.device.info.name}: a submission failed ({cause}); its calls: {names or '?'}",
+                             result=getattr(cause, "result", None), call="vkQueueSubmit")
+        self._failure = failure
+        raise failure
+
+    def _destroy(self) -> None:
+        device = self.device
+        if device.handle is None:
+            return
+        try:
+            if self._current is not None:
+                self.flush()
+            while self._in_flight:
+                try:
+                    self._in_flight[0].fence.wait()
+                except DeviceLost:
+                    pass
+                self._retire()
+        except Exception:  # noqa: BLE001 - closing must release what it can
+            pass
+        spare, self._spare = self._spare, []
+        for commands, fence in spare:
+            device.release("vkFreeCommandBuffers", device.command_pool, 1, commands)
+            fence.close()
+        for fence in self._spare_fences:
+            fence.close()
+        self._spare_fences = []
+
+
+class QueryPool(Owned):
+    """`count` timestamp queries: written by commands in a stream, read once their batch has finished."""
+
+    def __init__(self, device, count: int):
+        if count < 1:
+            raise UsageError(f"a query pool needs at least one query, not {count}")
+        if device.info.timestamp_valid_bits == 0:
+            raise UsageError(f"{device.info.name}'s compute queue has no timestamps")
+        self.device, self.count = device, count
+        info = S.VkQueryPoolCreateInfo(queryType=E.VK_QUERY_TYPE_TIMESTAMP, queryCount=count)
+        handle = ctypes.c_void_p()
+        device.call("vkCreateQueryPool", ctypes.byref(info), None, ctypes.byref(handle))
+        self.handle = handle.value
+        self._adopt(device)
+
+    def reset(self, cmd) -> None:
+        _ffi.core("vkCmdResetQueryPool")(cmd, self.handle, 0, self.count)
+
+    def write(self, cmd, index: int, end: bool) -> None:
+        stage = E.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT if end else E.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT
+        _ffi.core("vkCmdWriteTimestamp")(cmd, stage, self.handle, index)
+
+    def nanoseconds(self) -> list[float]:
+        """Nanoseconds between the queries 2i and 2i + 1, for each pair (their batch must have finished)."""
+        data = (ctypes.c_uint64 * self.count)()
+        self.device.call("vkGetQueryPoolResults", self.handle, 0, self.count, ctypes.sizeof(data), data, 8,
+                         E.VK_QUERY_RESULT_64_BIT | E.VK_QUERY_RESULT_WAIT_BIT)
+        bits = self.device.info.timestamp_valid_bits
+        mask = (1 << bits) - 1 if bits < 64 else (1 << 64) - 1
+        period = self.device.info.timestamp_period_ns
+        return [((data[i + 1] - data[i]) & mask) * period for i in range(0, self.count - 1, 2)]
+
+    def _destroy(self) -> None:
+        if self.device.handle is not None and self.handle:
+            self.device.release("vkDestroyQueryPool", self.handle, None)
+        self.handle = None
+
+
+class DescriptorSets(Owned):
+    """Descriptor sets made once per (pipeline layout, bound buffer ranges) and reused by every later dispatch;
+    `forget(buffer)` frees the sets that name a buffer (call it when the buffer's last use has finished)."""
+
+    POOL_SETS = 1024
+
+    def __init__(self, device):
+        self.device = device
+        self._pools: list[int] = []
+        self._free_in_pool: dict[int, int] = {}
+        self._sets: dict = {}  # key -> (ctypes array of set handles, [(pool, handle)])
+        self._by_buffer: dict[int, set] = {}
+        self._adopt(device)
+
+    def get(self, pipeline, bound: tuple) -> ctypes.Array:
+        """The sets of `pipeline` binding `bound`: ((set, binding, buffer, offset, range), ...) for every binding."""
+        key = (pipeline.layout, tuple((s, b, buf.handle, off, size) for s, b, buf, off, size in bound))
+        found = self._sets.get(key)
+        if found is not None:
+            return found[0]
+        count = len(pipeline.set_layouts)
+        handles = (ctypes.c_void_p * max(1, count))()
+        owners = []
+        for index in range(count):
+            pool = self._pool()
+            layouts = (ctypes.c_void_p * 1)(pipeline.set_layouts[index])
+            alloc = S.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                                  pSetLayouts=ctypes.addressof(layouts))
+            one = (ctypes.c_void_p * 1)()
+            self.device.call("vkAllocateDescriptorSets", ctypes.byref(alloc), one)
+            self._free_in_pool[pool] -= 1
+            handles[index] = one[0]
+            owners.append((pool, one[0]))
+        kinds = {(b.set, b.binding): b.kind for b in pipeline.bindings}
+        infos = (S.VkDescriptorBufferInfo * max(1, len(bound)))()
+        writes = (S.VkWriteDescriptorSet * max(1, len(bound)))()
+        for i, (s, b, buf, off, size) in enumerate(bound):
+            infos[i].buffer, infos[i].offset, infos[i].range = buf.handle, off, size
+            writes[i] = S.VkWriteDescriptorSet(dstSet=handles[s], dstBinding=b, descriptorCount=1,
+                                               descriptorType=_descriptor_type(kinds[(s, b)]),
+                                               pBufferInfo=ctypes.addressof(infos[i]))
+        self.device.call("vkUpdateDescriptorSets", len(bound), writes, 0, None)
+        self._sets[key] = (handles, owners)
+        for _, _, buf, _, _ in bound:
+            self._by_buffer.setdefault(buf.handle, set()).add(key)
+        return handles
+
+    def _pool(self) -> int:
+        for pool, free in self._free_in_pool.items():
+            if free > 0:
+                return pool
+        sizes = (S.VkDescriptorPoolSize * 2)((E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 8 * self.POOL_SETS),
+                                             (E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, self.POOL_SETS))
+        info = S.VkDescriptorPoolCreateInfo(flags=E.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
+                                            maxSets=self.POOL_SETS, poolSizeCount=2, pPoolSizes=ctypes.addressof(sizes))
+        handle = ctypes.c_void_p()
+        self.device.call("vkCreateDescriptorPool", ctypes.byref(info), None, ctypes.byref(handle))
+        self._pools.append(handle.value)
+        self._free_in_pool[handle.value] = self.POOL_SETS
+        return handle.value
+
+    def forget(self, buffer) -> None:
+        """Free every set that binds `buffer` (its last use has finished)."""
+        for key in self._by_buffer.pop(buffer.handle, ()):
+            found = self._sets.pop(key, None)
+            if found is None:
+                continue
+            for pool, handle in found[1]:
+                one = (ctypes.c_void_p * 1)(handle)
+                self.device.release("vkFreeDescriptorSets", pool, 1, one)
+                self._free_in_pool[pool] += 1
+
+    def _destroy(self) -> None:
+        if self.device.handle is None:
+            return
+        for pool in self._pools:
+            self.device.release("vkDestroyDescriptorPool", pool, None)
+        self._pools, self._sets, self._by_buffer = [], {}, {}
+
+
+def _descriptor_type(kind: str) -> int:
+    return E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if kind == "uniform" else E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+
+
+def record_dispatch(cmd, pipeline, sets, push, grid) -> None:
+    """Bind `pipeline` and its descriptor `sets`, push the constants (bytes, padded to 4) and dispatch `grid`."""
+    core = _ffi.core
+    core("vkCmdBindPipeline")(cmd, E.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
+    if pipeline.set_layouts:
+        core("vkCmdBindDescriptorSets")(cmd, E.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0,
+                                        len(pipeline.set_layouts), sets, 0, None)
+    if push:
+        core("vkCmdPushConstants")(cmd, pipeline.layout, E.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push), push)
+    core("vkCmdDispatch")(cmd, *grid)
+
+
+def record_copy(cmd, src, dst, src_offset: int, dst_offset: int, nbytes: int) -> None:
+    region = S.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=nbytes)
+    _ffi.core("vkCmdCopyBuffer")(cmd, src.handle, dst.handle, 1, ctypes.byref(region))
+
+
+def record_fill(cmd, dst, offset: int, nbytes: int, word: int) -> None:
+    """Fill `nbytes` (a multiple of 4) at `offset` with a 32-bit pattern."""
+    _ffi.core("vkCmdFillBuffer")(cmd, dst.handle, offset, nbytes, word & 0xFFFFFFFF)
