@@ -251,9 +251,9 @@ def gemm_kernel(XDT: str, ODT: str):
     @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
     def quant_gemm(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
                    bias: Buffer[OS, readonly], d: Buffer[OS], M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32,
-                   col_base: s32, FMT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
-                   SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr,
-                   STAGES: constexpr = 2):
+                   col_base: s32, FMT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
+                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr,
+                   ACT: constexpr, STAGES: constexpr = 2):
         blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, FMT=FMT, XDT=XDT)
         BM, BN = blocks.BM, blocks.BN
         TA = coop.Matrix[f16, TM, TK, coop.A]
