@@ -37,6 +37,7 @@ from hydroplane.lang import (  # noqa: E402
     s32,
     static_range,
     subgroup_id,
+    target_subgroup_size,
     workgroup_id,
 )
 
@@ -51,7 +52,7 @@ def ceiling_kernel(IN, ACC):  # noqa: N803 -- the dtypes read as the kernel's co
     @hydroplane.kernel(local_size=lambda c: c["SUBGROUPS"] * c["SG"], name=f"mma_ceiling_{IN}_{ACC}")
     def mma_ceiling(a: Buffer[IN, readonly], b: Buffer[IN, readonly], d: Buffer[ACC], iters: s32,
                     TM: constexpr, TN: constexpr, TK: constexpr, SA: constexpr, SB: constexpr, SUBGROUPS: constexpr,
-                    SG: constexpr):
+                    SG: constexpr = target_subgroup_size()):
         TA = coop.Matrix[IN, TM, TK, coop.A]
         TB = coop.Matrix[IN, TK, TN, coop.B]
         TACC = coop.Matrix[ACC, TM, TN, coop.Accumulator]
@@ -91,7 +92,7 @@ def measure(name: str, layout: tuple[int, int, int], args, say) -> float | None:
     groups = max(1, args.workgroups * 4 // subgroups)
     d = np.full(groups * subgroups * sa * sb * tm * tn, -7, dtype.acc.dtype)
     iters = args.iters
-    constexprs = dict(TM=tm, TN=tn, TK=tk, SA=sa, SB=sb, SUBGROUPS=subgroups, SG=32)
+    constexprs = dict(TM=tm, TN=tn, TK=tk, SA=sa, SB=sb, SUBGROUPS=subgroups)  # SG: the device's
     with kernel[(groups, 1, 1)].prepare(a.ravel(), b.ravel(), d, iters, device=args.device, **constexprs) as launch:
         launch.dispatch()
         got = launch.read("d").reshape(groups * subgroups, sa, sb, tm, tn)
