@@ -187,6 +187,7 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
         leading = [c for c in configs if c.splits != 1 and c.grouped][:1] + \
             [c for c in configs if c.splits != 1 and not c.grouped][:1]
         configs += [replace(c, splits=s) for c in leading for s in DECODE_SPLITS]
+        configs += [c for c in candidates if c.key_split][:2]  # the subgroups splitting each key block
     elif any(c.splits != 1 for c in configs[:1]):  # a split prefill: the unsplit one and other split counts
         configs += [replace(configs[0], splits=s) for s in (1, 2, 4, 8)]
     plans = {}  # the configurations as they run (split counts the plan clamps to the keys), each once

@@ -180,6 +180,24 @@ def test_grouped_decode_on_ref(ref, case):
     check(ref, problem, config, seed=case)
 
 
+KEY_SPLIT_CASES = [  # (heads, kv_heads, q_len, kv_len, causal, window, config): subgroups splitting each key block
+    (2, 2, 1, 300, False, None, C((16, 16, 16), 2, 1, 1, splits=3, key_split=True)),
+    (8, 2, 3, 200, True, 50, C((16, 16, 16), 4, 1, 1, splits=2, grouped=True, key_split=True)),
+    (2, 2, 20, 70, True, None, C((16, 16, 16), 2, 2, 1, splits=1, key_split=True)),  # two query tiles, one pass
+    (2, 1, 5, 33, True, None, C((16, 16, 16), 4, 1, 1, splits=1, key_split=True)),  # keys past S_kv in a block
+]
+
+
+@pytest.mark.parametrize("case", range(len(KEY_SPLIT_CASES)))
+def test_key_split_on_ref(ref, case):
+    """The subgroups share the query tiles and split each key block, their maxima, sums and rows merged in shared
+    memory (subgroup 0 writes: the executor's race checks would see duplicate writes)."""
+    h, h_kv, q_len, kv_len, causal, window, config = KEY_SPLIT_CASES[case]
+    problem = AttentionProblem(1, h, q_len, kv_len, 64, kv_heads=h_kv, causal=causal, window=window)
+    assert config.block[1] == config.subgroups * config.key_tiles * 16
+    check(ref, problem, config, seed=case)
+
+
 LAVAPIPE_CONFIGS = {
     "2 subgroups, 2 key tiles": C((8, 8, 8), 2, 1, 2),
     "1 subgroup, 2 query tiles, unpadded": C((8, 8, 8), 1, 2, 1, pad=0),
@@ -212,6 +230,12 @@ def test_sliding_window_on_lavapipe(lavapipe):
 def test_grouped_decode_on_lavapipe(lavapipe):
     problem = AttentionProblem(1, 8, 2, 70, 16, kv_heads=2, causal=True)
     check(lavapipe, problem, C((8, 8, 8), 1, 1, 2, splits=3, grouped=True), seed=11)
+
+
+@pytest.mark.vulkan
+def test_key_split_on_lavapipe(lavapipe):
+    problem = AttentionProblem(1, 4, 2, 70, 16, kv_heads=2, causal=True)
+    check(lavapipe, problem, C((8, 8, 8), 2, 1, 1, splits=3, grouped=True, key_split=True), seed=12)
 
 
 @pytest.mark.vulkan

@@ -168,6 +168,7 @@ class AttentionConfig:
     pad: int = 1
     splits: int = 1
     grouped: bool = False
+    key_split: bool = False  # the subgroups share the query tiles and split each key block (decode)
 
     def __post_init__(self):
         if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
@@ -181,6 +182,8 @@ class AttentionConfig:
     @property
     def block(self) -> tuple[int, int]:
         """(BM, BN): queries per workgroup, keys per step."""
+        if self.key_split:
+            return self.query_tiles * self.tile[0], self.subgroups * self.key_tiles * self.tile[1]
         return self.subgroups * self.query_tiles * self.tile[0], self.key_tiles * self.tile[1]
 
     def describe(self) -> str:
@@ -190,6 +193,8 @@ class AttentionConfig:
                 f"subgroup{'s' * (self.subgroups > 1)} of {self.query_tiles} query tile{'s' * (self.query_tiles > 1)}")
         if self.pad:
             text += f", rows padded by {16 * self.pad} bytes"
+        if self.key_split:
+            text += ", the subgroups splitting each key block"
         if self.grouped:
             text += ", query heads grouped per KV head"
         if self.splits > 1:
@@ -288,7 +293,8 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
     if threads > target.max_workgroup_invocations or threads > target.max_workgroup_size[0]:
         raise AttentionError(f"{threads} invocations per workgroup; {target.name} allows "
                              f"{target.max_workgroup_invocations}")
-    shared = 16 * source.shared_chunks(d, config.pad, config.subgroups, config.query_tiles, qt, sn, config.key_tiles)
+    shared = 16 * source.shared_chunks(d, config.pad, config.subgroups, config.query_tiles, qt, sn, config.key_tiles,
+                                       config.key_split)
     if shared > target.shared_memory:
         raise AttentionError(f"the configuration needs {shared} bytes of shared memory; {target.name} has "
                              f"{target.shared_memory}")
@@ -345,7 +351,7 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
                   "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
                   "SPLIT": splits > 1,
                   "GUARD_KV": problem.kv_len % bn != 0,
-                  "DIRECT_P": direct_p(problem.dtype, config.tile, target)}
+                  "DIRECT_P": direct_p(problem.dtype, config.tile, target), "KSPLIT": config.key_split}
     scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
                "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
                "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
@@ -398,6 +404,12 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
             found.append(config)
         found.append(AttentionConfig(tile, 1, 1, max(1, (16 if big else 2 * sn) // sn), pad=1, splits=0))  # decode
         found += grouped_configs(problem, tile)
+    for tile in tiles[:1]:  # last: the subgroups splitting each key block (not measured yet: never the default)
+        if tile[0] >= 16 and problem.q_len <= tile[0]:
+            subgroups = 4 if problem.head_dim <= 128 else 2  # the K and V blocks within 48 KiB
+            found.append(AttentionConfig(tile, subgroups, 1, 1, pad=1, splits=0, key_split=True))
+            if problem.group > 1 and problem.group * problem.q_len <= tile[0]:
+                found.append(AttentionConfig(tile, subgroups, 1, 1, pad=1, splits=0, grouped=True, key_split=True))
     runnable = []
     for config in found:
         try:

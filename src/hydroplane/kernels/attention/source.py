@@ -200,17 +200,20 @@ def attention_threads(constexprs: dict) -> int:
     return constexprs["WM"] * constexprs["SG"]
 
 
-def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS) -> int:  # noqa: N803 -- the kernel's constexprs
-    """V4s of the one shared array: the Q block, or the K and V blocks, or the edge tiles' regions."""
+def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False) -> int:  # noqa: N803 -- the kernel's constexprs
+    """V4s of the one shared array: the Q block, or the K and V blocks, or the edge tiles' regions (KSPLIT: the
+    subgroups share the query tiles and split each key block; their results meet in D / SN + 1 tile regions)."""
     lds = D // WIDE + PAD
     region = QT * SN // 4  # an f32 tile (the largest staged tile), per subgroup
-    return max(WM * SMQ * QT * lds, 2 * NS * SN * lds, WM * region)
+    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT, NS * SN)
+    return max(q_rows * lds, 2 * keys * lds, WM * region, (D // SN + 1) * region if KSPLIT else 0)
 
 
-def register_chunks(D, WM, SMQ, QT, SN, NS, SG) -> int:  # noqa: N803
+def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False) -> int:  # noqa: N803
     """V4 registers an invocation holds between a fetch and its put: its chunks of the Q block or of a K/V block."""
     threads = WM * SG
-    return max(-(-WM * SMQ * QT * D // WIDE // threads), -(-NS * SN * D // WIDE // threads))
+    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT, NS * SN)
+    return max(-(-q_rows * D // WIDE // threads), -(-keys * D // WIDE // threads))
 
 
 @kernel_source(local_size=attention_threads, name="attention")
@@ -220,19 +223,24 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
               Q_LEN: s32, IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
               WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
-              GUARD_KV: constexpr = True, DIRECT_P: constexpr = False):
+              GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
     block has left behind. GROUPED (grouped-query decoding): HEADS = KV_HEADS are the KV heads and a head's S_Q rows
     are its query heads' Q_LEN queries each, packed (they are consecutive rows of Q and O): one workgroup reads K and
-    V once for the whole group; row r is query r % Q_LEN. Otherwise Q_LEN = S_Q.
+    V once for the whole group; row r is query r % Q_LEN. Otherwise Q_LEN = S_Q. KSPLIT: the WM subgroups share
+    the block's SMQ query tiles (BM = SMQ * QT) and split each key block (BN = WM * NS * SN, subgroup g taking key
+    tiles g * NS ...), their maxima, sums and rows merged through shared memory at the end (more loads in flight for
+    the few rows of a decode step); subgroup 0 writes.
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
                   "D is a multiple of the tiles QK and SN, which are multiples of 8")
-    BM = WM * SMQ * QT
-    BN = NS * SN
+    QG = 1 if KSPLIT else WM  # query groups (of SMQ tiles) and key groups (of NS tiles) per block
+    KG = WM if KSPLIT else 1
+    BM = QG * SMQ * QT
+    BN = KG * NS * SN
     THREADS = WM * SG
     CHUNKS = D // WIDE  # V4s in a row of Q, K, V or O
     LDS = CHUNKS + PAD  # shared rows, padded
@@ -244,10 +252,15 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     TV = coop.Matrix[IN, SN, SN, coop.B]
     TP = coop.Matrix[IN, QT, SN, coop.A]
     TS = coop.Matrix[f32, QT, SN, coop.Accumulator]
-    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS))
-    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG))
+    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT))
+    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT))
 
     sg = subgroup_id()
+    qg = sg  # this subgroup's query tiles (sg * SMQ ...) and key tiles (kg * NS ...)
+    kg = 0
+    if KSPLIT:
+        qg = 0
+        kg = sg
     batch = workgroup_id(2)
     head = workgroup_id(1)
     block = workgroup_id(0) // SPLITS
@@ -283,7 +296,7 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     qa = local_array(TA, SMQ * KD)
     for i in static_range(SMQ):
         for kd in static_range(KD):
-            qa[i * KD + kd] = coop.load(TA, smem, ((sg * SMQ + i) * QT) * LDS + kd * QK // WIDE, LDS, coop.RowMajor)
+            qa[i * KD + kd] = coop.load(TA, smem, ((qg * SMQ + i) * QT) * LDS + kd * QK // WIDE, LDS, coop.RowMajor)
     barrier()
 
     o = local_array(TS, SMQ * DT)
@@ -310,20 +323,21 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             for i in static_range(SMQ):
                 s[i * NS + t] = coop.fill(TS, 0.0)
             for kd in static_range(KD):
-                kb = coop.load(TK, smem, (t * SN) * LDS + kd * QK // WIDE, LDS, coop.ColumnMajor)  # Kᵀ
+                kb = coop.load(TK, smem, ((kg * NS + t) * SN) * LDS + kd * QK // WIDE, LDS, coop.ColumnMajor)  # Kᵀ
                 for i in static_range(SMQ):
                     s[i * NS + t] = coop.mul_add(qa[i * KD + kd], kb, s[i * NS + t])
         masked = k0 + BN > unmasked_hi
         if WINDOWED:
             masked = masked or k0 < unmasked_lo
         for i in static_range(SMQ):
-            q_first = q0 + (sg * SMQ + i) * QT
+            q_first = q0 + (qg * SMQ + i) * QT
             for t in static_range(NS):
                 if masked:
-                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, Q_LEN,
-                                             diagonal, scale, WINDOW, CAUSAL, WINDOWED, GROUPED, True)
+                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + (kg * NS + t) * SN, kv_hi,
+                                             Q_LEN, diagonal, scale, WINDOW, CAUSAL, WINDOWED, GROUPED, True)
                 else:
-                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + t * SN, kv_hi, Q_LEN,
+                    s[i * NS + t] = coop.map(scaled_score, s[i * NS + t], q_first, k0 + (kg * NS + t) * SN, kv_hi,
+                                             Q_LEN,
                                              diagonal, scale, WINDOW, CAUSAL, WINDOWED, GROUPED, False)
             # the block's row maximum: the score matrices combined element by element, then one reduction
             widest = s[i * NS]
@@ -349,28 +363,62 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
         barrier()
         for dn in static_range(DT):
             for t in static_range(NS):
-                vb = coop.load(TV, smem, V_BASE + (t * SN) * LDS + dn * SN // WIDE, LDS, coop.RowMajor)
+                vb = coop.load(TV, smem, V_BASE + ((kg * NS + t) * SN) * LDS + dn * SN // WIDE, LDS, coop.RowMajor)
                 for i in static_range(SMQ):
                     o[i * DT + dn] = coop.mul_add(p[i * NS + t], vb, o[i * DT + dn])
         if more:
             put_rows(smem, 0, regs, BN, CHUNKS, THREADS, LDS)
         barrier()
 
+    if KSPLIT:  # the subgroups' partial results of the same rows merged: maxima, then sums and rows in turn
+        for i in static_range(SMQ):
+            coop.store(row_max[i], smem, sg * REGION, SN // 4, coop.RowMajor)
+            barrier()
+            top = row_max[i]
+            for r in static_range(WM):
+                top = coop.map(larger_of, top, coop.load(TS, smem, r * REGION, SN // 4, coop.RowMajor))
+            factor = coop.map(exp_minus, row_max[i], top)
+            row_max[i] = top
+            row_sum[i] = row_sum[i] * factor
+            for dn in static_range(DT):
+                o[i * DT + dn] = o[i * DT + dn] * factor
+            barrier()
+            for r in static_range(WM):
+                if sg == r:
+                    if r > 0:
+                        for dn in static_range(DT):
+                            o[i * DT + dn] = o[i * DT + dn] + coop.load(TS, smem, dn * REGION, SN // 4,
+                                                                        coop.RowMajor)
+                        row_sum[i] = row_sum[i] + coop.load(TS, smem, DT * REGION, SN // 4, coop.RowMajor)
+                    for dn in static_range(DT):
+                        coop.store(o[i * DT + dn], smem, dn * REGION, SN // 4, coop.RowMajor)
+                    coop.store(row_sum[i], smem, DT * REGION, SN // 4, coop.RowMajor)
+                barrier()
+            for dn in static_range(DT):
+                o[i * DT + dn] = coop.load(TS, smem, dn * REGION, SN // 4, coop.RowMajor)
+            row_sum[i] = coop.load(TS, smem, DT * REGION, SN // 4, coop.RowMajor)
+            barrier()
+
+    writer = True  # KSPLIT: every subgroup holds the merged rows; subgroup 0 writes them
+    if KSPLIT:
+        writer = sg == 0
     whole = q0 + BM <= S_Q  # the same in the whole workgroup: tiles store straight to the buffers
     region = sg * REGION
     for i in static_range(SMQ):
-        row0 = q0 + (sg * SMQ + i) * QT
+        row0 = q0 + (qg * SMQ + i) * QT
         for dn in static_range(DT):
             if SPLIT:  # unnormalised O of this split, f32: o_part[batch, head, split, row, :]
                 part_base = ((batch * HEADS + head) * SPLITS + split) * S_Q * (D // 4)
                 if whole:
-                    coop.store(o[i * DT + dn], o_part4, part_base + row0 * (D // 4) + dn * SN // 4, D // 4,
-                               coop.RowMajor)
+                    if writer:
+                        coop.store(o[i * DT + dn], o_part4, part_base + row0 * (D // 4) + dn * SN // 4, D // 4,
+                                   coop.RowMajor)
                 else:
                     coop.store(o[i * DT + dn], smem, region, SN // 4, coop.RowMajor)
                     barrier()
-                    copy_tile_out(o_part4, smem, region, part_base + dn * SN // 4, row0, S_Q, QT, SN // 4, D // 4,
-                                  SG)
+                    if writer:
+                        copy_tile_out(o_part4, smem, region, part_base + dn * SN // 4, row0, S_Q, QT, SN // 4,
+                                      D // 4, SG)
                     barrier()
             else:
                 normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, Q_LEN, diagonal, CAUSAL,
@@ -380,24 +428,26 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                 else:
                     result = coop.convert(normalised, IN)
                 if whole:
-                    coop.store(result, out4, q_base + row0 * CHUNKS + dn * SN // WIDE, CHUNKS, coop.RowMajor)
+                    if writer:
+                        coop.store(result, out4, q_base + row0 * CHUNKS + dn * SN // WIDE, CHUNKS, coop.RowMajor)
                 else:
                     coop.store(result, smem, region, SN // WIDE, coop.RowMajor)
                     barrier()
-                    copy_tile_out(out4, smem, region, q_base + dn * SN // WIDE, row0, S_Q, QT, SN // WIDE, CHUNKS,
-                                  SG)
+                    if writer:
+                        copy_tile_out(out4, smem, region, q_base + dn * SN // WIDE, row0, S_Q, QT, SN // WIDE,
+                                      CHUNKS, SG)
                     barrier()
         if SPLIT:  # the row maximum and sum: ml_part[batch, head, split, row, 0 and 1]
             stats_base = ((batch * HEADS + head) * SPLITS + split) * S_Q * 2
             coop.store(row_max[i], smem, region, SN // 4, coop.RowMajor)
             barrier()
             lane = lane_id()
-            if lane < QT and row0 + lane < S_Q:
+            if writer and lane < QT and row0 + lane < S_Q:
                 ml_part[stats_base + (row0 + lane) * 2] = bitcast(smem[region + lane * (SN // 4)][0], f32)
             barrier()
             coop.store(row_sum[i], smem, region, SN // 4, coop.RowMajor)
             barrier()
-            if lane < QT and row0 + lane < S_Q:
+            if writer and lane < QT and row0 + lane < S_Q:
                 ml_part[stats_base + (row0 + lane) * 2 + 1] = bitcast(smem[region + lane * (SN // 4)][0], f32)
             barrier()
 
