@@ -354,6 +354,8 @@ class PreparedLaunch:
         # cannot bind goes through a queued copy
         self._bound_list = list(bound.values())
         self.label = getattr(spec, "name", "") or "launch"
+        self._planned = None  # the runtime's PlannedLaunch, made on the first dispatch, dropped by rebind
+        self._live = [held for _, held in arrays.values() if isinstance(held, DeviceArray)]
 
     @property
     def executor(self) -> Executor:
@@ -374,7 +376,16 @@ class PreparedLaunch:
         for view, copy, reads, _ in staged.values():
             if reads:
                 rt.copy(view.buffer, view.offset, copy.buffer, 0, view.nbytes)
-        rt.launch(self.kernel, self.grid, self._bound_list, self.push, self.label)
+        planned = self._planned
+        if planned is None:
+            for b in self._bound_list:
+                if b.buffer.closed if hasattr(b.buffer, "closed") else b.buffer.released:
+                    raise ReleasedError(f"{self.label}: a buffer of this launch was released")
+            planned = self._planned = rt.plan_launch(self.kernel, self.grid, self._bound_list, self.push, self.label)
+        for arr in self._live:
+            if arr.storage.buffer is None:
+                raise ReleasedError(f"{self.label}: an argument (the device array {arr._describe()}) was released")
+        rt.launch_planned(planned)
         for view, copy, _, writes in staged.values():
             if writes:
                 rt.copy(copy.buffer, 0, view.buffer, view.offset, view.nbytes)
@@ -398,6 +409,8 @@ class PreparedLaunch:
                                      old.writes)
         self._bound_list = list(self.bound.values())
         self._arrays[name] = (value, value)
+        self._planned = None
+        self._live = [held for _, held in self._arrays.values() if isinstance(held, DeviceArray)]
 
     def buffer(self, name: str):
         return self._arrays[name][1].buffer

@@ -82,6 +82,19 @@ def words_key(words, entry: str = "main", spec=None) -> tuple:
     return hashlib.sha256(data).hexdigest(), entry, tuple(sorted((spec or {}).items()))
 
 
+@dataclass(frozen=True)
+class PlannedLaunch:
+    """A launch ready to queue: its recorded commands (Vulkan) or its arguments (the reference executor), the byte
+    ranges it reads and writes, and what it keeps alive."""
+
+    record: Any
+    reads: list
+    writes: list
+    keep: tuple
+    label: str
+    reference: tuple | None
+
+
 def canonical_device(device) -> DeviceKey:
     """"ref", a Vulkan device number, or (None) the default device."""
     if device is None:
@@ -336,18 +349,33 @@ class DeviceRuntime:
     def launch(self, kernel: CheckedKernel, grid: tuple[int, int, int], bound: Sequence[Bound], push: bytes | None,
                label: str = "") -> None:
         """Queue one dispatch of `kernel` (already checked against its arguments by the caller)."""
+        self.launch_planned(self.plan_launch(kernel, grid, bound, push, label))
+
+    def plan_launch(self, kernel: CheckedKernel, grid: tuple[int, int, int], bound: Sequence[Bound],
+                    push: bytes | None, label: str = "") -> PlannedLaunch:
+        """What queueing this launch needs, made once: its descriptor sets, its recorded commands, its byte
+        ranges (a PreparedLaunch keeps it until one of its arguments is rebound)."""
+        bound = tuple(bound)
+        reads = [(b.buffer, b.offset, b.nbytes) for b in bound if b.reads]
+        writes = [(b.buffer, b.offset, b.nbytes) for b in bound if b.writes]
+        keep = tuple(b.buffer for b in bound)
         if self.stream is None:
-            self._launch_reference(kernel, grid, bound, push)
-            return
+            return PlannedLaunch(None, reads, writes, keep, label, (kernel, grid, bound, push))
         pipeline = kernel.native
         with self.lock:
             sets = self.sets.get(pipeline, tuple((b.set, b.binding, b.buffer, b.offset, _range(b)) for b in bound)) \
                 if pipeline.set_layouts else None
-            data = None if not push else push + bytes(-len(push) % 4)
-            ranges_r = [(b.buffer, b.offset, b.nbytes) for b in bound if b.reads]
-            ranges_w = [(b.buffer, b.offset, b.nbytes) for b in bound if b.writes]
-            self._record(lambda cmd: vk.record_dispatch(cmd, pipeline, sets, data, grid), ranges_r, ranges_w,
-                         tuple(b.buffer for b in bound) + (pipeline,), label)
+        data = None if not push else push + bytes(-len(push) % 4)
+        record = vk.dispatch_recorder(pipeline, sets, data, grid)
+        return PlannedLaunch(record, reads, writes, keep + (pipeline, record), label, None)
+
+    def launch_planned(self, planned: PlannedLaunch) -> None:
+        """Queue a planned launch (its buffers must still be alive: the PreparedLaunch holding it checks)."""
+        if self.stream is None:
+            self._launch_reference(*planned.reference)
+            return
+        with self.lock:
+            self._record(planned.record, planned.reads, planned.writes, planned.keep, planned.label)
 
     def _launch_reference(self, kernel, grid, bound, push) -> None:
         buffers = {(b.set, b.binding): b.buffer if b.offset == 0 and b.nbytes == b.buffer.nbytes else
@@ -372,8 +400,17 @@ class DeviceRuntime:
         pending = graph.pending if graph is not None else self._pending
         if graph is None and not stream.recording:
             pending.clear()
-        conflict = any(_overlaps(pending, id(buf), start, start + size, True) for buf, start, size in reads) or \
-            any(_overlaps(pending, id(buf), start, start + size, False) for buf, start, size in writes)
+        conflict = False
+        if pending:
+            for buf, start, size in reads:
+                if _overlaps(pending, id(buf), start, start + size, True):
+                    conflict = True
+                    break
+            else:
+                for buf, start, size in writes:
+                    if _overlaps(pending, id(buf), start, start + size, False):
+                        conflict = True
+                        break
         if conflict:
             pending.clear()
 
@@ -382,8 +419,10 @@ class DeviceRuntime:
                 vk.full_barrier(cmd)
             fn(cmd)
 
-        pending.extend((id(b), s, s + n, False) for b, s, n in reads)
-        pending.extend((id(b), s, s + n, True) for b, s, n in writes)
+        for b, start, n in reads:
+            pending.append((id(b), start, start + n, False))
+        for b, start, n in writes:
+            pending.append((id(b), start, start + n, True))
         if graph is not None:
             recorded(graph.commands[0])
             graph.record(keep, label, reads, writes)
@@ -614,6 +653,6 @@ def ref_window(buf, offset: int, nbytes: int):
     return window
 
 
-__all__ = ["Bound", "CaptureError", "DeviceError", "DeviceRuntime", "Graph", "canonical_device", "capture",
+__all__ = ["Bound", "CaptureError", "DeviceError", "DeviceRuntime", "Graph", "PlannedLaunch", "canonical_device", "capture",
            "default_device", "open_devices", "runtime", "runtime_of", "set_device", "shared_executor", "synchronize",
            "words_key"]

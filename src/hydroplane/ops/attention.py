@@ -17,6 +17,7 @@ This layer sits above kernels, lang, launch and vk.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 import weakref
@@ -41,7 +42,6 @@ from hydroplane.kernels.attention import (
     target_tiles,
     tolerance,
 )
-from hydroplane.launch.jit import device_array
 from hydroplane.launch.prepared import DeviceArray, prepare
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.runner import DeviceRunner, runner_executor
@@ -158,20 +158,56 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
             raise AttentionError("attention: out must be a writable C-contiguous NumPy array")
     device = choose_device(problem.dtype, _device_of((q, k, v), out, device))
     on_device = any(isinstance(a, DeviceArray) for a in (q, k, v, out))
-    executor = runtime(device).executor
-    plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
+    rt = runtime(device)
+    executor = rt.executor
+    staged = None
+    if isinstance(out, DeviceArray) and any(out.overlaps(x) for x in (q, k, v) if isinstance(x, DeviceArray)):
+        staged, out = out, None  # out shares bytes with an input: computed into scratch, then copied
     if out is None and on_device:
-        out = device_array(np.full(problem.shapes()[0], POISON, problem.dtype.dtype), device)
-    bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
-    with PreparedAttention(executor, plan, {"q": q, "k": k, "v": v}, bound_out) as prepared:
-        prepared.dispatch()
-        if isinstance(out, DeviceArray):
-            return out
-        result = prepared.read()
-        if out is None:
-            return result
-        np.copyto(out, result)
+        shape, dtype = problem.shapes()[0], np.dtype(problem.dtype.dtype)
+        out = DeviceArray(rt.key, executor, rt.alloc(math.prod(shape) * dtype.itemsize), dtype, shape)
+    inputs = {"q": q, "k": k, "v": v}
+    key = (id(rt), problem, config, tuple(_kind(x, rt) for x in (q, k, v, out)))
+    prepared = _plans.get(key)
+    if prepared is None:
+        plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
+        bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
+        prepared = _plans[key] = PreparedAttention(executor, plan, inputs, bound_out)
+        while len(_plans) > PLAN_CACHE_SIZE:
+            _plans.pop(next(iter(_plans))).close()
+    else:
+        prepared.bind(inputs, out if isinstance(out, DeviceArray) else None)
+    prepared.dispatch()
+    if staged is not None:
+        rt.copy(out.buffer, out.offset, staged.buffer, staged.offset, staged.nbytes)
+        out.release()
+        return staged
+    if isinstance(out, DeviceArray):
         return out
+    result = prepared.read()
+    if out is None:
+        return result
+    np.copyto(out, result)
+    return out
+
+
+PLAN_CACHE_SIZE = 32  # attention calls of this many signatures keep their prepared passes
+_plans: dict = {}
+
+
+def _kind(x, rt):
+    """What a planned call depends on in an argument: absent, a NumPy array, or a DeviceArray (bindable offset)."""
+    if x is None:
+        return None
+    if isinstance(x, DeviceArray):
+        return ("device", x.offset % rt.storage_alignment == 0)
+    return "host"
+
+
+def clear_plans() -> None:
+    """Forget every planned attention call."""
+    while _plans:
+        _plans.popitem()[1].close()
 
 
 # timing and verification ------------------------------------------------------------------------------------
@@ -314,6 +350,25 @@ class PreparedAttention:
         rt.upload(made.buffer, 0, array)
         self._made.append(made)
         return made
+
+    def bind(self, inputs: dict, out: DeviceArray | None) -> None:
+        """The next call's arguments: DeviceArrays rebound (the same ones again cost a comparison), NumPy arrays
+        copied into the buffers made for them (queued)."""
+        main = self.passes[0]
+        for name in ("q", "k", "v"):
+            value = inputs[name]
+            if isinstance(value, DeviceArray):
+                held = main.array(f"{name}4")
+                if held.storage is not value.storage or held.offset != value.offset:
+                    main.rebind(f"{name}4", _words(value))
+            else:
+                main.write(f"{name}4", _words(value))
+        if out is not None and (self.out.storage is not out.storage or self.out.offset != out.offset):
+            if self.plan.combine is None:
+                main.rebind("out4", _words(out))
+            else:
+                self.passes[1].rebind("out", _view(out, self.out_dtype))
+            self.out = out
 
     def _prepare(self, p: Pass, arguments: dict):
         spec, kernel = pipeline(self.executor, p)

@@ -498,8 +498,9 @@ def run_call(call: MatmulCall):
         d_array, result = None, np.empty(full_shape, out_np)
     bias_value = bias_np if call.bias is None or not call.bias.on_device else call.bias.device_array
     a_shape, b_shape = _promoted(call.a, "row"), _promoted(call.b, "column")
-    if len(b_shape) == 2 and len(a_shape) > 2 and _foldable(call.a) and _foldable(c_op):
-        rows = math.prod(call.batch) * call.m  # B without leading dimensions: one GEMM of batch * M rows
+    rows = math.prod(call.batch) * call.m
+    if len(b_shape) == 2 and len(a_shape) > 2 and _foldable(call.a) and _foldable(c_op) and \
+            max(rows * call.k, rows * call.n) < 1 << 31:  # B without leading dimensions: one GEMM of batch * M rows
         parts = [(_folded(call.a, rows, call.k), _part_of(call.b, "column", ()),
                   None if c_op is None else _folded(c_op, rows, call.n),
                   Part(array=result.reshape(rows, call.n)) if result is not None else

@@ -41,6 +41,7 @@ from hydroplane.vk.stream import (
     QueryPool,
     Stream,
     full_barrier,
+    dispatch_recorder,
     host_barrier,
     record_copy,
     record_dispatch,
@@ -50,7 +51,7 @@ from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipelin
 
 __all__ = [
     "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "DescriptorSets", "Device", "DeviceInfo",
-    "DeviceLost", "QueryPool", "Stream", "full_barrier", "host_barrier", "record_copy", "record_dispatch",
+    "DeviceLost", "QueryPool", "Stream", "dispatch_recorder", "full_barrier", "host_barrier", "record_copy", "record_dispatch",
     "record_fill",
     "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",

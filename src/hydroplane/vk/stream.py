@@ -391,6 +391,29 @@ def _descriptor_type(kind: str) -> int:
     return E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if kind == "uniform" else E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
 
 
+def dispatch_recorder(pipeline, sets, push, grid):
+    """`record(cmd)` recording `record_dispatch` of these arguments, with the entry points and argument objects
+    looked up once (a planned launch records it many times)."""
+    core = _ffi.core
+    bind, bind_sets = core("vkCmdBindPipeline"), core("vkCmdBindDescriptorSets")
+    push_constants, dispatch = core("vkCmdPushConstants"), core("vkCmdDispatch")
+    handle, layout, count = pipeline.handle, pipeline.layout, len(pipeline.set_layouts)
+    compute, stage = E.VK_PIPELINE_BIND_POINT_COMPUTE, E.VK_SHADER_STAGE_COMPUTE_BIT
+    data = ctypes.create_string_buffer(push, len(push)) if push else None
+    x, y, z = grid
+
+    def record(cmd) -> None:
+        bind(cmd, compute, handle)
+        if count:
+            bind_sets(cmd, compute, layout, 0, count, sets, 0, None)
+        if data is not None:
+            push_constants(cmd, layout, stage, 0, len(data), data)
+        dispatch(cmd, x, y, z)
+
+    record.keep = (pipeline, sets, data)  # what the function uses stays alive with it
+    return record
+
+
 def record_dispatch(cmd, pipeline, sets, push, grid) -> None:
     """Bind `pipeline` and its descriptor `sets`, push the constants (bytes, padded to 4) and dispatch `grid`."""
     core = _ffi.core
