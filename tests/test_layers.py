@@ -202,6 +202,7 @@ def test_the_package_loads_only_the_language_by_name():
 
     assert set(hydroplane._LAZY.values()) == {"hydroplane.launch.jit", "hydroplane.lang", "hydroplane.ops.matmul",
                                               "hydroplane.ops.attention", "hydroplane.launch.runtime",
+                                              "hydroplane.ops.arrays",
                                               *ERROR_MODULES}
     assert hydroplane.kernel.__module__ == "hydroplane.launch.jit"
     assert hydroplane.coop.__name__ == "hydroplane.lang.coop"

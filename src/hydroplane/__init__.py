@@ -11,7 +11,7 @@ import importlib
 __version__ = "0.1.0"
 # The kernel language's entry points (hydroplane.kernel, .func, .coop ...) and the ops (hydroplane.matmul), loaded
 # on first use so that `hydroplane.isa` and the command line do not pay for NumPy, ml_dtypes and the grammar tables.
-_LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.launch.jit",
+_LAZY = {"kernel": "hydroplane.launch.jit", "func": "hydroplane.launch.jit", "device_array": "hydroplane.ops.arrays",
          "DeviceArray": "hydroplane.launch.jit", "LaunchResult": "hydroplane.launch.jit", "coop": "hydroplane.lang",
          "matmul": "hydroplane.ops.matmul", "attention": "hydroplane.ops.attention",
          # the device runtime (docs/runtime.md): the default device, waiting for queued work, capture and replay

@@ -108,6 +108,7 @@ def upload(qw: QuantizedArray, device=None) -> DeviceArray:
     padded[: raw.size] = raw
     plain = DeviceArray(rt.key, rt.executor, rt.alloc(padded.size), np.uint8, (padded.size,))
     plain.write(padded)
+    plain.storage.nbytes = raw.size  # the blocks' bytes (the buffer holds them padded to whole 16 bytes)
     made = DeviceArray(None, None, None, np.uint8, qw.shape, storage=plain.storage, format=qw.format)
     per_device[device] = made
     return made
