@@ -256,11 +256,8 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT))
 
     sg = subgroup_id()
-    qg = sg  # this subgroup's query tiles (sg * SMQ ...) and key tiles (kg * NS ...)
-    kg = 0
-    if KSPLIT:
-        qg = 0
-        kg = sg
+    qg = 0 if KSPLIT else sg  # this subgroup's query tiles (qg * SMQ ...) and key tiles (kg * NS ...)
+    kg = sg if KSPLIT else 0
     batch = workgroup_id(2)
     head = workgroup_id(1)
     block = workgroup_id(0) // SPLITS
@@ -399,9 +396,7 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             row_sum[i] = coop.load(TS, smem, DT * REGION, SN // 4, coop.RowMajor)
             barrier()
 
-    writer = True  # KSPLIT: every subgroup holds the merged rows; subgroup 0 writes them
-    if KSPLIT:
-        writer = sg == 0
+    writer = sg == 0 if KSPLIT else True  # KSPLIT: every subgroup holds the merged rows; subgroup 0 writes them
     whole = q0 + BM <= S_Q  # the same in the whole workgroup: tiles store straight to the buffers
     region = sg * REGION
     for i in static_range(SMQ):
