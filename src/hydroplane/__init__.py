@@ -34,7 +34,10 @@ __all__ = sorted(_LAZY)
 
 def __getattr__(name: str):
     if name in _MODULES:
-        return importlib.import_module(_MODULES[name])
-    if name not in _LAZY:
+        value = importlib.import_module(_MODULES[name])
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
         raise AttributeError(f"module 'hydroplane' has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # found once: later look-ups are plain attribute reads (a call's fast path)
+    return value

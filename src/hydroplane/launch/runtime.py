@@ -217,6 +217,7 @@ class DeviceRuntime:
         self.capture: Any = None  # the Graph being captured, if any
         self.graphs: weakref.WeakSet = weakref.WeakSet()  # the graphs not yet closed (they keep their buffers)
         self._pending: list[tuple[int, int, int, bool]] = []  # (buffer id, start, end, writes) since the barrier
+        self._timing = False  # while timing, the runs go out in whole batches (no gap between two timestamps)
         self.executor: Any
         if executor is not None:
             self.executor = executor
@@ -434,7 +435,7 @@ class DeviceRuntime:
             buf._hp_access = buf._hp_write = seq
         if self.blocking:
             stream.wait(seq)
-        else:
+        elif not self._timing:
             stream.submit_if_idle()
 
     def synchronize(self) -> None:
@@ -468,6 +469,7 @@ class DeviceRuntime:
                     run()
                 self.synchronize()
             pool = vk.QueryPool(self.executor.device, 2 * repeat)
+            self._timing = True
             try:
                 stream = self.stream
                 stream.record(pool.reset, "timing", (pool,))
@@ -475,9 +477,11 @@ class DeviceRuntime:
                     stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i, False), "", (pool,))
                     run()
                     stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i + 1, True), "", (pool,))
+                self._timing = False
                 self.synchronize()
                 return [ns / 1e9 for ns in pool.nanoseconds()]
             finally:
+                self._timing = False
                 stream.after(stream.seq - 1, pool.close)
 
     # capture -----------------------------------------------------------------------------------------------------
@@ -537,8 +541,8 @@ class Graph:
             alloc = S.VkCommandBufferAllocateInfo(commandPool=device.command_pool,
                                                   level=E.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
             device.call("vkAllocateCommandBuffers", ctypes.byref(alloc), self.commands)
-            vk.check(_ffi.core("vkBeginCommandBuffer")(self.commands[0], ctypes.byref(S.VkCommandBufferBeginInfo())),
-                     "vkBeginCommandBuffer")
+            begin = S.VkCommandBufferBeginInfo(flags=E.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)  # replays overlap
+            vk.check(_ffi.core("vkBeginCommandBuffer")(self.commands[0], ctypes.byref(begin)), "vkBeginCommandBuffer")
             vk.full_barrier(self.commands[0])
 
     def uses(self, buf) -> bool:
@@ -576,7 +580,6 @@ class Graph:
                 for kernel, grid, buffers, push in self.steps:
                     rt.executor.dispatch(kernel, grid, buffers, push)
                 return
-            rt.stream.wait(self.last_seq)  # the previous replay (one command buffer runs once at a time)
             seq = rt.stream.submit_recorded(self.commands, keep=(self,), labels=self.labels)
             self.last_seq = seq
             for key, buf in self.buffers.items():

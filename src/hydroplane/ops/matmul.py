@@ -23,6 +23,7 @@ runs their routes. Layer: ops (above launch and kernels).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections import OrderedDict
@@ -250,8 +251,9 @@ def check_call(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none
 INDEX_LIMIT = 1 << 31  # elements of one matrix the GEMM indexes (32-bit indices: GemmProblem's own limit)
 
 
+@functools.cache
 def host_memory() -> int | None:
-    """The machine's physical memory in bytes (None where the OS does not say)."""
+    """The machine's physical memory in bytes (None where the OS does not say); asked once per process."""
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):

@@ -1,0 +1,213 @@
+"""The user's path (issue 22), in ONE run: a loop of 100 calls of hydroplane.matmul / hydroplane.attention on
+DeviceArrays closed by one synchronize, beside the kernels' own GPU time and beside torch's same loop.
+
+For each case it prints, per call:
+- `user`: host wall clock of the loop (100 calls, then hydroplane.synchronize()), with out= and without;
+- `record`: host time to queue one call (the loop's calls before the synchronize, timed alone: what the host
+  adds per call when the GPU is busy);
+- `kernel`: the call's GPU time by timestamps (the device runtime's timing path around the call's launches,
+  median of 10 after a warm-up);
+- `torch`: torch's loop of 100 calls and one torch.cuda.synchronize() (skipped without CUDA).
+Decode GEMVs rotate over enough weight copies that the 60 MB L2 cannot hold them, and report the weights' bytes
+read per second. Last: a captured graph of 200 small dependent calls replayed, against its GPU time.
+
+On the H200 (docs/perf.md has the command with the Vulkan loader set-up); here `--tiny` runs small shapes on
+lavapipe to check the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+import hydroplane  # noqa: E402
+from hydroplane.launch import runtime as runtime_module  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:  # lavapipe runs: no torch
+    torch, HAVE_CUDA = None, False
+
+CALLS = 100
+
+
+def _loop(call, sync, calls=CALLS) -> tuple[float, float]:
+    """(seconds per call of the whole loop with its synchronize, seconds per call to queue)."""
+    call()
+    sync()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    queued = time.perf_counter()
+    sync()
+    end = time.perf_counter()
+    return (end - start) / calls, (queued - start) / calls
+
+
+def _kernel_seconds(call) -> float:
+    rt = runtime_module.runtime(None)
+    return statistics.median(rt.time(call, 10, warmup=2, warmup_s=0.3))
+
+
+def _torch_loop(call) -> float | None:
+    if not HAVE_CUDA:
+        return None
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+    return _loop(call, torch.cuda.synchronize)[0]
+
+
+def _row(name, work, unit, user, user_out, record, kernel, torch_s) -> dict:
+    rate = (lambda s: work / s / 1e12 if s else 0.0)
+    row = {"case": name, "user_us": user * 1e6, "user_out_us": user_out * 1e6, "record_us": record * 1e6,
+           "kernel_us": kernel * 1e6, "torch_us": None if torch_s is None else torch_s * 1e6,
+           "user_rate": rate(user_out), "kernel_rate": rate(kernel), "unit": unit,
+           "user_of_kernel": kernel / user_out if user_out else 0.0}
+    t = "-" if torch_s is None else f"{torch_s * 1e6:9.1f}"
+    print(f"{name:44} user {user * 1e6:9.1f} | out= {user_out * 1e6:9.1f} | record {record * 1e6:7.1f} | kernel "
+          f"{kernel * 1e6:9.1f} us | torch {t} | {rate(user_out):7.3f} vs {rate(kernel):7.3f} {unit} "
+          f"({row['user_of_kernel']:.0%} of the kernel's rate)", flush=True)
+    return row
+
+
+def matmul_case(m, n, k, copies=1, label=None) -> dict:
+    rng = np.random.default_rng(0)
+    x = hydroplane.device_array(rng.uniform(-1, 1, (m, k)).astype(np.float16))
+    ws = [hydroplane.device_array(rng.uniform(-1, 1, (n, k)).astype(np.float16)) for _ in range(copies)]
+    out = hydroplane.device_array(np.zeros((m, n), np.float16))
+    turn = [0]
+
+    def call_out():
+        w = ws[turn[0] % copies]
+        turn[0] += 1
+        hydroplane.matmul(x, w.T, out=out)
+
+    def call_new():
+        w = ws[turn[0] % copies]
+        turn[0] += 1
+        hydroplane.matmul(x, w.T)
+
+    got = hydroplane.matmul(x, ws[0].T).numpy().astype(np.float32)  # checked once
+    want = x.numpy().astype(np.float32) @ ws[0].numpy().astype(np.float32).T
+    err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+    assert err < 2e-2, f"matmul {m}x{n}x{k}: relative error {err}"
+    user, _ = _loop(call_new, hydroplane.synchronize)
+    user_out, record = _loop(call_out, hydroplane.synchronize)
+    kernel = _kernel_seconds(call_out)
+    torch_s = None
+    if HAVE_CUDA:
+        tx = torch.from_numpy(x.numpy()).cuda()
+        tws = [torch.from_numpy(w.numpy()).cuda() for w in ws]
+        tout = torch.empty((m, n), dtype=torch.float16, device="cuda")
+        tturn = [0]
+
+        def tcall():
+            torch.matmul(tx, tws[tturn[0] % copies].T, out=tout)
+            tturn[0] += 1
+        torch_s = _torch_loop(tcall)
+    if m <= 64:  # decode: bytes of weights read per second
+        return _row(label or f"matmul {m}x{n}x{k} (x @ W.T, {copies} W)", n * k * 2, "TB/s", user, user_out, record,
+                    kernel, torch_s)
+    return _row(label or f"matmul {m}x{n}x{k} (x @ W.T)", 2 * m * n * k, "TFLOP/s", user, user_out, record, kernel,
+                torch_s)
+
+
+def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
+    rng = np.random.default_rng(1)
+    kv_heads = kv_heads or h
+    q = hydroplane.device_array(rng.uniform(-1, 1, (b, h, s_q, d)).astype(np.float16))
+    k = hydroplane.device_array(rng.uniform(-1, 1, (b, kv_heads, s_kv, d)).astype(np.float16))
+    v = hydroplane.device_array(rng.uniform(-1, 1, (b, kv_heads, s_kv, d)).astype(np.float16))
+    out = hydroplane.device_array(np.zeros((b, h, s_q, d), np.float16))
+
+    def call_out():
+        hydroplane.attention(q, k, v, causal=causal, out=out)
+
+    def call_new():
+        hydroplane.attention(q, k, v, causal=causal)
+
+    user, _ = _loop(call_new, hydroplane.synchronize)
+    user_out, record = _loop(call_out, hydroplane.synchronize)
+    kernel = _kernel_seconds(call_out)
+    torch_s = None
+    if HAVE_CUDA:
+        tq, tk, tv = (torch.from_numpy(a.numpy()).cuda() for a in (q, k, v))
+        gqa = kv_heads != h
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        torch_s = _torch_loop(lambda: sdpa(tq, tk, tv, is_causal=causal, enable_gqa=gqa))
+    flops = 4 * b * h * s_q * s_kv * d * (0.5 if causal else 1.0)
+    name = f"attention {b}x{h}x{s_q}x{s_kv}x{d}" + (f" kv {kv_heads}" if kv_heads != h else "") + \
+        (" causal" if causal else "")
+    if s_q == 1:
+        return _row(name + " (decode)", 2 * b * kv_heads * s_kv * d * 2, "TB/s", user, user_out, record, kernel,
+                    torch_s)
+    return _row(name, flops, "TFLOP/s", user, user_out, record, kernel, torch_s)
+
+
+def replay_case(n=256, count=200) -> dict:
+    """A captured chain of `count` small dependent matmuls (each reads the last one's result), replayed."""
+    rng = np.random.default_rng(2)
+    w = hydroplane.device_array((rng.uniform(-1, 1, (n, n)) / n).astype(np.float16))
+    a = hydroplane.device_array(rng.uniform(-1, 1, (n, n)).astype(np.float16))
+    b = hydroplane.device_array(np.zeros((n, n), np.float16))
+
+    def chain():
+        for i in range(count // 2):
+            hydroplane.matmul(a, w, out=b)
+            hydroplane.matmul(b, w, out=a)
+
+    chain()
+    hydroplane.synchronize()
+    with hydroplane.capture() as graph:
+        chain()
+    replay, _ = _loop(graph.replay, hydroplane.synchronize, calls=20)
+    kernel = _kernel_seconds(graph.replay)
+    print(f"replay of {count} dependent {n}^3 matmuls: {replay * 1e6:.1f} us per replay, GPU {kernel * 1e6:.1f} us "
+          f"({replay / kernel - 1:+.1%} over the GPU time); eager loop {_loop(chain, hydroplane.synchronize, 5)[0] * 1e6:.1f} us",
+          flush=True)
+    return {"case": f"replay {count} x {n}^3", "replay_us": replay * 1e6, "kernel_us": kernel * 1e6}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true", help="small shapes (lavapipe)")
+    parser.add_argument("--out", help="write the rows as JSON here")
+    args = parser.parse_args()
+    rt = runtime_module.runtime(None)
+    print(f"device: {rt.name}; driver {getattr(rt.executor, 'info', None) and rt.executor.info.driver_version}; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; torch {'CUDA' if HAVE_CUDA else 'absent'}",
+          flush=True)
+    rows = []
+    if args.tiny:
+        rows.append(matmul_case(64, 64, 64))
+        rows.append(matmul_case(1, 256, 256, copies=2))
+        rows.append(attention_case(1, 2, 64, 64, 64, causal=True))
+        rows.append(attention_case(1, 4, 1, 128, 64, kv_heads=2))
+        rows.append(replay_case(64, 20))
+    else:
+        for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096), (512, 4096, 14336)):
+            rows.append(matmul_case(m, n, k))
+        rows.append(matmul_case(1, 4096, 14336, copies=8))
+        for m in (8, 16, 64):
+            rows.append(matmul_case(m, 4096, 4096, copies=16))
+        rows.append(attention_case(4, 16, 4096, 4096, 128))
+        rows.append(attention_case(4, 16, 4096, 4096, 128, causal=True))
+        rows.append(attention_case(4, 32, 4096, 4096, 128, kv_heads=8, causal=True))
+        rows.append(attention_case(16, 32, 1, 8192, 128))
+        rows.append(replay_case())
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
