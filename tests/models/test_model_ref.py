@@ -66,3 +66,15 @@ def test_context_is_refused_past_its_end(pair):
         model.step(list(range(3, 3 + 16 - len(ids) + 1)))
     with pytest.raises(ModelError, match="must lie in"):
         model.logits([0, model.config.n_vocab])
+
+
+def test_sampling_is_seeded_and_top_k_1_is_greedy(pair):
+    model, _ = pair
+    ids = model.tokenize("the mat")
+    greedy = list(model.generate(ids, 2))
+    assert list(model.generate(ids, 2, temperature=0.9, top_k=1, seed=5)) == greedy
+    drawn = list(model.generate(ids, 2, temperature=1.5, top_p=0.9, seed=11))
+    assert list(model.generate(ids, 2, temperature=1.5, top_p=0.9, seed=11)) == drawn
+    assert all(0 <= t < model.config.n_vocab for t in drawn)
+    text = "".join(model.stream_text(ids, 2))
+    assert text == model.detokenize(greedy)
