@@ -188,7 +188,8 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
             [c for c in configs if c.splits != 1 and not c.grouped][:1]
         configs += [replace(c, splits=s) for c in leading for s in DECODE_SPLITS]
         configs += [c for c in candidates if c.key_split][:2]  # the subgroups splitting each key block
-    elif any(c.splits != 1 for c in configs[:1]):  # a split prefill: the unsplit one and other split counts
+    configs += [c for c in candidates if c.q_rounds > 1][:1]  # Q staged in rounds (8 subgroups at head dim 256)
+    if problem.q_len > 4 and any(c.splits != 1 for c in configs[:1]):  # a split prefill: unsplit and other counts
         configs += [replace(configs[0], splits=s) for s in (1, 2, 4, 8)]
     plans = {}  # the configurations as they run (split counts the plan clamps to the keys), each once
     for config in configs:

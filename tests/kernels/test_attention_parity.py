@@ -198,6 +198,17 @@ def test_key_split_on_ref(ref, case):
     check(ref, problem, config, seed=case)
 
 
+@pytest.mark.parametrize("case", range(3))
+def test_q_staged_in_rounds_on_ref(ref, case):
+    """The Q block through shared memory in parts (for 8 subgroups at head dim 256 in 48 KiB): a tail block, causal
+    rows without keys, the decode path."""
+    problem, config = [(AttentionProblem(1, 2, 40, 70, 64, causal=True), C((16, 16, 16), 4, 1, 2, q_rounds=2)),
+                       (AttentionProblem(1, 2, 70, 50, 256, causal=True), C((16, 16, 16), 4, 1, 1, q_rounds=4)),
+                       (AttentionProblem(1, 4, 33, 300, 64, kv_heads=2, window=40),
+                        C((16, 16, 16), 2, 1, 2, q_rounds=2, splits=2))][case]
+    check(ref, problem, config, seed=case)
+
+
 LAVAPIPE_CONFIGS = {
     "2 subgroups, 2 key tiles": C((8, 8, 8), 2, 1, 2),
     "1 subgroup, 2 query tiles, unpadded": C((8, 8, 8), 1, 2, 1, pad=0),

@@ -127,6 +127,10 @@ def test_config_fields_checked():
         AttentionConfig((16, 16))
     with pytest.raises(AttentionError, match="subgroups must be positive"):
         AttentionConfig(subgroups=0)
+    with pytest.raises(AttentionError, match="q_rounds divides its subgroups"):
+        AttentionConfig(subgroups=4, q_rounds=3)
+    with pytest.raises(AttentionError, match="q_rounds divides its subgroups"):
+        AttentionConfig(subgroups=4, q_rounds=2, key_split=True)
     with pytest.raises(AttentionError, match="malformed"):
         AttentionConfig.from_dict({"tiles": [1]})
     config = AttentionConfig((8, 8, 8), 2, 1, 2, pad=0, splits=3)

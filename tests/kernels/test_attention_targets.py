@@ -62,3 +62,25 @@ def test_the_library_kernel_uses_the_ext_operations():
     for name in ("OpCooperativeMatrixReduceEXT", "OpCooperativeMatrixPerElementOpEXT",
                  "OpCooperativeMatrixConvertUseEXT", "OpCooperativeMatrixMulAddKHR"):
         assert name in text, name
+
+
+@pytest.mark.parametrize("kind", ["key_split", "q_rounds"])
+def test_the_unmeasured_configurations_compile_for_the_h200(kind):
+    """The candidates listed after the measured ones (subgroups splitting each key block for decode, the Q block in
+    rounds for head dim 256 prefill) pass the same lowering, limits and spirv-val for the H200 profile."""
+    target = Target.profile("nvidia-h200")
+    problems = [AttentionProblem(1, 32, 1, 3000, 128, kv_heads=8), AttentionProblem(1, 32, 1, 3000, 256, kv_heads=2)] \
+        if kind == "key_split" else [AttentionProblem(1, 32, 512, 1000, 256, kv_heads=2)]
+    count = 0
+    for problem in problems:
+        for config in candidate_configs(problem, target):
+            if not (config.key_split if kind == "key_split" else config.q_rounds > 1):
+                continue
+            plan = attention_plan(problem, config, target)
+            spec = plan.main.kernel.compile(target, **plan.main.constexprs)
+            validate(spec.words, env="vulkan1.3")
+            lowered = compile_kernel(spec.words, target)
+            check_target_limits(lowered, target)
+            validate(lowered.words, env="vulkan1.3")
+            count += 1
+    assert count >= (3 if kind == "key_split" else 1)

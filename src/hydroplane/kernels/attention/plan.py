@@ -169,6 +169,7 @@ class AttentionConfig:
     splits: int = 1
     grouped: bool = False
     key_split: bool = False  # the subgroups share the query tiles and split each key block (decode)
+    q_rounds: int = 1  # the Q block staged through shared memory in this many parts (head dim 256, 8 subgroups)
 
     def __post_init__(self):
         if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
@@ -176,6 +177,10 @@ class AttentionConfig:
         for name in ("subgroups", "query_tiles", "key_tiles"):
             if getattr(self, name) < 1:
                 raise AttentionError(f"an attention config's {name} must be positive, not {getattr(self, name)}")
+        if not isinstance(self.q_rounds, int) or self.q_rounds < 1 or self.subgroups % self.q_rounds \
+                or (self.key_split and self.q_rounds > 1):
+            raise AttentionError(f"an attention config's q_rounds divides its subgroups (without key_split), not "
+                                 f"{self.q_rounds!r}")
         if self.pad < 0 or self.splits < 0:
             raise AttentionError(f"an attention config's pad and splits are >= 0, not {self.pad}, {self.splits}")
 
@@ -195,6 +200,8 @@ class AttentionConfig:
             text += f", rows padded by {16 * self.pad} bytes"
         if self.key_split:
             text += ", the subgroups splitting each key block"
+        if self.q_rounds > 1:
+            text += f", Q staged in {self.q_rounds} rounds"
         if self.grouped:
             text += ", query heads grouped per KV head"
         if self.splits > 1:
@@ -294,7 +301,7 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
         raise AttentionError(f"{threads} invocations per workgroup; {target.name} allows "
                              f"{target.max_workgroup_invocations}")
     shared = 16 * source.shared_chunks(d, config.pad, config.subgroups, config.query_tiles, qt, sn, config.key_tiles,
-                                       config.key_split)
+                                       config.key_split, config.q_rounds)
     if shared > target.shared_memory:
         raise AttentionError(f"the configuration needs {shared} bytes of shared memory; {target.name} has "
                              f"{target.shared_memory}")
@@ -351,7 +358,8 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
                   "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
                   "SPLIT": splits > 1,
                   "GUARD_KV": problem.kv_len % bn != 0,
-                  "DIRECT_P": direct_p(problem.dtype, config.tile, target), "KSPLIT": config.key_split}
+                  "DIRECT_P": direct_p(problem.dtype, config.tile, target), "KSPLIT": config.key_split,
+                  "QROUNDS": config.q_rounds}
     scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
                "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
                "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
@@ -404,6 +412,8 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
             found.append(config)
         found.append(AttentionConfig(tile, 1, 1, max(1, (16 if big else 2 * sn) // sn), pad=1, splits=0))  # decode
         found += grouped_configs(problem, tile)
+    if problem.head_dim > 128 and tiles and tiles[0][0] >= 16 and problem.q_len > 64:  # not measured: never first
+        found.append(AttentionConfig(tiles[0], 8, 1, max(1, 32 // tiles[0][1]), pad=1, splits=1, q_rounds=2))
     for tile in tiles[:1]:  # last: the subgroups splitting each key block (not measured yet: never the default)
         if tile[0] >= 16 and problem.q_len <= tile[0]:
             subgroups = 4 if problem.head_dim <= 128 else 2  # the K and V blocks within 48 KiB

@@ -200,19 +200,21 @@ def attention_threads(constexprs: dict) -> int:
     return constexprs["WM"] * constexprs["SG"]
 
 
-def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False) -> int:  # noqa: N803 -- the kernel's constexprs
-    """V4s of the one shared array: the Q block, or the K and V blocks, or the edge tiles' regions (KSPLIT: the
-    subgroups share the query tiles and split each key block; their results meet in D / SN + 1 tile regions)."""
+def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1) -> int:  # noqa: N803 -- the constexprs
+    """V4s of the one shared array: the Q block (QROUNDS: a part of it at a time), or the K and V blocks, or the
+    edge tiles' regions (KSPLIT: the subgroups share the query tiles and split each key block; their results meet
+    in D / SN + 1 tile regions)."""
     lds = D // WIDE + PAD
     region = QT * SN // 4  # an f32 tile (the largest staged tile), per subgroup
-    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT, NS * SN)
+    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT // QROUNDS, NS * SN)
     return max(q_rows * lds, 2 * keys * lds, WM * region, (D // SN + 1) * region if KSPLIT else 0)
 
 
-def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False) -> int:  # noqa: N803
-    """V4 registers an invocation holds between a fetch and its put: its chunks of the Q block or of a K/V block."""
+def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False, QROUNDS=1) -> int:  # noqa: N803
+    """V4 registers an invocation holds between a fetch and its put: its chunks of the Q block (or of a round of it)
+    or of a K/V block."""
     threads = WM * SG
-    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT, NS * SN)
+    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT // QROUNDS, NS * SN)
     return max(-(-q_rows * D // WIDE // threads), -(-keys * D // WIDE // threads))
 
 
@@ -223,7 +225,8 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
               Q_LEN: s32, IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
               WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
-              GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False):
+              GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False,
+              QROUNDS: constexpr = 1):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
@@ -232,7 +235,9 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     V once for the whole group; row r is query r % Q_LEN. Otherwise Q_LEN = S_Q. KSPLIT: the WM subgroups share
     the block's SMQ query tiles (BM = SMQ * QT) and split each key block (BN = WM * NS * SN, subgroup g taking key
     tiles g * NS ...), their maxima, sums and rows merged through shared memory at the end (more loads in flight for
-    the few rows of a decode step); subgroup 0 writes.
+    the few rows of a decode step); subgroup 0 writes. QROUNDS > 1 stages the Q block through shared memory in that
+    many parts (WM / QROUNDS subgroups' rows each): a block whose Q rows exceed the shared memory its K and V need
+    (8 subgroups at head dim 256 in 48 KiB).
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
@@ -252,8 +257,9 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     TV = coop.Matrix[IN, SN, SN, coop.B]
     TP = coop.Matrix[IN, QT, SN, coop.A]
     TS = coop.Matrix[f32, QT, SN, coop.Accumulator]
-    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT))
-    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT))
+    static_assert(QROUNDS == 1 or (not KSPLIT and WM % QROUNDS == 0), "Q rounds of whole subgroups' rows")
+    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS))
+    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT, QROUNDS))
 
     sg = subgroup_id()
     qg = 0 if KSPLIT else sg  # this subgroup's query tiles (qg * SMQ ...) and key tiles (kg * NS ...)
@@ -287,14 +293,28 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
 
     # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
-    fetch_rows(regs, q4, q_base, q0, S_Q, BM, CHUNKS, THREADS, True)
-    put_rows(smem, 0, regs, BM, CHUNKS, THREADS, LDS)
-    barrier()
     qa = local_array(TA, SMQ * KD)
-    for i in static_range(SMQ):
-        for kd in static_range(KD):
-            qa[i * KD + kd] = coop.load(TA, smem, ((qg * SMQ + i) * QT) * LDS + kd * QK // WIDE, LDS, coop.RowMajor)
-    barrier()
+    if QROUNDS == 1:
+        fetch_rows(regs, q4, q_base, q0, S_Q, BM, CHUNKS, THREADS, True)
+        put_rows(smem, 0, regs, BM, CHUNKS, THREADS, LDS)
+        barrier()
+        for i in static_range(SMQ):
+            for kd in static_range(KD):
+                qa[i * KD + kd] = coop.load(TA, smem, ((qg * SMQ + i) * QT) * LDS + kd * QK // WIDE, LDS,
+                                            coop.RowMajor)
+        barrier()
+    else:
+        RB = BM // QROUNDS  # rows per round: those of WM / QROUNDS subgroups
+        for rnd in static_range(QROUNDS):
+            fetch_rows(regs, q4, q_base, q0 + rnd * RB, S_Q, RB, CHUNKS, THREADS, True)
+            put_rows(smem, 0, regs, RB, CHUNKS, THREADS, LDS)
+            barrier()
+            if sg // (WM // QROUNDS) == rnd:
+                for i in static_range(SMQ):
+                    for kd in static_range(KD):
+                        qa[i * KD + kd] = coop.load(TA, smem, ((qg * SMQ + i) * QT - rnd * RB) * LDS + kd * QK // WIDE,
+                                                    LDS, coop.RowMajor)
+            barrier()
 
     o = local_array(TS, SMQ * DT)
     row_max = local_array(TS, SMQ)
