@@ -355,6 +355,7 @@ class PreparedLaunch:
         self._bound_list = list(bound.values())
         self.label = getattr(spec, "name", "") or "launch"
         self._planned = None  # the runtime's PlannedLaunch, made on the first dispatch, dropped by rebind
+        self._plans: dict = {}  # the PlannedLaunches of the bindings seen, by buffer and offset
         self._live = [held for _, held in arrays.values() if isinstance(held, DeviceArray)]
 
     @property
@@ -381,7 +382,14 @@ class PreparedLaunch:
             for b in self._bound_list:
                 if b.buffer.closed if hasattr(b.buffer, "closed") else b.buffer.released:
                     raise ReleasedError(f"{self.label}: a buffer of this launch was released")
-            planned = self._planned = rt.plan_launch(self.kernel, self.grid, self._bound_list, self.push, self.label)
+            key = tuple((id(b.buffer), b.offset) for b in self._bound_list)  # a loop over a few weights: one each
+            planned = self._plans.get(key)
+            if planned is None:
+                if len(self._plans) >= 64:
+                    self._plans.clear()
+                planned = self._plans[key] = rt.plan_launch(self.kernel, self.grid, self._bound_list, self.push,
+                                                            self.label)
+            self._planned = planned
         for arr in self._live:
             if arr.storage.buffer is None:
                 raise ReleasedError(f"{self.label}: an argument (the device array {arr._describe()}) was released")

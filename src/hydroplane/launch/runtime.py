@@ -51,6 +51,7 @@ from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
 
 DeviceKey = str | int
+POOL_BYTES = 1 << 30  # freed buffers a Vulkan device keeps for reuse (HYDROPLANE_POOL_BYTES overrides)
 
 
 class DeviceError(LaunchError):
@@ -218,6 +219,9 @@ class DeviceRuntime:
         self.graphs: weakref.WeakSet = weakref.WeakSet()  # the graphs not yet closed (they keep their buffers)
         self._pending: list[tuple[int, int, int, bool]] = []  # (buffer id, start, end, writes) since the barrier
         self._timing = False  # while timing, the runs go out in whole batches (no gap between two timestamps)
+        self._pool: dict[int, list] = {}  # freed Vulkan buffers by size, for the next alloc of that size
+        self._pooled_bytes = 0
+        self.pool_bytes = int(os.environ.get("HYDROPLANE_POOL_BYTES", POOL_BYTES))
         self.executor: Any
         if executor is not None:
             self.executor = executor
@@ -264,17 +268,31 @@ class DeviceRuntime:
 
     # buffers -----------------------------------------------------------------------------------------------------
     def alloc(self, nbytes: int):
-        """A buffer of at least `nbytes` (4 at least). Out of device memory: waits once for deferred frees, then
-        tries again (a second failure raises)."""
+        """A buffer of at least `nbytes` (4 at least): a freed buffer of that size when the pool holds one (a
+        Vulkan allocation costs far more than a call), else a new one. Out of device memory: waits once for the
+        deferred frees and empties the pool, then tries again (a second failure raises)."""
         nbytes = max(4, int(nbytes))
         with self.lock:
+            pooled = self._pool.get(nbytes)
+            if pooled:
+                self._pooled_bytes -= nbytes
+                return pooled.pop()
             try:
                 buf = self.executor.buffer(nbytes)
             except vk.OutOfDeviceMemory:
                 self.synchronize()
+                self.trim()
                 buf = self.executor.buffer(nbytes)
             buf._hp_write = buf._hp_access = 0
             return buf
+
+    def trim(self) -> None:
+        """Destroy the pooled buffers (their memory goes back to the driver)."""
+        with self.lock:
+            pool, self._pool, self._pooled_bytes = self._pool, {}, 0
+            for bufs in pool.values():
+                for buf in bufs:
+                    self._destroy(buf)
 
     def free(self, buf) -> None:
         """Free a buffer once the work that uses it has finished (at once on the reference executor)."""
@@ -287,7 +305,19 @@ class DeviceRuntime:
                 return
             if self.stream.closed:
                 return
-            self.stream.after(getattr(buf, "_hp_access", 0), lambda: self._destroy(buf))
+            self.stream.after(getattr(buf, "_hp_access", 0), lambda: self._recycle(buf))
+
+    def _recycle(self, buf) -> None:
+        """A freed buffer whose work has finished: kept for the next alloc of its size while the pool is within
+        POOL_BYTES, else destroyed."""
+        if self.closed or buf.closed:
+            return
+        size = buf.nbytes
+        if self._pooled_bytes + size <= self.pool_bytes:
+            self._pool.setdefault(size, []).append(buf)
+            self._pooled_bytes += size
+        else:
+            self._destroy(buf)
 
     def _destroy(self, buf) -> None:
         if self.sets is not None and not self.sets.closed:
@@ -496,6 +526,7 @@ class DeviceRuntime:
         self.closed = True
         if self.stream is not None:
             self.stream.close()
+            self.trim()
         if self.sets is not None:
             self.sets.close()
         if self.owns_executor:
