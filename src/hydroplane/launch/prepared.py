@@ -87,7 +87,8 @@ class DeviceArray:
     own constructor); users make them with `hydroplane.device_array(x)`. `format` names a block format (a
     quantized array's "q4_0" ...) whose bytes are not `dtype` elements; None for plain arrays."""
 
-    __slots__ = ("runtime", "storage", "dtype", "shape", "layout", "base", "format", "__weakref__")
+    __slots__ = ("runtime", "storage", "dtype", "shape", "layout", "base", "format", "size", "contiguous",
+                 "__weakref__")
 
     def __init__(self, device, executor, buffer, dtype, shape, *, storage: Storage | None = None,
                  layout: Layout | None = None, base: DeviceArray | None = None, format: str | None = None):
@@ -101,6 +102,11 @@ class DeviceArray:
         self.dtype, self.shape = dtype, shape
         self.layout = layout or Layout(0, _contiguous_strides(shape, dtype.itemsize))
         self.base, self.format = base, format
+        self.size = math.prod(shape)  # the number of elements
+        # whether the elements lie in C order without gaps (what a kernel's buffer binding takes)
+        self.contiguous = layout is None or self.size <= 1 or all(
+            st == want for st, want, n in zip(self.layout.strides, _contiguous_strides(shape, dtype.itemsize), shape)
+            if n != 1)
 
     # what it is --------------------------------------------------------------------------------------------------
     @property
@@ -131,21 +137,11 @@ class DeviceArray:
         return len(self.shape)
 
     @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
     def nbytes(self) -> int:
         """The elements' bytes (a block format's: the storage's bytes)."""
         if self.format is not None:
             return self.storage.nbytes
         return self.size * self.dtype.itemsize
-
-    @property
-    def contiguous(self) -> bool:
-        """Whether the elements lie in C order without gaps (what a kernel's buffer binding takes)."""
-        return self.size <= 1 or all(st == want for st, want, n in zip(
-            self.layout.strides, _contiguous_strides(self.shape, self.dtype.itemsize), self.shape) if n != 1)
 
     @property
     def released(self) -> bool:
