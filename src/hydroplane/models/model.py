@@ -2,7 +2,7 @@
 
 One forward step for T new tokens at positions p .. p+T-1, every array a DeviceArray of the model's device:
 
-    x = embedding(ids) * embedding_scale                        (T, n_embd) f32
+    x = nn.embedding(ids, table) * embedding_scale              (T, n_embd) f32
     per block: h = rms_norm(x) -> q, k, v = matmul(h, W.T)      quantized weights: hydroplane.matmul(x, qw.T)
                q, k = rms_norm per head (gemma3) -> rotary_embedding (the block's base, scale, style)
                q -> (heads, T, dim) f16; k, v -> the block's cache (kv heads, context, dim) f16 at row p
@@ -11,8 +11,8 @@ One forward step for T new tokens at positions p .. p+T-1, every array a DeviceA
     logits = matmul(rms_norm(x), output.T)                      prefill keeps only the last position
 
 The relayouts between the projections' (tokens, heads, dim) order and attention's (heads, tokens, dim), with the
-f32 -> f16 rounding, are kernels/models/relayout.py. Stopgap (until hydroplane.nn gets a scale): the embedding rows
-are dequantized on the host and scaled there, T * n_embd floats uploaded per step.
+f32 -> f16 rounding, and the embedding scale are kernels/models/relayout.py. Each step still reads the sampled id
+back to the host (the end-of-generation check) and sends the next step's ids and positions from there.
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ class Model:
             self.blocks.append(block)
         self.output_norm = vec("output_norm.weight")
         self.output = _Matrix(self, self.weights.output_name)
-        self._embedding = file.tensor("token_embd.weight")
+        tied = self.weights.output_name == "token_embd.weight"
+        self.embedding = self.output if tied else _Matrix(self, "token_embd.weight")
         self.cache_k = [self._zeros((c.n_head_kv, self.context, c.head_dim)) for _ in range(c.n_layer)]
         self.cache_v = [self._zeros((c.n_head_kv, self.context, c.head_dim_v)) for _ in range(c.n_layer)]
         self.length = 0  # positions of the cache in use
@@ -115,9 +116,9 @@ class Model:
 
     # -- kernels ---------------------------------------------------------------------------------------------
     def relayout(self, src: DeviceArray, dtype, abc: tuple[int, int, int], dst_rows: int, row0: int,
-                 dst: DeviceArray | None = None) -> DeviceArray:
-        """dst[((b * dst_rows) + row0 + a) * C + c] = src[a, b, c] (kernels/models/relayout.py), rounded to dtype;
-        a new (B, dst_rows, C) array unless dst is given."""
+                 dst: DeviceArray | None = None, scale: float = 1.0) -> DeviceArray:
+        """dst[((b * dst_rows) + row0 + a) * C + c] = src[a, b, c] * scale (kernels/models/relayout.py), rounded to
+        dtype; a new (B, dst_rows, C) array unless dst is given."""
         a, b, c = abc
         if dst is None:
             dst = device_array(np.empty((b, dst_rows, c), dtype), self.device)
@@ -128,10 +129,22 @@ class Model:
             self._pipelines[kernel] = (spec, executor.kernel(spec.words))
         spec, checked = self._pipelines[kernel]
         args = {"src": nn.view(src, src.dtype), "dst": nn.view(dst, dst.dtype), "a_n": a, "b_n": b, "c_n": c,
-                "dst_rows": dst_rows, "row0": row0}
+                "dst_rows": dst_rows, "row0": row0, "scale": float(scale)}
         with prepare(executor, checked, spec, (stride_groups(a * b * c, RELAYOUT_THREADS), 1, 1), args) as launch:
             launch.dispatch()
         return dst
+
+    def embed(self, ids: np.ndarray) -> DeviceArray:
+        """The rows of `ids` times the embedding scale, (T, n_embd) f32 on the device (hydroplane.nn.embedding of
+        the quantized table, then the scaled relayout; a float table's rows through the f16 copy)."""
+        table = self.embedding
+        rows = nn.embedding(ids.astype(np.int32), table.device)
+        if not isinstance(rows, DeviceArray):
+            rows = device_array(np.asarray(rows, np.float32), self.device)
+        if np.dtype(rows.dtype) != np.float32 or self.config.embedding_scale != 1.0:
+            return self.relayout(rows, np.float32, (ids.size, 1, self.config.n_embd), ids.size, 0,
+                                 scale=self.config.embedding_scale).reshape(ids.size, self.config.n_embd)
+        return rows
 
     # -- the forward step ------------------------------------------------------------------------------------
     def _check_ids(self, ids) -> np.ndarray:
@@ -155,7 +168,7 @@ class Model:
             raise ContextError(f"{p} cached positions and {T} new tokens exceed the context of {self.context} "
                                "positions (load(..., context=N) holds more)")
         positions = np.arange(p, p + T, dtype=np.int32)
-        x = device_array(self._embedding.dequantize(ids) * np.float32(c.embedding_scale), self.device)
+        x = self.embed(ids)
         S, group = p + T, c.n_head // c.n_head_kv
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
             h = nn.rms_norm(x, c.n_embd, block["attn_norm"], eps=c.eps)
