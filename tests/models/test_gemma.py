@@ -6,6 +6,11 @@ from the float64 reference by a few tenths, so only clear margins are compared.)
 
 import numpy as np
 import pytest
+from models.model_fixtures import (  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
+    gemma_file,
+    gemma_path,
+    llama_cpp,
+)
 
 from hydroplane.models import Model, Reference
 

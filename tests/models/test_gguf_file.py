@@ -4,6 +4,9 @@ no GGUF, truncated, or of an architecture or vocabulary hydroplane.models does n
 import gguf
 import numpy as np
 import pytest
+from models.model_fixtures import (
+    tiny_files,  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
+)
 
 from hydroplane.models import ModelError, Tokenizer, TokenizerError, config_from_metadata, load, read_gguf
 

@@ -4,6 +4,9 @@ the KV cache across steps, end-of-generation and context refusals."""
 
 import numpy as np
 import pytest
+from models.model_fixtures import (
+    tiny_files,  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
+)
 
 from hydroplane.models import ContextError, Model, ModelError, Reference, read_gguf
 

