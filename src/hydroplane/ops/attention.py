@@ -44,6 +44,7 @@ from hydroplane.kernels.attention import (
 )
 from hydroplane.launch.prepared import DeviceArray, prepare
 from hydroplane.launch.runtime import runtime, runtime_of
+from hydroplane.ops.matmul import host_memory
 from hydroplane.ops.runner import DeviceRunner, runner_executor
 
 WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle a moment runs at its idle clock)
@@ -140,11 +141,17 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     scale defaults to 1/sqrt(D) (|scale| at most float32's largest); causal masks keys j > p, window W keys j <= p - W,
     where p = i + S_kv - S_q is query i's position. Returns O (B, H, S_q, D) in q's dtype: a
     DeviceArray when any argument is one (it stays on that device), else a NumPy array (`out`, when given, is
-    written and returned). `device`: "ref", a Vulkan device number, or None (the best one)."""
+    written and returned). `device`: "ref", a Vulkan device number, or None (the default device,
+    docs/runtime.md)."""
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
     if not isinstance(causal, bool | np.bool_):
         raise AttentionError(f"attention: causal must be a bool, not {type(causal).__name__}")
     problem = problem_of(q, k, v, causal, scale, window)
+    result_bytes = math.prod(problem.shapes()[0]) * np.dtype(problem.dtype.dtype).itemsize
+    memory = host_memory()
+    if memory is not None and result_bytes > memory:  # before anything is allocated or copied
+        raise AttentionError(f"attention: the result, {problem.shapes()[0]}, takes {result_bytes / 2 ** 30:.4g} GiB, "
+                             f"more than this machine's {memory / 2 ** 30:.4g} GiB of memory")
     if out is not None:
         if isinstance(out, np.ndarray) and not out.dtype.isnative:  # written in place: never a converted copy
             raise AttentionError(f"attention: out is {tuple(out.shape)} {out.dtype.str}; it must be "
