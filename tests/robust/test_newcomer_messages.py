@@ -162,3 +162,28 @@ def test_the_readme_spirv_snippet_runs_without_spirv_val(monkeypatch, tmp_path):
     monkeypatch.delenv("HYDROPLANE_SPIRV_VAL", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))  # a host without spirv-val
     exec(compile(block, "README.md", "exec"), {})  # noqa: S102 -- the user's copy and paste
+
+
+def test_without_a_loader_device_n_raises_the_ops_own_class_and_the_default_is_ref():
+    """No Vulkan loader: device=0 is each op's error (MatmulError, AttentionError, both HydroplaneErrors), and
+    device=None (the default device) is the reference executor."""
+    script = """
+import numpy as np, hydroplane
+a = np.ones((16, 16), np.float16)
+q = a[None, None]
+for call, cls in ((lambda: hydroplane.matmul(a, a, device=0), hydroplane.MatmulError),
+                  (lambda: hydroplane.attention(q, q, q, device=0), hydroplane.AttentionError)):
+    try:
+        call()
+    except cls as err:
+        assert "Vulkan loader" in str(err), err
+    else:
+        raise SystemExit("no error")
+assert hydroplane.default_device() == "ref"
+assert (hydroplane.matmul(a, a) == 16).all()
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(REPO / "src"),
+                                   HYDROPLANE_VULKAN_LIBRARY="/nonexistent/libvulkan.so.1"))
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

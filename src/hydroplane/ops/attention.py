@@ -165,7 +165,10 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
             raise AttentionError("attention: out must be a writable C-contiguous NumPy array")
     device = choose_device(problem.dtype, _device_of((q, k, v), out, device))
     on_device = any(isinstance(a, DeviceArray) for a in (q, k, v, out))
-    rt = runtime(device)
+    try:
+        rt = runtime(device)
+    except HydroplaneError as err:  # no Vulkan loader, no such device: the op's own class
+        raise AttentionError(f"attention: {err}") from None
     executor = rt.executor
     staged = None
     if isinstance(out, DeviceArray) and any(out.overlaps(x) for x in (q, k, v) if isinstance(x, DeviceArray)):
