@@ -44,8 +44,10 @@ def test_integer_gemm_is_exact(capsys):
 
 def test_a_wrong_result_exits_1(capsys, monkeypatch):
     monkeypatch.setattr(kernels_cli, "_run", _broken_run)
-    # the reference executor is the process's (launch.runtime): its dispatch is patched for this test only
-    monkeypatch.setattr(launch.ReferenceExecutor, "dispatch", lambda *a, **k: None)  # D keeps its poison
+    # the reference executor is the process's (launch.runtime, as the command finds it now in sys.modules: a test
+    # elsewhere may have imported hydroplane afresh): its dispatch is patched for this test only
+    executor = sys.modules["hydroplane.launch.runtime"].runtime("ref").executor
+    monkeypatch.setattr(type(executor), "dispatch", lambda *a, **k: None)  # D keeps its poison
     assert cli.main(["gemm", "8", "8", "8", "--device", "ref"]) == 1
     assert "check   FAILED" in capsys.readouterr().out
 

@@ -29,7 +29,7 @@ from hydroplane.lang.core import Access
 from hydroplane.launch.checks import LaunchError, check_bound, check_grid, check_push_constants, pack_push_constants
 from hydroplane.launch.executors import BindingKey, CheckedKernel, Executor
 from hydroplane.launch.limits import check_buffer_sizes
-from hydroplane.launch.runtime import Bound, DeviceRuntime, runtime, runtime_of
+from hydroplane.launch.runtime import Bound, DeviceRuntime, PlannedLaunch, runtime, runtime_of
 
 WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle for a moment runs at its idle clock)
 
@@ -350,7 +350,7 @@ class PreparedLaunch:
         # cannot bind goes through a queued copy
         self._bound_list = list(bound.values())
         self.label = getattr(spec, "name", "") or "launch"
-        self._planned = None  # the runtime's PlannedLaunch, made on the first dispatch, dropped by rebind
+        self._planned: PlannedLaunch | None = None  # made on the first dispatch, dropped by rebind
         self._plans: dict = {}  # the PlannedLaunches of the bindings seen, by buffer and offset
         self._live = [held for _, held in arrays.values() if isinstance(held, DeviceArray)]
 

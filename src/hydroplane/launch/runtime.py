@@ -687,6 +687,6 @@ def ref_window(buf, offset: int, nbytes: int):
     return window
 
 
-__all__ = ["Bound", "CaptureError", "DeviceError", "DeviceRuntime", "Graph", "PlannedLaunch", "canonical_device", "capture",
-           "default_device", "open_devices", "runtime", "runtime_of", "set_device", "shared_executor", "synchronize",
-           "words_key"]
+__all__ = ["Bound", "CaptureError", "DeviceError", "DeviceRuntime", "Graph", "PlannedLaunch", "canonical_device",
+           "capture", "default_device", "open_devices", "runtime", "runtime_of", "set_device", "shared_executor",
+           "synchronize", "words_key"]
