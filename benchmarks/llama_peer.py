@@ -65,13 +65,23 @@ SQUARES = (("f16:f32", 8192), ("f16:f16", 8192))
 DOCS_8192 = {"f16:f32": 268.0, "f16:f16": 325.0}  # docs/perf.md's figures, the regression bar
 
 
+# K-split blocks the library's candidates do not offer for the deep prefill, tried first by --sweep: 128x128 blocks
+# (2x2 subgroups of 4x4 tiles: half the invocations of 128x256 with the same work per subgroup, so that two
+# workgroups can share a multiprocessor and overlap their barriers), one and two stages, and 256x128
+PREFILL_EXTRA = tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=(4, 4), k_tiles=kt, stages=st, pad=1,
+                                  prefetch=True, split=split)
+                      for sg, kt, st, split in (((2, 2), 2, 1, 2), ((2, 2), 2, 1, 4), ((2, 2), 2, 2, 2),
+                                                ((2, 2), 2, 2, 4), ((4, 2), 2, 1, 2)))
+
+
 def candidates_of(problem: GemmProblem, runner, args) -> list:
     found = [c for c in route_candidates(problem, runner.target) if getattr(c, "kind", "") != "scalar"]
     skinny = [c for c in found if isinstance(c, GemvConfig)][:args.skinny_candidates]
     thin = [c for c in found if isinstance(c, SplitConfig) and c.block[0] <= 16][:args.thin_candidates]
     others = [c for c in found if not isinstance(c, GemvConfig) and c not in thin]
     others = sorted(others, key=lambda c: not isinstance(c, SplitConfig))[:args.candidates] if problem.m > 16 else []
-    return list(dict.fromkeys([runner.tuned_config(problem), *skinny, *thin, *others]))
+    extra = list(PREFILL_EXTRA) if problem.m > 16 and problem.k >= 8192 else []
+    return list(dict.fromkeys([runner.tuned_config(problem), *skinny, *thin, *extra, *others]))
 
 
 def sweep(runner, problem, data, args, out, deadline) -> tuple[object, list]:
@@ -148,7 +158,7 @@ def main() -> int:
         del x
     torch_copy, _ = copy_bandwidth(torch, runner, out) if not args.sweep else (None, None)
     problems = [(f"n={n}", GemmProblem(n, M_W, K_W, parse_dtype(d), "nt")) for d in args.dtypes.split(",")
-                for n in map(int, args.ns.split(","))]
+                for n in map(int, filter(None, args.ns.split(",")))]  # --ns "": the squares alone
     if not args.sweep and not args.no_squares:
         problems += [(f"{s}^3", GemmProblem(s, s, s, parse_dtype(d), "nn")) for d, s in SQUARES]
     rows, table = [], {}

@@ -6,11 +6,14 @@ every input type), D is poisoned before each run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype, random_inputs, reference, relative_error
 from hydroplane.kernels.gemm import copy as copy_kernels
+from hydroplane.kernels.gemm.gemv import dot_threads as gemv_dot_threads
 from hydroplane.kernels.gemm.route import (
     GemvConfig,
     SplitConfig,
@@ -69,6 +72,11 @@ GEMV_CASES = [  # (M, N, K, layout, config)
     (6, 37, 80, "tt", GemvConfig(rows=4, columns=2, per_lane=3, lanes=16, unroll=1)),
     (9, 20, 33, "nt", GemvConfig(rows=8, columns=8, per_lane=1, lanes=4, unroll=2)),  # K odd: element loads
     (2, 24, 160, "nt", GemvConfig(rows=2, columns=2, per_lane=2, lanes=16, unroll=2, split=4)),
+    # groups of K lanes summed in shared memory: K a whole number of steps and N of column groups (EVEN_K, EVEN_N),
+    # then neither (a step past K, columns past N), then element loads with A stored K x M and a K split
+    (2, 48, 512, "nt", GemvConfig(rows=2, columns=2, per_lane=2, lanes=8, unroll=2, k_groups=2)),
+    (3, 42, 256, "nt", GemvConfig(rows=3, columns=1, per_lane=4, lanes=8, unroll=2, k_groups=4)),
+    (5, 30, 99, "tt", GemvConfig(rows=4, columns=2, per_lane=3, lanes=4, unroll=2, k_groups=4, split=2)),
 ]
 
 
@@ -86,7 +94,7 @@ def test_skinny_kernels_on_ref(ref, dtype, case):
 
 @pytest.mark.vulkan
 @pytest.mark.parametrize("dtype", LAVAPIPE_DTYPES)
-@pytest.mark.parametrize("case", [0, 2, 3, 4, 7])
+@pytest.mark.parametrize("case", [0, 2, 3, 4, 7, 8, 9, 10])
 def test_skinny_kernels_on_lavapipe(lavapipe, dtype, case):
     m, n, k, layout, config = GEMV_CASES[case]
     sg = lavapipe.target.subgroup_size
@@ -104,6 +112,25 @@ def test_skinny_wide_loads_follow_the_stored_rows(ref):
         assert route.main.constexprs["WIDE"] == wide, (n, k, layout)
     s8 = gemm_route(GemmProblem(4, 32, 64, parse_dtype("s8:s32"), "nt"), GemvConfig(rows=4), ref.target)
     assert s8.main.constexprs["WIDE"] == 16
+
+
+def test_dot_kernel_compiles_its_bounds_out_on_whole_steps(ref):
+    """EVEN_K where every K lane runs the same whole number of steps, EVEN_N where the column groups tile N; groups
+    of K lanes are the dot kernel's alone and count in the workgroup's invocations."""
+    dtype = parse_dtype("f16:f32")
+    grouped = GemvConfig(rows=1, columns=1, per_lane=2, lanes=32, unroll=2, k_groups=4)
+    for (n, k, split), even in (((64, 2048, 1), (True, True)), ((64, 4096, 2), (True, True)),
+                                ((64, 2048, 2), (False, True)), ((64, 1536, 1), (False, True)),
+                                ((63, 2048, 1), (True, False))):
+        route = gemm_route(GemmProblem(1, n, k, dtype, "nt"), replace(grouped, split=split), ref.target)
+        assert (route.main.constexprs["EVEN_K"], route.main.constexprs["EVEN_N"]) == even, (n, k, split)
+        assert route.main.constexprs["KG"] == 4
+    assert gemv_dot_threads(route.main.constexprs) == 128
+    with pytest.raises(Exception, match="groups of K lanes are the dot kernel's"):
+        check_gemv(GemmProblem(1, 64, 64, dtype, "nn"), GemvConfig(columns=8, lanes=8, k_groups=2), ref.target)
+    grouped_first = gemv_configs(GemmProblem(4, 4096, 14336, dtype, "nt"), Target.profile("nvidia-h200"))[0]
+    assert grouped_first.k_groups > 1 and gemm_route(GemmProblem(4, 4096, 14336, dtype, "nt"), grouped_first,
+                                                     Target.profile("nvidia-h200")).main.constexprs["EVEN_K"]
 
 
 def test_skinny_configurations_are_checked(ref, lavapipe):

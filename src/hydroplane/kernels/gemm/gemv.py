@@ -12,12 +12,16 @@ is stored, one for the split reduction:
 - `gemv_dot_kernel(in, acc, out)`: B stored N x K (layouts nt, tt: a weight matrix in PyTorch's layout). An
   invocation owns CPI consecutive columns of D (rows of B) and a K lane; KW lanes (a power of two within a
   subgroup) read neighbouring 16-byte chunks of each B row, each chunk meeting the matching chunk of MR rows of A,
-  and their sums meet in subgroup shuffles.
+  and their sums meet in subgroup shuffles; KG such groups of lanes (KG subgroups) share the same columns along
+  K, their sums meeting in shared memory: many invocations per column group, so that CPI can be large (A's
+  chunks converted once for CPI columns) while the GPU still has enough loads in flight. EVEN_K: every K lane
+  runs the same whole number of steps (no clamped loads, no masked rows of A); EVEN_N: no column past N.
 - `gemv_reduce_kernel(acc, out)`: with SPLIT K ranges (grid z), each writes its partial sums (in the working type)
   to a scratch buffer `part`; this kernel adds the ranges up and applies the epilogue.
 
-Arithmetic is in f32 for float accumulators (also f16:f16: the partial sums are more exact than the tensor
-cores' f16 ones) and in the accumulator type for integers (wrapping, like the GEMM kernels). The epilogue is the
+Arithmetic is in the accumulator type (work_type), wrapping for integers like the GEMM kernels; float products
+are added with one fused multiply-add (`madd`: an f16 x f16 product is exact in f32, so f16:f32 gives what a
+multiply and an add would, in one instruction). The epilogue is the
 GEMM library's: alpha, + beta * C, + bias, ReLU or GELU (tanh form), conversion to the output type.
 Configurations and launch plans: plan.py's GemvConfig (docs/gemm.md, "Skinny problems").
 """
@@ -34,6 +38,7 @@ from hydroplane.lang import (
     constexpr,
     f16,
     f32,
+    fma,
     func,
     global_id,
     kernel_source,
@@ -87,6 +92,14 @@ def unpack_chunk(vals, chunk, IN: constexpr, WORK: constexpr, VEC: constexpr):
     for w in static_range(4):
         for j in static_range(PER_WORD):
             vals[w * PER_WORD + j] = unpack(chunk[w], j, IN, WORK)
+
+
+@func
+def madd(acc, a, b, WORK: constexpr):
+    """acc + a * b: one fused multiply-add for floats, a multiply and a wrapping add for integers."""
+    if WORK.kind == "int":
+        return acc + a * b
+    return fma(a, b, acc)
 
 
 @func
@@ -196,7 +209,7 @@ def gemv_rows_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's
                 for m in static_range(MR):
                     av = select(live, a_element(a, minimum(m0 + m, M - 1), k, M, K, AT, WORK), WORK(0))
                     for j in static_range(VEC):
-                        acc[m * VEC + j] += av * vals[j]
+                        acc[m * VEC + j] = madd(acc[m * VEC + j], av, vals[j], WORK)
         # the KW lanes of each column chunk: within a subgroup by shuffles, across subgroups in shared memory
         for s in static_range(log2_exact(SG // CW) if CW < SG else 0):
             for i in static_range(MR * VEC):
@@ -230,7 +243,12 @@ def gemv_rows_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's
 
 
 def dot_threads(constexprs: dict) -> int:
-    return constexprs["CN"] * constexprs["KW"]
+    return constexprs["CN"] * constexprs["KW"] * constexprs.get("KG", 1)
+
+
+def dot_shared(cn: int, kg: int, mr: int, cpi: int) -> int:
+    """Elements of the dot kernel's shared reduction array (1 without groups of lanes along K)."""
+    return kg * cn * mr * cpi if kg > 1 else 1
 
 
 @functools.cache
@@ -244,12 +262,16 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
                  b4: Buffer[V4, readonly], alpha: f32, beta: f32, M: s32, N: s32, K: s32, k_split: s32,
                  AT: constexpr, MR: constexpr, CN: constexpr, CPI: constexpr, KW: constexpr, UNROLL: constexpr,
                  WIDE: constexpr, SG: constexpr, PARTIAL: constexpr, USE_C: constexpr, BIAS: constexpr,
-                 ACT: constexpr, SCALE: constexpr = True):
+                 ACT: constexpr, SCALE: constexpr = True, KG: constexpr = 1, EVEN_K: constexpr = False,
+                 EVEN_N: constexpr = False):
         VEC = WIDE if WIDE else 1
+        STEP = KW * KG * VEC  # K elements all lanes of a column group cover in one step
+        red = shared_array(WORK, dot_shared(CN, KG, MR, CPI))
         lane = lane_id()
         t = subgroup_id() * SG + lane
         kw = t % KW
-        cn = t // KW
+        cn = t // KW % CN
+        kg = t // (KW * CN)
         n0 = (workgroup_id(0) * CN + cn) * CPI  # this invocation's first column (row of B)
         m0 = workgroup_id(1) * MR
         split = workgroup_id(2)
@@ -263,18 +285,24 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
         bv = local_array(WORK, VEC)
         av = local_array(WORK, MR * VEC)  # this chunk of every row of A, unpacked once
         part_a = local_array(WORK, VEC)
-        for k0 in range(k_begin + kw * VEC, k_end, KW * VEC * UNROLL):
+        for k0 in range(k_begin + (kg * KW + kw) * VEC, k_end, STEP * UNROLL):
             for u in static_range(UNROLL):
-                k = minimum(k0 + u * KW * VEC, k_end - VEC)  # past the range: the last chunk, counted zero
+                k = k0 + u * STEP
+                if not EVEN_K:
+                    k = minimum(k, k_end - VEC)  # past the range: the last chunk, counted zero
                 for i in static_range(CPI):
-                    n = minimum(n0 + i, N - 1)
+                    n = n0 + i
+                    if not EVEN_N:
+                        n = minimum(n, N - 1)
                     if WIDE:
                         chunks[u * CPI + i] = b4[(n * K + k) // VEC]
                     else:
                         elems[u * CPI + i] = cast(b[n * K + k], WORK)
             for u in static_range(UNROLL):
-                k = minimum(k0 + u * KW * VEC, k_end - VEC)
-                live = k0 + u * KW * VEC < k_end
+                k = k0 + u * STEP
+                if not EVEN_K:
+                    k = minimum(k, k_end - VEC)
+                live = k0 + u * STEP < k_end
                 for m in static_range(MR):
                     row = minimum(m0 + m, M - 1)
                     if WIDE and not AT:
@@ -283,7 +311,10 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
                         for j in static_range(VEC):
                             part_a[j] = a_element(a, row, k + j, M, K, AT, WORK)
                     for j in static_range(VEC):
-                        av[m * VEC + j] = select(live, part_a[j], WORK(0))
+                        if EVEN_K:
+                            av[m * VEC + j] = part_a[j]
+                        else:
+                            av[m * VEC + j] = select(live, part_a[j], WORK(0))
                 for i in static_range(CPI):
                     if WIDE:
                         unpack_chunk(bv, chunks[u * CPI + i], IN, WORK, VEC)
@@ -291,11 +322,20 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
                         bv[0] = elems[u * CPI + i]
                     for m in static_range(MR):
                         for j in static_range(VEC):
-                            acc[m * CPI + i] += av[m * VEC + j] * bv[j]
+                            acc[m * CPI + i] = madd(acc[m * CPI + i], av[m * VEC + j], bv[j], WORK)
         for s in static_range(log2_exact(KW)):  # the KW lanes of a column group: neighbours in one subgroup
             for i in static_range(MR * CPI):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
-        if kw == 0:
+        if KG > 1:  # the KG groups of lanes of each column group: in shared memory
+            if kw == 0:
+                for i in static_range(MR * CPI):
+                    red[(kg * CN + cn) * MR * CPI + i] = acc[i]
+            barrier()
+            if kw == 0 and kg == 0:
+                for i in static_range(MR * CPI):
+                    for g in static_range(1, KG):
+                        acc[i] += red[(g * CN + cn) * MR * CPI + i]
+        if kw == 0 and kg == 0:
             for m in static_range(MR):
                 for i in static_range(CPI):
                     if m0 + m < M and n0 + i < N:

@@ -49,7 +49,9 @@ class GemvConfig:
     rows: rows of A (MR) per workgroup; columns: 16-byte column chunks side by side (rows kernel, B stored K x N; one
     column each without wide loads) or column groups (dot kernel, B stored N x K); per_lane: columns per invocation
     (dot kernel); lanes: invocations along K (KW); unroll: loads issued before they are used; split: K ranges run
-    by separate workgroups (grid z), summed by the reduction kernel; wide: 16-byte loads where the sizes allow."""
+    by separate workgroups (grid z), summed by the reduction kernel; wide: 16-byte loads where the sizes allow;
+    k_groups: groups of `lanes` invocations along K that share a column group (dot kernel), summed in shared
+    memory."""
 
     kind: str = "gemv"
     rows: int = 8
@@ -59,11 +61,12 @@ class GemvConfig:
     unroll: int = 4
     split: int = 1
     wide: bool = True
+    k_groups: int = 1
 
     def __post_init__(self):
         if self.kind != "gemv":
             raise GemmError(f"a GemvConfig's kind is 'gemv', not {self.kind!r}")
-        for name in ("rows", "columns", "per_lane", "lanes", "unroll", "split"):
+        for name in ("rows", "columns", "per_lane", "lanes", "unroll", "split", "k_groups"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise GemmError(f"a GemvConfig's {name} is a positive int, not {value!r}")
@@ -71,7 +74,8 @@ class GemvConfig:
     def describe(self) -> str:
         return (f"skinny: {self.rows} row{'s' * (self.rows > 1)}, {self.columns} column "
                 f"{'chunks' if self.per_lane == 1 else 'groups'}"
-                + (f" of {self.per_lane}" if self.per_lane > 1 else "") + f" x {self.lanes} K lanes, unroll "
+                + (f" of {self.per_lane}" if self.per_lane > 1 else "") + f" x {self.lanes} K lanes"
+                + (f" x {self.k_groups} groups" if self.k_groups > 1 else "") + ", unroll "
                 f"{self.unroll}" + (f", K split {self.split} ways" if self.split > 1 else "")
                 + ("" if self.wide else ", no wide loads"))
 
@@ -220,7 +224,7 @@ def check_gemv(problem: GemmProblem, config: GemvConfig, target: Target) -> None
     if problem.saturate:
         raise GemmError("the skinny kernels accumulate wrapping; saturating accumulation runs on the tensor cores")
     sg = target.subgroup_size
-    threads = config.columns * config.lanes
+    threads = config.columns * config.lanes * config.k_groups
     if threads % sg or threads > target.max_workgroup_invocations:
         raise GemmError(f"{config.describe()}: {threads} invocations, which must be a multiple of the subgroup size "
                         f"{sg} and at most {target.max_workgroup_invocations}")
@@ -228,7 +232,13 @@ def check_gemv(problem: GemmProblem, config: GemvConfig, target: Target) -> None
         if config.lanes > sg or sg % config.lanes:
             raise GemmError(f"{config.describe()}: the dot kernel's K lanes lie in one subgroup (a divisor of its "
                             f"{sg} invocations)")
+        shared = gemv.dot_shared(config.columns, config.k_groups, config.rows, config.per_lane)
+        if shared * gemv.work_type(dtype.acc).width // 8 > target.shared_memory:
+            raise GemmError(f"{config.describe()}: {shared * gemv.work_type(dtype.acc).width // 8} bytes of shared "
+                            f"memory, {target.name} has {target.shared_memory}")
     else:
+        if config.k_groups > 1:
+            raise GemmError(f"{config.describe()}: groups of K lanes are the dot kernel's (B stored N x K)")
         if config.columns > sg or sg % config.columns:
             raise GemmError(f"{config.describe()}: the rows kernel's column chunks divide the subgroup size {sg}")
         vec = gemv_vec(problem, config) or 1
@@ -250,14 +260,16 @@ def gemv_route(problem: GemmProblem, config: GemvConfig, target: Target) -> Rout
         k_split = -(-k_split // vec) * vec  # whole chunks per range
     split = -(-k // k_split)
     partial = split > 1
+    step = config.lanes * config.k_groups * (vec or 1) * config.unroll  # K one loop iteration covers (dot kernel)
     common = dict(AT=problem.a_transposed, MR=config.rows, UNROLL=config.unroll, WIDE=vec, SG=target.subgroup_size,
                   PARTIAL=partial, USE_C=problem.beta != 0 and not partial, BIAS=problem.bias and not partial,
                   ACT="none" if partial else problem.activation, SCALE=problem.alpha != 1 and not partial)
     bindings = dict(a="a", b="b", c="c", bias="bias", d="d", part="part" if partial else "d", b4="b")
     if problem.b_transposed:
         kernel = gemv.gemv_dot_kernel(dtype.a, dtype.acc, dtype.out)
-        constexprs = dict(common, CN=config.columns, CPI=config.per_lane, KW=config.lanes)
         per_group = config.columns * config.per_lane
+        constexprs = dict(common, CN=config.columns, CPI=config.per_lane, KW=config.lanes, KG=config.k_groups,
+                          EVEN_K=k_split % step == 0 and split * k_split == k, EVEN_N=n % per_group == 0)
         bindings["a4"] = "a"
     else:
         kernel = gemv.gemv_rows_kernel(dtype.a, dtype.acc, dtype.out)
@@ -357,6 +369,20 @@ def splitk_configs(problem: GemmProblem, target: Target, coop_configs: list[Gemm
     return found
 
 
+# (columns per invocation, groups of K lanes) of the dot kernel's grouped candidates, one column group per
+# workgroup (4096 x 14336 f16: 4096 workgroups of 256 invocations for (1, 8), 512 of 128 for (8, 4))
+GROUPED_DOT = ((1, 8), (2, 8), (4, 8), (2, 4), (4, 4), (8, 4), (8, 8), (4, 2))
+
+
+DOT_REGISTERS = 160  # the grouped candidates' unroll kept under this estimate of 32-bit registers per invocation
+
+
+def dot_registers(rows: int, per_lane: int, unroll: int) -> int:
+    """About how many 32-bit registers the dot kernel holds (16-byte chunks of B in flight, the sums, a chunk of
+    A unpacked per row, addresses)."""
+    return unroll * per_lane * 4 + rows * per_lane + rows * 8 + 24
+
+
 def gemv_configs(problem: GemmProblem, target: Target) -> list[GemvConfig]:
     """The skinny configurations an autotuner tries for `problem` on `target`, a sensible default first; each
     runs there."""
@@ -366,6 +392,18 @@ def gemv_configs(problem: GemmProblem, target: Target) -> list[GemvConfig]:
     found = []
     if problem.b_transposed:
         lanes = min(sg, 32)
+        vec = gemv_vec(problem, GemvConfig()) or 1
+        # groups of K lanes first: many invocations per column group, so that a column group can be several
+        # columns (A's chunks unpacked once for all of them) and the GPU still has enough loads in flight
+        for per_lane, k_groups in GROUPED_DOT:
+            steps = k / (lanes * k_groups * vec)  # loop steps per invocation: a whole number compiles EVEN_K
+            fits = [u for u in range(8, 0, -1) if dot_registers(rows, per_lane, u) <= DOT_REGISTERS]
+            divisors = [u for u in fits if steps == int(steps) and int(steps) % u == 0]
+            unrolls = dict.fromkeys(divisors[:1] + [u for u in divisors if u <= 4][:1]) if divisors else \
+                [u for u in (4, 2) if u in fits]
+            for unroll in unrolls:
+                found.append(GemvConfig(rows=rows, columns=1, per_lane=per_lane, lanes=lanes, unroll=unroll,
+                                        k_groups=k_groups))
         for per_lane, columns in ((2, 256 // lanes), (4, 256 // lanes), (1, 256 // lanes), (2, 128 // lanes),
                                   (4, 128 // lanes), (8, 64 // lanes)):
             for unroll in (2, 4, 8):
@@ -386,7 +424,7 @@ def gemv_configs(problem: GemmProblem, target: Target) -> list[GemvConfig]:
     for config in found:
         groups = _gemv_workgroups(problem, config)
         split = 1
-        while groups * split < WAVE and k // (2 * split) >= config.lanes * config.unroll * 2:
+        while groups * split < WAVE and k // (2 * split) >= config.lanes * config.k_groups * config.unroll * 2:
             split *= 2
         split_found.append(replace(config, split=split))
         if split > 1:
