@@ -87,7 +87,7 @@ class DeviceArray:
     own constructor); users make them with `hydroplane.device_array(x)`. `format` names a block format (a
     quantized array's "q4_0" ...) whose bytes are not `dtype` elements; None for plain arrays."""
 
-    __slots__ = ("runtime", "storage", "dtype", "shape", "layout", "base", "format", "size", "contiguous",
+    __slots__ = ("runtime", "storage", "dtype", "shape", "layout", "base", "format", "size", "contiguous", "_signature",
                  "__weakref__")
 
     def __init__(self, device, executor, buffer, dtype, shape, *, storage: Storage | None = None,
@@ -107,6 +107,30 @@ class DeviceArray:
         self.contiguous = layout is None or self.size <= 1 or all(
             st == want for st, want, n in zip(self.layout.strides, _contiguous_strides(shape, dtype.itemsize), shape)
             if n != 1)
+        self._signature: tuple | None = None
+
+    @property
+    def signature(self) -> tuple:
+        """What a planned call depends on in this array, as a dict key: its device runtime, dtype, block format,
+        shape, strides and offset modulo the device's binding alignment (two arrays of one signature bind the
+        same way; the ops' fast paths look their plans up by it)."""
+        sig = self._signature
+        if sig is None:
+            rt = self.runtime
+            sig = self._signature = (id(rt), self.dtype, self.format, self.shape, self.layout.strides,
+                                     self.layout.offset % rt.storage_alignment)
+        return sig
+
+    def like(self, template: DeviceArray, offset: int) -> DeviceArray:
+        """A view of this array's storage with `template`'s dtype, shape and strides at byte `offset` (the ops'
+        fast paths: the view a planned call binds, made without re-deriving it)."""
+        arr = DeviceArray.__new__(DeviceArray)
+        arr.runtime, arr.storage, arr.dtype, arr.shape = self.runtime, self.storage, template.dtype, template.shape
+        arr.layout = Layout(offset, template.layout.strides)
+        arr.base, arr.format, arr.size, arr.contiguous = self.base or self, template.format, template.size, \
+            template.contiguous
+        arr._signature = None
+        return arr
 
     # what it is --------------------------------------------------------------------------------------------------
     @property
@@ -207,10 +231,18 @@ class DeviceArray:
 
     # views -------------------------------------------------------------------------------------------------------
     def _view(self, shape, strides, offset=None, dtype=None) -> DeviceArray:
+        """A view of the storage (shape and strides are tuples of ints; made without DeviceArray's checks: a call's
+        host path makes several)."""
         self._require_live("a view")
-        return DeviceArray(None, None, None, self.dtype if dtype is None else dtype, shape, storage=self.storage,
-                           layout=Layout(self.offset if offset is None else offset, tuple(strides)),
-                           base=self.base or self, format=self.format)
+        arr = DeviceArray.__new__(DeviceArray)
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        arr.runtime, arr.storage, arr.dtype, arr.shape = self.runtime, self.storage, dtype, shape
+        arr.layout = Layout(self.layout.offset if offset is None else offset, strides)
+        arr.base, arr.format, arr._signature = self.base or self, self.format, None
+        arr.size = size = math.prod(shape)
+        arr.contiguous = size <= 1 or all(st == want for st, want, n in zip(
+            strides, _contiguous_strides(shape, dtype.itemsize), shape) if n != 1)
+        return arr
 
     def swapaxes(self, axis1: int, axis2: int) -> DeviceArray:
         """The array with two axes swapped: a layout, no copy (as NumPy's)."""

@@ -217,7 +217,8 @@ class DeviceRuntime:
         self.closed = False
         self.capture: Any = None  # the Graph being captured, if any
         self.graphs: weakref.WeakSet = weakref.WeakSet()  # the graphs not yet closed (they keep their buffers)
-        self._pending: list[tuple[int, int, int, bool]] = []  # (buffer id, start, end, writes) since the barrier
+        # buffer id -> {(start, end): writes}: the accesses recorded since the last barrier
+        self._pending: dict[int, dict[tuple[int, int], bool]] = {}
         self._timing = False  # while timing, the runs go out in whole batches (no gap between two timestamps)
         self._pool: dict[int, list] = {}  # freed Vulkan buffers by size, for the next alloc of that size
         self._pooled_bytes = 0
@@ -287,15 +288,21 @@ class DeviceRuntime:
             return buf
 
     def trim(self) -> None:
-        """Destroy the pooled buffers (their memory goes back to the driver)."""
+        """Destroy the pooled buffers (their memory goes back to the driver), once the queued work is done (a
+        pooled buffer may still be in use by work recorded before its free)."""
         with self.lock:
+            self.synchronize()
             pool, self._pool, self._pooled_bytes = self._pool, {}, 0
             for bufs in pool.values():
                 for buf in bufs:
                     self._destroy(buf)
 
     def free(self, buf) -> None:
-        """Free a buffer once the work that uses it has finished (at once on the reference executor)."""
+        """Free a buffer (at once on the reference executor). On a queue the buffer goes back to the pool at once,
+        for the next alloc of its size, stream-ordered as torch's caching allocator: work recorded later runs
+        after the work that still uses it (a batch starts with a full barrier; within a batch the byte ranges of
+        the two uses conflict, so a barrier goes between them). A buffer the pool has no room for is destroyed
+        once the work that uses it has finished."""
         with self.lock:
             if any(not g.closed and g.uses(buf) for g in self.graphs):
                 buf._hp_released = True  # a graph replays it: freed with the graph
@@ -303,21 +310,14 @@ class DeviceRuntime:
             if self.stream is None:
                 self.executor.release(buf)
                 return
-            if self.stream.closed:
+            if self.stream.closed or self.closed or buf.closed:
                 return
-            self.stream.after(getattr(buf, "_hp_access", 0), lambda: self._recycle(buf))
-
-    def _recycle(self, buf) -> None:
-        """A freed buffer whose work has finished: kept for the next alloc of its size while the pool is within
-        POOL_BYTES, else destroyed."""
-        if self.closed or buf.closed:
-            return
-        size = buf.nbytes
-        if self._pooled_bytes + size <= self.pool_bytes:
-            self._pool.setdefault(size, []).append(buf)
-            self._pooled_bytes += size
-        else:
-            self._destroy(buf)
+            size = buf.nbytes
+            if self._pooled_bytes + size <= self.pool_bytes:
+                self._pool.setdefault(size, []).append(buf)
+                self._pooled_bytes += size
+            else:
+                self.stream.after(getattr(buf, "_hp_access", 0), lambda: None if buf.closed else self._destroy(buf))
 
     def _destroy(self, buf) -> None:
         if self.sets is not None and not self.sets.closed:
@@ -434,31 +434,39 @@ class DeviceRuntime:
         conflict = False
         if pending:
             for buf, start, size in reads:
-                if _overlaps(pending, id(buf), start, start + size, True):
+                ranges = pending.get(id(buf))
+                if ranges and _overlaps(ranges, start, start + size, True):
                     conflict = True
                     break
             else:
                 for buf, start, size in writes:
-                    if _overlaps(pending, id(buf), start, start + size, False):
+                    ranges = pending.get(id(buf))
+                    if ranges and _overlaps(ranges, start, start + size, False):
                         conflict = True
                         break
         if conflict:
             pending.clear()
-
-        def recorded(cmd):
-            if conflict:
-                vk.full_barrier(cmd)
-            fn(cmd)
-
+            if graph is None:
+                stream.barrier()
+            else:
+                vk.full_barrier(graph.commands[0])
         for b, start, n in reads:
-            pending.append((id(b), start, start + n, False))
+            ranges = pending.get(id(b))
+            if ranges is None:
+                pending[id(b)] = {(start, start + n): False}
+            elif (start, start + n) not in ranges:  # a range read again adds nothing to check
+                ranges[(start, start + n)] = False
         for b, start, n in writes:
-            pending.append((id(b), start, start + n, True))
+            ranges = pending.get(id(b))
+            if ranges is None:
+                pending[id(b)] = {(start, start + n): True}
+            else:
+                ranges[(start, start + n)] = True
         if graph is not None:
-            recorded(graph.commands[0])
+            fn(graph.commands[0])
             graph.record(keep, label, reads, writes)
             return
-        seq = stream.record(recorded, label, keep)
+        seq = stream.record(fn, label, keep)
         for buf, _, _ in reads:
             buf._hp_access = seq
         for buf, _, _ in writes:
@@ -538,10 +546,11 @@ def _range(b: Bound) -> int:
         b.buffer.size - b.offset
 
 
-def _overlaps(pending, key: int, start: int, end: int, reading: bool) -> bool:
-    """Whether [start, end) of buffer `key` conflicts with a pending access: a read with a write, a write with any."""
-    for other, s, e, wrote in pending:
-        if other == key and s < end and start < e and (wrote or not reading):
+def _overlaps(ranges: dict, start: int, end: int, reading: bool) -> bool:
+    """Whether [start, end) of a buffer conflicts with one of its pending accesses ({(start, end): wrote}): a read
+    with a write, a write with any."""
+    for (s, e), wrote in ranges.items():
+        if s < end and start < e and (wrote or not reading):
             return True
     return False
 
@@ -558,7 +567,7 @@ class Graph:
         self.runtime = rt
         self.keep: list = []
         self.labels: list[str] = []
-        self.pending: list = []
+        self.pending: dict = {}  # as DeviceRuntime._pending, for the graph's command buffer
         self.steps: list = []  # the reference executor's launches, replayed in order
         self.buffers: dict[int, Any] = {}
         self.written: set[int] = set()

@@ -361,10 +361,20 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
     if quant_matmul.is_quantized(a) or quant_matmul.is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
         return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                                    out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
+    if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays
+        try:
+            fast = _fast.get((a.signature, b.signature, _signature(bias), _signature(out), type(alpha), alpha,
+                              type(beta), beta, activation, out_dtype, acc_dtype, device))
+        except TypeError:  # an unhashable argument: the checked path says what is wrong with it
+            fast = None
+        if fast is not None:
+            result = fast.run(a, b, bias, out)
+            if result is not None:
+                return result
     call = check_call(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                       out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     try:
-        return run_call(call)
+        return run_call(call, (alpha, beta, activation, out_dtype, acc_dtype, device))
     except MemoryError:  # within the machine's memory (check_sizes), but not free now
         raise MatmulError(f"matmul of shapes {call.a.shape} and {call.b.shape}: out of memory for the result or the "
                           "operands' copies") from None
@@ -451,8 +461,90 @@ PLAN_CACHE_SIZE = 64  # calls of this many signatures keep their plans (the leas
 
 def clear_plans() -> None:
     """Forget every planned call (the next call of each signature plans again)."""
+    _fast.clear()
     while _plans:
         _plans.popitem()[1].close()
+
+
+def _signature(value) -> tuple | None:
+    """A DeviceArray's signature, None for None; anything else is not a fast call (TypeError)."""
+    if value is None:
+        return None
+    if type(value) is not DeviceArray:
+        raise TypeError
+    return value.signature
+
+
+class FastCall:
+    """A planned call of DeviceArrays (a, b, bias, out) looked up by their signatures and the keyword arguments,
+    skipping the checks and the derivation of the GEMMs' operands: a signature fixes every check's outcome and
+    every view the plan binds (each a view of one argument at a fixed byte distance from its offset). `run`
+    returns None where it cannot serve the call (an argument released, out sharing a buffer with an input): the
+    checked path then handles it."""
+
+    __slots__ = ("plan", "runtime", "bindings", "result")
+
+    def __init__(self, plan: MatmulPlan, rt, bindings: list, result: tuple | None):
+        self.plan, self.runtime, self.bindings, self.result = plan, rt, bindings, result
+
+    def run(self, a: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
+        plan, rt = self.plan, self.runtime
+        if not plan.gemms or rt.closed:
+            return None
+        for x in (a, b, bias, out):
+            if x is not None and x.storage.buffer is None:
+                return None
+        if out is not None and (out.storage is a.storage or out.storage is b.storage or
+                                (bias is not None and out.storage is bias.storage)):
+            return None
+        if out is None:
+            dtype, shape, nbytes = self.result  # type: ignore[misc]
+            out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+        arrays = (a, b, bias, out)
+        for prepared, bindings in zip(plan.gemms, self.bindings):
+            held = prepared.buffers
+            for name, slot, delta, template in bindings:
+                x = arrays[slot]
+                at = x.layout.offset + delta
+                bound = held[name]
+                if bound.storage is not x.storage or bound.layout.offset != at:
+                    prepared.rebind(name, x.like(template, at))
+            prepared.dispatch()
+        return out
+
+
+_fast: dict = {}  # (signatures, keyword arguments) -> FastCall
+
+
+def _register_fast(call: MatmulCall, kwargs: tuple, plan: MatmulPlan, jobs: list, d_array: DeviceArray,
+                   rt) -> None:
+    """Keep a FastCall for a call whose operands are all DeviceArrays, each bound view traced to its argument."""
+    slots = [call.a.device_array, call.b.device_array, call.bias.device_array if call.bias else None, d_array]
+    storages = [x.storage for x in slots if x is not None]
+    if len(set(map(id, storages))) != len(storages):  # two arguments share a buffer: which is which is ambiguous
+        return
+    bindings = []
+    for job in jobs:
+        traced = []
+        for name, value in job.items():
+            if value is None:
+                continue
+            slot = next((i for i, x in enumerate(slots) if x is not None and isinstance(value, DeviceArray) and
+                         value.storage is x.storage), None)
+            if slot is None:
+                return
+            traced.append((name, slot, value.layout.offset - slots[slot].layout.offset, value))
+        bindings.append(traced)
+    result = None if call.out is not None else (d_array.dtype, d_array.shape, d_array.nbytes)
+    sig = (call.a.device_array.signature, call.b.device_array.signature, _signature(slots[2]),
+           _signature(call.out.device_array if call.out is not None else None), type(kwargs[0]), kwargs[0],
+           type(kwargs[1]), kwargs[1], *kwargs[2:])
+    try:
+        _fast[sig] = FastCall(plan, rt, bindings, result)
+    except TypeError:
+        return
+    while len(_fast) > 4 * PLAN_CACHE_SIZE:
+        _fast.pop(next(iter(_fast)))
 
 
 def _plan_for(key, make) -> MatmulPlan:
@@ -466,8 +558,10 @@ def _plan_for(key, make) -> MatmulPlan:
     return plan
 
 
-def run_call(call: MatmulCall):
-    """Run a checked call: the result as a NumPy array, or (an operand or out on a device) a DeviceArray."""
+def run_call(call: MatmulCall, kwargs: tuple | None = None):
+    """Run a checked call: the result as a NumPy array, or (an operand or out on a device) a DeviceArray.
+    `kwargs` (alpha, beta, activation, out_dtype, acc_dtype, device as the caller gave them): keep a FastCall for
+    the call's signature when it can have one."""
     out_np = call.result_dtype
     full_shape = call.batch + (call.m, call.n)
     c_op = call.c
@@ -554,6 +648,9 @@ def run_call(call: MatmulCall):
         rt.copy(d_array.buffer, d_array.offset, staged.buffer, staged.offset, staged.nbytes)
         d_array.release()
         return staged
+    if kwargs is not None and call.a.on_device and call.b.on_device and c_op is None and \
+            (call.bias is None or call.bias.on_device):
+        _register_fast(call, kwargs, plan, [job for job, _, _ in jobs], d_array, rt)
     return d_array
 
 

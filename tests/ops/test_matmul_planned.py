@@ -1,0 +1,186 @@
+"""`hydroplane.matmul` on DeviceArrays called again with arrays of the same signature (ops/matmul.py's FastCall):
+the planned call skips the checks, so these tests hold it to the checked path's answers and refusals; and the
+runtime's stream-ordered reuse of freed buffers (a result dropped while queued work still reads it).
+
+Every test runs on the reference executor and on lavapipe (device 0 in the test userland)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hydroplane
+from hydroplane.launch.prepared import ReleasedError
+from hydroplane.launch.runtime import runtime
+from hydroplane.ops import matmul as matmul_module
+
+DEVICES = ["ref", pytest.param(0, marks=pytest.mark.vulkan)]
+
+
+def _f16(rng, *shape) -> np.ndarray:
+    x = rng.uniform(-2, 2, shape).astype(np.float16)
+    x.reshape(-1)[::13] = 0
+    x.reshape(-1)[1] = -2
+    return x
+
+
+def _want(x, w) -> np.ndarray:
+    return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float32)
+
+
+def _close(got, want) -> None:
+    got = np.asarray(got, np.float32)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_loop_over_weights_and_outputs_gives_every_answer(device):
+    """Several weights, inputs and outputs of one signature, in turn: each call binds its own arrays."""
+    rng = np.random.default_rng()
+    m, n, k = 16, 64, 48
+    xs = [_f16(rng, m, k) for _ in range(3)]
+    ws = [_f16(rng, n, k) for _ in range(4)]
+    dxs = [hydroplane.device_array(x, device) for x in xs]
+    dws = [hydroplane.device_array(w, device) for w in ws]
+    outs = [hydroplane.device_array(np.full((m, n), 7777, np.float16), device) for _ in range(2)]
+    matmul_module.clear_plans()
+    for turn in range(8):
+        i, j, o = turn % 3, turn % 4, turn % 2
+        got = hydroplane.matmul(dxs[i], dws[j].T, out=outs[o])
+        assert got is outs[o]
+        _close(got.numpy(), _want(xs[i], ws[j].T))
+        fresh = hydroplane.matmul(dxs[i], dws[j].T)  # a new result each call
+        _close(fresh.numpy(), _want(xs[i], ws[j].T))
+    assert matmul_module._fast, "the calls of one signature were not planned"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_views_at_offsets_and_batches_bind_where_they_are(device):
+    """Rows of a larger array (a view at an offset) and matrices of a batch: the planned call binds each call's
+    view, not the first call's."""
+    rng = np.random.default_rng()
+    big = _f16(rng, 4, 32, 64)
+    w = _f16(rng, 64, 32)
+    dbig, dw = hydroplane.device_array(big, device), hydroplane.device_array(w, device)
+    for i in (0, 2, 1, 3, 2):
+        _close(hydroplane.matmul(dbig[i], dw).numpy(), _want(big[i], w))
+    batched = hydroplane.matmul(dbig, dw)  # (4, 32, 64) @ (64, 32): one folded GEMM
+    _close(batched.numpy(), _want(big, w))
+    halves = [dbig[:2], dbig[2:]]
+    for part, want in zip(halves * 2, [big[:2], big[2:]] * 2):
+        _close(hydroplane.matmul(part, dw).numpy(), _want(want, w))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bias_epilogue_and_keywords_key_the_plan(device):
+    """alpha, activation and bias are part of the signature: a call with other values is not served by another's
+    plan."""
+    rng = np.random.default_rng()
+    x, w = _f16(rng, 8, 32), _f16(rng, 32, 32)
+    bias = rng.uniform(-1, 1, 32).astype(np.float16)
+    dx, dw, db = (hydroplane.device_array(a, device) for a in (x, w, bias))
+    plain = _want(x, w)
+    for _ in range(2):
+        _close(hydroplane.matmul(dx, dw).numpy(), plain)
+        _close(hydroplane.matmul(dx, dw, alpha=2.0).numpy(), 2 * plain)
+        _close(hydroplane.matmul(dx, dw, alpha=2).numpy(), 2 * plain)
+        _close(hydroplane.matmul(dx, dw, bias=db, activation="relu").numpy(),
+               np.maximum(plain + bias.astype(np.float32), 0))
+    with pytest.raises(hydroplane.MatmulError):  # a bool is no alpha, even after alpha=1 was planned
+        hydroplane.matmul(dx, dw, alpha=True)
+    with pytest.raises(hydroplane.MatmulError):
+        hydroplane.matmul(dx, dw, alpha=float("nan"))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_refusals_hold_after_the_call_is_planned(device):
+    rng = np.random.default_rng()
+    x, w = _f16(rng, 8, 32), _f16(rng, 32, 16)
+    dx, dw = hydroplane.device_array(x, device), hydroplane.device_array(w, device)
+    out = hydroplane.device_array(np.zeros((8, 16), np.float16), device)
+    for _ in range(2):
+        hydroplane.matmul(dx, dw, out=out)
+    other = hydroplane.device_array(x, device)
+    other.release()
+    with pytest.raises(ReleasedError):
+        hydroplane.matmul(other, dw, out=out)
+    gone = hydroplane.device_array(np.zeros((8, 16), np.float16), device)
+    gone.release()
+    with pytest.raises(ReleasedError):
+        hydroplane.matmul(dx, dw, out=gone)
+    _close(hydroplane.matmul(dx, dw, out=out).numpy(), _want(x, w))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_sharing_an_input_buffer_is_staged_after_planning(device):
+    """out = a's own bytes, for a signature already planned with disjoint arrays: computed into scratch first."""
+    rng = np.random.default_rng()
+    x, w = _f16(rng, 16, 16), _f16(rng, 16, 16)
+    dw = hydroplane.device_array(w, device)
+    for _ in range(2):
+        hydroplane.matmul(hydroplane.device_array(x, device), dw, out=hydroplane.device_array(x * 0, device))
+    dx = hydroplane.device_array(x, device)
+    got = hydroplane.matmul(dx, dw, out=dx)  # in place: every row of the result reads every row of x
+    _close(got.numpy(), _want(x, w))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_dropped_result_reused_while_queued_work_reads_it(device):
+    """Stream-ordered reuse: a result still read by queued work, released, and its buffer handed to the next call's
+    result at once: the reader sees the old values (a barrier orders the two), the writer's values land."""
+    rng = np.random.default_rng()
+    n = 64
+    x1, x2, w, w2 = (_f16(rng, n, n) / 2 for _ in range(4))
+    dx1, dx2, dw, dw2 = (hydroplane.device_array(a, device) for a in (x1, x2, w, w2))
+    rt = runtime(device)
+    for _ in range(3):
+        a = hydroplane.matmul(dx1, dw)               # R1
+        b = hydroplane.matmul(a, dw2)                # reads R1 (queued)
+        buffer_of_a = a.buffer
+        a.release()
+        c = hydroplane.matmul(dx2, dw)               # may take R1's buffer while b's work is queued
+        if rt.stream is not None:
+            assert c.buffer is buffer_of_a, "the freed buffer was not reused at once"
+        a_want = _want(x1, w).astype(np.float16)
+        _close(b.numpy(), _want(a_want, w2))
+        _close(c.numpy(), _want(x2, w))
+
+
+@pytest.mark.vulkan
+def test_reusing_a_freed_buffer_records_a_barrier_after_its_last_reader(monkeypatch):
+    """The ordering the reuse relies on, seen in the commands: with everything in one batch, the launch that writes
+    the reused buffer comes after a barrier that follows the launch reading its old contents. (lavapipe runs a
+    batch's dispatches in order anyway, so the answers alone cannot show a missing barrier.)"""
+    rng = np.random.default_rng()
+    n = 32
+    dx, dw = (hydroplane.device_array(_f16(rng, n, n), 0) for _ in range(2))
+    rt = runtime(0)
+    hydroplane.matmul(hydroplane.matmul(dx, dw), dw)  # planned once
+    hydroplane.synchronize()
+    events: list[str] = []
+    stream = rt.stream
+    record, barrier = stream.record, stream.barrier
+    monkeypatch.setattr(stream, "submit_if_idle", lambda: None)  # one batch, flushed by the wait
+
+    def logged_record(fn, label="", keep=()):
+        events.append(f"launch {id(keep[0]) if keep else None}")
+        return record(fn, label, keep)
+
+    def logged_barrier():
+        events.append("barrier")
+        barrier()
+
+    monkeypatch.setattr(stream, "record", logged_record)
+    monkeypatch.setattr(stream, "barrier", logged_barrier)
+    a = hydroplane.matmul(dx, dw)
+    reused = a.buffer
+    b = hydroplane.matmul(a, dw)
+    a.release()
+    start = len(events)
+    c = hydroplane.matmul(dx, dw)
+    assert c.buffer is reused
+    assert events[start - 1].startswith("launch"), events  # b's launch, reading the old contents
+    assert events[start] == "barrier", events              # then the barrier, then c's launch writing them
+    assert events[start + 1].startswith("launch"), events
+    assert b.numpy().shape == (n, n)
