@@ -371,10 +371,10 @@ def splitk_configs(problem: GemmProblem, target: Target, coop_configs: list[Gemm
 
 # (columns per invocation, groups of K lanes) of the dot kernel's grouped candidates, one column group per
 # workgroup (4096 x 14336 f16: 4096 workgroups of 256 invocations for (1, 8), 512 of 128 for (8, 4))
-GROUPED_DOT = ((1, 8), (2, 8), (4, 8), (2, 4), (4, 4), (8, 4), (8, 8), (4, 2))
+GROUPED_DOT = ((1, 8), (2, 8), (4, 8), (2, 4), (4, 4), (8, 4), (8, 8), (4, 2), (16, 8), (16, 4))
 
 
-DOT_REGISTERS = 160  # the grouped candidates' unroll kept under this estimate of 32-bit registers per invocation
+DOT_REGISTERS = 200  # the grouped candidates' unroll kept under this estimate of 32-bit registers per invocation
 
 
 def dot_registers(rows: int, per_lane: int, unroll: int) -> int:
@@ -682,7 +682,8 @@ def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | G
 def route_verification_problem(problem: GemmProblem, config: GemmConfig | GemvConfig | SplitConfig) -> GemmProblem:
     """A smaller problem that takes the same code paths under `config`, for checking a candidate before timing it:
     plan.verification_problem for the GEMM's configurations; for the skinny ones N and K cut to about 1024 and
-    2048 with their remainders modulo 16 kept (so the 16-byte loads are taken or not as at full size)."""
+    2048 with their remainders modulo 16 kept (so the 16-byte loads are taken or not as at full size), K to whole
+    steps of the dot kernel where it has them (so that EVEN_K is compiled as at full size)."""
     if isinstance(config, GemmConfig):
         return verification_problem(problem, config)
     if isinstance(config, SplitConfig):  # the same K ranges: K kept
@@ -690,4 +691,7 @@ def route_verification_problem(problem: GemmProblem, config: GemmConfig | GemvCo
         return with_size(problem, small.m, small.n, problem.k) if small.k != problem.k else small
     n = problem.n if problem.n <= 1024 else 1024 + problem.n % 16
     k = problem.k if problem.k <= 2048 else 2048 + problem.k % 16
+    step = config.lanes * config.k_groups * config.unroll * input_granule(problem) * config.split
+    if problem.b_transposed and problem.k > 2048 and problem.k % step == 0:  # whole steps kept (EVEN_K)
+        k = max(step, 2048 // step * step)
     return with_size(problem, problem.m, n, k)
