@@ -28,6 +28,7 @@ from hydroplane.lang import (
     shared_array,
 )
 from hydroplane.launch.jit import JitLaunchError, KernelError, device_array
+from hydroplane.launch.prepared import ReleasedError
 from hydroplane.spirv.target import Target
 
 pytestmark = pytest.mark.vulkan
@@ -214,3 +215,35 @@ def test_a_shape_the_target_lacks_is_a_located_compile_error():
     assert err.line == _line(bf16_tile.kernel.fn, "ta = coop.load(coop.Matrix[bf16, M, M, coop.A], a, 0, M)")
     with pytest.raises(CompilationError, match="SHAPE: largest_shape.*asks the target"):
         device_sized_tile.compile()
+
+
+# kernel[grid](...) of device arrays and scalars keeps its PreparedLaunch per signature ------------------------------
+@hydroplane.kernel(local_size=64)
+def _scaled_sum(x: Buffer[f32, readonly], y: Buffer[f32, readonly], out: Buffer[f32], alpha: f32, n: s32):
+    i = global_id()
+    if i < n:
+        out[i] = alpha * x[i] + y[i]
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+def test_a_kept_launch_binds_each_calls_arrays_and_scalars(device):
+    """Calls of one signature reuse one PreparedLaunch: each call's arrays (aliased ones too) and scalars are the
+    ones it runs with, and a released array is refused as on the first call."""
+    rng = np.random.default_rng()
+    n = 200
+    xs = [rng.standard_normal(n).astype(np.float32) for _ in range(3)]
+    dxs = [hydroplane.device_array(x, device) for x in xs]
+    outs = [hydroplane.device_array(np.full(n, -1e30, np.float32), device) for _ in range(2)]
+    grid = (-(-n // 64),)
+    _scaled_sum.clear_launches()
+    for turn, alpha in enumerate((0.5, 0.5, -2.0, 0.5, 3.0, 3.0)):
+        i, j, o = turn % 3, (turn + 1) % 3, turn % 2
+        _scaled_sum[grid](dxs[i], dxs[j], outs[o], alpha, n)
+        np.testing.assert_allclose(outs[o].numpy(), np.float32(alpha) * xs[i] + xs[j], rtol=1e-6)
+        _scaled_sum[grid](dxs[i], dxs[i], outs[o], alpha, n)  # one array in two parameters
+        np.testing.assert_allclose(outs[o].numpy(), np.float32(alpha) * xs[i] + xs[i], rtol=1e-6)
+    assert 1 <= len(_scaled_sum._launches) <= 3
+    gone = hydroplane.device_array(xs[0], device)
+    gone.release()
+    with pytest.raises(ReleasedError):
+        _scaled_sum[grid](gone, dxs[1], outs[0], 0.5, n)

@@ -120,6 +120,7 @@ class JitKernel:
         self.__name__ = kernel_.__name__
         self.__doc__ = kernel_.__doc__
         self._pipelines: dict = {}  # id(specialization) -> (the specialization, its words' cache key)
+        self._launches: dict = {}  # a call's signature -> (PreparedLaunch, runtime, lowered, parameter names)
 
     def compile(self, target=None, **constexprs) -> Specialization:
         return self.kernel.compile(target, **constexprs)
@@ -181,11 +182,37 @@ class JitKernel:
         return self._prepared(grid, constexprs, arguments, self._device(device, arguments))[0]
 
     def launch(self, grid, args, kwargs, device=None) -> LaunchResult:
+        key = _launch_key(grid, args, kwargs, device)
+        found = self._launches.get(key) if key is not None else None
+        if found is not None:  # the same signature again: rebind the device arrays, queue
+            prepared, rt, lowered, names = found
+            if not rt.closed and all(a.storage.buffer is not None for a in _device_arrays(args, kwargs)):
+                held = prepared._arrays
+                for name, value in zip(names, (*args, *(kwargs[n] for n in sorted(kwargs)))):
+                    if name is not None and held[name][0] is not value:
+                        prepared.rebind(name, value)
+                return self._run(prepared, rt.key, lowered)
         constexprs, arguments = self._bind(args, kwargs)
         rt = self._device(device, arguments)
         prepared, lowered = self._prepared(grid, constexprs, arguments, rt)
-        with prepared:
-            return self._run(prepared, rt.key, lowered)
+        if key is None or prepared._owned:  # NumPy arguments (copied in and back) or staged views: once
+            with prepared:
+                return self._run(prepared, rt.key, lowered)
+        positional = list(self.kernel.signature.parameters)[:len(args)]
+        names = [name if name in arguments and type(value) is DeviceArray else None
+                 for name, value in zip((*positional, *sorted(kwargs)), (*args, *(kwargs[n] for n in sorted(kwargs))))]
+        old = self._launches.pop(key, None)
+        if old is not None:
+            old[0].close()
+        self._launches[key] = (prepared, rt, lowered, names)
+        while len(self._launches) > LAUNCH_CACHE_SIZE:
+            self._launches.pop(next(iter(self._launches)))[0].close()
+        return self._run(prepared, rt.key, lowered)
+
+    def clear_launches(self) -> None:
+        """Forget the launches kept for calls on device arrays (and the arrays they hold)."""
+        while self._launches:
+            self._launches.popitem()[1][0].close()
 
     def _run(self, prepared: PreparedLaunch, device, lowered: bool) -> LaunchResult:
         label = _device_label(device, prepared.executor)
@@ -208,6 +235,34 @@ class JitKernel:
             found = self._pipelines[id(spec)] = (spec, runtime.words_key(spec.words))
         checked = rt.kernel(found[1], lambda: executor.kernel(spec.words))
         return checked, bool(checked.compiled.changes)
+
+
+LAUNCH_CACHE_SIZE = 16  # calls on device arrays of this many signatures keep their PreparedLaunch, per kernel
+_SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
+
+
+def _launch_key(grid, args, kwargs, device):
+    """What a `kernel[grid](...)` call of device arrays and scalars depends on: the grid, the device, each device
+    array's signature (device, dtype, shape, strides, offset alignment) and each scalar's type and value; None when
+    an argument is anything else (a NumPy array is copied in and back: no kept launch)."""
+    parts: list = [grid, device]
+    for value in (*args, *(kwargs[n] for n in sorted(kwargs))):
+        if type(value) is DeviceArray:
+            parts.append(value.signature)
+        elif isinstance(value, _SCALARS):
+            parts.append((type(value), value))
+        else:
+            return None
+    parts.append(tuple(sorted(kwargs)))
+    try:
+        hash(tuple(parts))
+    except TypeError:
+        return None
+    return tuple(parts)
+
+
+def _device_arrays(args, kwargs):
+    return [a for a in (*args, *kwargs.values()) if type(a) is DeviceArray]
 
 
 def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -> HydroplaneError:
