@@ -299,3 +299,30 @@ def test_timing_goes_through_the_checked_launch(device):
         seconds = launch.time(repeat=3, warmup=1, warmup_s=0.0)
     assert len(seconds) == 3 and all(s > 0 for s in seconds)
     np.testing.assert_array_equal(out.numpy(), 2.0)
+
+
+@pytest.mark.vulkan
+def test_the_driver_pipeline_cache_is_kept_on_disk(tmp_path, monkeypatch):
+    """A device runtime saves the driver's pipeline cache at close and the next one seeds the driver with it
+    ($XDG_CACHE_HOME/hydroplane/pipelines/...); HYDROPLANE_PIPELINE_CACHE=0 keeps nothing."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    n = 256
+    first = DeviceRuntime(0)
+    try:
+        out = DeviceArray(0, first.executor, first.alloc(4 * n), np.float32, (n,))
+        axpy[_grid(n)](DeviceArray(0, first.executor, first.alloc(4 * n), np.float32, (n,)), out, out, 1.0, 0)
+        first.synchronize()
+    finally:
+        first.close()
+    files = list((tmp_path / "hydroplane" / "pipelines").glob("*.bin"))
+    assert len(files) == 1 and files[0].stat().st_size > 0, files
+    second = DeviceRuntime(0)
+    try:
+        assert second._pipeline_cache_seed == files[0].read_bytes()
+    finally:
+        second.close()
+    monkeypatch.setenv("HYDROPLANE_PIPELINE_CACHE", "0")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "off"))
+    third = DeviceRuntime(0)
+    third.close()
+    assert not (tmp_path / "off").exists()

@@ -207,12 +207,15 @@ class VulkanExecutor:
     trusted (hydroplane's own builder or language), validated with spirv-val before the driver sees it.
     """
 
-    def __init__(self, index: int = 0, *, robust: bool = True, timeout: float | None = None):
+    def __init__(self, index: int = 0, *, robust: bool = True, timeout: float | None = None,
+                 pipeline_cache: Callable[[vk.DeviceInfo], bytes | None] | None = None):
+        """`pipeline_cache(info)`: the driver's pipeline-cache bytes of an earlier run for this device, or None."""
         infos = vk.devices()
         if not 0 <= index < len(infos):
             raise LaunchError(f"no Vulkan device {index}: {len(infos)} device(s) found")
         self.info = infos[index]
-        self.device = vk.Device(self.info, enable_all=True, robust=robust)
+        seed = pipeline_cache(self.info) if pipeline_cache is not None else None
+        self.device = vk.Device(self.info, enable_all=True, robust=robust, pipeline_cache=seed)
         if timeout is not None:
             self.device.set_timeout(timeout)
         # the block layouts the device takes, which spirv-val must take too (scalar layout, ...)

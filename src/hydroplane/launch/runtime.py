@@ -32,6 +32,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -230,7 +231,7 @@ class DeviceRuntime:
             self.executor = ReferenceExecutor()
         else:
             try:
-                self.executor = VulkanExecutor(int(key), robust=False)
+                self.executor = VulkanExecutor(int(key), robust=False, pipeline_cache=self._load_pipeline_cache)
             except vk.LoaderMissing as err:
                 raise DeviceError(f"device {key}: {err}") from None
         if isinstance(self.executor, VulkanExecutor):
@@ -528,6 +529,41 @@ class DeviceRuntime:
             raise CaptureError(f"{what} cannot be captured (a replay would not repeat it): do it before or after "
                                "the capture")
 
+    # the driver's pipeline cache on disk --------------------------------------------------------------------------
+    _pipeline_cache_file: Any = None
+    _pipeline_cache_seed = b""
+
+    def _load_pipeline_cache(self, info) -> bytes | None:
+        """The pipeline-cache bytes an earlier process saved for this device and driver (None: none, or off)."""
+        path = pipeline_cache_file(info)
+        self._pipeline_cache_file = path
+        if path is None:
+            return None
+        try:
+            self._pipeline_cache_seed = path.read_bytes()
+        except OSError:
+            return None
+        return self._pipeline_cache_seed
+
+    def save_pipeline_cache(self) -> None:
+        """Write the driver's pipeline cache to disk when it holds pipelines the file lacks (at close; atomic: a
+        temporary file renamed over the old one). A cache folder that cannot be written is passed over: the cache
+        only saves time."""
+        path = self._pipeline_cache_file
+        if path is None or self.stream is None or self.executor.device.closed:
+            return
+        try:
+            data = self.executor.device.pipeline_cache_data()
+            if data == self._pipeline_cache_seed or not data:
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+            self._pipeline_cache_seed = data
+        except (OSError, HydroplaneError):
+            pass
+
     def close(self) -> None:
         if self.closed:
             return
@@ -535,10 +571,29 @@ class DeviceRuntime:
         if self.stream is not None:
             self.stream.close()
             self.trim()
+            if self.owns_executor:
+                self.save_pipeline_cache()
         if self.sets is not None:
             self.sets.close()
         if self.owns_executor:
             self.executor.close()
+
+
+def pipeline_cache_file(info) -> Path | None:
+    """Where the driver's pipeline cache of a device is kept between processes:
+    $XDG_CACHE_HOME/hydroplane/pipelines/VENDOR-DEVICE-DRIVER.bin (~/.cache when XDG_CACHE_HOME is unset); None when
+    $HYDROPLANE_PIPELINE_CACHE is 0 or no cache folder is known. The driver checks the data's header (its own
+    UUID) and ignores data of another driver or device."""
+    if os.environ.get("HYDROPLANE_PIPELINE_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except RuntimeError:
+            return None
+    driver = "".join(c if c.isalnum() or c in ".-" else "_" for c in f"{info.driver_name}-{info.driver_version}")
+    return Path(base) / "hydroplane" / "pipelines" / f"{info.vendor_id:04x}-{info.device_id:04x}-{driver}.bin"
 
 
 def _range(b: Bound) -> int:
