@@ -32,8 +32,10 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
-def write(path: Path, arch: str, seed: int = 0, n_layer: int = 2, formats=("Q8_0", "Q5_0")) -> Path:
-    """A random checkpoint of `arch` ("llama" or "gemma3") at `path`."""
+def write(path: Path, arch: str, seed: int = 0, n_layer: int = 2, formats=("Q8_0", "Q5_0"),
+          softcap: float = 0.0) -> Path:
+    """A random checkpoint of `arch` ("llama" or "gemma3") at `path`; `softcap`: gemma3's
+    final_logit_softcapping (0: none)."""
     rng = np.random.default_rng(seed)
     n_embd, n_ff, head_dim = 64, 128, 16
     n_head, n_head_kv = 4, (2 if arch == "llama" else 1)
@@ -52,6 +54,8 @@ def write(path: Path, arch: str, seed: int = 0, n_layer: int = 2, formats=("Q8_0
         w.add_uint32(f"{arch}.attention.sliding_window", 3)
         w.add_uint32(f"{arch}.attention.sliding_window_pattern", 2)
         w.add_float32(f"{arch}.rope.freq_base", 1e6)
+        if softcap:
+            w.add_float32(f"{arch}.final_logit_softcapping", softcap)
     else:
         w.add_float32(f"{arch}.rope.freq_base", 500.0)
     w.add_string("tokenizer.ggml.model", "llama")

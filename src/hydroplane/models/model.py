@@ -6,13 +6,17 @@ One forward step for T new tokens at positions p .. p+T-1, every array a DeviceA
     per block: h = rms_norm(x) -> q, k, v = matmul(h, W.T)      quantized weights: hydroplane.matmul(x, qw.T)
                q, k = rms_norm per head (gemma3) -> rotary_embedding (the block's base, scale, style)
                q -> (heads, T, dim) f16; k, v -> the block's cache (kv heads, context, dim) f16 at row p
-               o = attention(q, cache[:p+T], causal, window, scale) -> (T, heads * dim) f32 -> matmul(o, Wo.T)
+               o = attention(q, cache, kv_len=p+T, causal, window, scale) -> (T, heads * dim) f32 -> matmul(o, Wo.T)
                [post norm] -> x = add(x, o); the FFN the same way with gated(gate, up, activation)
-    logits = matmul(rms_norm(x), output.T)                      prefill keeps only the last position
+    logits = matmul(rms_norm(x), output.T) [softcap]            prefill keeps only the last position
 
 The relayouts between the projections' (tokens, heads, dim) order and attention's (heads, tokens, dim), with the
-f32 -> f16 rounding, and the embedding scale are kernels/models/relayout.py. Each step still reads the sampled id
-back to the host (the end-of-generation check) and sends the next step's ids and positions from there.
+f32 -> f16 rounding, and the embedding scale are kernels/models/relayout.py. The positions (rotary and the cache
+row), the cache's valid length and the token ids are read by the kernels from device buffers, so one decode step
+is captured (`hydroplane.capture`) once per sampling setting and replayed for every token: it embeds the id in
+`token`, runs at `position` with `kv_len` keys, samples with the seed in `seed`, and the advance kernel
+(kernels/models/advance.py) moves that state on and keeps the id in `history`. The host reads the history once per
+batch of steps (the end-of-generation check).
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from hydroplane.kernels.models.advance import advance_kernel
 from hydroplane.kernels.models.relayout import THREADS as RELAYOUT_THREADS
 from hydroplane.kernels.models.relayout import relayout_kernel
 from hydroplane.kernels.nn.common import stride_groups
 from hydroplane.launch.jit import device_array
 from hydroplane.launch.prepared import DeviceArray, prepare
-from hydroplane.launch.runtime import canonical_device, runtime
+from hydroplane.launch.runtime import Graph, canonical_device, capture, runtime
 from hydroplane.models.arch import Config
 from hydroplane.models.errors import ContextError, ModelError
 from hydroplane.models.gguf_file import GGUFFile
@@ -42,6 +47,7 @@ from hydroplane.quant import from_bytes
 QUANT_FORMATS = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q5_0": "q5_0", "Q4_K": "q4_k", "Q6_K": "q6_k"}
 KINDS = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 DEFAULT_CONTEXT = 2048
+FIRST_BATCH, LAST_BATCH = 1, 16  # decode steps replayed between two reads of the history (doubling between them)
 
 
 class _Matrix:
@@ -103,6 +109,20 @@ class Model:
         self.cache_k = [self._zeros((c.n_head_kv, self.context, c.head_dim)) for _ in range(c.n_layer)]
         self.cache_v = [self._zeros((c.n_head_kv, self.context, c.head_dim_v)) for _ in range(c.n_layer)]
         self.length = 0  # positions of the cache in use
+        # the decode state the kernels read and the advance kernel moves on (module docstring)
+        self.token = device_array(np.zeros(1, np.int32), self.device)  # the next step's id
+        self.position = device_array(np.zeros(1, np.int32), self.device)  # its position
+        self.kv_len = device_array(np.zeros(1, np.int32), self.device)  # the cache's valid length in that step
+        self.seed = device_array(np.zeros(1, np.uint32), self.device)  # the sampling seed of the next draw
+        self.history = device_array(np.zeros(self.context + 1, np.int32), self.device)  # sampled ids by position
+        self._graphs: dict[tuple, Graph] = {}  # the captured decode step per sampling setting
+        self._planned: set[tuple] = set()  # the settings whose step has run once as calls (planned)
+
+    def _empty(self, shape, dtype) -> DeviceArray:
+        """A new DeviceArray, unset (allocated, nothing written: allowed inside a capture)."""
+        dtype = np.dtype(dtype)
+        return DeviceArray(self.runtime.key, self.runtime.executor,
+                           self.runtime.alloc(max(4, int(np.prod(shape)) * dtype.itemsize)), dtype, tuple(shape))
 
     def _zeros(self, shape) -> DeviceArray:
         return device_array(np.zeros(shape, np.float16), self.device)
@@ -115,30 +135,52 @@ class Model:
         return self.tokenizer.detokenize(ids, special=special)
 
     # -- kernels ---------------------------------------------------------------------------------------------
+    def _pipeline(self, kernel, **constexprs):
+        executor = self.runtime.executor
+        key = (kernel, tuple(sorted(constexprs.items())))
+        if key not in self._pipelines:
+            spec = kernel.compile(executor.target, **constexprs)
+            self._pipelines[key] = (spec, executor.kernel(spec.words))
+        return self._pipelines[key]
+
     def relayout(self, src: DeviceArray, dtype, abc: tuple[int, int, int], dst_rows: int, row0: int,
-                 dst: DeviceArray | None = None, scale: float = 1.0) -> DeviceArray:
+                 dst: DeviceArray | None = None, scale: float = 1.0, row0_at: DeviceArray | None = None) \
+            -> DeviceArray:
         """dst[((b * dst_rows) + row0 + a) * C + c] = src[a, b, c] * scale (kernels/models/relayout.py), rounded to
-        dtype; a new (B, dst_rows, C) array unless dst is given."""
+        dtype; a new (B, dst_rows, C) array unless dst is given. row0_at: an int32 DeviceArray whose first element
+        is added to row0 on the device."""
         a, b, c = abc
         if dst is None:
-            dst = device_array(np.empty((b, dst_rows, c), dtype), self.device)
+            dst = self._empty((b, dst_rows, c), dtype)
         kernel = relayout_kernel(KINDS[np.dtype(src.dtype)], KINDS[np.dtype(dst.dtype)])
-        executor = self.runtime.executor
-        if kernel not in self._pipelines:
-            spec = kernel.compile(executor.target)
-            self._pipelines[kernel] = (spec, executor.kernel(spec.words))
-        spec, checked = self._pipelines[kernel]
+        spec, checked = self._pipeline(kernel, ROW0_DEVICE=row0_at is not None)
         args = {"src": nn.view(src, src.dtype), "dst": nn.view(dst, dst.dtype), "a_n": a, "b_n": b, "c_n": c,
                 "dst_rows": dst_rows, "row0": row0, "scale": float(scale)}
-        with prepare(executor, checked, spec, (stride_groups(a * b * c, RELAYOUT_THREADS), 1, 1), args) as launch:
+        aliases = None
+        if row0_at is None:
+            aliases = {"row0_at": "src"}  # not read
+        else:
+            args["row0_at"] = row0_at.reshape(-1)
+        with prepare(self.runtime.executor, checked, spec, (stride_groups(a * b * c, RELAYOUT_THREADS), 1, 1), args,
+                     aliases=aliases) as launch:
             launch.dispatch()
         return dst
 
-    def embed(self, ids: np.ndarray) -> DeviceArray:
-        """The rows of `ids` times the embedding scale, (T, n_embd) f32 on the device (hydroplane.nn.embedding of
-        the quantized table, then the scaled relayout; a float table's rows through the f16 copy)."""
+    def advance(self, sampled: DeviceArray) -> None:
+        """The decode state moved on by one step on the device (kernels/models/advance.py): `sampled` (one int32)
+        becomes the next token, at the next position, kept in the history."""
+        spec, checked = self._pipeline(advance_kernel)
+        args = {"sampled": sampled.reshape(1), "token": self.token, "position": self.position, "kv_len": self.kv_len,
+                "seed": self.seed, "history": self.history, "history_n": int(self.history.shape[0])}
+        with prepare(self.runtime.executor, checked, spec, (1, 1, 1), args) as launch:
+            launch.dispatch()
+
+    def embed(self, ids: np.ndarray | DeviceArray) -> DeviceArray:
+        """The rows of `ids` (NumPy, or an int32 DeviceArray read on the device) times the embedding scale,
+        (T, n_embd) f32 on the device (hydroplane.nn.embedding of the quantized table, then the scaled relayout; a
+        float table's rows through the f16 copy)."""
         table = self.embedding
-        rows = nn.embedding(ids.astype(np.int32), table.device)
+        rows = nn.embedding(ids if isinstance(ids, DeviceArray) else ids.astype(np.int32), table.device)
         if not isinstance(rows, DeviceArray):
             rows = device_array(np.asarray(rows, np.float32), self.device)
         if np.dtype(rows.dtype) != np.float32 or self.config.embedding_scale != 1.0:
@@ -160,16 +202,25 @@ class Model:
         self.length = 0
 
     def step(self, ids, last_only: bool = True) -> DeviceArray:
-        """Run `ids` at the next positions of the cache; the logits (1 or T, n_vocab) f32 on the device."""
-        c = self.config
+        """Run `ids` at the next positions of the cache; the logits (1 or T, n_vocab) f32 on the device. The decode
+        state is left at the last of them (position p + T - 1, the cache's valid length p + T)."""
         ids = self._check_ids(ids)
         T, p = ids.size, self.length
         if p + T > self.context:
             raise ContextError(f"{p} cached positions and {T} new tokens exceed the context of {self.context} "
                                "positions (load(..., context=N) holds more)")
-        positions = np.arange(p, p + T, dtype=np.int32)
-        x = self.embed(ids)
-        S, group = p + T, c.n_head // c.n_head_kv
+        positions = device_array(np.arange(p, p + T, dtype=np.int32), self.device)
+        self.kv_len.write(np.array([p + T], np.int32))
+        logits = self.forward(self.embed(ids), positions, last_only)
+        self.position.write(np.array([p + T - 1], np.int32))
+        self.length = p + T
+        return logits
+
+    def forward(self, x: DeviceArray, positions: DeviceArray, last_only: bool = True) -> DeviceArray:
+        """The blocks and the output on x (T, n_embd) f32 at `positions` (T,) int32 (read on the device: the first
+        is the cache row the new keys and values go to), with `self.kv_len` keys in use (read on the device)."""
+        c = self.config
+        T = x.shape[0]
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
             h = nn.rms_norm(x, c.n_embd, block["attn_norm"], eps=c.eps)
             q = block["q"].apply(self, h).reshape(T, c.n_head, c.head_dim)
@@ -183,17 +234,16 @@ class Model:
             q = nn.rotary_embedding(q, positions, **rope)
             k = nn.rotary_embedding(k, positions, **rope)
             q16 = self.relayout(q, np.float16, (T, c.n_head, c.head_dim), T, 0)
-            self.relayout(k, np.float16, (T, c.n_head_kv, c.head_dim), self.context, p, dst=self.cache_k[i])
-            self.relayout(v, np.float16, (T, c.n_head_kv, c.head_dim_v), self.context, p, dst=self.cache_v[i])
-            o16 = device_array(np.empty((c.n_head, T, c.head_dim_v), np.float16), self.device)
-            for g in range(c.n_head_kv):
-                heads = slice(g * group, (g + 1) * group)
-                kg = self.cache_k[i][g][:S].reshape(1, 1, S, c.head_dim)
-                vg = self.cache_v[i][g][:S].reshape(1, 1, S, c.head_dim_v)
-                qg = q16[heads].reshape(1, group, T, c.head_dim)
-                og = o16[heads].reshape(1, group, T, c.head_dim_v)
-                attention(qg, kg, vg, causal=True, window=layer.window, scale=c.attention_scale, out=og)
-            o = self.relayout(o16, np.float32, (c.n_head, T, c.head_dim_v), c.n_head, 0)
+            self.relayout(k, np.float16, (T, c.n_head_kv, c.head_dim), self.context, 0, dst=self.cache_k[i],
+                          row0_at=positions)
+            self.relayout(v, np.float16, (T, c.n_head_kv, c.head_dim_v), self.context, 0, dst=self.cache_v[i],
+                          row0_at=positions)
+            o16 = attention(q16.reshape(1, c.n_head, T, c.head_dim),
+                            self.cache_k[i].reshape(1, c.n_head_kv, self.context, c.head_dim),
+                            self.cache_v[i].reshape(1, c.n_head_kv, self.context, c.head_dim_v),
+                            causal=True, window=layer.window, scale=c.attention_scale, kv_len=self.kv_len)
+            o = self.relayout(o16.reshape(c.n_head, T, c.head_dim_v), np.float32, (c.n_head, T, c.head_dim_v),
+                              c.n_head, 0)
             o = block["o"].apply(self, o.reshape(T, c.n_head * c.head_dim_v))
             if c.arch.post_norms:
                 o = nn.rms_norm(o, c.n_embd, block["post_attn_norm"], eps=c.eps)
@@ -204,14 +254,39 @@ class Model:
             if c.arch.post_norms:
                 f = nn.rms_norm(f, c.n_embd, block["post_ffn_norm"], eps=c.eps)
             x = nn.add(x, f)
-        self.length = S
         if last_only:
             x = x[T - 1:T]
         h = nn.rms_norm(x, c.n_embd, self.output_norm, eps=c.eps)
         logits = self.output.apply(self, h)
         if c.logit_softcap:
-            raise ModelError("final logit softcapping is not run on the device yet (the reference runs it)")
+            logits = nn.softcap(logits, c.logit_softcap, out=logits)
         return logits
+
+    def _decode_step(self, sampling: dict) -> None:
+        """One decode step from the device state to the next (what the graph captures): the token at `position`
+        through the blocks, the next id sampled and the state advanced."""
+        logits = self.forward(self.embed(self.token), self.position)
+        self.advance(nn.sample(logits, seed=self.seed, **sampling))
+
+    def decode(self, steps: int, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0) -> None:
+        """`steps` decode steps from the device state (queued; nothing read back): the first one of a sampling
+        setting runs as calls (planning every launch), then it is captured once, and replayed from then on."""
+        sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p) if temperature > 0 else \
+            dict(temperature=0.0)
+        key = tuple(sorted(sampling.items()))
+        for _ in range(steps):
+            graph = self._graphs.get(key)
+            if graph is not None:
+                graph.replay()
+            elif key in self._planned:
+                with capture(self.device) as graph:
+                    self._decode_step(sampling)
+                self._graphs[key] = graph
+                graph.replay()
+            else:
+                self._decode_step(sampling)
+                self._planned.add(key)
+            self.length += 1
 
     def logits(self, ids) -> np.ndarray:
         """float32 logits (len(ids), n_vocab) of the sequence from position 0 (teacher-forced: row t predicts
@@ -245,23 +320,32 @@ class Model:
             return
         self.reset()
         start = time.perf_counter()
+        base = int(np.random.default_rng().integers(1 << 32)) if seed is None else int(seed)
+        self.seed.write(np.array([base & 0xFFFFFFFF], np.uint32))  # step n draws with seed + n
         logits = self.step(ids)
-        for n in range(max_tokens):
-            token = int(np.asarray(nn.sample(logits, temperature=temperature, top_k=top_k, top_p=top_p,
-                                             seed=None if seed is None else seed + n).numpy()).reshape(-1)[0])
+        sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p)
+        self.advance(nn.sample(logits, seed=self.seed, **sampling))
+        first = len(ids)  # the history's position of the first new token
+        done, batch = 0, FIRST_BATCH
+        while done < max_tokens:
+            wanted = min(batch, max_tokens - done)
+            if done:  # the first token came from the prefill; each later one from a decode step
+                self.decode(wanted, temperature, top_k, top_p)
+            tokens = self.history[first + done:first + done + wanted].numpy()  # waits for the steps
             now = time.perf_counter()
             if stats is not None:
-                if n == 0:
+                if done == 0:
                     stats.update(prefill_tokens=len(ids), prefill_s=now - start, decode_tokens=0, decode_s=0.0)
                 else:
-                    stats["decode_tokens"] += 1
+                    stats["decode_tokens"] += wanted
                     stats["decode_s"] += now - start
             start = now
-            if self.tokenizer.is_eog(token):
-                return
-            yield token
-            if n + 1 < max_tokens:
-                logits = self.step([token])
+            for token in tokens:
+                if self.tokenizer.is_eog(int(token)):
+                    return
+                yield int(token)
+            done += wanted
+            batch = min(2 * batch, LAST_BATCH)
 
     def stream_text(self, prompt, max_tokens: int = 16, **options) -> Iterator[str]:
         """The text of generate(...)'s tokens, piece by piece (never a split UTF-8 character)."""

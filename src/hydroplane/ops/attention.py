@@ -76,8 +76,8 @@ def as_array(x, name: str):
                          f"not {type(x).__name__}")
 
 
-def problem_of(q, k, v, causal: bool = False, scale: float | None = None, window: int | None = None) \
-        -> AttentionProblem:
+def problem_of(q, k, v, causal: bool = False, scale: float | None = None, window: int | None = None,
+               device_kv_len: bool = False) -> AttentionProblem:
     """The problem the arrays describe (torch's layout: q (B, H, S_q, D), k and v (B, H_kv, S_kv, D))."""
     for name, x in (("q", q), ("k", k), ("v", v)):
         if len(x.shape) != 4:
@@ -103,7 +103,24 @@ def problem_of(q, k, v, causal: bool = False, scale: float | None = None, window
     if window is not None and (isinstance(window, bool | np.bool_) or not isinstance(window, int | np.integer)):
         raise AttentionError(f"attention: window must be a positive integer or None, not {type(window).__name__}")
     return AttentionProblem(int(b), int(h), int(s_q), int(s_kv), int(d), dtype, int(h_kv), bool(causal),
-                            None if scale is None else float(scale), None if window is None else int(window))
+                            None if scale is None else float(scale), None if window is None else int(window),
+                            device_kv_len)
+
+
+def kv_len_of(kv_len, s_kv: int):
+    """attention's kv_len: a DeviceArray of one int32 (read by the kernels: not checked here), or an integer 0 ..
+    S_kv (as a NumPy int32 array of one element)."""
+    if isinstance(kv_len, DeviceArray):
+        if np.dtype(kv_len.dtype) != np.int32 or kv_len.size != 1:
+            raise AttentionError(f"attention: kv_len is a DeviceArray of {tuple(kv_len.shape)} {kv_len.dtype}; it "
+                                 "must hold one int32")
+        return kv_len.reshape(1)
+    if isinstance(kv_len, bool | np.bool_) or not isinstance(kv_len, int | np.integer):
+        raise AttentionError(f"attention: kv_len is an int32 DeviceArray of one element or an integer, not "
+                             f"{type(kv_len).__name__}")
+    if not 0 <= kv_len <= s_kv:
+        raise AttentionError(f"attention: kv_len {kv_len} lies outside 0 .. {s_kv} (the keys k holds)")
+    return np.array([kv_len], np.int32)
 
 
 def _device_of(arrays, out, device):
@@ -135,18 +152,22 @@ def choose_device(dtype, device=None):
     return "ref"
 
 
-def attention(q, k, v, *, causal: bool = False, scale: float | None = None, window: int | None = None, out=None,
-              device=None, config: AttentionConfig | None = None):
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None, window: int | None = None,
+              kv_len=None, out=None, device=None, config: AttentionConfig | None = None):
     """softmax(q kᵀ * scale) v (docs/attention.md): q (B, H, S_q, D), k and v (B, H_kv, S_kv, D) of f16 or bf16;
     scale defaults to 1/sqrt(D) (|scale| at most float32's largest); causal masks keys j > p, window W keys j <= p - W,
-    where p = i + S_kv - S_q is query i's position. Returns O (B, H, S_q, D) in q's dtype: a
+    where p = i + S_kv - S_q is query i's position. kv_len (an int32 DeviceArray of one element, read by the kernels,
+    so a captured call replays at every length; or an integer): only the first n = kv_len keys are in use (n clamped
+    to 0 .. S_kv; keys j >= n masked; p = i + n - S_q). Returns O (B, H, S_q, D) in q's dtype: a
     DeviceArray when any argument is one (it stays on that device), else a NumPy array (`out`, when given, is
     written and returned). `device`: "ref", a Vulkan device number, or None (the default device,
     docs/runtime.md)."""
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
     if not isinstance(causal, bool | np.bool_):
         raise AttentionError(f"attention: causal must be a bool, not {type(causal).__name__}")
-    problem = problem_of(q, k, v, causal, scale, window)
+    problem = problem_of(q, k, v, causal, scale, window, kv_len is not None)
+    if kv_len is not None:
+        kv_len = kv_len_of(kv_len, problem.kv_len)
     result_bytes = math.prod(problem.shapes()[0]) * np.dtype(problem.dtype.dtype).itemsize
     memory = host_memory()
     if memory is not None and result_bytes > memory:  # before anything is allocated or copied
@@ -163,8 +184,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
                                  f"{dtype}")
         if isinstance(out, np.ndarray) and not (out.flags.c_contiguous and out.flags.writeable):
             raise AttentionError("attention: out must be a writable C-contiguous NumPy array")
-    device = choose_device(problem.dtype, _device_of((q, k, v), out, device))
-    on_device = any(isinstance(a, DeviceArray) for a in (q, k, v, out))
+    device = choose_device(problem.dtype, _device_of((q, k, v, kv_len), out, device))
+    on_device = any(isinstance(a, DeviceArray) for a in (q, k, v, out, kv_len))
     try:
         rt = runtime(device)
     except HydroplaneError as err:  # no Vulkan loader, no such device: the op's own class
@@ -176,8 +197,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     if out is None and on_device:
         shape, dtype = problem.shapes()[0], np.dtype(problem.dtype.dtype)
         out = DeviceArray(rt.key, executor, rt.alloc(math.prod(shape) * dtype.itemsize), dtype, shape)
-    inputs = {"q": q, "k": k, "v": v}
-    key = (id(rt), problem, config, tuple(_kind(x, rt) for x in (q, k, v, out)))
+    inputs = {"q": q, "k": k, "v": v, "kv_len": kv_len}
+    key = (id(rt), problem, config, tuple(_kind(x, rt) for x in (q, k, v, out, kv_len)))
     prepared = _plans.get(key)
     if prepared is None:
         plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
@@ -333,6 +354,7 @@ class PreparedAttention:
         self.poison = np.full(self.out_shape, POISON, self.out_dtype)
         self._made: list = []
         self.passes: list = []
+        self.kv_len: DeviceArray | None = None
         try:
             if out is None:
                 out = self._device_array(self.poison)
@@ -345,11 +367,20 @@ class PreparedAttention:
             main = {"q4": _words(inputs["q"]), "k4": _words(inputs["k"]), "v4": _words(inputs["v"]),
                     "out4": _words(out if plan.combine is None else stats), "o_part4": _view(partial_o, np.uint32),
                     "ml_part": stats, **plan.main.scalars}
-            self.passes.append(self._prepare(plan.main, main))
+            kv_len = inputs.get("kv_len")
+            if kv_len is not None:  # the keys in use, read by both passes (a NumPy one copied in once, shared)
+                if not isinstance(kv_len, DeviceArray):
+                    kv_len = self._device_array(kv_len)
+                self.kv_len = kv_len
+                main["kv_valid"] = kv_len
+            aliases = None if kv_len is not None else {"kv_valid": "ml_part"}  # unread without device_kv_len
+            self.passes.append(self._prepare(plan.main, main, aliases))
             if plan.combine is not None:
                 combine = {"o_part": partial_o, "ml_part": stats, "out": _view(out, self.out_dtype),
                            **plan.combine.scalars}
-                self.passes.append(self._prepare(plan.combine, combine))
+                if kv_len is not None:
+                    combine["kv_valid"] = kv_len
+                self.passes.append(self._prepare(plan.combine, combine, aliases))
         except BaseException:
             self.close()
             raise
@@ -373,6 +404,14 @@ class PreparedAttention:
                     main.rebind(f"{name}4", _words(value))
             else:
                 main.write(f"{name}4", _words(value))
+        kv_len = inputs.get("kv_len")
+        if isinstance(kv_len, DeviceArray):
+            if self.kv_len.storage is not kv_len.storage or self.kv_len.offset != kv_len.offset:
+                for launch in self.passes:
+                    launch.rebind("kv_valid", kv_len)
+                self.kv_len = kv_len
+        elif kv_len is not None:
+            self.kv_len.write(kv_len)
         if out is not None and (self.out.storage is not out.storage or self.out.offset != out.offset):
             if self.plan.combine is None:
                 main.rebind("out4", _words(out))
@@ -380,9 +419,9 @@ class PreparedAttention:
                 self.passes[1].rebind("out", _view(out, self.out_dtype))
             self.out = out
 
-    def _prepare(self, p: Pass, arguments: dict):
+    def _prepare(self, p: Pass, arguments: dict, aliases: dict | None = None):
         spec, kernel = pipeline(self.executor, p)
-        return prepare(self.executor, kernel, spec, p.grid, arguments)
+        return prepare(self.executor, kernel, spec, p.grid, arguments, aliases=aliases)
 
     def dispatch(self) -> None:
         """One run through the executor's checked dispatch (both passes on the decode path)."""

@@ -35,6 +35,8 @@ from hydroplane.kernels.nn.embedding import embedding_kernel
 from hydroplane.kernels.nn.norm import ROWS_X, rms_norm_kernel
 from hydroplane.kernels.nn.rotary import rotary_kernel
 from hydroplane.kernels.nn.sampling import argmax_final_kernel, argmax_partial_kernel, sample_kernel
+from hydroplane.kernels.nn.softcap import THREADS as SOFTCAP_THREADS
+from hydroplane.kernels.nn.softcap import softcap_kernel
 from hydroplane.launch.prepared import DeviceArray, prepare
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.quant_matmul import quantized_rows
@@ -72,6 +74,7 @@ OPS: dict[str, Op] = {
     "silu": Op(activation_kernels.activation_kernel, doc="x * sigmoid(x)"),
     "gated": Op(activation_kernels.activation_kernel, doc="act(gate) * up in one kernel"),
     "add": Op(add_kernel, doc="a + b, b broadcast over a's leading dimensions"),
+    "softcap": Op(softcap_kernel, doc="cap * tanh(x / cap): Gemma 2's logit softcapping"),
     "embedding": Op(embedding_kernel, doc="rows of a table by id"),
     "sample": Op(sample_kernel, doc="temperature / top-k / top-p draw per row"),
     "argmax": Op(argmax_partial_kernel, doc="greedy: the largest logit's lowest index per row"),
@@ -437,6 +440,23 @@ def add(a, b, *, out=None, device=None):
         return call.result(made, out, a_shape)
 
 
+def softcap(x, cap, *, out=None, device=None):
+    """cap * tanh(x / cap) element-wise (Gemma 2's final logit softcapping, llama.cpp's `final_logit_softcapping`);
+    cap finite and positive; out may be x."""
+    op = "softcap"
+    x = as_array(x, op, "x")
+    kind = float_kind(x, op, "x")
+    cap = real(cap, op, "cap", positive=True)
+    out = check_out(out, x.shape, np.dtype(x.dtype), op)
+    n = math.prod(x.shape)
+    with _Call(op, (x,), out, device) as call:
+        made = call.output(out, x.shape, x.dtype)
+        if n:
+            call.launch(OPS[op].kernel(kind), {}, (stride_groups(n, SOFTCAP_THREADS),),
+                        {"x": storage(x, kind), "out": storage(made, kind), "n": n, "cap": cap})
+        return call.result(made, out, x.shape)
+
+
 def is_quantized(weight) -> bool:
     """A QuantizedArray (hydroplane.quant) or a DeviceArray holding ggml blocks (its `format` set)."""
     return isinstance(weight, QuantizedArray) or (isinstance(weight, DeviceArray) and weight.format is not None)
@@ -580,6 +600,10 @@ def reference_rotary(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
+def reference_softcap(x, cap: float) -> np.ndarray:
+    return cap * np.tanh(np.asarray(x, np.float64) / cap)
+
+
 def reference_activation(x, act: str) -> np.ndarray:
     x = np.asarray(x, np.float64)
     with np.errstate(over="ignore"):
@@ -652,5 +676,5 @@ def reference_sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=0) -> 
 
 
 __all__ = ["NNError", "OPS", "add", "embedding", "gated", "gelu", "reference_activation", "reference_rms_norm",
-           "reference_rotary", "reference_sample", "reference_uniform", "rms_norm", "rotary_embedding", "sample",
-           "silu"]
+           "reference_rotary", "reference_sample", "reference_softcap", "reference_uniform", "rms_norm",
+           "rotary_embedding", "sample", "silu", "softcap"]

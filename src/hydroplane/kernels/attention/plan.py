@@ -82,6 +82,7 @@ class AttentionProblem:
     causal: bool = False
     scale: float | None = None
     window: int | None = None  # None: no sliding window; W >= 1 masks keys W or more before the query's position
+    device_kv_len: bool = False  # the keys in use: the first n of kv_len, n read by the kernels from a device buffer
 
     def __post_init__(self):
         for name in ("batch", "heads", "q_len", "kv_len", "head_dim"):
@@ -147,6 +148,8 @@ class AttentionProblem:
             extras.append(f"scale {self.scale:g}")
         if self.window is not None:
             extras.append(f"window {self.window}")
+        if self.device_kv_len:
+            extras.append("keys in use read from the device")
         return (f"B={self.batch} H={self.heads} S_q={self.q_len} S_kv={self.kv_len} D={self.head_dim} {self.dtype}"
                 + (f" ({', '.join(extras)})" if extras else ""))
 
@@ -357,9 +360,9 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
                   "SMQ": config.query_tiles, "NS": config.key_tiles, "SG": target.subgroup_size, "PAD": config.pad,
                   "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
                   "SPLIT": splits > 1,
-                  "GUARD_KV": problem.kv_len % bn != 0,
+                  "GUARD_KV": problem.kv_len % bn != 0 or problem.device_kv_len,
                   "DIRECT_P": direct_p(problem.dtype, config.tile, target), "KSPLIT": config.key_split,
-                  "QROUNDS": config.q_rounds}
+                  "QROUNDS": config.q_rounds, "KV_DEVICE": problem.device_kv_len}
     scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
                "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
                "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
@@ -369,7 +372,7 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
     partial = problem.batch * heads * splits * rows
     combine = Pass(source.attention_combine(problem.dtype),
                    {"D": problem.head_dim, "LANES": source.combine_lanes(problem.head_dim), "CAUSAL": problem.causal,
-                    "GROUPED": config.grouped},
+                    "GROUPED": config.grouped, "KV_DEVICE": problem.device_kv_len},
                    (rows, heads, problem.batch),
                    {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len})
     return AttentionPlan(problem, replace(config, splits=splits), main, combine, partial * problem.head_dim,
@@ -467,12 +470,14 @@ def random_inputs(problem: AttentionProblem, rng: np.random.Generator, logit_sca
     return {"q": normal(q_shape, logit_scale), "k": normal(kv_shape, logit_scale), "v": normal(kv_shape, 1.0)}
 
 
-def visible_keys(problem: AttentionProblem) -> np.ndarray:
-    """(q_len, kv_len) bools: which keys each query sees (causal: j <= p, window W: p - j < W, where p = i + kv_len -
-    q_len is query i's position among the keys)."""
-    rows = np.arange(problem.q_len)[:, None] + (problem.kv_len - problem.q_len)
+def visible_keys(problem: AttentionProblem, valid: int | None = None) -> np.ndarray:
+    """(q_len, kv_len) bools: which keys each query sees (causal: j <= p, window W: p - j < W, where p = i + n -
+    q_len is query i's position among the keys; n the keys in use: kv_len, or `valid` clamped to 0 .. kv_len, the
+    keys from it on masked)."""
+    n = problem.kv_len if valid is None else min(max(int(valid), 0), problem.kv_len)
+    rows = np.arange(problem.q_len)[:, None] + (n - problem.q_len)
     cols = np.arange(problem.kv_len)[None, :]
-    visible = np.ones((problem.q_len, problem.kv_len), bool)
+    visible = np.broadcast_to(cols < n, (problem.q_len, problem.kv_len)).copy()
     if problem.causal:
         visible &= cols <= rows
     if problem.window is not None:
@@ -494,14 +499,15 @@ def scores32(problem: AttentionProblem, q: np.ndarray, k: np.ndarray) -> np.ndar
         return dots.astype(np.float32) * np.float32(problem.softmax_scale)
 
 
-def reference(problem: AttentionProblem, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+def reference(problem: AttentionProblem, q: np.ndarray, k: np.ndarray, v: np.ndarray, valid: int | None = None) \
+        -> np.ndarray:
     """The float64 softmax of the f32 scores (`scores32`) times V, with GQA's shared KV heads, the bottom-right
     causal mask and the window: per row m = max of the visible scores (NaN if one is NaN), w = exp(s - m) (a +inf
     score gives inf - inf = NaN, a row of only -inf scores -inf - -inf = NaN), O = w V / sum(w); masked keys weigh
     0 (a NaN or inf in a masked key's V still gives 0 * NaN, as the kernel's P V can); a row that sees no key is
-    zeros."""
+    zeros. `valid`: the keys in use (visible_keys), None: all."""
     v64 = np.repeat(np.asarray(v).astype(np.float64), problem.group, axis=1)
-    visible = visible_keys(problem)
+    visible = visible_keys(problem, valid)
     seen = visible.any(axis=-1)[:, None]
     with np.errstate(all="ignore"):
         scores = np.where(visible, scores32(problem, q, k).astype(np.float64), -np.inf)

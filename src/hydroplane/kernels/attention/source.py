@@ -102,21 +102,22 @@ def position_of(row, q_len, diagonal, GROUPED: constexpr):
 
 
 @func
-def seen_any(row, q_len, diagonal, CAUSAL: constexpr, GROUPED: constexpr):
-    """Whether the query in row `row` sees a key at all: every query does, except (CAUSAL) those before the diagonal
-    (position < 0); a window never empties a row (the query's own position is always inside it)."""
-    seen = True
+def seen_any(row, q_len, kv_end, CAUSAL: constexpr, GROUPED: constexpr):
+    """Whether the query in row `row` sees a key at all (kv_end keys in use): every query does when there are keys,
+    except (CAUSAL) those before the diagonal (position < 0); a window never empties a row (the query's own position,
+    or without causal masking the last key, is always inside it)."""
+    seen = kv_end > 0
     if CAUSAL:
-        seen = position_of(row, q_len, diagonal, GROUPED) >= 0
+        seen = position_of(row, q_len, kv_end - q_len, GROUPED) >= 0
     return seen
 
 
 @func
-def divided_by(row, col, x, total, q_first, q_len, diagonal, CAUSAL: constexpr, GROUPED: constexpr):
+def divided_by(row, col, x, total, q_first, q_len, kv_end, CAUSAL: constexpr, GROUPED: constexpr):
     """x / total for a row that sees keys (0 / 0 = NaN where every score it saw was -inf, as in the softmax), 0 for a
     row that sees none."""
     y = x / total
-    if not seen_any(q_first + row, q_len, diagonal, CAUSAL, GROUPED):
+    if not seen_any(q_first + row, q_len, kv_end, CAUSAL, GROUPED):
         y = f32(0.0)
     return y
 
@@ -220,13 +221,13 @@ def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False, QROUNDS=1) -> int:
 
 @kernel_source(local_size=attention_threads, name="attention")
 def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4, readonly], out4: Buffer[V4],
-              o_part4: Buffer[V4], ml_part: Buffer[f32],
+              o_part4: Buffer[V4], ml_part: Buffer[f32], kv_valid: Buffer[s32, readonly],
               S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale: f32, WINDOW: s32,
               Q_LEN: s32, IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
               WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
               GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False,
-              QROUNDS: constexpr = 1):
+              QROUNDS: constexpr = 1, KV_DEVICE: constexpr = False):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
@@ -237,7 +238,9 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     tiles g * NS ...), their maxima, sums and rows merged through shared memory at the end (more loads in flight for
     the few rows of a decode step); subgroup 0 writes. QROUNDS > 1 stages the Q block through shared memory in that
     many parts (WM / QROUNDS subgroups' rows each): a block whose Q rows exceed the shared memory its K and V need
-    (8 subgroups at head dim 256 in 48 KiB).
+    (8 subgroups at head dim 256 in 48 KiB). KV_DEVICE: the keys in use are the first kv_valid[0] (clamped to
+    0 .. S_KV) of the S_KV rows (a preallocated KV cache whose length a captured decode step reads from the device):
+    the keys past it are masked and the causal diagonal is aligned to it; S_KV stays the rows' stride.
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
@@ -274,14 +277,17 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     q0 = block * BM
     q_base = (batch * HEADS + head) * S_Q * CHUNKS  # V4 index of this head's Q (and O) rows
     kv_base = (batch * KV_HEADS + kv_head) * S_KV * CHUNKS
-    diagonal = S_KV - Q_LEN  # causal: query i sees keys j <= i + diagonal (aligned bottom-right)
+    kv_end = S_KV  # the keys in use
+    if KV_DEVICE:
+        kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
+    diagonal = kv_end - Q_LEN  # causal: query i sees keys j <= i + diagonal (aligned bottom-right)
     first_q = q0  # the block's first and last query (GROUPED: any of a head's queries)
     last_q = minimum(q0 + BM, S_Q) - 1
     if GROUPED:
         first_q = 0
         last_q = Q_LEN - 1
     kv_lo = split * SPLIT_LEN
-    kv_hi = minimum(S_KV, kv_lo + SPLIT_LEN)
+    kv_hi = minimum(kv_end, kv_lo + SPLIT_LEN)
     unmasked_hi = kv_hi  # keys below it are seen by every query of the block
     if CAUSAL:
         kv_hi = minimum(kv_hi, last_q + diagonal + 1)
@@ -436,7 +442,7 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                                       D // 4, SG)
                     barrier()
             else:
-                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, Q_LEN, diagonal, CAUSAL,
+                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, Q_LEN, kv_end, CAUSAL,
                                       GROUPED)
                 if DIRECT_P:  # no accumulator of the input type: the output tile is stored as an A matrix of it
                     result = coop.convert(normalised, IN, coop.A)
@@ -490,12 +496,14 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
     """The decode path's second pass, in one pass over the splits: one workgroup per (row, head, batch), LANES lanes
     of D / 4 invocations, lane l merging splits l, l + LANES, ... online (running maximum, rescaled sum and row,
     each four values a 16-byte load), then the lanes merged through shared memory into the output row (IN).
-    GROUPED: the rows are a KV head's packed query rows (row % Q_LEN is the query)."""
+    GROUPED: the rows are a KV head's packed query rows (row % Q_LEN is the query). KV_DEVICE: the keys in use
+    are kv_valid[0] (as the main pass reads them: a row that sees none writes zeros)."""
 
     @kernel_source(local_size=combine_threads, name=f"attention_combine_{IN}")
-    def combine(o_part: Buffer[V4F, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN], S_Q: s32,
-                S_KV: s32, HEADS: s32, SPLITS: s32, Q_LEN: s32, D: constexpr, LANES: constexpr,
-                CAUSAL: constexpr = False, GROUPED: constexpr = False):
+    def combine(o_part: Buffer[V4F, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN],
+                kv_valid: Buffer[s32, readonly], S_Q: s32, S_KV: s32, HEADS: s32, SPLITS: s32, Q_LEN: s32,
+                D: constexpr, LANES: constexpr, CAUSAL: constexpr = False, GROUPED: constexpr = False,
+                KV_DEVICE: constexpr = False):
         CH = D // 4
         shared_o = shared_array(V4F, LANES * CH)
         shared_ml = shared_array(f32, 2 * LANES)
@@ -530,7 +538,10 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
                 value = value * old_w + shared_o[other * CH + c] * new_w
                 top = new
             result = value / total
-            if not seen_any(row, Q_LEN, S_KV - Q_LEN, CAUSAL, GROUPED):
+            kv_end = S_KV
+            if KV_DEVICE:
+                kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
+            if not seen_any(row, Q_LEN, kv_end, CAUSAL, GROUPED):
                 result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
             base = ((batch * HEADS + head) * S_Q + row) * D + c * 4
             for j in static_range(4):
