@@ -21,6 +21,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# The library kernels' disk caches (lang/disk_cache.py, the driver's pipeline cache) stay off in the suite, so that
+# every test compiles what it tests; tests/lang/test_disk_cache.py and the runtime's cache test turn them on.
+os.environ["HYDROPLANE_DISK_CACHE"] = "0"
+
 def shared_dir() -> Path | None:
     """The shared/ folder beside the checkout (HYDROPLANE_SHARED overrides)."""
     env = os.environ.get("HYDROPLANE_SHARED")

@@ -304,8 +304,9 @@ def test_timing_goes_through_the_checked_launch(device):
 @pytest.mark.vulkan
 def test_the_driver_pipeline_cache_is_kept_on_disk(tmp_path, monkeypatch):
     """A device runtime saves the driver's pipeline cache at close and the next one seeds the driver with it
-    ($XDG_CACHE_HOME/hydroplane/pipelines/...); HYDROPLANE_PIPELINE_CACHE=0 keeps nothing."""
+    ($XDG_CACHE_HOME/hydroplane/pipelines/...); HYDROPLANE_DISK_CACHE=0 keeps nothing."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "1")
     n = 256
     first = DeviceRuntime(0)
     try:
@@ -321,7 +322,7 @@ def test_the_driver_pipeline_cache_is_kept_on_disk(tmp_path, monkeypatch):
         assert second._pipeline_cache_seed == files[0].read_bytes()
     finally:
         second.close()
-    monkeypatch.setenv("HYDROPLANE_PIPELINE_CACHE", "0")
+    monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "0")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "off"))
     third = DeviceRuntime(0)
     third.close()

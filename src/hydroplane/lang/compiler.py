@@ -25,7 +25,7 @@ import sys
 from array import array
 from dataclasses import dataclass, field, replace
 
-from hydroplane.lang import core
+from hydroplane.lang import core, disk_cache
 from hydroplane.lang.codegen import CodeGenerator, Source
 from hydroplane.lang.coop_semantic import CoopSemantic
 from hydroplane.lang.errors import CompilationError, SemanticError
@@ -304,7 +304,14 @@ class Kernel:
             raise SemanticError(f"{self.name}: constexpr values must be hashable, got {constexprs!r}") from None
         found = self._cache.get(key)
         if found is None:
-            found = self._cache[key] = _compile_kernel(self, constexprs, target)
+            disk = disk_cache.key_of(self.fn, self.name, self.local_size, constexprs, target) \
+                if disk_cache.enabled() else None
+            found = disk_cache.load(disk) if disk is not None else None
+            if not isinstance(found, Specialization):
+                found = _compile_kernel(self, constexprs, target)
+                if disk is not None:
+                    disk_cache.store(disk, found)
+            self._cache[key] = found
         return found
 
     def _resolved(self, target: Target | None, constexprs: dict) -> dict:

@@ -39,6 +39,7 @@ import numpy as np
 
 from hydroplane import vk
 from hydroplane.errors import HydroplaneError
+from hydroplane.lang import disk_cache
 from hydroplane.launch.executors import (
     CheckedKernel,
     LaunchError,
@@ -582,18 +583,13 @@ class DeviceRuntime:
 def pipeline_cache_file(info) -> Path | None:
     """Where the driver's pipeline cache of a device is kept between processes:
     $XDG_CACHE_HOME/hydroplane/pipelines/VENDOR-DEVICE-DRIVER.bin (~/.cache when XDG_CACHE_HOME is unset); None when
-    $HYDROPLANE_PIPELINE_CACHE is 0 or no cache folder is known. The driver checks the data's header (its own
-    UUID) and ignores data of another driver or device."""
-    if os.environ.get("HYDROPLANE_PIPELINE_CACHE", "1") == "0":
+    $HYDROPLANE_DISK_CACHE is 0 or no cache folder is known. The driver checks the data's header (its own UUID) and
+    ignores data of another driver or device."""
+    folder = disk_cache.cache_folder("pipelines")
+    if folder is None:
         return None
-    base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
-        try:
-            base = str(Path.home() / ".cache")
-        except RuntimeError:
-            return None
     driver = "".join(c if c.isalnum() or c in ".-" else "_" for c in f"{info.driver_name}-{info.driver_version}")
-    return Path(base) / "hydroplane" / "pipelines" / f"{info.vendor_id:04x}-{info.device_id:04x}-{driver}.bin"
+    return folder / f"{info.vendor_id:04x}-{info.device_id:04x}-{driver}.bin"
 
 
 def _range(b: Bound) -> int:
