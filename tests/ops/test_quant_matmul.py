@@ -16,6 +16,7 @@ from conftest import REPO
 import hydroplane
 from hydroplane.kernels.gemm import source
 from hydroplane.launch.jit import device_array
+from hydroplane.launch.runtime import runtime
 from hydroplane.ops import quant_matmul
 from hydroplane.ops.quant_matmul import QuantMatmulError, quantized_rows, upload
 from hydroplane.quant import FORMATS, quantize
@@ -194,18 +195,66 @@ def test_a_weight_larger_than_one_binding_goes_in_windows(device, monkeypatch):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("split", [False, True])
 def test_decode_with_and_without_the_k_split(device, split, monkeypatch):
-    """The GEMV's two endings: its own epilogue (no split) and the partial sums through the reduction."""
+    """The GEMVs' two endings: their own epilogue (no split) and the partial sums through the reduction; the unit
+    GEMV (whole blocks in wide loads) and the 8-weight GEMV (a row of an odd count of 32-blocks)."""
     below = 1 << 30 if split else 1
     monkeypatch.setattr(quant_matmul, "SPLIT_BELOW", below)
     monkeypatch.setattr(quant_matmul, "REF_SPLIT_BELOW", below)
     monkeypatch.setattr(quant_matmul, "REF_SPLIT_TARGET", 1 << 20)
-    fmt = "q4_k" if split else "q5_0"
-    n, k = sizes(device, fmt)
-    plan = quant_matmul.gemv_plan(5, n, k, 8, device == "ref")
-    assert (plan.split > 1) == split
+    monkeypatch.setattr(quant_matmul, "UNITS_LANES_TARGET", below)
+    monkeypatch.setattr(quant_matmul, "REF_UNITS_LANES_TARGET", below)
+    for fmt, k in (("q4_k" if split else "q5_0", sizes(device, "q4_k")[1]), ("q8_0", 27 * 32)):
+        n = sizes(device, fmt)[0]
+        sg = runtime(device).executor.target.subgroup_size
+        tuned = {"lpr": 1}  # a lane a row: K ranges left to split
+        for m in (1, 5):
+            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, m, n, k), tuned)
+        units = quant_matmul.units_plan(fmt, 5, n, k, sg, device == "ref", tuned)
+        if k == 27 * 32:  # an odd count of 32-blocks: no unit of whole blocks fits, the 8-weight GEMV runs
+            assert units is None
+            assert (quant_matmul.gemv_plan(5, n, k, sg, device == "ref").split > 1) == split
+        else:
+            assert (units.split > 1) == split
+        qw, w64 = table(fmt, n, k)
+        bias = rng.standard_normal(n).astype(np.float32)
+        for m in (1, 5):
+            x = activations((m, k), np.float32)
+            got = hydroplane.matmul(x, qw.T, bias=bias, activation="gelu", device=device)
+            assert_close(got, expected(x, w64, bias, "gelu"), np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_the_unit_gemv_at_every_load_width(device, fmt, monkeypatch):
+    """The unit GEMV with 16-, 8- and 4-byte loads (units of 8, 4, 2 or 1 blocks: q6_k's 16-byte unit is 8 blocks of
+    2048 weights, loaded block by block), several lanes a row and a split K, against float64 NumPy; rows of x
+    beyond M (MR past M) read the last row and are not stored."""
+    block = FORMATS[fmt].block
+    k = 2048 if fmt == "q6_k" else 8 * block * 2
+    n = 12 if device == "ref" else 40
     qw, w64 = table(fmt, n, k)
-    bias = rng.standard_normal(n).astype(np.float32)
-    for m in (1, 5):
-        x = activations((m, k), np.float32)
-        got = hydroplane.matmul(x, qw.T, bias=bias, activation="gelu", device=device)
-        assert_close(got, expected(x, w64, bias, "gelu"), np.float32)
+    sg = runtime(device).executor.target.subgroup_size
+    for lw, lpr, split in ((4, 2, 0), (2, 4, 2), (1, min(8, sg), 1)):
+        if device == "ref" and lw == 4 and fmt == "q6_k":
+            continue  # 2048 weights per unit unrolled: minutes on the interpreter; lavapipe runs it
+        tuned = {"lw": lw, "lpr": lpr, "split": split}
+        monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 3, n, k), tuned)
+        plan = quant_matmul.units_plan(fmt, 3, n, k, sg, device == "ref", tuned)
+        assert plan is not None and plan.lw == lw and plan.lpr == lpr
+        x = activations((3, k), BF16 if lw == 2 else np.float16)
+        out = np.full((3, n), -777.0, x.dtype)
+        got = hydroplane.matmul(x, qw.T, out=out, device=device)
+        assert_close(got, expected(x, w64), x.dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_prefill_block_shapes(device, monkeypatch):
+    """The prefill GEMM's other block shapes (two tiles a side per subgroup, 4-tile K steps, padded shared rows) on
+    the small-tile targets, with M, N and K edges."""
+    monkeypatch.setattr(quant_matmul, "SMALL_GEMM_SHAPE", {"wm": 2, "wn": 1, "sm": 2, "sn": 2, "kt": 4, "pad": 1})
+    for fmt in ("q4_0", "q6_k"):
+        n, k = (24, 512) if device == "ref" else (72, 512)
+        qw, w64 = table(fmt, n, k)
+        x = activations((37, k), np.float32)
+        got = hydroplane.matmul(x, qw.T, device=device)
+        assert_close(got, expected(x, w64), np.float32)

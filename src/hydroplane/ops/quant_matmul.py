@@ -25,11 +25,13 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.quant.decode import FORMATS as KERNEL_FORMATS
+from hydroplane.kernels.quant.decode import unit_blocks
 from hydroplane.kernels.quant.source import (
     REDUCE_THREADS,
     ROWS_THREADS,
     gemm_kernel,
     gemv_kernel,
+    gemv_units_kernel,
     reduce_kernel,
     rows_kernel,
 )
@@ -353,6 +355,65 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
     return GemvPlan(mr, rows, split, k_split, (-(-n // (GEMV_SUBGROUPS * rows)), -(-m // mr), split))
 
 
+@dataclass(frozen=True)
+class UnitsPlan:
+    """The unit GEMV's launch (kernels/quant/source.py: gemv_units_kernel): loads of LW words, UB blocks a unit
+    (SPAN: loaded whole, else block by block), LPR lanes a row, NSG subgroups a workgroup, MR rows of x, SPLIT K
+    ranges of split_units units."""
+
+    lw: int
+    ub: int
+    span: bool
+    mr: int
+    lpr: int
+    nsg: int
+    split: int
+    split_units: int
+    row_units: int
+    grid: tuple
+
+
+UNITS_LOAD_WORDS = (4, 2, 1)  # the widest load whose unit of whole blocks divides a row
+UNITS_SPAN_BYTES = 288  # a unit of at most this many bytes is loaded at once; a larger one block by block
+UNITS_SUBGROUPS = 4
+UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N x LPR x row tiles): split K (the H200: 132 SMs x 2048)
+REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
+UNITS_TUNING: dict = {}  # (fmt, m, n, k) -> dict(lw=, lpr=, nsg=, split=): measured choices (benchmarks/quant_h200.py)
+
+
+def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned: dict | None = None
+               ) -> UnitsPlan | None:
+    """The unit GEMV's plan, or None where no unit of whole blocks divides a row (an odd count of 32-blocks)."""
+    block, nbytes = KERNEL_FORMATS[fmt]
+    tuned = tuned or {}
+    blocks_per_row = k // block
+    lw = None
+    for width in UNITS_LOAD_WORDS:
+        if tuned.get("lw", width) == width and blocks_per_row % unit_blocks(fmt, 4 * width) == 0:
+            lw = width
+            break
+    if lw is None:
+        return None
+    ub = unit_blocks(fmt, 4 * lw)
+    row_units = blocks_per_row // ub
+    mr = min(m, 8)
+    lpr = tuned.get("lpr") or min(sg, 1 << (row_units.bit_length() - 1))
+    lpr = min(lpr, sg)
+    nsg = tuned.get("nsg", UNITS_SUBGROUPS)
+    rows_per_group = nsg * sg // lpr
+    tiles = ceil_div(m, mr)
+    groups = ceil_div(n, rows_per_group)
+    split = tuned.get("split", 0)
+    if not split:
+        lanes = n * lpr * tiles
+        target = REF_UNITS_LANES_TARGET if reference else UNITS_LANES_TARGET
+        split = max(1, min(ceil_div(target, lanes), row_units // lpr, 64)) if lanes < target else 1
+    split_units = ceil_div(row_units, split)
+    split = ceil_div(row_units, split_units)
+    return UnitsPlan(lw, ub, ub * nbytes <= UNITS_SPAN_BYTES, mr, lpr, nsg, split, split_units, row_units,
+                     (groups, tiles, split))
+
+
 def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str) -> None:
     target = rt.executor.target
     sg = target.subgroup_size
@@ -362,6 +423,10 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, ha
     bflat = None if not has_bias else _flat(bias)
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
+        units = units_plan(weight.fmt, m, n, k, sg, rt.is_reference, UNITS_TUNING.get((weight.fmt, m, n, k)))
+        if units is not None:
+            _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight, units, m, n, n0, kind, has_bias, act)
+            continue
         plan = gemv_plan(m, n, k, sg, rt.is_reference)
         partial = plan.split > 1
         part = None
@@ -393,6 +458,45 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, ha
                     rargs, raliases)
 
 
+def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: UnitsPlan, m: int, n: int, n0: int,
+                kind: str, has_bias: bool, act: str) -> None:
+    """One window of W through the unit GEMV (and the reduction where K is split)."""
+    block, nbytes = KERNEL_FORMATS[weight.fmt]
+    partial = plan.split > 1
+    args = {"x": xflat, "w": words, "d": dflat, "M": m, "N": n, "K": weight.k, "row_units": plan.row_units,
+            "split_units": plan.split_units, "ldd": weight.n, "col_base": n0}
+    aliases = {"x4": "x", "w2": "w", "w4": "w"}
+    part = None
+    if partial:
+        part = _alloc(rt, np.float32, (plan.split * m * n,))
+        scratch.append(part)
+        args["part"] = part
+    else:
+        aliases["part"] = "d"
+    if has_bias and not partial:
+        args["bias"] = bflat
+    else:
+        aliases["bias"] = "d"
+    _launch(rt, gemv_units_kernel(kind, kind),
+            dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,
+                 LPR=plan.lpr, NSG=plan.nsg, SG=rt.executor.target.subgroup_size, PARTIAL=partial,
+                 BIAS=has_bias and not partial, ACT=act if not partial else "none"), plan.grid, args, aliases)
+    if partial:
+        rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split, "ldd": weight.n, "col_base": n0}
+        raliases = {}
+        if has_bias:
+            rargs["bias"] = bflat
+        else:
+            raliases["bias"] = "d"
+        _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (ceil_div(m * n, REDUCE_THREADS),), rargs,
+                raliases)
+
+
+# The prefill GEMM's block: WM x WN subgroups, SM x SN tiles each, KT tiles per K step, shared rows PAD chunks longer
+GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 2, "sn": 2, "kt": 2, "pad": 0}  # where the tiles are 16 wide (the H200)
+SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
+
+
 def gemm_tiles(target) -> tuple[int, int, int] | None:
     """The f16 x f16 + f32 tile the prefill GEMM uses on the target (its largest; the reference executor: 16x16x16),
     None where it has none."""
@@ -405,9 +509,11 @@ def gemm_tiles(target) -> tuple[int, int, int] | None:
 def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str, tiles) -> None:
     target = rt.executor.target
     tm, tn, tk = tiles
-    wm = wn = 2
-    sm = sn = 2 if tm >= 16 and not target.is_reference else 1
-    kt = max(1, 32 // tk)
+    shape = GEMM_SHAPE if tm >= 16 and not target.is_reference else SMALL_GEMM_SHAPE
+    wm, wn = shape.get("wm", 2), shape.get("wn", 2)
+    sm, sn = shape.get("sm", 1), shape.get("sn", 1)
+    kt = shape.get("kt", max(1, 32 // tk))
+    pad = shape.get("pad", 0)
     bm, bn = wm * sm * tm, wn * sn * tn
     k = weight.k
     for n0, n1, words in windows(weight, blocks):
@@ -420,7 +526,7 @@ def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: b
         else:
             aliases["bias"] = "d"
         _launch(rt, gemm_kernel(kind, kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn,
-                                                  KT=kt, SG=target.subgroup_size, BIAS=has_bias, ACT=act),
+                                                  KT=kt, SG=target.subgroup_size, BIAS=has_bias, ACT=act, PAD=pad),
                 (ceil_div(n, bn), ceil_div(m, bm)), args, aliases)
 
 

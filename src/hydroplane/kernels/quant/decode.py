@@ -12,7 +12,7 @@ in its order), for FMT in FORMATS: every quantized kernel (the decode GEMV, the 
 gather) calls this one helper, the format a constexpr. This module imports only the language.
 """
 
-from hydroplane.lang import bitcast, constexpr, f16, f32, func, s32, static_range, u16, u32
+from hydroplane.lang import bitcast, constexpr, f16, f32, fma, func, s32, static_range, u16, u32
 
 FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q5_0": (32, 22), "q4_k": (256, 144), "q6_k": (256, 210)}
 
@@ -131,3 +131,161 @@ def decode8(vals, w, row_base, e, FMT: constexpr):
                 lq = (lw >> (8 * j)) >> low_shift & 0xF
                 hq = (hw >> (8 * j)) >> high_shift & 0x3
                 vals[4 * half + j] = scale * f32(s32(lq | (hq << 4)) - 32)
+
+
+# Whole blocks from words in registers (the decode GEMV) -------------------------------------------------------------
+# The decode GEMV loads a run of whole blocks (a "unit": UB blocks whose bytes are a multiple of the load width, so
+# that every unit starts aligned) in 4-, 8- or 16-byte loads into a local array of words, and decodes it with
+# compile-time byte offsets: no funnel decided at run time, no scale read twice. The dot products factor each scale
+# out (sum x * q first, then * scale), in f32 with fused multiply-adds; the small integers become f32 exactly through
+# the exponent trick (bits | 0x4B000000 is 2^23 + bits: one OR and one subtraction, no conversion instruction).
+
+MAGIC = 8388608.0  # 2^23: the f32 whose low mantissa bits hold a small integer exactly
+
+
+def unit_blocks(fmt: str, load_bytes: int) -> int:
+    """Blocks of `fmt` per unit: the fewest whole blocks whose bytes are a multiple of load_bytes (4, 8 or 16)."""
+    nbytes = FORMATS[fmt][1]
+    for count in (1, 2, 4, 8):
+        if count * nbytes % load_bytes == 0:
+            return count
+    raise ValueError(f"no unit of {fmt} blocks fits {load_bytes}-byte loads")
+
+
+@func
+def word_of(words, p: constexpr):
+    """The u32 at even byte offset p (compile-time) of the bytes held in words[]."""
+    if p % 4 == 0:
+        return words[p // 4]
+    return (words[p // 4] >> 16) | (words[p // 4 + 1] << 16)
+
+
+@func
+def byte_of(words, p: constexpr):
+    """The byte at offset p (compile-time) of the bytes held in words[], as u32."""
+    return (words[p // 4] >> (8 * (p % 4))) & 0xFF
+
+
+@func
+def half_of(words, p: constexpr):
+    """The f16 at even byte offset p (compile-time), as f32."""
+    return f32(bitcast(u16((words[p // 4] >> (8 * (p % 4))) & 0xFFFF), f16))
+
+
+@func
+def small(bits, OFFSET: constexpr):
+    """The unsigned integer bits (< 2^23) minus OFFSET (an f32 constant: 2^23 + the offset), exactly, as f32."""
+    return bitcast(bits | 0x4B000000, f32) - OFFSET
+
+
+@func
+def dot8(part, xs, wv, MR: constexpr):
+    """part[m] += xs[8m:8m+8] . wv[0:8] for the MR rows of x (fused multiply-adds)."""
+    for m in static_range(MR):
+        total = part[m]
+        for j in static_range(8):
+            total = fma(xs[m * 8 + j], wv[j], total)
+        part[m] = total
+
+
+@func
+def sum8(part, xs, MR: constexpr):
+    """part[m] += the sum of xs[8m:8m+8] (q4_k's minimums)."""
+    for m in static_range(MR):
+        total = part[m]
+        for j in static_range(8):
+            total += xs[m * 8 + j]
+        part[m] = total
+
+
+@func
+def block_dot(acc, words, p0: constexpr, xs, wv, part, xsum, x4, xoff, x_at, FMT: constexpr, MR: constexpr,
+              XDT: constexpr, load_x: constexpr):
+    """acc[m] += x[row m, x_at : x_at + BLOCK] . the block at byte p0 of words[], for MR rows of x starting at
+    elements xoff[m]; `load_x(xs, slot, x4, at, XDT)` reads 8 activations at element `at` as f32 (xs, wv, part and
+    xsum are the caller's scratch)."""
+    if FMT == "q8_0":
+        d = half_of(words, p0)
+        for m in static_range(MR):
+            part[m] = 0.0
+        for g in static_range(4):
+            for m in static_range(MR):
+                load_x(xs, m * 8, x4, xoff[m] + x_at + 8 * g, XDT)
+            for h in static_range(2):
+                qw = word_of(words, p0 + 2 + 8 * g + 4 * h) ^ 0x80808080
+                for j in static_range(4):
+                    wv[4 * h + j] = small((qw >> (8 * j)) & 0xFF, MAGIC + 128.0)
+            dot8(part, xs, wv, MR)
+        for m in static_range(MR):
+            acc[m] = fma(d, part[m], acc[m])
+    elif FMT == "q4_0" or FMT == "q5_0":
+        d = half_of(words, p0)
+        QS = 2 if FMT == "q4_0" else 6
+        if FMT == "q5_0":
+            qh = word_of(words, p0 + 2)
+        for m in static_range(MR):
+            part[m] = 0.0
+        for g in static_range(4):  # elements 8g .. 8g + 7: low nibbles (g < 2) or high nibbles of bytes 8(g%2) ..
+            for m in static_range(MR):
+                load_x(xs, m * 8, x4, xoff[m] + x_at + 8 * g, XDT)
+            for h in static_range(2):
+                qw = word_of(words, p0 + QS + 8 * (g % 2) + 4 * h)
+                for j in static_range(4):
+                    q = (qw >> (8 * j + 4 * (g // 2))) & 0xF
+                    if FMT == "q4_0":
+                        wv[4 * h + j] = small(q, MAGIC + 8.0)
+                    else:
+                        e = 8 * g + 4 * h + j
+                        wv[4 * h + j] = small(q | (((qh >> e) & 1) << 4), MAGIC + 16.0)
+            dot8(part, xs, wv, MR)
+        for m in static_range(MR):
+            acc[m] = fma(d, part[m], acc[m])
+    elif FMT == "q4_k":
+        d = half_of(words, p0)
+        dmin = half_of(words, p0 + 2)
+        for s in static_range(8):  # sub-block s: elements 32s .. 32s + 31, bytes 16 + 32(s//2) .. of nibbles
+            if s < 4:
+                sc = byte_of(words, p0 + 4 + s) & 63
+                mn = byte_of(words, p0 + 8 + s) & 63
+            else:
+                sc = (byte_of(words, p0 + 8 + s) & 0xF) | ((byte_of(words, p0 + s) >> 6) << 4)
+                mn = (byte_of(words, p0 + 8 + s) >> 4) | ((byte_of(words, p0 + 4 + s) >> 6) << 4)
+            for m in static_range(MR):
+                part[m] = 0.0
+                xsum[m] = 0.0
+            for g in static_range(4):
+                for m in static_range(MR):
+                    load_x(xs, m * 8, x4, xoff[m] + x_at + 32 * s + 8 * g, XDT)
+                for h in static_range(2):
+                    qw = word_of(words, p0 + 16 + 32 * (s // 2) + 8 * g + 4 * h)
+                    for j in static_range(4):
+                        wv[4 * h + j] = small((qw >> (8 * j + 4 * (s % 2))) & 0xF, MAGIC)
+                dot8(part, xs, wv, MR)
+                sum8(xsum, xs, MR)
+            scale = d * f32(s32(sc))
+            low = dmin * f32(s32(mn))
+            for m in static_range(MR):
+                acc[m] = fma(scale, part[m], acc[m]) - low * xsum[m]
+    elif FMT == "q6_k":
+        d = half_of(words, p0 + 208)
+        for i in static_range(16):  # 16 elements per scale: i = 8h + 2g + half
+            hh = i // 8
+            g = (i // 2) % 4
+            half = i % 2
+            for m in static_range(MR):
+                part[m] = 0.0
+            for c in static_range(2):
+                el = 16 * half + 8 * c
+                for m in static_range(MR):
+                    load_x(xs, m * 8, x4, xoff[m] + x_at + 128 * hh + 32 * g + el, XDT)
+                for q4 in static_range(2):
+                    lw = word_of(words, p0 + 64 * hh + 32 * (g % 2) + el + 4 * q4)
+                    hw = word_of(words, p0 + 128 + 32 * hh + el + 4 * q4)
+                    for j in static_range(4):
+                        lq = (lw >> (8 * j + 4 * (g // 2))) & 0xF
+                        hq = (hw >> (8 * j + 2 * g)) & 0x3
+                        wv[4 * q4 + j] = small(lq | (hq << 4), MAGIC + 32.0)
+                dot8(part, xs, wv, MR)
+            sc = d * f32(bitcast(byte_of(words, p0 + 192 + i) << 24, s32) >> 24)
+            for m in static_range(MR):
+                acc[m] = fma(sc, part[m], acc[m])

@@ -30,8 +30,8 @@ import functools
 from dataclasses import dataclass
 
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
-from hydroplane.kernels.nn.common import STORAGE, V4, load, narrow
-from hydroplane.kernels.quant.decode import decode8
+from hydroplane.kernels.nn.common import STORAGE, V4, load, log2_exact, narrow
+from hydroplane.kernels.quant.decode import block_dot, decode8
 from hydroplane.lang import (
     Buffer,
     barrier,
@@ -55,13 +55,17 @@ from hydroplane.lang import (
     static_range,
     subgroup_add,
     subgroup_id,
+    subgroup_shuffle_xor,
     tanh,
     u16,
     u32,
+    vec,
+    vector_type,
     workgroup_id,
 )
 
 REDUCE_THREADS = 256
+V2 = vector_type(u32, 2)  # 8 bytes: the middle load width
 ROWS_THREADS = 64
 
 
@@ -150,6 +154,94 @@ def gemv_kernel(XDT: str, ODT: str):
     return quant_gemv
 
 
+def units_threads(constexprs: dict) -> int:
+    return constexprs["NSG"] * constexprs["SG"]
+
+
+@func
+def load_words(words, w4, w2, w1, chunk0, FIRST: constexpr, COUNT: constexpr, LW: constexpr):
+    """Chunks chunk0 + FIRST .. + COUNT - 1 of LW words (4: 16-byte loads through the V4 view, 2: 8-byte, 1: words)
+    into words[0 : COUNT * LW], in COUNT independent loads."""
+    for c in static_range(COUNT):
+        if LW == 4:
+            v = w4[chunk0 + FIRST + c]
+            for j in static_range(4):
+                words[4 * c + j] = v[j]
+        elif LW == 2:
+            v2 = w2[chunk0 + FIRST + c]
+            for j in static_range(2):
+                words[2 * c + j] = v2[j]
+        else:
+            words[c] = w1[chunk0 + FIRST + c]
+
+
+@functools.cache
+def gemv_units_kernel(XDT: str, ODT: str):
+    """The decode GEMV over whole units of blocks (decode.py's `block_dot`): LPR neighbouring lanes share a row of W
+    (a subgroup holds SG / LPR rows, a workgroup NSG subgroups); lane j of a row takes units j, j + LPR, ... of its
+    K range, each unit UB blocks starting on a multiple of the load width LW (words); a unit's words are loaded
+    together (SPAN: the whole unit, or block by block where a unit is large) and decoded at compile-time offsets
+    against MR rows of x. The LPR lanes' sums meet in shuffles; with SPLIT K ranges (grid z) the partial sums go
+    to `part` for reduce_kernel."""
+    XS, OS = STORAGE[XDT], STORAGE[ODT]
+
+    @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
+    def quant_gemv_units(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
+                         w2: Buffer[V2, readonly], w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
+                         part: Buffer[f32], M: s32, N: s32, K: s32, row_units: s32, split_units: s32, ldd: s32,
+                         col_base: s32, FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr,
+                         LW: constexpr, SPAN: constexpr, MR: constexpr, LPR: constexpr, NSG: constexpr,
+                         SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
+        CB = 4 * LW  # bytes per load
+        UNIT_CHUNKS = UB * BYTES // CB
+        lane = lane_id()
+        sub = lane % LPR
+        n0 = (workgroup_id(0) * NSG + subgroup_id()) * (SG // LPR) + lane // LPR
+        n = minimum(n0, N - 1)
+        m0 = workgroup_id(1) * MR
+        split = workgroup_id(2)
+        u_begin = split * split_units
+        u_end = minimum(row_units, u_begin + split_units)
+        acc = local_array(f32, MR)
+        for i in static_range(MR):
+            acc[i] = 0.0
+        part_m = local_array(f32, MR)
+        xsum = local_array(f32, MR)
+        xs = local_array(f32, MR * 8)
+        wv = local_array(f32, 8)
+        words = local_array(u32, (UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB) * LW)
+        xoff = local_array(s32, MR)
+        for m in static_range(MR):
+            xoff[m] = minimum(m0 + m, M - 1) * K
+        for u in range(u_begin + sub, u_end, LPR):
+            chunk0 = (n * row_units + u) * UNIT_CHUNKS
+            e0 = u * UB * BLOCK
+            if SPAN:
+                load_words(words, w4, w2, w, chunk0, 0, UNIT_CHUNKS, LW)
+                for b in static_range(UB):
+                    block_dot(acc, words, b * BYTES, xs, wv, part_m, xsum, x4, xoff, e0 + b * BLOCK, FMT, MR, XDT,
+                              load_x8)
+            else:
+                for b in static_range(UB):
+                    FIRST = b * BYTES // CB
+                    load_words(words, w4, w2, w, chunk0, FIRST, (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
+                    block_dot(acc, words, b * BYTES - FIRST * CB, xs, wv, part_m, xsum, x4, xoff, e0 + b * BLOCK,
+                              FMT, MR, XDT, load_x8)
+        for s in static_range(log2_exact(LPR)):
+            for i in static_range(MR):
+                acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
+        if sub == 0 and n0 < N:
+            for m in static_range(MR):
+                row = m0 + m
+                if row < M:
+                    if PARTIAL:
+                        part[(split * M + row) * N + n0] = acc[m]
+                    else:
+                        d[row * ldd + col_base + n0] = finish_value(acc[m], bias, col_base + n0, BIAS, ACT, ODT)
+
+    return quant_gemv_units
+
+
 @functools.cache
 def reduce_kernel(ODT: str):
     """The SPLIT K ranges' partial sums (part: SPLIT x M x N f32) added up, through the epilogue into d."""
@@ -199,41 +291,60 @@ def rows_kernel(ODT: str):
 
 @dataclass(frozen=True)
 class QuantBlocks(Blocks):
-    """The GEMM's K-step geometry (A: BM x BK of x, B: BN x BK rows of W, both f16 in shared memory, element by
-    element) with the weights' block format FMT and the activations' storage XDT."""
+    """The GEMM's K-step geometry (A: BM x BK of x, B: BN x BK rows of W, both f16 in shared memory in 16-byte chunks
+    of 8: WIDE is 8, rows PAD chunks longer) with the weights' block format FMT and the activations' storage XDT."""
 
     FMT: str = "q8_0"
     XDT: str = "f16"
 
 
 @func
+def pack8(vals):
+    """vals[0:8] (f32) rounded to f16, packed into one 16-byte chunk."""
+    return vec(pack2(vals[0], vals[1]), pack2(vals[2], vals[3]), pack2(vals[4], vals[5]), pack2(vals[6], vals[7]))
+
+
+@func
+def pack2(lo, hi):
+    """Two f32 rounded to f16, as one u32 (lo in the low half)."""
+    return u32(bitcast(f16(lo), u16)) | (u32(bitcast(f16(hi), u16)) << 16)
+
+
+@func
+def x_chunk(a, at, vals, XDT: constexpr):
+    """The 8 activations at element `at` of x as one chunk of 8 f16: f16 as stored, f32 and bf16 rounded."""
+    if XDT == "f16":
+        return a[at // 8]
+    load_x8(vals, 0, a, at, XDT)
+    return pack8(vals)
+
+
+@func
 def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
-    """A K step's blocks into shared memory (the GEMM's `stage` parameters): x's BM x BK block (`a` is x's V4 view)
-    rounded to f16, W's BN x BK block decoded (ldb: W's bytes per row), zeros outside M, N and K where guarded."""
+    """A K step's blocks into shared memory (the GEMM's `stage` parameters) in 16-byte chunks of 8 f16: x's BM x BK
+    block (`a` is x's V4 view; f32 and bf16 rounded to f16), W's BN x BK block decoded (ldb: W's bytes per row),
+    zeros outside M, N and K where guarded."""
     first = local_index()
-    BM, BN, BK, THREADS = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS
+    BM, BN, BK, THREADS, PAD = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS, blocks.PAD
     GROUPS = BK // 8
     vals = local_array(f32, 8)
+    a0 = a_base // 8
+    b0 = b_base // 8
     for i in range(first, BM * GROUPS, THREADS):  # x: 8 activations (16 or 32 bytes) at a time
         r = i // GROUPS
         g = i - r * GROUPS
+        chunk = vec(u32(0), u32(0), u32(0), u32(0))
         if not guard or (row0 + r < M and k0 + g * 8 < K):
-            load_x8(vals, 0, a, (row0 + r) * lda + k0 + g * 8, blocks.XDT)
-        else:
-            for j in static_range(8):
-                vals[j] = 0.0
-        for j in static_range(8):
-            sa[a_base + i * 8 + j] = f16(vals[j])
+            chunk = x_chunk(a, (row0 + r) * lda + k0 + g * 8, vals, blocks.XDT)
+        sa[a0 + i + r * PAD] = chunk
     for i in range(first, BN * GROUPS, THREADS):
         r = i // GROUPS
         g = i - r * GROUPS
+        chunk = vec(u32(0), u32(0), u32(0), u32(0))
         if not guard or (col0 + r < N and k0 + g * 8 < K):
             decode8(vals, b, (col0 + r) * ldb, k0 + g * 8, blocks.FMT)
-        else:
-            for j in static_range(8):
-                vals[j] = 0.0
-        for j in static_range(8):
-            sb[b_base + i * 8 + j] = f16(vals[j])
+            chunk = pack8(vals)
+        sb[b0 + i + r * PAD] = chunk
 
 
 QUANT_STAGING = Staging(stage_quant, stage_quant, stage_quant)  # no register prefetch: `stage` alone is called
@@ -253,14 +364,15 @@ def gemm_kernel(XDT: str, ODT: str):
                    bias: Buffer[OS, readonly], d: Buffer[OS], M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32,
                    col_base: s32, FMT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
                    WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr,
-                   ACT: constexpr, STAGES: constexpr = 2):
-        blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, FMT=FMT, XDT=XDT)
+                   ACT: constexpr, STAGES: constexpr = 2, PAD: constexpr = 0):
+        blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, WIDE=8, PAD=PAD,
+                             FMT=FMT, XDT=XDT)
         BM, BN = blocks.BM, blocks.BN
         TA = coop.Matrix[f16, TM, TK, coop.A]
         TB = coop.Matrix[f16, TK, TN, coop.B]
         TACC = coop.Matrix[f32, TM, TN, coop.Accumulator]
-        sa = shared_array(f16, blocks.a_array(STAGES))
-        sb = shared_array(f16, blocks.b_array(STAGES))
+        sa = shared_array(V4, blocks.a_array(STAGES))
+        sb = shared_array(V4, blocks.b_array(STAGES))
         sc = shared_array(f32, WM * WN * TM * TN)
         sg = subgroup_id()
         wm = sg // WN

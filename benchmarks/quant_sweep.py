@@ -1,0 +1,136 @@
+"""The quantized kernels' tuning sweep on the H200 (issue 24): the decode GEMV's unit plans (load width LW, lanes per
+row LPR, subgroups per workgroup NSG, K split) and the prefill GEMM's block shapes (SM x SN tiles per subgroup, KT
+tiles per K step, PAD), each timed by GPU timestamps over weights rotated past the L2 (benchmarks/quant_h200.py's
+helpers), each checked against float64 NumPy on its first columns. One JSON line per variant to stdout and --out.
+
+    VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src \\
+        python3 benchmarks/quant_sweep.py --out $OUT/quant_sweep.jsonl
+
+`--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+import quant_h200 as bench  # noqa: E402
+
+import hydroplane  # noqa: E402
+from hydroplane.launch.jit import device_array  # noqa: E402
+from hydroplane.launch.runtime import runtime  # noqa: E402
+from hydroplane.ops import quant_matmul  # noqa: E402
+from hydroplane.quant import QuantizedArray  # noqa: E402
+
+DECODE_SHAPES = [(14336, 4096), (4096, 14336)]
+LPRS = (8, 16, 32)
+
+
+def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
+    """Each variant (a dict) applied by apply(variant), timed and checked on one weight rotated over copies."""
+    qw = bench.random_weight(fmt, n, k, rng)
+    copies = max(1, -(-rotate // qw.nbytes))
+    dws = [quant_matmul.upload(QuantizedArray(qw.blocks, fmt, qw.shape), device) for _ in range(copies)]
+    x = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    dx = device_array(x, device)
+    dout = device_array(np.full((m, n), -777.0, np.float16), device)
+    turn = [0]
+
+    def call():
+        turn[0] += 1
+        hydroplane.matmul(dx, dws[turn[0] % copies].T, out=dout)
+
+    for variant in variants:
+        record = dict(format=fmt, m=m, k=k, n=n, **variant)
+        try:
+            apply(variant)
+            started = time.perf_counter()
+            hydroplane.matmul(dx, dws[0].T, out=dout)
+            error = bench.check(dout.numpy(), x, qw)
+            record["compile_s"] = time.perf_counter() - started
+            seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.05))
+            record.update(error=error, us=seconds * 1e6, tbs=qw.nbytes / seconds / 1e12,
+                          tflops=2 * m * n * k / seconds / 1e12)
+        except Exception as err:  # noqa: BLE001 - a variant that fails is recorded, the sweep goes on
+            record["failed"] = f"{type(err).__name__}: {err}"
+        print(json.dumps(record), flush=True)
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+    for d in dws:
+        d.release()
+    dx.release()
+    dout.release()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--device", default="0")
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--only", default="decode,prefill")
+    args = parser.parse_args(argv)
+    device = args.device if args.device == "ref" else int(args.device)
+    reps = args.reps or (2 if args.tiny else 10)
+    rt = runtime(device)
+    rng = np.random.default_rng(0)
+    path = Path(args.out or Path(os.environ.get("OUT", ".")) / "quant_sweep.jsonl")
+    torch = None if args.tiny else bench.torch_or_none()
+    bandwidth = bench.copy_bandwidth(torch)
+    rotate = bench.TINY_ROTATE_BYTES if args.tiny else bench.ROTATE_BYTES // 2  # 2 x the L2
+    with path.open("w") as out:
+        out.write(json.dumps(dict(device=rt.name, copy_bandwidth=bandwidth,
+                                  date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))) + "\n")
+        print(rt.name, "copy bandwidth", bandwidth, flush=True)
+        if "decode" in args.only:
+            shapes = [(512, 64)] if args.tiny else DECODE_SHAPES
+            for k, n in shapes:
+                for fmt in bench.FORMAT_ORDER:
+                    variants, plans = [], set()
+                    for lw in ((2, 1) if fmt == "q6_k" else (4, 2)):
+                        for lpr in ((4, 8) if args.tiny else LPRS):
+                            for split in (0, 1):
+                                v = dict(lw=lw, lpr=lpr, nsg=4, split=split)
+                                plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
+                                                               rt.is_reference, v)
+                                if plan is not None and plan not in plans:
+                                    plans.add(plan)
+                                    variants.append(v)
+
+                    def apply(v, fmt=fmt, k=k, n=n):
+                        quant_matmul.UNITS_TUNING.clear()
+                        quant_matmul.UNITS_TUNING[(fmt, 1, n, k)] = v
+
+                    timed(rt, device, fmt, 1, k, n, rotate, reps, rng, apply, variants, out)
+            quant_matmul.UNITS_TUNING.clear()
+        if "prefill" in args.only:
+            m, k, n = (40, 512, 64) if args.tiny else (512, 14336, 4096)
+            shapes = [dict(sm=2, sn=2, kt=2, pad=0), dict(sm=2, sn=2, kt=2, pad=1), dict(sm=2, sn=2, kt=4, pad=1),
+                      dict(sm=4, sn=4, kt=2, pad=1), dict(sm=2, sn=4, kt=2, pad=1), dict(sm=4, sn=2, kt=2, pad=1),
+                      dict(sm=4, sn=4, kt=4, pad=1)]
+            table = quant_matmul.SMALL_GEMM_SHAPE if args.tiny else quant_matmul.GEMM_SHAPE
+            saved = dict(table)
+
+            def apply_gemm(v):
+                table.clear()
+                table.update(saved, **v)
+
+            for fmt in bench.FORMAT_ORDER:
+                timed(rt, device, fmt, m, k, n, rotate, max(3, reps // 3), rng, apply_gemm,
+                      shapes[1:3] if args.tiny else shapes, out)
+            table.clear()
+            table.update(saved)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
