@@ -37,7 +37,7 @@ def test_sizes_are_refused_before_any_copy(monkeypatch, a_shape, b_shape, says):
 
 
 def test_out_of_memory_while_running_is_a_matmul_error(monkeypatch):
-    def no_memory(call):
+    def no_memory(call, *rest):
         raise MemoryError
     monkeypatch.setattr(matmul_module, "run_call", no_memory)
     with pytest.raises(MatmulError, match=r"matmul of shapes \(4, 8\) and \(8, 4\): out of memory"):

@@ -184,3 +184,35 @@ def test_reusing_a_freed_buffer_records_a_barrier_after_its_last_reader(monkeypa
     assert events[start] == "barrier", events              # then the barrier, then c's launch writing them
     assert events[start + 1].startswith("launch"), events
     assert b.numpy().shape == (n, n)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_planned_attention_calls_bind_each_calls_arrays(device):
+    """hydroplane.attention of DeviceArrays called again with other arrays of the same signature (FastAttention):
+    each call's q, k, v, kv_len and out are the ones it computes with; a released one is refused."""
+    rng = np.random.default_rng()
+    b, h, s, d = 1, 2, 16, 16
+
+    def ref(q, k, v, n):
+        scores = q.astype(np.float64) @ k[..., :n, :].astype(np.float64).swapaxes(-1, -2) / np.sqrt(d)
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        return (p / p.sum(-1, keepdims=True)) @ v[..., :n, :].astype(np.float64)
+
+    sets = [tuple(_f16(rng, b, h, s, d) / 2 for _ in range(3)) for _ in range(3)]
+    dsets = [tuple(hydroplane.device_array(a, device) for a in one) for one in sets]
+    out = hydroplane.device_array(np.full((b, h, s, d), 7777, np.float16), device)
+    lengths = [hydroplane.device_array(np.array([n], np.int32), device) for n in (16, 9)]
+    for turn in range(6):
+        (q, k, v), (dq, dk, dv) = sets[turn % 3], dsets[turn % 3]
+        got = hydroplane.attention(dq, dk, dv, out=out)
+        assert got is out
+        np.testing.assert_allclose(got.numpy().astype(np.float32), ref(q, k, v, s), rtol=2e-2, atol=2e-2)
+        n = (16, 9)[turn % 2]
+        q1 = hydroplane.device_array(np.ascontiguousarray(q[:, :, :1]), device)
+        fresh = hydroplane.attention(q1, dk, dv, kv_len=lengths[turn % 2])  # decode over the first n keys
+        np.testing.assert_allclose(fresh.numpy().astype(np.float32), ref(q[:, :, :1], k, v, n), rtol=2e-2,
+                                   atol=2e-2)
+    gone = hydroplane.device_array(sets[0][0], device)
+    gone.release()
+    with pytest.raises(ReleasedError):
+        hydroplane.attention(gone, dsets[0][1], dsets[0][2], out=out)

@@ -361,6 +361,16 @@ class DeviceArray:
         return f"DeviceArray({self._describe()})"
 
 
+def signature_of(value) -> tuple | None:
+    """A DeviceArray's signature (DeviceArray.signature), None for None; anything else raises TypeError (the ops'
+    fast paths then take the checked path)."""
+    if value is None:
+        return None
+    if type(value) is not DeviceArray:
+        raise TypeError(f"{type(value).__name__} is no DeviceArray")
+    return value.signature
+
+
 def numpy_dtype(t) -> np.dtype:
     """The NumPy dtype of a buffer's elements (a vector buffer takes a flat array of its component)."""
     return getattr(t, "component", t).dtype
@@ -638,4 +648,4 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
 
 
 __all__ = ["WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError", "Storage",
-           "grid_of", "numpy_dtype", "prepare"]
+           "grid_of", "numpy_dtype", "prepare", "signature_of"]

@@ -42,7 +42,7 @@ from hydroplane.kernels.attention import (
     target_tiles,
     tolerance,
 )
-from hydroplane.launch.prepared import DeviceArray, prepare
+from hydroplane.launch.prepared import DeviceArray, prepare, signature_of
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.matmul import host_memory
 from hydroplane.ops.runner import DeviceRunner, runner_executor
@@ -162,6 +162,19 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     DeviceArray when any argument is one (it stays on that device), else a NumPy array (`out`, when given, is
     written and returned). `device`: "ref", a Vulkan device number, or None (the default device,
     docs/runtime.md)."""
+    if type(q) is DeviceArray and type(k) is DeviceArray and type(v) is DeviceArray:  # a planned call, again
+        try:
+            fast = _fast.get((q.signature, k.signature, v.signature, signature_of(kv_len), signature_of(out),
+                              type(causal), causal, type(scale), scale, type(window), window, device, config))
+        except TypeError:  # an argument of another kind (or unhashable): the checked path
+            fast = None
+        if fast is not None:
+            result = fast.run(q, k, v, kv_len, out)
+            if result is not None:
+                return result
+        fast_key = (causal, scale, window, device, config)
+    else:
+        fast_key = None
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
     if not isinstance(causal, bool | np.bool_):
         raise AttentionError(f"attention: causal must be a bool, not {type(causal).__name__}")
@@ -191,7 +204,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     except HydroplaneError as err:  # no Vulkan loader, no such device: the op's own class
         raise AttentionError(f"attention: {err}") from None
     executor = rt.executor
-    staged = None
+    staged, out_given = None, out is not None
     if isinstance(out, DeviceArray) and any(out.overlaps(x) for x in (q, k, v) if isinstance(x, DeviceArray)):
         staged, out = out, None  # out shares bytes with an input: computed into scratch, then copied
     if out is None and on_device:
@@ -214,6 +227,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
         out.release()
         return staged
     if isinstance(out, DeviceArray):
+        if fast_key is not None and (kv_len is None or isinstance(kv_len, DeviceArray)):
+            _register_fast(fast_key, q, k, v, kv_len, out, out_given, prepared, rt)
         return out
     result = prepared.read()
     if out is None:
@@ -224,6 +239,48 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
 
 PLAN_CACHE_SIZE = 32  # attention calls of this many signatures keep their prepared passes
 _plans: dict = {}
+
+
+class FastAttention:
+    """A planned call of DeviceArrays looked up by the arguments' signatures and the keywords (as matmul's FastCall):
+    its checks' outcomes are those of the first call of the signature; `run` returns None where it cannot serve
+    (a released argument, out sharing a buffer with an input, the plan evicted), and the checked path runs."""
+
+    __slots__ = ("prepared", "runtime", "result")
+
+    def __init__(self, prepared: PreparedAttention, rt, result: tuple | None):
+        self.prepared, self.runtime, self.result = prepared, rt, result
+
+    def run(self, q: DeviceArray, k: DeviceArray, v: DeviceArray, kv_len, out):
+        prepared, rt = self.prepared, self.runtime
+        if not prepared.passes or rt.closed:
+            return None
+        for x in (q, k, v, kv_len, out):
+            if x is not None and x.storage.buffer is None:
+                return None
+        if out is not None and (out.storage is q.storage or out.storage is k.storage or out.storage is v.storage):
+            return None
+        if out is None:
+            dtype, shape, nbytes = self.result  # type: ignore[misc]
+            out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+        prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
+        prepared.dispatch()
+        return out
+
+
+_fast: dict = {}  # (signatures, keywords) -> FastAttention
+
+
+def _register_fast(keywords: tuple, q, k, v, kv_len, out: DeviceArray, out_given: bool, prepared, rt) -> None:
+    causal, scale, window, device, config = keywords
+    try:
+        key = (q.signature, k.signature, v.signature, signature_of(kv_len), out.signature if out_given else None,
+               type(causal), causal, type(scale), scale, type(window), window, device, config)
+        _fast[key] = FastAttention(prepared, rt, None if out_given else (out.dtype, out.shape, out.nbytes))
+    except TypeError:
+        return
+    while len(_fast) > 4 * PLAN_CACHE_SIZE:
+        _fast.pop(next(iter(_fast)))
 
 
 def _kind(x, rt):
@@ -237,6 +294,7 @@ def _kind(x, rt):
 
 def clear_plans() -> None:
     """Forget every planned attention call."""
+    _fast.clear()
     while _plans:
         _plans.popitem()[1].close()
 

@@ -35,7 +35,7 @@ from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import ACTIVATIONS, GemmDtype, GemmError, GemmProblem, source
 from hydroplane.kernels.gemm.plan import GEMM_ACCUMULATORS, GEMM_OUTPUTS
 from hydroplane.kernels.gemm.route import gemm_route
-from hydroplane.launch.prepared import DeviceArray
+from hydroplane.launch.prepared import DeviceArray, signature_of
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops import quant_matmul
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
@@ -363,7 +363,7 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
                                    out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays
         try:
-            fast = _fast.get((a.signature, b.signature, _signature(bias), _signature(out), type(alpha), alpha,
+            fast = _fast.get((a.signature, b.signature, signature_of(bias), signature_of(out), type(alpha), alpha,
                               type(beta), beta, activation, out_dtype, acc_dtype, device))
         except TypeError:  # an unhashable argument: the checked path says what is wrong with it
             fast = None
@@ -466,15 +466,6 @@ def clear_plans() -> None:
         _plans.popitem()[1].close()
 
 
-def _signature(value) -> tuple | None:
-    """A DeviceArray's signature, None for None; anything else is not a fast call (TypeError)."""
-    if value is None:
-        return None
-    if type(value) is not DeviceArray:
-        raise TypeError
-    return value.signature
-
-
 class FastCall:
     """A planned call of DeviceArrays (a, b, bias, out) looked up by their signatures and the keyword arguments,
     skipping the checks and the derivation of the GEMMs' operands: a signature fixes every check's outcome and
@@ -536,8 +527,8 @@ def _register_fast(call: MatmulCall, kwargs: tuple, plan: MatmulPlan, jobs: list
             traced.append((name, slot, value.layout.offset - slots[slot].layout.offset, value))
         bindings.append(traced)
     result = None if call.out is not None else (d_array.dtype, d_array.shape, d_array.nbytes)
-    sig = (call.a.device_array.signature, call.b.device_array.signature, _signature(slots[2]),
-           _signature(call.out.device_array if call.out is not None else None), type(kwargs[0]), kwargs[0],
+    sig = (call.a.device_array.signature, call.b.device_array.signature, signature_of(slots[2]),
+           signature_of(call.out.device_array if call.out is not None else None), type(kwargs[0]), kwargs[0],
            type(kwargs[1]), kwargs[1], *kwargs[2:])
     try:
         _fast[sig] = FastCall(plan, rt, bindings, result)
