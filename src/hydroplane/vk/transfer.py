@@ -30,9 +30,16 @@ def one_time_submit(device, record) -> None:
 
 
 def barrier(cmd, src_access: int, dst_access: int, src_stage: int, dst_stage: int) -> None:
-    """A global memory barrier."""
-    info = S.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
-    _ffi.core("vkCmdPipelineBarrier")(cmd, src_stage, dst_stage, 0, 1, ctypes.byref(info), 0, None, 0, None)
+    """A global memory barrier (its struct made once per access pair: a queued call records one or more)."""
+    key = (src_access, dst_access)
+    info = _BARRIERS.get(key)
+    if info is None:
+        struct = S.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
+        info = _BARRIERS[key] = (struct, ctypes.byref(struct))
+    _ffi.core("vkCmdPipelineBarrier")(cmd, src_stage, dst_stage, 0, 1, info[1], 0, None, 0, None)
+
+
+_BARRIERS: dict = {}  # (src access, dst access) -> (VkMemoryBarrier, a pointer to it): read-only once made
 
 
 def copy_buffer(device, src, dst, src_offset: int, dst_offset: int, nbytes: int) -> None:
