@@ -7,7 +7,8 @@ One forward step for T new tokens at positions p .. p+T-1, every array a DeviceA
                q, k = rms_norm per head (gemma3) -> rotary_embedding (the block's base, scale, style)
                q -> (heads, T, dim) f16; k, v -> the block's cache (kv heads, context, dim) f16 at row p
                o = attention(q, cache, kv_len=p+T, causal, window, scale) -> (T, heads * dim) f32 -> matmul(o, Wo.T)
-               [post norm] -> x = add(x, o); the FFN the same way with gated(gate, up, activation)
+               x = add(x, o) (gemma3: x = rms_norm(o, residual=x), one kernel); the FFN the same way with
+               gated(gate, up, activation)
     logits = matmul(rms_norm(x), output.T) [softcap]            prefill keeps only the last position
 
 The relayouts between the projections' (tokens, heads, dim) order and attention's (heads, tokens, dim), with the
@@ -245,15 +246,17 @@ class Model:
             o = self.relayout(o16.reshape(c.n_head, T, c.head_dim_v), np.float32, (c.n_head, T, c.head_dim_v),
                               c.n_head, 0)
             o = block["o"].apply(self, o.reshape(T, c.n_head * c.head_dim_v))
-            if c.arch.post_norms:
-                o = nn.rms_norm(o, c.n_embd, block["post_attn_norm"], eps=c.eps)
-            x = nn.add(x, o)
+            if c.arch.post_norms:  # the norm and the residual add in one kernel
+                x = nn.rms_norm(o, c.n_embd, block["post_attn_norm"], eps=c.eps, residual=x)
+            else:
+                x = nn.add(x, o)
             h = nn.rms_norm(x, c.n_embd, block["ffn_norm"], eps=c.eps)
             f = nn.gated(block["gate"].apply(self, h), block["up"].apply(self, h), c.arch.activation)
             f = block["down"].apply(self, f)
             if c.arch.post_norms:
-                f = nn.rms_norm(f, c.n_embd, block["post_ffn_norm"], eps=c.eps)
-            x = nn.add(x, f)
+                x = nn.rms_norm(f, c.n_embd, block["post_ffn_norm"], eps=c.eps, residual=x)
+            else:
+                x = nn.add(x, f)
         if last_only:
             x = x[T - 1:T]
         h = nn.rms_norm(x, c.n_embd, self.output_norm, eps=c.eps)
@@ -261,6 +264,18 @@ class Model:
         if c.logit_softcap:
             logits = nn.softcap(logits, c.logit_softcap, out=logits)
         return logits
+
+    def decode_from(self, token: int, position: int) -> None:
+        """Set the decode state: `token` is the next decode step's input, at `position` (the cache's first
+        `position` rows taken as filled, whatever they hold: a benchmark's depth)."""
+        if not 0 <= position < self.context:
+            raise ContextError(f"position {position} lies outside the context of {self.context} positions")
+        if not 0 <= token < self.config.n_vocab:
+            raise ModelError(f"token {token} lies outside [0, {self.config.n_vocab})")
+        self.token.write(np.array([token], np.int32))
+        self.position.write(np.array([position], np.int32))
+        self.kv_len.write(np.array([position + 1], np.int32))
+        self.length = position
 
     def _decode_step(self, sampling: dict) -> None:
         """One decode step from the device state to the next (what the graph captures): the token at `position`
