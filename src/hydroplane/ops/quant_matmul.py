@@ -512,7 +512,7 @@ def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: b
     shape = GEMM_SHAPE if tm >= 16 and not target.is_reference else SMALL_GEMM_SHAPE
     wm, wn = shape.get("wm", 2), shape.get("wn", 2)
     sm, sn = shape.get("sm", 1), shape.get("sn", 1)
-    kt = shape.get("kt", max(1, 32 // tk))
+    kt = max(shape.get("kt", 1), 32 // tk)  # a K step holds whole 32-blocks
     pad = shape.get("pad", 0)
     bm, bn = wm * sm * tm, wn * sn * tn
     k = weight.k

@@ -199,44 +199,41 @@ def sum8(part, xs, MR: constexpr):
 
 
 @func
+def group_ints(wv, words, p0: constexpr, g: constexpr, FMT: constexpr):
+    """The integers (offset removed, as f32) of elements 8g .. 8g + 7 of the q8_0, q4_0 or q5_0 block at byte p0 of
+    words[] into wv[0:8]: the weights are these times the block's scale d (half_of(words, p0))."""
+    if FMT == "q8_0":
+        for h in static_range(2):
+            qw = word_of(words, p0 + 2 + 8 * g + 4 * h) ^ 0x80808080
+            for j in static_range(4):
+                wv[4 * h + j] = small((qw >> (8 * j)) & 0xFF, MAGIC + 128.0)
+    else:  # elements 8g .. 8g + 7: low nibbles (g < 2) or high nibbles of bytes 8(g % 2) ..
+        QS = 2 if FMT == "q4_0" else 6
+        for h in static_range(2):
+            qw = word_of(words, p0 + QS + 8 * (g % 2) + 4 * h)
+            for j in static_range(4):
+                q = (qw >> (8 * j + 4 * (g // 2))) & 0xF
+                if FMT == "q4_0":
+                    wv[4 * h + j] = small(q, MAGIC + 8.0)
+                else:
+                    wv[4 * h + j] = small(q | (((word_of(words, p0 + 2) >> (8 * g + 4 * h + j)) & 1) << 4),
+                                          MAGIC + 16.0)
+
+
+@func
 def block_dot(acc, words, p0: constexpr, xs, wv, part, xsum, x4, xoff, x_at, FMT: constexpr, MR: constexpr,
               XDT: constexpr, load_x: constexpr):
     """acc[m] += x[row m, x_at : x_at + BLOCK] . the block at byte p0 of words[], for MR rows of x starting at
     elements xoff[m]; `load_x(xs, slot, x4, at, XDT)` reads 8 activations at element `at` as f32 (xs, wv, part and
     xsum are the caller's scratch)."""
-    if FMT == "q8_0":
+    if FMT == "q8_0" or FMT == "q4_0" or FMT == "q5_0":
         d = half_of(words, p0)
         for m in static_range(MR):
             part[m] = 0.0
         for g in static_range(4):
             for m in static_range(MR):
                 load_x(xs, m * 8, x4, xoff[m] + x_at + 8 * g, XDT)
-            for h in static_range(2):
-                qw = word_of(words, p0 + 2 + 8 * g + 4 * h) ^ 0x80808080
-                for j in static_range(4):
-                    wv[4 * h + j] = small((qw >> (8 * j)) & 0xFF, MAGIC + 128.0)
-            dot8(part, xs, wv, MR)
-        for m in static_range(MR):
-            acc[m] = fma(d, part[m], acc[m])
-    elif FMT == "q4_0" or FMT == "q5_0":
-        d = half_of(words, p0)
-        QS = 2 if FMT == "q4_0" else 6
-        if FMT == "q5_0":
-            qh = word_of(words, p0 + 2)
-        for m in static_range(MR):
-            part[m] = 0.0
-        for g in static_range(4):  # elements 8g .. 8g + 7: low nibbles (g < 2) or high nibbles of bytes 8(g%2) ..
-            for m in static_range(MR):
-                load_x(xs, m * 8, x4, xoff[m] + x_at + 8 * g, XDT)
-            for h in static_range(2):
-                qw = word_of(words, p0 + QS + 8 * (g % 2) + 4 * h)
-                for j in static_range(4):
-                    q = (qw >> (8 * j + 4 * (g // 2))) & 0xF
-                    if FMT == "q4_0":
-                        wv[4 * h + j] = small(q, MAGIC + 8.0)
-                    else:
-                        e = 8 * g + 4 * h + j
-                        wv[4 * h + j] = small(q | (((qh >> e) & 1) << 4), MAGIC + 16.0)
+            group_ints(wv, words, p0, g, FMT)
             dot8(part, xs, wv, MR)
         for m in static_range(MR):
             acc[m] = fma(d, part[m], acc[m])

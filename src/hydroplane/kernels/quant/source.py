@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.common import STORAGE, V4, load, log2_exact, narrow
-from hydroplane.kernels.quant.decode import block_dot, decode8
+from hydroplane.kernels.quant.decode import block_dot, decode8, group_ints, half_of
 from hydroplane.lang import (
     Buffer,
     barrier,
@@ -337,14 +337,57 @@ def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb,
         if not guard or (row0 + r < M and k0 + g * 8 < K):
             chunk = x_chunk(a, (row0 + r) * lda + k0 + g * 8, vals, blocks.XDT)
         sa[a0 + i + r * PAD] = chunk
-    for i in range(first, BN * GROUPS, THREADS):
-        r = i // GROUPS
-        g = i - r * GROUPS
-        chunk = vec(u32(0), u32(0), u32(0), u32(0))
-        if not guard or (col0 + r < N and k0 + g * 8 < K):
-            decode8(vals, b, (col0 + r) * ldb, k0 + g * 8, blocks.FMT)
-            chunk = pack8(vals)
-        sb[b0 + i + r * PAD] = chunk
+    if blocks.FMT == "q4_k" or blocks.FMT == "q6_k":
+        for i in range(first, BN * GROUPS, THREADS):
+            r = i // GROUPS
+            g = i - r * GROUPS
+            chunk = vec(u32(0), u32(0), u32(0), u32(0))
+            if not guard or (col0 + r < N and k0 + g * 8 < K):
+                decode8(vals, b, (col0 + r) * ldb, k0 + g * 8, blocks.FMT)
+                chunk = pack8(vals)
+            sb[b0 + i + r * PAD] = chunk
+    else:
+        stage_blocks32(sb, b0, b, col0, k0, N, K, ldb, guard, vals, blocks)
+
+
+@func
+def stage_blocks32(sb, b0, b, col0, k0, N, K, ldb, guard, vals, blocks: constexpr):
+    """W's BN x BK block of a 32-weight format (q8_0, q4_0, q5_0) into shared chunks, a whole block per invocation
+    and call: its words loaded once (the block's 2-byte alignment, the same for every row where a row's bytes are a
+    multiple of 4, picks one of two compile-time decoders), the scale read once, four chunks of 8 f16 stored."""
+    BN, BK, THREADS, PAD, FMT = blocks.BN, blocks.BK, blocks.THREADS, blocks.PAD, blocks.FMT
+    PER_ROW = BK // 32
+    BYTES = 34 if FMT == "q8_0" else (18 if FMT == "q4_0" else 22)
+    NW = (BYTES + 5) // 4
+    words = local_array(u32, NW)
+    wv = local_array(f32, 8)
+    for i in range(local_index(), BN * PER_ROW, THREADS):
+        r = i // PER_ROW
+        blk = i - r * PER_ROW
+        at = b0 + i * 4 + r * PAD
+        if not guard or (col0 + r < N and k0 + blk * 32 < K):
+            off = (col0 + r) * ldb + ((k0 >> 5) + blk) * BYTES
+            for j in static_range(NW):
+                words[j] = b[(off >> 2) + j]
+            if off & 2 == 0:
+                store_block32(sb, at, words, 0, wv, vals, FMT)
+            else:
+                store_block32(sb, at, words, 2, wv, vals, FMT)
+        else:
+            for g in static_range(4):
+                sb[at + g] = vec(u32(0), u32(0), u32(0), u32(0))
+
+
+@func
+def store_block32(sb, at, words, p0: constexpr, wv, vals, FMT: constexpr):
+    """The 32 weights of the block at byte p0 of words[] (gguf's products d * q in f32, rounded to f16) into
+    sb[at : at + 4]."""
+    d = half_of(words, p0)
+    for g in static_range(4):
+        group_ints(wv, words, p0, g, FMT)
+        for j in static_range(8):
+            vals[j] = d * wv[j]
+        sb[at + g] = pack8(vals)
 
 
 QUANT_STAGING = Staging(stage_quant, stage_quant, stage_quant)  # no register prefetch: `stage` alone is called
