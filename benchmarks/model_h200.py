@@ -15,7 +15,7 @@ weights' values do not change the speed). Batch 1, context DEPTH + TOKENS + 64 p
   planned calls as pp512), then the 128 steps from position 4096.
 - torch: the same forward (Gemma 3: RMS norms, q/k norms, NeoX RoPE with the layers' bases, the sliding window of
   512 on 5 layers of 6, post norms, GeGLU, the tied output) written here with torch ops on the weights dequantized
-  to f16 (hydroplane's NumPy dequantizer), QKV and gate/up fused, a static KV cache, F.scaled_dot_product_attention
+  to f16 (hydroplane's row-gather kernel, ops.quant_matmul.quantized_rows), QKV and gate/up fused, a static KV cache, F.scaled_dot_product_attention
   (mask: causal and the window; decode over the whole cache with the mask, so that the step has static shapes).
   Prefill eager; decode eager and replayed as one CUDA graph per token (torch.cuda.CUDAGraph: the argmax written
   into the next step's token tensor on the device), the ids read back at the same points as hydroplane's.
@@ -57,7 +57,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from hydroplane.launch.runtime import runtime  # noqa: E402
 from hydroplane.models import load  # noqa: E402
 from hydroplane.models.model import FIRST_BATCH, LAST_BATCH, Model  # noqa: E402
-from hydroplane.models.weights import Weights  # noqa: E402
+from hydroplane.ops.quant_matmul import quantized_rows  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -123,47 +123,59 @@ def hp_decode(model: Model, depth: int, tokens: int, chunk: int, rng) -> dict:
         model.history.numpy()
         say(f"hydroplane decode warm-up and capture {time.perf_counter() - t0:.2f} s")
     model.decode_from(5, depth)
+    decode_batches(model, depth, tokens)  # untimed: the GPU at its clocks, every replay path warm
+    model.decode_from(5, depth)
     t0 = time.perf_counter()
     ids = decode_batches(model, depth, tokens)
     seconds = time.perf_counter() - t0
-    return {"depth": depth, "tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
-            "ms_per_token": seconds / tokens * 1e3, "first_ids": ids[:8],
-            "launches_per_step": next(iter(model._graphs.values())).launches if model._graphs else None}
+    graph = next(iter(model._graphs.values()))
+    record = {"depth": depth, "tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+              "ms_per_token": seconds / tokens * 1e3, "first_ids": ids[:8], "launches_per_step": graph.launches}
+    rt = runtime(model.device)
+    if not rt.is_reference:  # the GPU's own time of one replayed step (timestamps around it), from depth + tokens
+        gpu = rt.time(graph.replay, 20, warmup=0, warmup_s=0.0)
+        record["gpu_ms_per_step_median"] = statistics.median(gpu) * 1e3
+        record["gpu_us_per_launch"] = statistics.median(gpu) * 1e6 / graph.launches
+    return record
 
 
 # torch --------------------------------------------------------------------------------------------------------
 class TorchGemma:
     """The forward pass of Model (gemma3 / llama rows of hydroplane.models.arch) in torch, f16 weights."""
 
-    def __init__(self, weights: Weights, context: int, dev: str):
-        c = self.c = weights.config
-        self.dev, self.context = dev, context
+    def __init__(self, model: Model, dev: str):
+        c = self.c = model.config
+        self.dev, self.context = dev, model.context
         h16 = torch.float16
 
-        def t(name, dtype=h16):
-            return torch.from_numpy(np.ascontiguousarray(weights.get(name))).to(dev, dtype)
+        def t(array, dtype=h16):
+            return torch.from_numpy(np.ascontiguousarray(array)).to(dev, dtype)
 
-        self.emb = t("token_embd.weight")
-        self.out = self.emb if weights.output_name == "token_embd.weight" else t(weights.output_name)
+        def matrix(m):  # a hydroplane weight, dequantized to f16 on the device (quantized_rows), as torch
+            if m.quantized:
+                return t(quantized_rows(m.device, np.arange(m.shape[0], dtype=np.int32), np.float16).numpy())
+            return t(m.device.numpy())
+
+        self.emb = matrix(model.embedding)
+        self.out = self.emb if model.output is model.embedding else matrix(model.output)
         self.layers = []
-        for i in range(c.n_layer):
-            b = c.block_tensors(i)
-            layer = {"qkv": torch.cat([t(b["q"]), t(b["k"]), t(b["v"])]), "o": t(b["o"]),
-                     "gu": torch.cat([t(b["gate"]), t(b["up"])]), "down": t(b["down"]),
-                     "attn_norm": t(b["attn_norm"], torch.float32), "ffn_norm": t(b["ffn_norm"], torch.float32)}
-            for role in ("q_norm", "k_norm", "post_attn_norm", "post_ffn_norm"):
-                if role in b:
-                    layer[role] = t(b[role], torch.float32)
+        for i, block in enumerate(model.blocks):
+            layer = {"qkv": torch.cat([matrix(block["q"]), matrix(block["k"]), matrix(block["v"])]),
+                     "o": matrix(block["o"]), "gu": torch.cat([matrix(block["gate"]), matrix(block["up"])]),
+                     "down": matrix(block["down"])}
+            for role in ("attn_norm", "ffn_norm", "q_norm", "k_norm", "post_attn_norm", "post_ffn_norm"):
+                if role in block:
+                    layer[role] = t(block[role].numpy(), torch.float32)
             spec = c.layers[i]
             half = c.n_rot // 2
             layer["inv_freq"] = torch.tensor(spec.rope_scale * spec.rope_base ** (-2.0 * np.arange(half) / c.n_rot),
                                              dtype=torch.float32, device=dev)
             layer["window"] = spec.window
             self.layers.append(layer)
-        self.out_norm = t("output_norm.weight", torch.float32)
-        self.k = torch.zeros(c.n_layer, c.n_head_kv, context, c.head_dim, dtype=h16, device=dev)
-        self.v = torch.zeros(c.n_layer, c.n_head_kv, context, c.head_dim_v, dtype=h16, device=dev)
-        self.keys = torch.arange(context, device=dev)
+        self.out_norm = t(model.output_norm.numpy(), torch.float32)
+        self.k = torch.zeros(c.n_layer, c.n_head_kv, self.context, c.head_dim, dtype=h16, device=dev)
+        self.v = torch.zeros(c.n_layer, c.n_head_kv, self.context, c.head_dim_v, dtype=h16, device=dev)
+        self.keys = torch.arange(self.context, device=dev)
 
     def norm(self, x, w):
         x = x.float()
@@ -211,8 +223,8 @@ class TorchGemma:
             mask = keys[None, :] <= positions[:, None]
             if layer["window"] is not None:
                 mask &= (positions[:, None] - keys[None, :]) < layer["window"]
-            kk = kc.repeat_interleave(group, 0) if group > 1 else kc.expand(c.n_head, -1, -1)
-            vv = vc.repeat_interleave(group, 0) if group > 1 else vc.expand(c.n_head, -1, -1)
+            kk = kc.expand(c.n_head, -1, -1) if c.n_head_kv == 1 else kc.repeat_interleave(group, 0)
+            vv = vc.expand(c.n_head, -1, -1) if c.n_head_kv == 1 else vc.repeat_interleave(group, 0)
             o = F.scaled_dot_product_attention(q.transpose(0, 1)[None], kk[None], vv[None], attn_mask=mask,
                                                scale=c.attention_scale)
             o = o[0].transpose(0, 1).reshape(T, c.n_head * c.head_dim_v) @ layer["o"].T
@@ -233,13 +245,14 @@ class TorchGemma:
         return logits.float()
 
 
-def torch_phases(model: Model, weights: Weights, args, rng, results: dict, write) -> None:
+def torch_phases(model: Model, args, rng, results: dict, write) -> None:
     dev = "cuda"
     t0 = time.perf_counter()
-    tm = TorchGemma(weights, model.context, dev)
+    tm = TorchGemma(model, dev)
     torch.cuda.synchronize()
-    say(f"torch: weights dequantized to f16 on the GPU in {time.perf_counter() - t0:.1f} s")
-    out: dict = {"weights": "f16, dequantized by hydroplane's NumPy dequantizer", "torch": torch.__version__}
+    say(f"torch: weights dequantized to f16 in {time.perf_counter() - t0:.1f} s")
+    out: dict = {"weights": "f16, dequantized by hydroplane's row-gather kernel (ops.quant_matmul.quantized_rows)",
+                 "torch": torch.__version__}
     results["torch"] = out
     check_ids = rng.integers(4, model.config.n_vocab, args.prompt)
     with torch.no_grad():
@@ -294,12 +307,16 @@ def torch_phases(model: Model, weights: Weights, args, rng, results: dict, write
                 tm.forward(torch.tensor(rng.integers(4, model.config.n_vocab, min(args.prompt, depth - start)),
                                         device=dev), torch.full((1,), start, dtype=torch.long, device=dev), False)
 
-        run(0, 4, step)  # warm-up
-        for depth in (0, args.depth):
-            fill(depth)
-            seconds = run(depth, args.tokens, step)
-            out[f"decode_eager_depth{depth}"] = {"tokens_per_s": args.tokens / seconds, "seconds": seconds}
-            say(f"torch decode eager, depth {depth}: {args.tokens / seconds:.0f} tokens/s")
+        try:
+            run(0, 4, step)  # warm-up
+            for depth in (0, args.depth):
+                fill(depth)
+                seconds = run(depth, args.tokens, step)
+                out[f"decode_eager_depth{depth}"] = {"tokens_per_s": args.tokens / seconds, "seconds": seconds}
+                say(f"torch decode eager, depth {depth}: {args.tokens / seconds:.0f} tokens/s")
+        except Exception as err:  # noqa: BLE001 - the CUDA graph figures may still come
+            out["eager_decode_error"] = f"{type(err).__name__}: {err}"
+            traceback.print_exc()
         write()
         try:  # one CUDA graph per decode step
             side = torch.cuda.Stream()
@@ -409,7 +426,7 @@ def main() -> None:
                 if not HAVE_CUDA:
                     results["skipped"].append("torch (no CUDA)")
                     continue
-                torch_phases(model, Weights(model.file, keep=False), args, rng, results, write)
+                torch_phases(model, args, rng, results, write)
             else:
                 hp[name] = phase()
                 say(f"hydroplane {name}: {hp[name]}")
