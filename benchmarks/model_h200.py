@@ -15,8 +15,9 @@ weights' values do not change the speed). Batch 1, context DEPTH + TOKENS + 64 p
   planned calls as pp512), then the 128 steps from position 4096.
 - torch: the same forward (Gemma 3: RMS norms, q/k norms, NeoX RoPE with the layers' bases, the sliding window of
   512 on 5 layers of 6, post norms, GeGLU, the tied output) written here with torch ops on the weights dequantized
-  to f16 (hydroplane's row-gather kernel, ops.quant_matmul.quantized_rows), QKV and gate/up fused, a static KV cache, F.scaled_dot_product_attention
-  (mask: causal and the window; decode over the whole cache with the mask, so that the step has static shapes).
+  to f16 (hydroplane's row-gather kernel, ops.quant_matmul.quantized_rows), QKV and gate/up fused, a static KV
+  cache, F.scaled_dot_product_attention (mask: causal and the window; decode over the whole cache with the mask, so
+  that the step has static shapes).
   Prefill eager; decode eager and replayed as one CUDA graph per token (torch.cuda.CUDAGraph: the argmax written
   into the next step's token tensor on the device), the ids read back at the same points as hydroplane's.
   Its last logits after a prefill are compared with hydroplane's (relative L2, top-1) as a check that both run the
