@@ -29,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import hydroplane  # noqa: E402
+from hydroplane.lang import Buffer, f32, global_id, readonly, s32  # noqa: E402
 from hydroplane.launch import runtime as runtime_module  # noqa: E402
 
 try:
@@ -156,6 +157,36 @@ def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
     return _row(name, flops, "TFLOP/s", user, user_out, record, kernel, torch_s)
 
 
+@hydroplane.kernel(local_size=256)
+def _scaled_add(x: Buffer[f32, readonly], y: Buffer[f32, readonly], out: Buffer[f32], alpha: f32, n: s32):
+    i = global_id()
+    if i < n:
+        out[i] = alpha * x[i] + y[i]
+
+
+def kernel_case(n: int) -> dict:
+    """A user's own kernel: kernel[grid](...) on device arrays (its PreparedLaunch kept per signature)."""
+    rng = np.random.default_rng(3)
+    x = hydroplane.device_array(rng.uniform(-1, 1, n).astype(np.float32))
+    y = hydroplane.device_array(rng.uniform(-1, 1, n).astype(np.float32))
+    out = hydroplane.device_array(np.zeros(n, np.float32))
+    grid = (-(-n // 256),)
+
+    def call():
+        _scaled_add[grid](x, y, out, 0.5, n)
+
+    call()
+    np.testing.assert_allclose(out.numpy(), 0.5 * x.numpy() + y.numpy(), rtol=1e-6)
+    user, record = _loop(call, hydroplane.synchronize)
+    kernel = _kernel_seconds(call)
+    torch_s = None
+    if HAVE_CUDA:
+        tx, ty = torch.from_numpy(x.numpy()).cuda(), torch.from_numpy(y.numpy()).cuda()
+        tout = torch.empty_like(tx)
+        torch_s = _torch_loop(lambda: torch.add(ty, tx, alpha=0.5, out=tout))
+    return _row(f"kernel[grid] scaled add, {n} f32", 12 * n, "TB/s", user, user, record, kernel, torch_s)
+
+
 def replay_case(n=256, count=200) -> dict:
     """A captured chain of `count` small dependent matmuls (each reads the last one's result), replayed."""
     rng = np.random.default_rng(2)
@@ -195,6 +226,7 @@ def main() -> None:
         rows.append(matmul_case(1, 256, 256, copies=2))
         rows.append(attention_case(1, 2, 64, 64, 64, causal=True))
         rows.append(attention_case(1, 4, 1, 128, 64, kv_heads=2))
+        rows.append(kernel_case(4096))
         rows.append(replay_case(64, 20))
     else:
         for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096), (512, 4096, 14336)):
@@ -206,6 +238,8 @@ def main() -> None:
         rows.append(attention_case(4, 16, 4096, 4096, 128, causal=True))
         rows.append(attention_case(4, 32, 4096, 4096, 128, kv_heads=8, causal=True))
         rows.append(attention_case(16, 32, 1, 8192, 128))
+        rows.append(attention_case(1, 32, 1, 8192, 128, kv_heads=8))
+        rows.append(kernel_case(1 << 24))
         rows.append(replay_case())
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
