@@ -370,8 +370,10 @@ def splitk_configs(problem: GemmProblem, target: Target, coop_configs: list[Gemm
 
 
 # (columns per invocation, groups of K lanes) of the dot kernel's grouped candidates, one column group per
-# workgroup (4096 x 14336 f16: 4096 workgroups of 256 invocations for (1, 8), 512 of 128 for (8, 4))
-GROUPED_DOT = ((1, 8), (2, 8), (4, 8), (2, 4), (4, 4), (8, 4), (8, 8), (4, 2), (16, 8), (16, 4))
+# workgroup (4096 x 14336 f16: 4096 workgroups of 256 invocations for (1, 8), 512 of 128 for (8, 4)), the H200's
+# fastest first (2026-12-04, f16:f32 by 14336 -> 4096: (4, 8) 31.0 us for 1 row and 56.9 for 8, (4, 4) 31.5 for 2,
+# (2, 4) 35.0 for 4; f16:f16: (2, 8) 31.6 for 1 and 32.8 for 2 rows), so that the untuned default is the first
+GROUPED_DOT = ((4, 8), (2, 8), (4, 4), (2, 4), (1, 8), (8, 4), (8, 8), (4, 2), (16, 8), (16, 4))
 
 
 DOT_REGISTERS = 200  # the grouped candidates' unroll kept under this estimate of 32-bit registers per invocation
