@@ -83,3 +83,32 @@ def test_replayed_decode_on_lavapipe(tiny_files):
     assert list(model.generate(ids, 10)) == want
     sampled = host_loop(model, ids, 6, temperature=0.9, top_p=0.9, seed=3)
     assert list(model.generate(ids, 6, temperature=0.9, top_p=0.9, seed=3)) == sampled
+
+
+@pytest.mark.parametrize("arch, device", [("gemma3", "ref"), ("llama", "ref"),
+                                          pytest.param("gemma3", 0, marks=pytest.mark.vulkan)])
+def test_the_fused_heads_kernel_is_the_unfused_ops(arch, device, tiny_files):
+    """Model.heads (q/k norm, RoPE, f16, relayout in one kernel) against nn.rms_norm, nn.rotary_embedding and the
+    f16 rounding, into a new array and into a poisoned cache at the row the positions buffer holds."""
+    from hydroplane.launch.jit import device_array
+
+    model = Model(read_gguf(tiny_files[arch]), device=device, context=12)
+    c, layer = model.config, model.config.layers[0]
+    rng = np.random.default_rng(4)
+    T, heads = 3, c.n_head_kv
+    x = (rng.standard_normal((T, heads * c.head_dim)) * 3).astype(np.float32)
+    positions = np.array([5, 6, 7], np.int32)
+    norm = model.blocks[0]["k_norm"] if c.arch.qk_norm else None
+    h = x.reshape(T, heads, c.head_dim)
+    if norm is not None:
+        h = nn.rms_norm(h, c.head_dim, norm.numpy(), eps=c.eps, device=device)
+    want = nn.rotary_embedding(h, positions, theta=layer.rope_base, style=c.arch.rope_style, rotary_dim=c.n_rot,
+                               freq_scale=layer.rope_scale, device=device).astype(np.float16).transpose(1, 0, 2)
+    dx, dpos = device_array(x, device), device_array(positions, device)
+    got = model.heads(dx, heads, norm, dpos, layer).numpy()
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+    cache = device_array(np.full((heads, 12, c.head_dim), -777.0, np.float16), device)
+    model.heads(dx, heads, norm, dpos, layer, dst=cache)
+    rows = cache.numpy()
+    np.testing.assert_array_equal(rows[:, 5:8], got)
+    assert (rows[:, :5] == -777.0).all() and (rows[:, 8:] == -777.0).all()

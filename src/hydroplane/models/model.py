@@ -4,8 +4,9 @@ One forward step for T new tokens at positions p .. p+T-1, every array a DeviceA
 
     x = nn.embedding(ids, table) * embedding_scale              (T, n_embd) f32
     per block: h = rms_norm(x) -> q, k, v = matmul(h, W.T)      quantized weights: hydroplane.matmul(x, qw.T)
-               q, k = rms_norm per head (gemma3) -> rotary_embedding (the block's base, scale, style)
-               q -> (heads, T, dim) f16; k, v -> the block's cache (kv heads, context, dim) f16 at row p
+               q, k: rms_norm per head (gemma3), rotary (the block's base, scale, style), f16, relayout: one
+               kernel each (kernels/models/heads.py): q -> (heads, T, dim); k -> the block's cache (kv heads,
+               context, dim) at row p; v -> the cache (the relayout kernel)
                o = attention(q, cache, kv_len=p+T, causal, window, scale) -> (T, heads * dim) f32 -> matmul(o, Wo.T)
                x = add(x, o) (gemma3: x = rms_norm(o, residual=x), one kernel); the FFN the same way with
                gated(gate, up, activation)
@@ -28,6 +29,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from hydroplane.kernels.models.advance import advance_kernel
+from hydroplane.kernels.models.heads import heads_kernel
 from hydroplane.kernels.models.relayout import THREADS as RELAYOUT_THREADS
 from hydroplane.kernels.models.relayout import relayout_kernel
 from hydroplane.kernels.nn.common import stride_groups
@@ -42,6 +44,7 @@ from hydroplane.models.weights import Weights
 from hydroplane.ops import nn
 from hydroplane.ops.attention import attention
 from hydroplane.ops.matmul import matmul
+from hydroplane.ops.nn import inverse_frequencies
 from hydroplane.ops.quant_matmul import upload
 from hydroplane.quant import from_bytes
 
@@ -118,6 +121,8 @@ class Model:
         self.history = device_array(np.zeros(self.context + 1, np.int32), self.device)  # sampled ids by position
         self._graphs: dict[tuple, Graph] = {}  # the captured decode step per sampling setting
         self._planned: set[tuple] = set()  # the settings whose step has run once as calls (planned)
+        self._freq = {key: device_array(inverse_frequencies(key[0], key[1], c.n_rot), self.device)
+                      for key in {(layer.rope_base, layer.rope_scale) for layer in c.layers}}  # rotary, per block
 
     def _empty(self, shape, dtype) -> DeviceArray:
         """A new DeviceArray, unset (allocated, nothing written: allowed inside a capture)."""
@@ -164,6 +169,34 @@ class Model:
             args["row0_at"] = row0_at.reshape(-1)
         with prepare(self.runtime.executor, checked, spec, (stride_groups(a * b * c, RELAYOUT_THREADS), 1, 1), args,
                      aliases=aliases) as launch:
+            launch.dispatch()
+        return dst
+
+    def heads(self, x: DeviceArray, heads: int, norm: DeviceArray | None, positions: DeviceArray, layer,
+              dst: DeviceArray | None = None) -> DeviceArray:
+        """A projection's output x (T, heads * head_dim) f32 made ready for attention in one kernel
+        (kernels/models/heads.py): the per-head RMS norm by `norm` (None: none), RoPE at `positions` with the
+        block's base and scale, rounded to f16 into a new (heads, T, head_dim) array, or into the cache `dst`
+        (heads, context, head_dim) at row positions[0] (read on the device)."""
+        c = self.config
+        T = x.shape[0]
+        cache = dst is not None
+        if dst is None:
+            dst = self._empty((heads, T, c.head_dim), np.float16)
+        sg = self.runtime.executor.target.subgroup_size
+        threads = max(sg, 64) if 64 % sg == 0 or sg > 64 else sg
+        spec, checked = self._pipeline(heads_kernel(norm is not None, c.arch.rope_style == "neox", cache),
+                                       THREADS=threads, SG=sg)
+        args = {"x": x.reshape(-1), "positions": positions.reshape(-1),
+                "freq": self._freq[(layer.rope_base, layer.rope_scale)], "dst": dst.reshape(-1),
+                "heads_n": heads, "d": c.head_dim, "r": c.n_rot, "dst_rows": dst.shape[1], "row0": 0,
+                "eps": float(c.eps)}
+        aliases = None
+        if norm is None:
+            aliases = {"w": "x"}  # not read
+        else:
+            args["w"] = norm
+        with prepare(self.runtime.executor, checked, spec, (T * heads, 1, 1), args, aliases=aliases) as launch:
             launch.dispatch()
         return dst
 
@@ -224,19 +257,13 @@ class Model:
         T = x.shape[0]
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
             h = nn.rms_norm(x, c.n_embd, block["attn_norm"], eps=c.eps)
-            q = block["q"].apply(self, h).reshape(T, c.n_head, c.head_dim)
-            k = block["k"].apply(self, h).reshape(T, c.n_head_kv, c.head_dim)
+            q = block["q"].apply(self, h)
+            k = block["k"].apply(self, h)
             v = block["v"].apply(self, h).reshape(T, c.n_head_kv, c.head_dim_v)
-            if c.arch.qk_norm:
-                q = nn.rms_norm(q, c.head_dim, block["q_norm"], eps=c.eps)
-                k = nn.rms_norm(k, c.head_dim, block["k_norm"], eps=c.eps)
-            rope = dict(theta=layer.rope_base, style=c.arch.rope_style, rotary_dim=c.n_rot,
-                        freq_scale=layer.rope_scale)
-            q = nn.rotary_embedding(q, positions, **rope)
-            k = nn.rotary_embedding(k, positions, **rope)
-            q16 = self.relayout(q, np.float16, (T, c.n_head, c.head_dim), T, 0)
-            self.relayout(k, np.float16, (T, c.n_head_kv, c.head_dim), self.context, 0, dst=self.cache_k[i],
-                          row0_at=positions)
+            # q/k norms, RoPE, the f16 rounding and the relayout: one kernel each for q and for k (into the cache)
+            q16 = self.heads(q, c.n_head, block.get("q_norm") if c.arch.qk_norm else None, positions, layer)
+            self.heads(k, c.n_head_kv, block.get("k_norm") if c.arch.qk_norm else None, positions, layer,
+                       dst=self.cache_k[i])
             self.relayout(v, np.float16, (T, c.n_head_kv, c.head_dim_v), self.context, 0, dst=self.cache_v[i],
                           row0_at=positions)
             o16 = attention(q16.reshape(1, c.n_head, T, c.head_dim),
