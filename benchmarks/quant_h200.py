@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import hydroplane  # noqa: E402
 from hydroplane.launch.jit import device_array  # noqa: E402
 from hydroplane.launch.runtime import runtime  # noqa: E402
+from hydroplane.ops import quant_matmul  # noqa: E402
 from hydroplane.ops.quant_matmul import quantized_rows, upload  # noqa: E402
 from hydroplane.quant import FORMATS, QuantizedArray, from_bytes  # noqa: E402
 
@@ -229,11 +230,16 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="0", help="a Vulkan device number or 'ref'")
     parser.add_argument("--reps", type=int, default=None, help="timed runs per case (default 20; tiny 3)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tuning", default=None, help="decode plans chosen by benchmarks/quant_sweep.py --best (JSON "
+                        "[format, m, n, k, plan] rows) loaded into ops.quant_matmul.UNITS_TUNING first")
     args = parser.parse_args(argv)
     device = args.device if args.device == "ref" else int(args.device)
     reps = args.reps or (3 if args.tiny else 20)
     out = Path(args.out or Path(os.environ.get("OUT", ".")) / "quant_h200.json")
     rng = np.random.default_rng(args.seed)
+    if args.tuning:
+        for fmt, m, n, k, plan in json.loads(Path(args.tuning).read_text()):
+            quant_matmul.UNITS_TUNING[(fmt, m, n, k)] = plan
     rt = runtime(device)
     torch = None if args.tiny else torch_or_none()
     started = time.perf_counter()
@@ -260,6 +266,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(device=rt.name, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                    copy_bandwidth=bandwidth, reps=reps, seconds=elapsed, records=records,
+                                   tuning=[[*key, plan] for key, plan in quant_matmul.UNITS_TUNING.items()],
                                    command=" ".join(sys.argv)), indent=1))
     return 0 if all(r["ok"] for r in records) else 1
 

@@ -33,6 +33,7 @@ from hydroplane.quant import QuantizedArray  # noqa: E402
 
 DECODE_SHAPES = [(14336, 4096), (4096, 14336)]
 LPRS = (8, 16, 32)
+ROWS = (2, 4)
 
 
 def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
@@ -49,8 +50,10 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
         turn[0] += 1
         hydroplane.matmul(dx, dws[turn[0] % copies].T, out=dout)
 
+    found = []
     for variant in variants:
         record = dict(format=fmt, m=m, k=k, n=n, **variant)
+        found.append(record)
         try:
             apply(variant)
             started = time.perf_counter()
@@ -69,6 +72,7 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
         d.release()
     dx.release()
     dout.release()
+    return found
 
 
 def main(argv=None) -> int:
@@ -78,6 +82,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="0")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--only", default="decode,prefill")
+    parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
+                        "quant_h200.py --tuning")
     args = parser.parse_args(argv)
     device = args.device if args.device == "ref" else int(args.device)
     reps = args.reps or (2 if args.tiny else 10)
@@ -86,6 +92,7 @@ def main(argv=None) -> int:
     path = Path(args.out or Path(os.environ.get("OUT", ".")) / "quant_sweep.jsonl")
     torch = None if args.tiny else bench.torch_or_none()
     bandwidth = bench.copy_bandwidth(torch)
+    best: list = []
     rotate = bench.TINY_ROTATE_BYTES if args.tiny else bench.ROTATE_BYTES // 2  # 2 x the L2
     with path.open("w") as out:
         out.write(json.dumps(dict(device=rt.name, copy_bandwidth=bandwidth,
@@ -96,10 +103,10 @@ def main(argv=None) -> int:
             for k, n in shapes:
                 for fmt in bench.FORMAT_ORDER:
                     variants, plans = [], set()
-                    for lw in ((2, 1) if fmt == "q6_k" else (4, 2)):
+                    for rows in ROWS:
                         for lpr in ((4, 8) if args.tiny else LPRS):
                             for split in (0, 1):
-                                v = dict(lw=lw, lpr=lpr, nsg=4, split=split)
+                                v = dict(rows=rows, lpr=lpr, nsg=4, split=split)
                                 plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
                                                                rt.is_reference, v)
                                 if plan is not None and plan not in plans:
@@ -110,8 +117,14 @@ def main(argv=None) -> int:
                         quant_matmul.UNITS_TUNING.clear()
                         quant_matmul.UNITS_TUNING[(fmt, 1, n, k)] = v
 
-                    timed(rt, device, fmt, 1, k, n, rotate, reps, rng, apply, variants, out)
+                    found = timed(rt, device, fmt, 1, k, n, rotate, reps, rng, apply, variants, out)
+                    done = [r for r in found if "us" in r and r["error"] <= bench.BOUND]
+                    if done:
+                        fastest = min(done, key=lambda r: r["us"])
+                        best.append([fmt, 1, n, k, {key: fastest[key] for key in variants[0]}])
             quant_matmul.UNITS_TUNING.clear()
+            if args.best:
+                Path(args.best).write_text(json.dumps(best))
         if "prefill" in args.only:
             m, k, n = (40, 512, 64) if args.tiny else (512, 14336, 4096)
             shapes = [dict(sm=2, sn=2, kt=2, pad=0), dict(sm=2, sn=2, kt=2, pad=1), dict(sm=2, sn=2, kt=4, pad=1),

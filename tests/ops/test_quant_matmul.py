@@ -234,10 +234,10 @@ def test_the_unit_gemv_at_every_load_width(device, fmt, monkeypatch):
     n = 12 if device == "ref" else 40
     qw, w64 = table(fmt, n, k)
     sg = runtime(device).executor.target.subgroup_size
-    for lw, lpr, split in ((4, 2, 0), (2, 4, 2), (1, min(8, sg), 1)):
+    for lw, lpr, split, rows in ((4, 2, 0, 1), (2, 4, 2, 2), (1, min(8, sg), 1, 3)):
         if device == "ref" and lw == 4 and fmt == "q6_k":
             continue  # 2048 weights per unit unrolled: minutes on the interpreter; lavapipe runs it
-        tuned = {"lw": lw, "lpr": lpr, "split": split}
+        tuned = {"lw": lw, "lpr": lpr, "split": split, "rows": rows}
         monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 3, n, k), tuned)
         plan = quant_matmul.units_plan(fmt, 3, n, k, sg, device == "ref", tuned)
         assert plan is not None and plan.lw == lw and plan.lpr == lpr

@@ -358,13 +358,14 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
 @dataclass(frozen=True)
 class UnitsPlan:
     """The unit GEMV's launch (kernels/quant/source.py: gemv_units_kernel): loads of LW words, UB blocks a unit
-    (SPAN: loaded whole, else block by block), LPR lanes a row, NSG subgroups a workgroup, MR rows of x, SPLIT K
-    ranges of split_units units."""
+    (SPAN: loaded whole, else block by block), ROWS rows of W a lane, LPR lanes a row group, NSG subgroups a
+    workgroup, MR rows of x, SPLIT K ranges of split_units units."""
 
     lw: int
     ub: int
     span: bool
     mr: int
+    rows: int
     lpr: int
     nsg: int
     split: int
@@ -374,11 +375,13 @@ class UnitsPlan:
 
 
 UNITS_LOAD_WORDS = (4, 2, 1)  # the widest load whose unit of whole blocks divides a row
-UNITS_SPAN_BYTES = 288  # a unit of at most this many bytes is loaded at once; a larger one block by block
+UNITS_MAX_LOAD_WORDS = {"q6_k": 1}  # q6_k: 4-byte loads (units of 2 blocks) were the fastest on the H200
+UNITS_SPAN_BYTES = 288  # a unit of at most this many bytes (all ROWS rows) is loaded at once; else block by block
 UNITS_SUBGROUPS = 4
-UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N x LPR x row tiles): split K (the H200: 132 SMs x 2048)
+UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
+UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
-UNITS_TUNING: dict = {}  # (fmt, m, n, k) -> dict(lw=, lpr=, nsg=, split=): measured choices (benchmarks/quant_h200.py)
+UNITS_TUNING: dict = {}  # (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=): choices measured on a device
 
 
 def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned: dict | None = None
@@ -389,6 +392,8 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
     blocks_per_row = k // block
     lw = None
     for width in UNITS_LOAD_WORDS:
+        if width > UNITS_MAX_LOAD_WORDS.get(fmt, 4) and "lw" not in tuned:
+            continue
         if tuned.get("lw", width) == width and blocks_per_row % unit_blocks(fmt, 4 * width) == 0:
             lw = width
             break
@@ -397,21 +402,21 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
     ub = unit_blocks(fmt, 4 * lw)
     row_units = blocks_per_row // ub
     mr = min(m, 8)
-    lpr = tuned.get("lpr") or min(sg, 1 << (row_units.bit_length() - 1))
-    lpr = min(lpr, sg)
+    rows = tuned.get("rows", UNITS_ROWS if mr <= 4 else 1)
+    lpr = min(tuned.get("lpr") or 1 << (row_units.bit_length() - 1), sg)
     nsg = tuned.get("nsg", UNITS_SUBGROUPS)
-    rows_per_group = nsg * sg // lpr
+    rows_per_group = nsg * sg // lpr * rows
     tiles = ceil_div(m, mr)
     groups = ceil_div(n, rows_per_group)
     split = tuned.get("split", 0)
     if not split:
-        lanes = n * lpr * tiles
+        lanes = ceil_div(n, rows) * lpr * tiles
         target = REF_UNITS_LANES_TARGET if reference else UNITS_LANES_TARGET
         split = max(1, min(ceil_div(target, lanes), row_units // lpr, 64)) if lanes < target else 1
     split_units = ceil_div(row_units, split)
     split = ceil_div(row_units, split_units)
-    return UnitsPlan(lw, ub, ub * nbytes <= UNITS_SPAN_BYTES, mr, lpr, nsg, split, split_units, row_units,
-                     (groups, tiles, split))
+    return UnitsPlan(lw, ub, ub * nbytes * rows <= UNITS_SPAN_BYTES, mr, rows, lpr, nsg, split, split_units,
+                     row_units, (groups, tiles, split))
 
 
 def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str) -> None:
@@ -479,7 +484,7 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
         aliases["bias"] = "d"
     _launch(rt, gemv_units_kernel(kind, kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,
-                 LPR=plan.lpr, NSG=plan.nsg, SG=rt.executor.target.subgroup_size, PARTIAL=partial,
+                 ROWS=plan.rows, LPR=plan.lpr, NSG=plan.nsg, SG=rt.executor.target.subgroup_size, PARTIAL=partial,
                  BIAS=has_bias and not partial, ACT=act if not partial else "none"), plan.grid, args, aliases)
     if partial:
         rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split, "ldd": weight.n, "col_base": n0}
@@ -493,7 +498,7 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
 
 
 # The prefill GEMM's block: WM x WN subgroups, SM x SN tiles each, KT tiles per K step, shared rows PAD chunks longer
-GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 2, "sn": 2, "kt": 2, "pad": 0}  # where the tiles are 16 wide (the H200)
+GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1}  # tiles 16 wide (the H200: fastest measured)
 SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
 
 

@@ -179,13 +179,13 @@ def small(bits, OFFSET: constexpr):
 
 
 @func
-def dot8(part, xs, wv, MR: constexpr):
-    """part[m] += xs[8m:8m+8] . wv[0:8] for the MR rows of x (fused multiply-adds)."""
+def dot8(part, at, xs, wv, MR: constexpr, STEP: constexpr):
+    """part[at + STEP * m] += xs[8m:8m+8] . wv[0:8] for the MR rows of x (fused multiply-adds)."""
     for m in static_range(MR):
-        total = part[m]
+        total = part[at + STEP * m]
         for j in static_range(8):
             total = fma(xs[m * 8 + j], wv[j], total)
-        part[m] = total
+        part[at + STEP * m] = total
 
 
 @func
@@ -221,68 +221,78 @@ def group_ints(wv, words, p0: constexpr, g: constexpr, FMT: constexpr):
 
 
 @func
-def block_dot(acc, words, p0: constexpr, xs, wv, part, xsum, x4, xoff, x_at, FMT: constexpr, MR: constexpr,
-              XDT: constexpr, load_x: constexpr):
-    """acc[m] += x[row m, x_at : x_at + BLOCK] . the block at byte p0 of words[], for MR rows of x starting at
-    elements xoff[m]; `load_x(xs, slot, x4, at, XDT)` reads 8 activations at element `at` as f32 (xs, wv, part and
-    xsum are the caller's scratch)."""
+def load_x_rows(xs, x4, xoff, at, MR: constexpr, XDT: constexpr, load_x: constexpr):
+    """The 8 activations at element `at` of each of MR rows of x (rows at elements xoff[m]) into xs[8m:8m+8]."""
+    for m in static_range(MR):
+        load_x(xs, m * 8, x4, xoff[m] + at, XDT)
+
+
+@func
+def block_dot(acc, words, p0: constexpr, STRIDE: constexpr, xs, wv, part, xsum, x4, xoff, x_at, FMT: constexpr,
+              MR: constexpr, ROWS: constexpr, XDT: constexpr, load_x: constexpr):
+    """acc[m * ROWS + r] += x[row m, x_at : x_at + BLOCK] . row r's block at byte p0 + r * STRIDE of words[], for MR
+    rows of x (starting at elements xoff[m]) and ROWS rows of W: each 8 activations, read once by `load_x(xs, slot,
+    x4, at, XDT)` as f32, meet every row (xs, wv, part: MR * ROWS and xsum: MR are the caller's scratch)."""
     if FMT == "q8_0" or FMT == "q4_0" or FMT == "q5_0":
-        d = half_of(words, p0)
-        for m in static_range(MR):
-            part[m] = 0.0
+        for i in static_range(MR * ROWS):
+            part[i] = 0.0
         for g in static_range(4):
+            load_x_rows(xs, x4, xoff, x_at + 8 * g, MR, XDT, load_x)
+            for r in static_range(ROWS):
+                group_ints(wv, words, p0 + r * STRIDE, g, FMT)
+                dot8(part, r, xs, wv, MR, ROWS)
+        for r in static_range(ROWS):
+            d = half_of(words, p0 + r * STRIDE)
             for m in static_range(MR):
-                load_x(xs, m * 8, x4, xoff[m] + x_at + 8 * g, XDT)
-            group_ints(wv, words, p0, g, FMT)
-            dot8(part, xs, wv, MR)
-        for m in static_range(MR):
-            acc[m] = fma(d, part[m], acc[m])
+                acc[m * ROWS + r] = fma(d, part[m * ROWS + r], acc[m * ROWS + r])
     elif FMT == "q4_k":
-        d = half_of(words, p0)
-        dmin = half_of(words, p0 + 2)
         for s in static_range(8):  # sub-block s: elements 32s .. 32s + 31, bytes 16 + 32(s//2) .. of nibbles
-            if s < 4:
-                sc = byte_of(words, p0 + 4 + s) & 63
-                mn = byte_of(words, p0 + 8 + s) & 63
-            else:
-                sc = (byte_of(words, p0 + 8 + s) & 0xF) | ((byte_of(words, p0 + s) >> 6) << 4)
-                mn = (byte_of(words, p0 + 8 + s) >> 4) | ((byte_of(words, p0 + 4 + s) >> 6) << 4)
+            for i in static_range(MR * ROWS):
+                part[i] = 0.0
             for m in static_range(MR):
-                part[m] = 0.0
                 xsum[m] = 0.0
             for g in static_range(4):
-                for m in static_range(MR):
-                    load_x(xs, m * 8, x4, xoff[m] + x_at + 32 * s + 8 * g, XDT)
-                for h in static_range(2):
-                    qw = word_of(words, p0 + 16 + 32 * (s // 2) + 8 * g + 4 * h)
-                    for j in static_range(4):
-                        wv[4 * h + j] = small((qw >> (8 * j + 4 * (s % 2))) & 0xF, MAGIC)
-                dot8(part, xs, wv, MR)
+                load_x_rows(xs, x4, xoff, x_at + 32 * s + 8 * g, MR, XDT, load_x)
                 sum8(xsum, xs, MR)
-            scale = d * f32(s32(sc))
-            low = dmin * f32(s32(mn))
-            for m in static_range(MR):
-                acc[m] = fma(scale, part[m], acc[m]) - low * xsum[m]
+                for r in static_range(ROWS):
+                    for h in static_range(2):
+                        qw = word_of(words, p0 + r * STRIDE + 16 + 32 * (s // 2) + 8 * g + 4 * h)
+                        for j in static_range(4):
+                            wv[4 * h + j] = small((qw >> (8 * j + 4 * (s % 2))) & 0xF, MAGIC)
+                    dot8(part, r, xs, wv, MR, ROWS)
+            for r in static_range(ROWS):
+                q = p0 + r * STRIDE
+                if s < 4:
+                    sc = byte_of(words, q + 4 + s) & 63
+                    mn = byte_of(words, q + 8 + s) & 63
+                else:
+                    sc = (byte_of(words, q + 8 + s) & 0xF) | ((byte_of(words, q + s) >> 6) << 4)
+                    mn = (byte_of(words, q + 8 + s) >> 4) | ((byte_of(words, q + 4 + s) >> 6) << 4)
+                scale = half_of(words, q) * f32(s32(sc))
+                low = half_of(words, q + 2) * f32(s32(mn))
+                for m in static_range(MR):
+                    acc[m * ROWS + r] = fma(scale, part[m * ROWS + r], acc[m * ROWS + r]) - low * xsum[m]
     elif FMT == "q6_k":
-        d = half_of(words, p0 + 208)
         for i in static_range(16):  # 16 elements per scale: i = 8h + 2g + half
             hh = i // 8
             g = (i // 2) % 4
             half = i % 2
-            for m in static_range(MR):
-                part[m] = 0.0
+            for t in static_range(MR * ROWS):
+                part[t] = 0.0
             for c in static_range(2):
                 el = 16 * half + 8 * c
+                load_x_rows(xs, x4, xoff, x_at + 128 * hh + 32 * g + el, MR, XDT, load_x)
+                for r in static_range(ROWS):
+                    for q4 in static_range(2):
+                        lw = word_of(words, p0 + r * STRIDE + 64 * hh + 32 * (g % 2) + el + 4 * q4)
+                        hw = word_of(words, p0 + r * STRIDE + 128 + 32 * hh + el + 4 * q4)
+                        for j in static_range(4):
+                            lq = (lw >> (8 * j + 4 * (g // 2))) & 0xF
+                            hq = (hw >> (8 * j + 2 * g)) & 0x3
+                            wv[4 * q4 + j] = small(lq | (hq << 4), MAGIC + 32.0)
+                    dot8(part, r, xs, wv, MR, ROWS)
+            for r in static_range(ROWS):
+                q = p0 + r * STRIDE
+                sc = half_of(words, q + 208) * f32(bitcast(byte_of(words, q + 192 + i) << 24, s32) >> 24)
                 for m in static_range(MR):
-                    load_x(xs, m * 8, x4, xoff[m] + x_at + 128 * hh + 32 * g + el, XDT)
-                for q4 in static_range(2):
-                    lw = word_of(words, p0 + 64 * hh + 32 * (g % 2) + el + 4 * q4)
-                    hw = word_of(words, p0 + 128 + 32 * hh + el + 4 * q4)
-                    for j in static_range(4):
-                        lq = (lw >> (8 * j + 4 * (g // 2))) & 0xF
-                        hq = (hw >> (8 * j + 2 * g)) & 0x3
-                        wv[4 * q4 + j] = small(lq | (hq << 4), MAGIC + 32.0)
-                dot8(part, xs, wv, MR)
-            sc = d * f32(bitcast(byte_of(words, p0 + 192 + i) << 24, s32) >> 24)
-            for m in static_range(MR):
-                acc[m] = fma(sc, part[m], acc[m])
+                    acc[m * ROWS + r] = fma(sc, part[m * ROWS + r], acc[m * ROWS + r])

@@ -159,30 +159,30 @@ def units_threads(constexprs: dict) -> int:
 
 
 @func
-def load_words(words, w4, w2, w1, chunk0, FIRST: constexpr, COUNT: constexpr, LW: constexpr):
+def load_words(words, BASE: constexpr, w4, w2, w1, chunk0, FIRST: constexpr, COUNT: constexpr, LW: constexpr):
     """Chunks chunk0 + FIRST .. + COUNT - 1 of LW words (4: 16-byte loads through the V4 view, 2: 8-byte, 1: words)
-    into words[0 : COUNT * LW], in COUNT independent loads."""
+    into words[BASE : BASE + COUNT * LW], in COUNT independent loads."""
     for c in static_range(COUNT):
         if LW == 4:
             v = w4[chunk0 + FIRST + c]
             for j in static_range(4):
-                words[4 * c + j] = v[j]
+                words[BASE + 4 * c + j] = v[j]
         elif LW == 2:
             v2 = w2[chunk0 + FIRST + c]
             for j in static_range(2):
-                words[2 * c + j] = v2[j]
+                words[BASE + 2 * c + j] = v2[j]
         else:
-            words[c] = w1[chunk0 + FIRST + c]
+            words[BASE + c] = w1[chunk0 + FIRST + c]
 
 
 @functools.cache
 def gemv_units_kernel(XDT: str, ODT: str):
-    """The decode GEMV over whole units of blocks (decode.py's `block_dot`): LPR neighbouring lanes share a row of W
-    (a subgroup holds SG / LPR rows, a workgroup NSG subgroups); lane j of a row takes units j, j + LPR, ... of its
-    K range, each unit UB blocks starting on a multiple of the load width LW (words); a unit's words are loaded
-    together (SPAN: the whole unit, or block by block where a unit is large) and decoded at compile-time offsets
-    against MR rows of x. The LPR lanes' sums meet in shuffles; with SPLIT K ranges (grid z) the partial sums go
-    to `part` for reduce_kernel."""
+    """The decode GEMV over whole units of blocks (decode.py's `block_dot`): LPR neighbouring lanes share ROWS rows of
+    W (a subgroup holds SG / LPR such groups, a workgroup NSG subgroups); lane j of a group takes units j, j + LPR,
+    ... of its K range, each unit UB blocks starting on a multiple of the load width LW (words); a unit's words are
+    loaded together for every row (SPAN: the whole unit, else block by block) and decoded at compile-time offsets
+    against MR rows of x, each activation read once for the ROWS rows. The LPR lanes' sums meet in shuffles; with
+    SPLIT K ranges (grid z) the partial sums go to `part` for reduce_kernel."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
@@ -190,54 +190,63 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          w2: Buffer[V2, readonly], w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
                          part: Buffer[f32], M: s32, N: s32, K: s32, row_units: s32, split_units: s32, ldd: s32,
                          col_base: s32, FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr,
-                         LW: constexpr, SPAN: constexpr, MR: constexpr, LPR: constexpr, NSG: constexpr,
-                         SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
+                         LW: constexpr, SPAN: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr,
+                         NSG: constexpr, SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
         CB = 4 * LW  # bytes per load
         UNIT_CHUNKS = UB * BYTES // CB
+        SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
         lane = lane_id()
         sub = lane % LPR
-        n0 = (workgroup_id(0) * NSG + subgroup_id()) * (SG // LPR) + lane // LPR
-        n = minimum(n0, N - 1)
+        n0 = ((workgroup_id(0) * NSG + subgroup_id()) * (SG // LPR) + lane // LPR) * ROWS
         m0 = workgroup_id(1) * MR
         split = workgroup_id(2)
         u_begin = split * split_units
         u_end = minimum(row_units, u_begin + split_units)
-        acc = local_array(f32, MR)
-        for i in static_range(MR):
+        acc = local_array(f32, MR * ROWS)
+        for i in static_range(MR * ROWS):
             acc[i] = 0.0
-        part_m = local_array(f32, MR)
+        part_m = local_array(f32, MR * ROWS)
         xsum = local_array(f32, MR)
         xs = local_array(f32, MR * 8)
         wv = local_array(f32, 8)
-        words = local_array(u32, (UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB) * LW)
+        words = local_array(u32, ROWS * SPAN_CHUNKS * LW)
         xoff = local_array(s32, MR)
         for m in static_range(MR):
             xoff[m] = minimum(m0 + m, M - 1) * K
+        rowc = local_array(s32, ROWS)
+        for r in static_range(ROWS):
+            rowc[r] = minimum(n0 + r, N - 1) * row_units
         for u in range(u_begin + sub, u_end, LPR):
-            chunk0 = (n * row_units + u) * UNIT_CHUNKS
             e0 = u * UB * BLOCK
             if SPAN:
-                load_words(words, w4, w2, w, chunk0, 0, UNIT_CHUNKS, LW)
+                for r in static_range(ROWS):
+                    load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, 0, UNIT_CHUNKS,
+                               LW)
                 for b in static_range(UB):
-                    block_dot(acc, words, b * BYTES, xs, wv, part_m, xsum, x4, xoff, e0 + b * BLOCK, FMT, MR, XDT,
-                              load_x8)
+                    block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, x4, xoff,
+                              e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x8)
             else:
                 for b in static_range(UB):
                     FIRST = b * BYTES // CB
-                    load_words(words, w4, w2, w, chunk0, FIRST, (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
-                    block_dot(acc, words, b * BYTES - FIRST * CB, xs, wv, part_m, xsum, x4, xoff, e0 + b * BLOCK,
-                              FMT, MR, XDT, load_x8)
+                    for r in static_range(ROWS):
+                        load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
+                                   (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
+                    block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, x4, xoff,
+                              e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x8)
         for s in static_range(log2_exact(LPR)):
-            for i in static_range(MR):
+            for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
-        if sub == 0 and n0 < N:
-            for m in static_range(MR):
-                row = m0 + m
-                if row < M:
-                    if PARTIAL:
-                        part[(split * M + row) * N + n0] = acc[m]
-                    else:
-                        d[row * ldd + col_base + n0] = finish_value(acc[m], bias, col_base + n0, BIAS, ACT, ODT)
+        if sub == 0:
+            for r in static_range(ROWS):
+                n = n0 + r
+                for m in static_range(MR):
+                    row = m0 + m
+                    if row < M and n < N:
+                        if PARTIAL:
+                            part[(split * M + row) * N + n] = acc[m * ROWS + r]
+                        else:
+                            d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n, BIAS,
+                                                                       ACT, ODT)
 
     return quant_gemv_units
 
