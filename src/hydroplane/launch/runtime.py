@@ -389,8 +389,11 @@ class DeviceRuntime:
         """What queueing this launch needs, made once: its descriptor sets, its recorded commands, its byte
         ranges (a PreparedLaunch keeps it until one of its arguments is rebound)."""
         bound = tuple(bound)
-        reads = [(b.buffer, b.offset, b.nbytes) for b in bound if b.reads]
-        writes = [(b.buffer, b.offset, b.nbytes) for b in bound if b.writes]
+        # each byte range once (vector views alias their buffer's binding); a range written needs no read entry
+        writes = list(dict.fromkeys((b.buffer, b.offset, b.nbytes) for b in bound if b.writes))
+        written = set(writes)
+        reads = [r for r in dict.fromkeys((b.buffer, b.offset, b.nbytes) for b in bound if b.reads)
+                 if r not in written]
         keep = tuple(b.buffer for b in bound)
         if self.stream is None:
             return PlannedLaunch(None, reads, writes, keep, label, (kernel, grid, bound, push))
