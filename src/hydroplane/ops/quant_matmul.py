@@ -381,14 +381,28 @@ UNITS_SUBGROUPS = 4
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
-UNITS_TUNING: dict = {}  # (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=): choices measured on a device
+# (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=): the fastest plans of benchmarks/quant_sweep.py on the H200
+# (2026-12-04; docs/perf.md "Quantized weights"); other shapes take units_plan's rule
+UNITS_TUNING: dict = {
+    ("q4_0", 1, 4096, 14336): {"rows": 2, "lpr": 32},
+    ("q5_0", 1, 4096, 14336): {"rows": 2, "lpr": 8},
+    ("q8_0", 1, 4096, 14336): {"rows": 4, "lpr": 32},
+    ("q4_k", 1, 4096, 14336): {"rows": 4, "lpr": 32},
+    ("q6_k", 1, 4096, 14336): {"rows": 1, "lw": 1, "lpr": 8, "split": 1},
+    ("q4_0", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
+    ("q5_0", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
+    ("q8_0", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
+    ("q4_k", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
+    ("q6_k", 1, 14336, 4096): {"rows": 1, "lw": 1, "lpr": 8, "split": 1},
+}
+UNITS_FORMAT_RULES = {"q6_k": {"rows": 1, "lpr": 8}}  # q6_k's many scales: one row a lane, 8 lanes a row
 
 
 def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned: dict | None = None
                ) -> UnitsPlan | None:
     """The unit GEMV's plan, or None where no unit of whole blocks divides a row (an odd count of 32-blocks)."""
     block, nbytes = KERNEL_FORMATS[fmt]
-    tuned = tuned or {}
+    tuned = {**UNITS_FORMAT_RULES.get(fmt, {}), **(tuned or {})}
     blocks_per_row = k // block
     lw = None
     for width in UNITS_LOAD_WORDS:
