@@ -122,9 +122,9 @@ def main(argv=None) -> int:
                     if done:
                         fastest = min(done, key=lambda r: r["us"])
                         best.append([fmt, 1, n, k, {key: fastest[key] for key in variants[0]}])
+                        if args.best:  # after every case: a run cut off by its time limit keeps what it found
+                            Path(args.best).write_text(json.dumps(best))
             quant_matmul.UNITS_TUNING.clear()
-            if args.best:
-                Path(args.best).write_text(json.dumps(best))
         if "prefill" in args.only:
             m, k, n = (40, 512, 64) if args.tiny else (512, 14336, 4096)
             shapes = [dict(sm=2, sn=2, kt=2, pad=0), dict(sm=2, sn=2, kt=2, pad=1), dict(sm=2, sn=2, kt=4, pad=1),
