@@ -6,10 +6,14 @@ Every test runs on the reference executor and on lavapipe (device 0 in the test 
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
 import hydroplane
+from hydroplane.lang import Buffer, f32, global_id, readonly
 from hydroplane.launch.prepared import ReleasedError
 from hydroplane.launch.runtime import runtime
 from hydroplane.ops import matmul as matmul_module
@@ -216,3 +220,30 @@ def test_planned_attention_calls_bind_each_calls_arrays(device):
     gone.release()
     with pytest.raises(ReleasedError):
         hydroplane.attention(gone, dsets[0][1], dsets[0][2], out=out)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_planned_calls_do_not_keep_the_callers_arrays_alive(device):
+    """A plan holds its last call's arrays weakly (parked): arrays the caller drops are freed at once, and the
+    plan's next call of that signature binds the new arrays (matmul, attention, kernel[grid])."""
+    @hydroplane.kernel(local_size=64)
+    def double(x: Buffer[f32, readonly], out: Buffer[f32]):
+        i = global_id()
+        out[i] = 2.0 * x[i]
+
+    rng = np.random.default_rng()
+    for _ in range(2):  # the second round goes through the plans the first made
+        x, w = _f16(rng, 8, 32), _f16(rng, 32, 16)
+        dx, dw = hydroplane.device_array(x, device), hydroplane.device_array(w, device)
+        y = hydroplane.matmul(dx, dw)
+        q = hydroplane.device_array(_f16(rng, 1, 2, 16, 16), device)
+        o = hydroplane.attention(q, q, q)
+        f = hydroplane.device_array(rng.standard_normal(64).astype(np.float32), device)
+        g = hydroplane.device_array(np.zeros(64, np.float32), device)
+        double[(1,)](f, g)
+        _close(y.numpy(), _want(x, w))
+        np.testing.assert_array_equal(g.numpy(), 2 * f.numpy())
+        refs = [weakref.ref(a.storage) for a in (dx, dw, y, q, o, f, g)]
+        del dx, dw, y, q, o, f, g
+        gc.collect()
+        assert [r() for r in refs] == [None] * len(refs)

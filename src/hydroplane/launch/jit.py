@@ -189,9 +189,11 @@ class JitKernel:
             if not rt.closed and all(a.storage.buffer is not None for a in _device_arrays(args, kwargs)):
                 held = prepared._arrays
                 for name, value in zip(names, (*args, *(kwargs[n] for n in sorted(kwargs)))):
-                    if name is not None and held[name][0] is not value:
+                    if name is not None and not held[name][1].same_place(value):
                         prepared.rebind(name, value)
-                return self._run(prepared, rt.key, lowered)
+                result = self._run(prepared, rt.key, lowered)
+                prepared.park()
+                return result
         constexprs, arguments = self._bind(args, kwargs)
         rt = self._device(device, arguments)
         prepared, lowered = self._prepared(grid, constexprs, arguments, rt)
@@ -207,7 +209,9 @@ class JitKernel:
         self._launches[key] = (prepared, rt, lowered, names)
         while len(self._launches) > LAUNCH_CACHE_SIZE:
             self._launches.pop(next(iter(self._launches)))[0].close()
-        return self._run(prepared, rt.key, lowered)
+        result = self._run(prepared, rt.key, lowered)
+        prepared.park()  # the caller's arrays held weakly until the next call of this signature
+        return result
 
     def clear_launches(self) -> None:
         """Forget the launches kept for calls on device arrays (and the arrays they hold)."""

@@ -18,6 +18,7 @@ push-constant block through `checks.pack_push_constants`, the one packer.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,34 @@ class Storage:
             self.release()
         except Exception:  # noqa: BLE001 - interpreter shutdown: the device goes with the process
             pass
+
+
+class WeakStorage:
+    """A planned call's hold on a caller's storage that does not keep it alive (`DeviceArray.parked`): `buffer` is
+    the storage's while it lives, None once it was released or collected (a launch then refuses to run, and the
+    ops rebind); `release` does nothing (the caller's storage frees itself)."""
+
+    __slots__ = ("runtime", "_ref", "nbytes")
+
+    def __init__(self, storage: Storage):
+        self.runtime, self._ref, self.nbytes = storage.runtime, weakref.ref(storage), storage.nbytes
+
+    @property
+    def buffer(self):
+        storage = self._ref()
+        return None if storage is None else storage.buffer
+
+    @property
+    def real(self) -> Storage | None:
+        return self._ref()
+
+    def release(self) -> None:
+        pass
+
+
+def real_storage(storage):
+    """The storage itself, or the one a WeakStorage refers to (None once it is gone)."""
+    return storage.real if type(storage) is WeakStorage else storage
 
 
 @dataclass(frozen=True)
@@ -131,6 +160,20 @@ class DeviceArray:
             template.contiguous
         arr._signature = None
         return arr
+
+    def parked(self) -> DeviceArray:
+        """This view over a WeakStorage of its storage: what a planned call keeps of a caller's array between calls,
+        so that an array the caller drops is freed at once."""
+        if type(self.storage) is WeakStorage:
+            return self
+        arr = self.like(self, self.layout.offset)
+        arr.storage, arr.base = WeakStorage(self.storage), None  # type: ignore[assignment]
+        return arr
+
+    def same_place(self, other: DeviceArray) -> bool:
+        """Whether both views start at one byte of one storage (a parked view counts as its storage's)."""
+        return real_storage(self.storage) is real_storage(other.storage) and self.layout.offset == \
+            other.layout.offset
 
     # what it is --------------------------------------------------------------------------------------------------
     @property
@@ -458,6 +501,17 @@ class PreparedLaunch:
         self._planned = None
         self._live = [held for _, held in self._arrays.values() if isinstance(held, DeviceArray)]
 
+    def park(self) -> None:
+        """Keep the caller's device arrays only weakly until the next call (an ops plan, a kernel's kept launch):
+        a parked array the caller drops is freed at once; a dispatch before a rebind refuses a dead one. Arrays the
+        launch made, and views staged through copies, stay as they are."""
+        owned = {id(a) for a in self._owned}
+        for name, (value, held) in self._arrays.items():
+            if isinstance(held, DeviceArray) and id(held) not in owned and name not in self._staged:
+                parked = held.parked()
+                self._arrays[name] = (parked if value is held else value, parked)
+        self._live = [held for _, held in self._arrays.values() if isinstance(held, DeviceArray)]
+
     def buffer(self, name: str):
         return self._arrays[name][1].buffer
 
@@ -648,4 +702,4 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
 
 
 __all__ = ["WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError", "Storage",
-           "grid_of", "numpy_dtype", "prepare", "signature_of"]
+           "WeakStorage", "grid_of", "numpy_dtype", "prepare", "real_storage", "signature_of"]

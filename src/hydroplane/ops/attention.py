@@ -222,6 +222,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     else:
         prepared.bind(inputs, out if isinstance(out, DeviceArray) else None)
     prepared.dispatch()
+    prepared.park()  # the caller's arrays held weakly until the next call
     if staged is not None:
         rt.copy(out.buffer, out.offset, staged.buffer, staged.offset, staged.nbytes)
         out.release()
@@ -265,6 +266,7 @@ class FastAttention:
             out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
         prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
         prepared.dispatch()
+        prepared.park()
         return out
 
 
@@ -458,19 +460,19 @@ class PreparedAttention:
             value = inputs[name]
             if isinstance(value, DeviceArray):
                 held = main.array(f"{name}4")
-                if held.storage is not value.storage or held.offset != value.offset:
+                if not held.same_place(value):
                     main.rebind(f"{name}4", _words(value))
             else:
                 main.write(f"{name}4", _words(value))
         kv_len = inputs.get("kv_len")
         if isinstance(kv_len, DeviceArray):
-            if self.kv_len.storage is not kv_len.storage or self.kv_len.offset != kv_len.offset:
+            if not self.kv_len.same_place(kv_len):
                 for launch in self.passes:
                     launch.rebind("kv_valid", kv_len)
                 self.kv_len = kv_len
         elif kv_len is not None:
             self.kv_len.write(kv_len)
-        if out is not None and (self.out.storage is not out.storage or self.out.offset != out.offset):
+        if out is not None and not self.out.same_place(out):
             if self.plan.combine is None:
                 main.rebind("out4", _words(out))
             else:
@@ -485,6 +487,16 @@ class PreparedAttention:
         """One run through the executor's checked dispatch (both passes on the decode path)."""
         for launch in self.passes:
             launch.dispatch()
+
+    def park(self) -> None:
+        """Hold the caller's DeviceArrays only weakly until the next call (PreparedLaunch.park)."""
+        made = {id(a) for a in self._made}
+        if self.kv_len is not None and id(self.kv_len) not in made:
+            self.kv_len = self.kv_len.parked()
+        if self.out is not None and id(self.out) not in made:
+            self.out = self.out.parked()
+        for launch in self.passes:
+            launch.park()
 
     def read(self) -> np.ndarray:
         """The output (waits for the queued passes)."""

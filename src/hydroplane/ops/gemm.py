@@ -346,7 +346,7 @@ class PreparedGemm:
         held = self.buffers.get(name)
         if held is None:
             raise GemmError(f"this GEMM has no buffer {name!r}")
-        if held is value or (held.storage is value.storage and held.offset == value.offset):
+        if held is value or held.same_place(value):
             return
         if value.nbytes != held.nbytes or value.dtype != held.dtype:
             raise GemmError(f"{name}: a DeviceArray of {value.nbytes} bytes of {value.dtype} cannot take the place of "
@@ -369,6 +369,16 @@ class PreparedGemm:
         """One run of every step through the executor's checked dispatch."""
         for launch in self.launches:
             launch.dispatch()
+
+    def park(self) -> None:
+        """Hold the caller's DeviceArrays only weakly until the next call (PreparedLaunch.park); the buffers this
+        GEMM made stay."""
+        owned = {id(a) for a in self._owned}
+        for name, held in self.buffers.items():
+            if id(held) not in owned:
+                self.buffers[name] = held.parked()
+        for launch in self.launches:
+            launch.park()
 
     def read(self) -> np.ndarray:
         """D (M x N) as the route leaves it."""

@@ -35,7 +35,7 @@ from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import ACTIVATIONS, GemmDtype, GemmError, GemmProblem, source
 from hydroplane.kernels.gemm.plan import GEMM_ACCUMULATORS, GEMM_OUTPUTS
 from hydroplane.kernels.gemm.route import gemm_route
-from hydroplane.launch.prepared import DeviceArray, signature_of
+from hydroplane.launch.prepared import DeviceArray, real_storage, signature_of
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops import quant_matmul
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
@@ -448,6 +448,7 @@ class MatmulPlan:
                 elif value is not None:
                     prepared.buffers[name].write(value)
             prepared.dispatch()
+            prepared.park()
 
     def close(self) -> None:
         for prepared in self.gemms:
@@ -498,9 +499,10 @@ class FastCall:
                 x = arrays[slot]
                 at = x.layout.offset + delta
                 bound = held[name]
-                if bound.storage is not x.storage or bound.layout.offset != at:
+                if real_storage(bound.storage) is not x.storage or bound.layout.offset != at:
                     prepared.rebind(name, x.like(template, at))
             prepared.dispatch()
+            prepared.park()
         return out
 
 
@@ -524,7 +526,7 @@ def _register_fast(call: MatmulCall, kwargs: tuple, plan: MatmulPlan, jobs: list
                          value.storage is x.storage), None)
             if slot is None:
                 return
-            traced.append((name, slot, value.layout.offset - slots[slot].layout.offset, value))
+            traced.append((name, slot, value.layout.offset - slots[slot].layout.offset, value.parked()))
         bindings.append(traced)
     result = None if call.out is not None else (d_array.dtype, d_array.shape, d_array.nbytes)
     sig = (call.a.device_array.signature, call.b.device_array.signature, signature_of(slots[2]),
