@@ -34,19 +34,19 @@ def _cache_on(monkeypatch):
 def test_a_library_kernel_compiles_once_across_processes(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     kernel = _library_kernel()
-    kernel._cache.clear()
+    kernel._cache.clear(), kernel._asked.clear()
     target = Target.reference()
     constexprs = dict(CONSTEXPRS)
     first = kernel.compile(target, **constexprs)
     files = list((tmp_path / "hydroplane" / "spirv").glob("*.pkl"))
     assert len(files) == 1, files
-    kernel._cache.clear()  # as a new process: nothing in memory
+    kernel._cache.clear(), kernel._asked.clear()  # as a new process: nothing in memory
     calls = []
     monkeypatch.setattr(compiler_module, "_compile_kernel", lambda *a: calls.append(a))
     again = kernel.compile(target, **constexprs)
     assert calls == [] and again.words == first.words and again.params == first.params
     files[0].write_bytes(b"not a pickle")  # a damaged entry is compiled again, not trusted
-    kernel._cache.clear()
+    kernel._cache.clear(), kernel._asked.clear()
     monkeypatch.undo()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "1")
@@ -86,7 +86,7 @@ def test_users_kernels_and_the_switch_keep_no_file(tmp_path, monkeypatch, off):
     if off:
         monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "0")
         kernel = _library_kernel()
-        kernel._cache.clear()
+        kernel._cache.clear(), kernel._asked.clear()
         kernel.compile(Target.reference(), TX=8, TY=8, ROWS=1)
     else:
         _users_kernel.compile(Target.reference())

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import hydroplane
+from hydroplane import quant
 from hydroplane.lang import Buffer, f32, global_id, readonly
 from hydroplane.launch.prepared import ReleasedError
 from hydroplane.launch.runtime import runtime
@@ -247,3 +248,29 @@ def test_planned_calls_do_not_keep_the_callers_arrays_alive(device):
         del dx, dw, y, q, o, f, g
         gc.collect()
         assert [r() for r in refs] == [None] * len(refs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_quantized_launches_kept_per_signature_bind_each_calls_arrays(device):
+    """matmul(x, qw.T) keeps its launches per signature (ops/quant_matmul.py): rotating weights, inputs and
+    outputs each give their own answer (decode rows and a prefill), and dropped arrays are freed."""
+    rng = np.random.default_rng()
+    k, n = 64, 32
+    weights = [rng.standard_normal((n, k)).astype(np.float32) for _ in range(3)]
+    qws = [quant.quantize(w, "q8_0") for w in weights]
+    dqws = [hydroplane.device_array(q, device) for q in qws]
+    for m in (1, 24):
+        xs = [_f16(rng, m, k) for _ in range(2)]
+        dxs = [hydroplane.device_array(x, device) for x in xs]
+        out = hydroplane.device_array(np.full((m, n), 7777, np.float16), device)
+        for turn in range(6):
+            x, q = xs[turn % 2], qws[turn % 3]
+            want = x.astype(np.float64) @ q.dequantize().astype(np.float64).T
+            got = hydroplane.matmul(dxs[turn % 2], dqws[turn % 3].T, out=out)
+            np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=2e-2, atol=2e-2)
+            fresh = hydroplane.matmul(dxs[turn % 2], dqws[turn % 3].T)
+            np.testing.assert_allclose(fresh.numpy().astype(np.float64), want, rtol=2e-2, atol=2e-2)
+    refs = [weakref.ref(a.storage) for a in (*dxs, out, fresh)]
+    del dxs, out, fresh, got
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)

@@ -286,6 +286,8 @@ class Kernel:
         self.signature = inspect.signature(fn)
         self._source: Source | None = None
         self._cache: dict[tuple, Specialization] = {}
+        self._asked: dict[tuple, Specialization] = {}  # the constexprs as asked (before defaults and target queries)
+        self._constexpr_names: frozenset[str] | None = None
 
     @property
     def source(self) -> Source:
@@ -296,6 +298,13 @@ class Kernel:
     def compile(self, target: Target | None = None, **constexprs) -> Specialization:
         """The kernel for these constexprs (cached). With a `target` (spirv.target.Target), matrix shapes
         are checked against what it offers and `coop.largest_shape(...)` constexprs are answered by it."""
+        try:  # the same request again: no resolving (a launch path asks once per call)
+            asked = (None if target is None else (target.name, target.is_reference), tuple(sorted(constexprs.items())))
+            found = self._asked.get(asked)
+        except TypeError:
+            asked = found = None
+        if found is not None:
+            return found
         constexprs = self._resolved(target, constexprs)
         try:
             key = (None if target is None else (target.name, target.is_reference), tuple(sorted(constexprs.items())))
@@ -312,6 +321,8 @@ class Kernel:
                 if disk is not None:
                     disk_cache.store(disk, found)
             self._cache[key] = found
+        if asked is not None:
+            self._asked[asked] = found
         return found
 
     def _resolved(self, target: Target | None, constexprs: dict) -> dict:
@@ -331,10 +342,13 @@ class Kernel:
 
     def constexpr_names(self) -> frozenset[str]:
         """The names of the constexpr parameters (a launcher separates them from run-time arguments)."""
-        try:
-            return frozenset(p.name for p in self.signature.parameters.values() if _is_constexpr(_annotation(self, p)))
-        except SemanticError as err:
-            raise _located(self.source, err) from None
+        if self._constexpr_names is None:
+            try:
+                self._constexpr_names = frozenset(p.name for p in self.signature.parameters.values()
+                                                  if _is_constexpr(_annotation(self, p)))
+            except SemanticError as err:
+                raise _located(self.source, err) from None
+        return self._constexpr_names
 
     def spirv(self, target: Target | None = None, **constexprs) -> array:
         """The module's words for these constexprs (and target, when given)."""
