@@ -327,3 +327,32 @@ def test_the_driver_pipeline_cache_is_kept_on_disk(tmp_path, monkeypatch):
     third = DeviceRuntime(0)
     third.close()
     assert not (tmp_path / "off").exists()
+
+
+@pytest.mark.vulkan
+def test_a_buffer_a_graph_released_is_not_freed_again_by_a_later_graph():
+    """A buffer freed by a graph's close (its array was dropped while the graph replayed it) goes to the pool; when a
+    new array gets it and a second graph captures that array, closing the second graph must leave the live array's
+    buffer alone (it was once freed twice, and two live arrays then shared one buffer)."""
+    n = 1024
+    rt = runtime(0)
+    x = hydroplane.device_array(np.ones(n, np.float32), 0)
+    a = hydroplane.device_array(np.zeros(n, np.float32), 0)
+    axpy[_grid(n)](x, x, a, 1.0, n)  # planned before capturing
+    with hydroplane.capture(0) as first:
+        axpy[_grid(n)](x, x, a, 1.0, n)
+    buffer = a.buffer
+    del a
+    gc.collect()
+    first.close()  # frees the dropped array's buffer: back to the pool
+    c = hydroplane.device_array(np.full(n, 5.0, np.float32), 0)
+    assert c.buffer is buffer
+    axpy[_grid(n)](x, x, c, 1.0, n)
+    with hydroplane.capture(0) as second:
+        axpy[_grid(n)](x, x, c, 1.0, n)
+    second.close()
+    d = hydroplane.device_array(np.full(n, 9.0, np.float32), 0)
+    assert d.buffer is not c.buffer
+    rt.synchronize()
+    np.testing.assert_array_equal(c.numpy(), np.full(n, 2.0, np.float32))
+    np.testing.assert_array_equal(d.numpy(), np.full(n, 9.0, np.float32))

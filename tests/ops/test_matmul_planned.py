@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import hydroplane
-from hydroplane import quant
+from hydroplane import nn, quant
 from hydroplane.lang import Buffer, f32, global_id, readonly
 from hydroplane.launch.prepared import ReleasedError
 from hydroplane.launch.runtime import runtime
@@ -272,5 +272,28 @@ def test_quantized_launches_kept_per_signature_bind_each_calls_arrays(device):
             np.testing.assert_allclose(fresh.numpy().astype(np.float64), want, rtol=2e-2, atol=2e-2)
     refs = [weakref.ref(a.storage) for a in (*dxs, out, fresh)]
     del dxs, out, fresh, got
+    gc.collect()
+    assert [r() for r in refs] == [None] * len(refs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nn_launches_kept_per_signature_bind_each_calls_arrays(device):
+    """hydroplane.nn's launches are kept per signature (launch.prepared.dispatch_kept): rotating inputs, weights and
+    outputs of rms_norm and add each give their own answer, and dropped arrays are freed."""
+    rng = np.random.default_rng()
+    xs = [rng.standard_normal((4, 64)).astype(np.float32) for _ in range(3)]
+    ws = [rng.standard_normal(64).astype(np.float32) for _ in range(2)]
+    dxs = [hydroplane.device_array(x, device) for x in xs]
+    dws = [hydroplane.device_array(w, device) for w in ws]
+    outs = [hydroplane.device_array(np.full((4, 64), np.nan, np.float32), device) for _ in range(2)]
+    for turn in range(6):
+        x, w = xs[turn % 3], ws[turn % 2]
+        got = nn.rms_norm(dxs[turn % 3], 64, dws[turn % 2], eps=1e-6, out=outs[turn % 2])
+        want = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-6) * w
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+        summed = nn.add(dxs[turn % 3], dxs[(turn + 1) % 3])
+        np.testing.assert_allclose(summed.numpy(), x + xs[(turn + 1) % 3], rtol=1e-6)
+    refs = [weakref.ref(a.storage) for a in (*dxs, *dws, *outs, summed)]
+    del dxs, dws, outs, summed, got
     gc.collect()
     assert [r() for r in refs] == [None] * len(refs)

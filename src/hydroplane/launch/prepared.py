@@ -690,6 +690,68 @@ def _scalar(p: KernelParam, value):
     return value
 
 
+KEPT_LAUNCHES = 256  # launches of device arrays an ops module keeps per executor, by signature
+
+
+def kept_key(spec: Specialization, grid: tuple, arguments: Mapping[str, Any], aliases: Mapping | None):
+    """What a launch of device arrays and scalars depends on (None when an argument is anything else, a NumPy array
+    say): the specialization, the grid, each array's signature, each scalar's type and value, the aliases."""
+    parts: list = [id(spec), grid, tuple(sorted((aliases or {}).items()))]
+    for name in sorted(arguments):
+        value = arguments[name]
+        if type(value) is DeviceArray:
+            parts.append((name, value.signature))
+        elif isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
+            parts.append((name, type(value), value))
+        else:
+            return None
+    return tuple(parts)
+
+
+def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
+                  arguments: Mapping[str, Any], aliases: Mapping[str, str] | None = None) -> None:
+    """Queue one launch as `prepare(...).dispatch()` would, keeping the PreparedLaunch in `kept` (the caller's,
+    by kept_key; at most KEPT_LAUNCHES) when its arguments are device arrays and scalars: a later launch of that
+    signature rebinds its arrays (and the parameters aliased to them) and queues, without the checks `prepare`
+    runs (the signature fixes their outcome). The caller's arrays are held weakly between launches (park)."""
+    key = kept_key(spec, grid, arguments, aliases)
+    found = kept.get(key) if key is not None else None
+    if found is not None and all(v.storage.buffer is not None for v in arguments.values()
+                                 if isinstance(v, DeviceArray)):
+        held = found._arrays
+        for name, value in arguments.items():
+            if isinstance(value, DeviceArray) and not held[name][1].same_place(value):
+                found.rebind(name, value)
+                for alias in aliases or ():
+                    if _alias_root(aliases, alias) == name:  # aliases of aliases too (w4 -> w -> x)
+                        found.rebind(alias, value)
+        found.dispatch()
+        found.park()
+        return
+    prepared = prepare(executor, kernel, spec, grid, arguments, aliases=aliases)
+    if key is None or prepared._owned:  # NumPy arguments (copied in) or staged views: once
+        with prepared:
+            prepared.dispatch()
+        return
+    old = kept.pop(key, None)
+    if old is not None:
+        old.close()
+    kept[key] = prepared
+    while len(kept) > KEPT_LAUNCHES:
+        kept.pop(next(iter(kept))).close()
+    prepared.dispatch()
+    prepared.park()
+
+
+def _alias_root(aliases: Mapping[str, str], name: str) -> str:
+    """The parameter whose buffer an aliased parameter binds, through chains of aliases."""
+    seen = {name}
+    while name in aliases and aliases[name] not in seen:
+        name = aliases[name]
+        seen.add(name)
+    return name
+
+
 def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
     """A launch grid from an int, a 1-3 tuple of ints, or a callable of the constexprs returning one of those."""
     if callable(grid):
@@ -702,4 +764,5 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
 
 
 __all__ = ["WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError", "Storage",
-           "WeakStorage", "grid_of", "numpy_dtype", "prepare", "real_storage", "signature_of"]
+           "WeakStorage", "dispatch_kept", "grid_of", "kept_key", "numpy_dtype", "prepare", "real_storage",
+           "signature_of"]

@@ -279,7 +279,9 @@ class DeviceRuntime:
             pooled = self._pool.get(nbytes)
             if pooled:
                 self._pooled_bytes -= nbytes
-                return pooled.pop()
+                buf = pooled.pop()
+                buf._hp_released = False  # a new owner: no graph's release of the old one applies to it
+                return buf
             try:
                 buf = self.executor.buffer(nbytes)
             except vk.OutOfDeviceMemory:
@@ -314,6 +316,7 @@ class DeviceRuntime:
                 return
             if self.stream.closed or self.closed or buf.closed:
                 return
+            buf._hp_released = False  # freed now: a graph that closes later must not free it again
             size = buf.nbytes
             if self._pooled_bytes + size <= self.pool_bytes:
                 self._pool.setdefault(size, []).append(buf)

@@ -37,7 +37,7 @@ from hydroplane.kernels.nn.rotary import rotary_kernel
 from hydroplane.kernels.nn.sampling import argmax_final_kernel, argmax_partial_kernel, sample_kernel
 from hydroplane.kernels.nn.softcap import THREADS as SOFTCAP_THREADS
 from hydroplane.kernels.nn.softcap import softcap_kernel
-from hydroplane.launch.prepared import DeviceArray, prepare
+from hydroplane.launch.prepared import DeviceArray, dispatch_kept
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.quant_matmul import quantized_rows
 from hydroplane.quant import QuantizedArray
@@ -148,6 +148,7 @@ def integer(value, op: str, name: str, low: int = 0) -> int:
 
 # the one launch path ----------------------------------------------------------------------------------------
 _pipelines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {id(spec): (spec, kernel)}
+_kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {signature: PreparedLaunch}
 _tables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {rotary key: DeviceArray}
 
 
@@ -207,14 +208,15 @@ class _Call:
     def launch(self, kernel, constexprs: dict, grid: tuple, arguments: dict, aliases: dict | None = None) -> None:
         """One dispatch of `kernel` (a lang Kernel) for these constexprs, queued on the call's device: its pipeline
         cached per executor, the arguments bound by `launch.prepare` (NumPy arrays copied in, DeviceArrays as they
-        are; `aliases` binds a parameter to another's buffer: the 16-byte views, unused buffers)."""
+        are; `aliases` binds a parameter to another's buffer: the 16-byte views, unused buffers), the prepared launch
+        kept per signature when every argument is a device array or a scalar (launch.prepared.dispatch_kept)."""
         spec = kernel.compile(self.target, **constexprs)
         made = _pipelines.setdefault(self.executor, {})
         if id(spec) not in made:
             made[id(spec)] = (spec, self.executor.kernel(spec.words))
         grid3 = tuple(int(g) for g in (*grid, *(1,) * (3 - len(grid))))
-        with prepare(self.executor, made[id(spec)][1], spec, grid3, arguments, aliases=aliases) as prepared:
-            prepared.dispatch()
+        dispatch_kept(_kept.setdefault(self.executor, {}), self.executor, made[id(spec)][1], spec, grid3, arguments,
+                      aliases)
 
     def result(self, made: DeviceArray, out, shape):
         """The call's value: the DeviceArray (device calls), else NumPy (out written when given)."""

@@ -35,7 +35,7 @@ from hydroplane.kernels.quant.source import (
     reduce_kernel,
     rows_kernel,
 )
-from hydroplane.launch.prepared import DeviceArray, prepare
+from hydroplane.launch.prepared import DeviceArray, dispatch_kept
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
@@ -286,53 +286,10 @@ def _launch(rt, kernel, constexprs: dict, grid: tuple, arguments: dict, aliases:
     if id(spec) not in made:
         made[id(spec)] = (spec, executor.kernel(spec.words))
     grid3 = tuple(int(g) for g in (*grid, *(1,) * (3 - len(grid))))
-    key = _launch_key(spec, grid3, arguments, aliases)
-    kept = _kept.setdefault(executor, {}) if key is not None else None
-    found = kept.get(key) if kept is not None else None
-    if found is not None and all(v.storage.buffer is not None for v in arguments.values()
-                                 if isinstance(v, DeviceArray)):
-        held = found._arrays
-        for name, value in arguments.items():
-            if isinstance(value, DeviceArray) and not held[name][1].same_place(value):
-                found.rebind(name, value)
-                for alias, source in (aliases or {}).items():
-                    if source == name:
-                        found.rebind(alias, value)
-        found.dispatch()
-        found.park()
-        return
-    prepared = prepare(executor, made[id(spec)][1], spec, grid3, arguments, aliases=aliases)
-    if kept is None or prepared._owned:  # NumPy arguments (copied in) or staged views: once
-        with prepared:
-            prepared.dispatch()
-        return
-    old = kept.pop(key, None)
-    if old is not None:
-        old.close()
-    kept[key] = prepared
-    while len(kept) > KEPT_LAUNCHES:
-        kept.pop(next(iter(kept))).close()
-    prepared.dispatch()
-    prepared.park()
+    dispatch_kept(_kept.setdefault(executor, {}), executor, made[id(spec)][1], spec, grid3, arguments, aliases)
 
 
-KEPT_LAUNCHES = 256  # launches of device arrays kept per executor, by signature (as kernel[grid]'s kept launches)
 _kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {signature: PreparedLaunch}
-
-
-def _launch_key(spec, grid: tuple, arguments: dict, aliases: dict | None):
-    """What a launch of device arrays and scalars depends on (None when an argument is a NumPy array): the
-    specialization, the grid, each array's signature, each scalar's type and value, the aliases."""
-    parts: list = [id(spec), grid, tuple(sorted((aliases or {}).items()))]
-    for name in sorted(arguments):
-        value = arguments[name]
-        if type(value) is DeviceArray:
-            parts.append((name, value.signature))
-        elif isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
-            parts.append((name, type(value), value))
-        else:
-            return None
-    return tuple(parts)
 
 
 def _words(arr: DeviceArray) -> DeviceArray:
@@ -512,14 +469,7 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, ha
                                                   SG=sg, PARTIAL=partial, BIAS=has_bias and not partial,
                                                   ACT=act if not partial else "none"), plan.grid, args, aliases)
         if partial:
-            rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split, "ldd": weight.n, "col_base": n0}
-            raliases = {}
-            if has_bias:
-                rargs["bias"] = bflat
-            else:
-                raliases["bias"] = "d"
-            _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (ceil_div(m * n, REDUCE_THREADS),),
-                    rargs, raliases)
+            _reduce_split(rt, part, dflat, bflat, m, n, plan.split, weight.n, n0, kind, has_bias, act)
 
 
 def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: UnitsPlan, m: int, n: int, n0: int,
@@ -546,14 +496,19 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
                  ROWS=plan.rows, LPR=plan.lpr, NSG=plan.nsg, SG=rt.executor.target.subgroup_size, PARTIAL=partial,
                  BIAS=has_bias and not partial, ACT=act if not partial else "none"), plan.grid, args, aliases)
     if partial:
-        rargs = {"part": part, "d": dflat, "M": m, "N": n, "splits": plan.split, "ldd": weight.n, "col_base": n0}
-        raliases = {}
-        if has_bias:
-            rargs["bias"] = bflat
-        else:
-            raliases["bias"] = "d"
-        _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (ceil_div(m * n, REDUCE_THREADS),), rargs,
-                raliases)
+        _reduce_split(rt, part, dflat, bflat, m, n, plan.split, weight.n, n0, kind, has_bias, act)
+
+
+def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int, n0: int, kind: str, has_bias: bool,
+                  act: str) -> None:
+    """The K split's partial sums added into D's window (with the bias and activation)."""
+    args = {"part": part, "d": dflat, "M": m, "N": n, "splits": splits, "ldd": ldd, "col_base": n0}
+    aliases = {}
+    if has_bias:
+        args["bias"] = bflat
+    else:
+        aliases["bias"] = "d"
+    _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (ceil_div(m * n, REDUCE_THREADS),), args, aliases)
 
 
 # The prefill GEMM's block: WM x WN subgroups, SM x SN tiles each, KT tiles per K step, shared rows PAD chunks longer
