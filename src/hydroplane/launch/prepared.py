@@ -722,8 +722,8 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
         for name, value in arguments.items():
             if isinstance(value, DeviceArray) and not held[name][1].same_place(value):
                 found.rebind(name, value)
-                for alias in aliases or ():
-                    if _alias_root(aliases, alias) == name:  # aliases of aliases too (w4 -> w -> x)
+                for alias in aliases or {}:
+                    if _alias_root(aliases or {}, alias) == name:  # aliases of aliases too (w4 -> w -> x)
                         found.rebind(alias, value)
         found.dispatch()
         found.park()
