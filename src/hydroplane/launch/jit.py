@@ -187,10 +187,8 @@ class JitKernel:
         if found is not None:  # the same signature again: rebind the device arrays, queue
             prepared, rt, lowered, names = found
             if not rt.closed and all(a.storage.buffer is not None for a in _device_arrays(args, kwargs)):
-                held = prepared._arrays
-                for name, value in zip(names, (*args, *(kwargs[n] for n in sorted(kwargs)))):
-                    if name is not None and not held[name][1].same_place(value):
-                        prepared.rebind(name, value)
+                values = zip(names, (*args, *(kwargs[n] for n in sorted(kwargs))))
+                prepared.rebind_moved((name, value) for name, value in values if name is not None)
                 result = self._run(prepared, rt.key, lowered)
                 prepared.park()
                 return result

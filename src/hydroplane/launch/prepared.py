@@ -501,6 +501,16 @@ class PreparedLaunch:
         self._planned = None
         self._live = [held for _, held in self._arrays.values() if isinstance(held, DeviceArray)]
 
+    def rebind_moved(self, values, aliases: Mapping[str, str] | None = None) -> None:
+        """Rebind each (parameter, DeviceArray) whose array is not where the launch's binding is (the same array
+        again costs a comparison), with the parameters aliased to it (aliases of aliases too: w4 -> w -> x)."""
+        for name, value in values:
+            if not self._arrays[name][1].same_place(value):
+                self.rebind(name, value)
+                for alias in aliases or {}:
+                    if _alias_root(aliases or {}, alias) == name:
+                        self.rebind(alias, value)
+
     def park(self) -> None:
         """Keep the caller's device arrays only weakly until the next call (an ops plan, a kernel's kept launch):
         a parked array the caller drops is freed at once; a dispatch before a rebind refuses a dead one. Arrays the
@@ -718,13 +728,7 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
     found = kept.get(key) if key is not None else None
     if found is not None and all(v.storage.buffer is not None for v in arguments.values()
                                  if isinstance(v, DeviceArray)):
-        held = found._arrays
-        for name, value in arguments.items():
-            if isinstance(value, DeviceArray) and not held[name][1].same_place(value):
-                found.rebind(name, value)
-                for alias in aliases or {}:
-                    if _alias_root(aliases or {}, alias) == name:  # aliases of aliases too (w4 -> w -> x)
-                        found.rebind(alias, value)
+        found.rebind_moved(((n, v) for n, v in arguments.items() if isinstance(v, DeviceArray)), aliases)
         found.dispatch()
         found.park()
         return
