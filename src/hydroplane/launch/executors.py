@@ -89,7 +89,7 @@ class Executor(Protocol):
     def release(self, buf: Any) -> None: ...  # free one buffer now (safe twice)
 
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
-               subgroup_size: int | None = None, *, validate: bool = True) -> Any: ...
+               subgroup_size: int | None = None, *, validate: bool = True, robust: bool = False) -> Any: ...
 
     def dispatch(self, kernel: Any, grid: Sequence[int] = (1, 1, 1), buffers: Mapping[BindingKey, Any] | None = None,
                  push: PushData = None) -> object: ...
@@ -99,10 +99,13 @@ class Executor(Protocol):
 
 @dataclass(frozen=True)
 class CheckedKernel:
-    """An executor's own kernel object with the CompiledKernel it runs, for the dispatch checks."""
+    """An executor's own kernel object with the CompiledKernel it runs, for the dispatch checks, and what its
+    out-of-bounds buffer accesses do (`robustness`: "robustBufferAccess2" / "robustBufferAccess" for a robust
+    Vulkan pipeline, "diagnosed" on the reference executor, None for a Vulkan pipeline without robust access)."""
 
     native: Any
     compiled: CompiledKernel
+    robustness: str | None = None
 
     @property
     def interface(self) -> ModuleInterface:
@@ -147,19 +150,24 @@ class ReferenceExecutor(_RefExecutor):
             self.buffers.remove(buf)
         buf.data = buf.data[:0]
 
+    # every out-of-bounds buffer access is a diagnostic (raised, or collected: the read gives zero, the write is
+    # dropped), for library and users' kernels alike
+    user_kernel_robustness = "diagnosed"
+
     # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
     # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
     def kernel(self, words: Words, entry: str = "main",  # type: ignore[override]
                spec: Mapping[int, SpecValue] | None = None, subgroup_size: int | None = None, *,
-               validate: bool = True) -> CheckedKernel:
-        """`validate` is the Vulkan executor's (spirv-val before the driver); the reference executor runs any
-        module and diagnoses it itself: it takes the keyword, so one call fits both, and ignores it."""
+               validate: bool = True, robust: bool = False) -> CheckedKernel:
+        """`validate` and `robust` are the Vulkan executor's (spirv-val before the driver; robust buffer access for
+        the pipeline); the reference executor runs any module and diagnoses it itself, out-of-bounds accesses
+        included: it takes the keywords, so one call fits both, and ignores them."""
         compiled = compile_kernel(words, self.target, entry)
         packed = pack_spec_constants(compiled.interface, spec)
         check_target_limits(compiled, self.target, packed)
         native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size,
                                 local_size=effective_local_size(compiled, packed))
-        return CheckedKernel(native, compiled)
+        return CheckedKernel(native, compiled, self.user_kernel_robustness)
 
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),  # type: ignore[override]
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> object:
@@ -200,7 +208,9 @@ class VulkanExecutor:
 
     `robust` (default True) creates the device with robustBufferAccess (and robustBufferAccess2 where
     VK_EXT_robustness2 offers it), so an out-of-bounds access reads zero and drops writes instead of
-    crashing; `robust=False` is for measured kernels that check their own bounds. `timeout` (seconds)
+    crashing; `robust=False` is for measured kernels that check their own bounds, and then
+    `kernel(..., robust=True)` still makes one kernel's pipeline robust where the device offers
+    VK_EXT_pipeline_robustness (`user_kernel_robustness` says what such a kernel gets). `timeout` (seconds)
     bounds each dispatch's wait; past it the device is marked lost and its objects are left alone (a
     shader may still be running them) and `vk.DeviceTimeout` is raised. Every kernel is checked against
     the device's limits (`launch.limits`) and, unless `kernel(..., validate=False)` says the words are
@@ -244,8 +254,18 @@ class VulkanExecutor:
     def release(self, buf: Any) -> None:
         buf.close()
 
+    @property
+    def user_kernel_robustness(self) -> str | None:
+        """What `kernel(..., robust=True)` (a user's `kernel[grid]` code) gets: "robustBufferAccess2" (out-of-bounds
+        reads give zero, writes are dropped), "robustBufferAccess" (reads give zero or a value from inside the bound
+        range, writes are dropped or land inside it), or None: the device lacks VK_EXT_pipeline_robustness and was
+        opened without robust access, so an out-of-bounds access is undefined (`device="ref"` diagnoses it)."""
+        return self.device.pipeline_robustness
+
     def kernel(self, words: Words, entry: str = "main", spec: Mapping[int, SpecValue] | None = None,
-               subgroup_size: int | None = None, *, validate: bool = True) -> CheckedKernel:
+               subgroup_size: int | None = None, *, validate: bool = True, robust: bool = False) -> CheckedKernel:
+        """A checked kernel; `robust=True` gives its pipeline robust buffer access where the device can
+        (`user_kernel_robustness`; None: it runs as every other pipeline, without)."""
         if validate:
             check_with_validator(_source_words(words), self.target.env, self.validator_layouts)
         compiled = compile_kernel(words, self.target, entry)  # lowered for the device; unreported shapes refused
@@ -259,8 +279,9 @@ class VulkanExecutor:
         pipeline = self.device.pipeline(compiled.words, bindings, push_constant_size=push_range,
                                         spec=packed, entry=entry, capabilities=iface.capabilities,
                                         extensions=iface.extensions, subgroup_size=subgroup_size,
-                                        capture_statistics=self.capture_statistics)
-        return CheckedKernel(pipeline, compiled)
+                                        capture_statistics=self.capture_statistics,
+                                        robust=robust and self.user_kernel_robustness is not None)
+        return CheckedKernel(pipeline, compiled, pipeline.robustness)
 
     def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),
                  buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> None:

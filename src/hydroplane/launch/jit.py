@@ -16,6 +16,11 @@ Each executor compiles the module for its own target (`spirv.compiled.compile_ke
 maintenance1 is lowered to NV2 for a device that has NV2 but not EXT; shapes it lacks are
 refused by name). Executors and pipelines are cached per device and specialization.
 
+A user's kernel gets robust buffer access for its own pipeline (VK_EXT_pipeline_robustness: out-of-bounds reads
+give zero and writes are dropped under robustBufferAccess2), while the library's kernels on the same device run
+without; `result.robustness` says what the launch had (None: the device cannot, an out-of-bounds access is
+undefined; "diagnosed": the reference executor, which raises on one). docs/runtime.md ("Devices").
+
 This module sits above `lang` and `launch` (it imports both, and spirv).
 """
 
@@ -90,6 +95,9 @@ class LaunchResult:
     grid: tuple[int, int, int]
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     lowered: bool = False  # EXT maintenance1 lowered to NV2 for this device
+    # what an out-of-bounds buffer access of the kernel does: "robustBufferAccess2", "robustBufferAccess",
+    # "diagnosed" (the reference executor), None (undefined: a device without VK_EXT_pipeline_robustness)
+    robustness: str | None = None
 
 
 def _device_label(device, executor) -> str:
@@ -220,7 +228,8 @@ class JitKernel:
         label = _device_label(device, prepared.executor)
         log.info("%s%s runs on %s%s", self.kernel.name, prepared.grid, label,
                  " (EXT lowered to NV2)" if lowered else "")
-        result = LaunchResult(label, self.kernel.name, prepared.grid, lowered=lowered)
+        result = LaunchResult(label, self.kernel.name, prepared.grid, lowered=lowered,
+                              robustness=prepared.kernel.robustness)
         try:
             prepared.dispatch()
         except HydroplaneError as err:
@@ -230,15 +239,17 @@ class JitKernel:
 
     def _pipeline(self, rt, executor, spec: Specialization):
         """The device's kernel for this specialization (made once, in the device runtime's cache, keyed by the
-        words): it lowers the module for its own target (EXT maintenance1 -> NV2 where the device has only NV2) and
-        refuses what it lacks."""
+        words and robustness: a library kernel of the same words keeps its own non-robust pipeline): it lowers the
+        module for its own target (EXT maintenance1 -> NV2 where the device has only NV2), refuses what it lacks,
+        and asks for robust buffer access (`VulkanExecutor.user_kernel_robustness`)."""
         found = self._pipelines.get(id(spec))
         if found is None:  # the spec is kept with its digest: its id stays its own
-            found = self._pipelines[id(spec)] = (spec, runtime.words_key(spec.words))
-        checked = rt.kernel(found[1], lambda: executor.kernel(spec.words))
+            found = self._pipelines[id(spec)] = (spec, (*runtime.words_key(spec.words), ROBUST_KEY))
+        checked = rt.kernel(found[1], lambda: executor.kernel(spec.words, robust=True))
         return checked, bool(checked.compiled.changes)
 
 
+ROBUST_KEY = "robust"  # in a user's kernel's cache key: its pipeline differs from a library one of the same words
 LAUNCH_CACHE_SIZE = 16  # calls on device arrays of this many signatures keep their PreparedLaunch, per kernel
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
 

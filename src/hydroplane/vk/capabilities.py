@@ -82,6 +82,10 @@ class DeviceInfo:
     max_workgroup_count: tuple[int, int, int] = (65535, 65535, 65535)  # maxComputeWorkGroupCount
     max_bound_descriptor_sets: int = 4  # maxBoundDescriptorSets
     min_storage_buffer_offset_alignment: int = 256  # minStorageBufferOffsetAlignment (Vulkan's largest allowed)
+    # VK_EXT_pipeline_robustness's defaultRobustnessStorageBuffers: what a storage buffer access out of bounds does
+    # in a pipeline that asks for nothing on a device created without robust access ("disabled": undefined,
+    # "robustBufferAccess", "robustBufferAccess2"); None where the device lacks the extension (and says nothing)
+    default_storage_robustness: str | None = None
     handle: int = field(default=0, repr=False, compare=False)
     instance: Instance | None = field(default=None, repr=False, compare=False)
 
@@ -217,7 +221,11 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
     driver, subgroup = C.VkPhysicalDeviceDriverProperties(), C.VkPhysicalDeviceSubgroupProperties()
     size_control = C.VkPhysicalDeviceSubgroupSizeControlProperties()
     nv2 = C.VkPhysicalDeviceCooperativeMatrix2PropertiesNV()
+    robustness = C.VkPhysicalDevicePipelineRobustnessPropertiesEXT()
     chain = [top, driver, subgroup]
+    has_pipeline_robustness = FEATURE_STRUCTS["pipeline_robustness"].available(api, extensions)
+    if has_pipeline_robustness:
+        chain.append(robustness)
     has_size_control = api >= E.VK_API_VERSION_1_3 or "VK_EXT_subgroup_size_control" in extensions
     if has_size_control:
         chain.append(size_control)
@@ -251,6 +259,8 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         max_workgroup_count=tuple(limits.maxComputeWorkGroupCount),
         max_bound_descriptor_sets=limits.maxBoundDescriptorSets,
         min_storage_buffer_offset_alignment=int(limits.minStorageBufferOffsetAlignment),
+        default_storage_robustness=E.BUFFER_ROBUSTNESS_NAMES.get(robustness.defaultRobustnessStorageBuffers)
+        if has_pipeline_robustness else None,
         timestamp_period_ns=float(limits.timestampPeriod),
         timestamp_valid_bits=families[compute].timestampValidBits if compute >= 0 else 0,
         compute_queue_family=compute, memory_heaps=heaps, extensions=extensions,

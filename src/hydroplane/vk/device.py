@@ -40,6 +40,7 @@ DEFAULT_BITS = {
     "subgroup_size_control": ("subgroupSizeControl", "computeFullSubgroups"),
     "pipeline_executable_properties": ("pipelineExecutableInfo",),
     "maintenance4": ("maintenance4",),  # LocalSizeId (glslang's local_size_x_id) needs it
+    "pipeline_robustness": ("pipelineRobustness",),  # robust access per pipeline (`Pipeline(robust=True)`)
 }
 OPTIONAL_EXTENSIONS = ("VK_EXT_memory_budget",)
 DISPATCH_CACHE_SIZE = 64
@@ -224,6 +225,22 @@ class Device(Owned):
 
     def has_bit(self, key: str, bit: str) -> bool:
         return bit in self.enabled_bits.get(key, ())
+
+    @property
+    def pipeline_robustness(self) -> str | None:
+        """The buffer robustness a `pipeline(..., robust=True)` gets: "robustBufferAccess2" (out-of-bounds reads
+        give zero, writes are dropped) or "robustBufferAccess" (reads give zero or a value from inside the bound
+        range, writes are dropped or land inside it), per pipeline through VK_EXT_pipeline_robustness, or device-wide
+        on a `Device(robust=True)`; None where neither is possible (no VK_EXT_pipeline_robustness on a device
+        created without robust access): such a pipeline's out-of-bounds accesses are undefined."""
+        if self.robust:
+            return "robustBufferAccess2" if self.has_bit("robustness2", "robustBufferAccess2") else \
+                "robustBufferAccess"
+        if not self.has_bit("pipeline_robustness", "pipelineRobustness"):
+            return None
+        if self.info.has_feature("robustness2", "robustBufferAccess2"):  # supported is enough, enabled not needed
+            return "robustBufferAccess2"
+        return "robustBufferAccess" if self.info.has_feature(CORE, "robustBufferAccess") else None
 
     def require(self, capabilities=(), extensions=()) -> None:
         """Raise UnsupportedFeature unless a module with these names can run on this device as created."""

@@ -66,6 +66,9 @@ FEATURE_STRUCTS: dict[str, FeatureStruct] = {
     "pipeline_executable_properties": FeatureStruct(C.VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR,
                                                     "VK_KHR_pipeline_executable_properties"),
     "robustness2": FeatureStruct(C.VkPhysicalDeviceRobustness2FeaturesEXT, "VK_EXT_robustness2"),
+    # per-pipeline robust access (`Pipeline(robust=True)`): enabling it costs nothing until a pipeline asks
+    "pipeline_robustness": FeatureStruct(C.VkPhysicalDevicePipelineRobustnessFeaturesEXT,
+                                         "VK_EXT_pipeline_robustness", VK_API_VERSION_1_4),
     "cooperative_matrix_khr": FeatureStruct(C.VkPhysicalDeviceCooperativeMatrixFeaturesKHR,
                                             "VK_KHR_cooperative_matrix"),
     "cooperative_matrix_nv": FeatureStruct(C.VkPhysicalDeviceCooperativeMatrixFeaturesNV, "VK_NV_cooperative_matrix"),

@@ -4,6 +4,7 @@ vk does not parse SPIR-V: the caller (the launch layer, through `spirv.reflect`)
 descriptor bindings the module uses (`Binding(set, binding, kind)` or `(set, binding, kind)`
 tuples), the push-constant block size in bytes, the specialization constant values keyed by
 SpecId, and the module's capability/extension names (checked against what the Device enabled).
+`robust=True` asks for robust buffer access for this pipeline alone (VK_EXT_pipeline_robustness).
 """
 
 from __future__ import annotations
@@ -98,7 +99,12 @@ class Pipeline(Owned):
 
     def __init__(self, device, words, bindings=(), *, push_constant_size: int = 0, spec: dict | None = None,
                  entry: str = "main", capabilities=(), extensions=(), subgroup_size: int | None = None,
-                 require_full_subgroups: bool = False, capture_statistics: bool = False):
+                 require_full_subgroups: bool = False, capture_statistics: bool = False, robust: bool = False):
+        """`robust=True`: out-of-bounds storage- and uniform-buffer accesses of this pipeline are robust
+        (`Device.pipeline_robustness` says how: robustBufferAccess2 where the device supports it, else
+        robustBufferAccess), through a VkPipelineRobustnessCreateInfoEXT chained into the pipeline's create info
+        (none is needed on a `Device(robust=True)`); UnsupportedFeature where the device can give neither.
+        `robustness` records what the pipeline got (None: no robust access, neither asked for nor device-wide)."""
         device._require_open("Device")
         device.require(capabilities, extensions)
         self.device = device
@@ -118,6 +124,8 @@ class Pipeline(Owned):
         self.entry = entry
         self.capture_statistics = capture_statistics and device.has_bit("pipeline_executable_properties",
                                                                          "pipelineExecutableInfo")
+        self.robustness = self._robustness(robust)
+        self.robustness_info: S.VkPipelineRobustnessCreateInfoEXT | None = None  # what was chained, if anything
         self.shader = self.layout = self.handle = None
         self.set_layouts: list[int] = []
         self._adopt(device)
@@ -152,6 +160,31 @@ class Pipeline(Owned):
         handle = ctypes.c_void_p()
         device.call("vkCreatePipelineLayout", ctypes.byref(info), None, ctypes.byref(handle))
         self.layout = handle.value
+
+    def _robustness(self, robust: bool) -> str | None:
+        if self.device.robust:  # every pipeline of a robust Device is robust
+            return self.device.pipeline_robustness
+        if not robust:
+            return None
+        behaviour = self.device.pipeline_robustness
+        if behaviour is None:
+            name = self.device.info.name
+            raise UnsupportedFeature(f"{name} cannot make one pipeline robust: it lacks VK_EXT_pipeline_robustness "
+                                     "(pipelineRobustness) and the Device was created without robust access",
+                                     missing=("pipelineRobustness",))
+        return behaviour
+
+    def _robustness_chain(self) -> S.VkPipelineRobustnessCreateInfoEXT | None:
+        """The per-pipeline robustness struct for VkComputePipelineCreateInfo.pNext (None: none asked for, or the
+        Device is robust as a whole)."""
+        if self.robustness is None or self.device.robust:
+            return None
+        value = (E.VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_2_EXT
+                 if self.robustness == "robustBufferAccess2" else
+                 E.VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_EXT)
+        default = E.VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT
+        return S.VkPipelineRobustnessCreateInfoEXT(storageBuffers=value, uniformBuffers=value, vertexInputs=default,
+                                                   images=E.VK_PIPELINE_ROBUSTNESS_IMAGE_BEHAVIOR_DEVICE_DEFAULT_EXT)
 
     def _subgroup_chain(self, require_full: bool):
         """(pNext struct or None, stage flags) for a required subgroup size / full subgroups."""
@@ -197,7 +230,9 @@ class Pipeline(Owned):
             pNext=ctypes.addressof(chained) if chained is not None else None, flags=stage_flags,
             stage=E.VK_SHADER_STAGE_COMPUTE_BIT, module=self.shader, pName=self._entry_name,
             pSpecializationInfo=ctypes.addressof(spec_info) if entries else None)
+        self.robustness_info = robustness = self._robustness_chain()
         create = S.VkComputePipelineCreateInfo(
+            pNext=ctypes.addressof(robustness) if robustness is not None else None,
             flags=E.VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR if self.capture_statistics else 0,
             stage=stage, layout=self.layout)
         handle = ctypes.c_void_p()

@@ -197,6 +197,12 @@ class VkPipelineShaderStageRequiredSubgroupSizeCreateInfo(_Struct):
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("requiredSubgroupSize", c_uint32)]
 
 
+class VkPipelineRobustnessCreateInfoEXT(_Struct):
+    STYPE = 1000068000  # VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("storageBuffers", c_int32),
+        ("uniformBuffers", c_int32), ("vertexInputs", c_int32), ("images", c_int32)]
+
+
 class VkComputePipelineCreateInfo(_Struct):
     STYPE = 29  # VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),

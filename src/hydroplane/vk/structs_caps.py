@@ -252,6 +252,18 @@ class VkPhysicalDeviceRobustness2FeaturesEXT(_Struct):
         ("robustImageAccess2", c_uint32), ("nullDescriptor", c_uint32)]
 
 
+class VkPhysicalDevicePipelineRobustnessFeaturesEXT(_Struct):
+    STYPE = 1000068001  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("pipelineRobustness", c_uint32)]
+
+
+class VkPhysicalDevicePipelineRobustnessPropertiesEXT(_Struct):
+    STYPE = 1000068002  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_PROPERTIES_EXT
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("defaultRobustnessStorageBuffers", c_int32),
+        ("defaultRobustnessUniformBuffers", c_int32), ("defaultRobustnessVertexInputs", c_int32),
+        ("defaultRobustnessImages", c_int32)]
+
+
 class VkPhysicalDeviceCooperativeMatrixFeaturesKHR(_Struct):
     STYPE = 1000506000  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("cooperativeMatrix", c_uint32),
