@@ -7,6 +7,7 @@ robust access is checked on the pipelines themselves and on what their creation 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 
 import numpy as np
@@ -18,6 +19,7 @@ from hydroplane import vk
 from hydroplane.errors import HydroplaneError
 from hydroplane.lang import Buffer, f32, global_id, readonly, s32
 from hydroplane.launch import runtime
+from hydroplane.launch.executors import VulkanExecutor
 from hydroplane.launch.jit import ROBUST_KEY, JitKernel, device_array
 
 pytestmark = pytest.mark.vulkan
@@ -193,3 +195,25 @@ def test_the_pipeline_creation_call_receives_the_struct_for_a_user_kernel_only(m
     assert info.sType == info.STYPE and (info.storageBuffers, info.uniformBuffers) == (RBA2, RBA2)
     rt.executor.kernel(negate.compile(rt.executor.target).words).native.close()  # as the ops make theirs
     assert seen[1:] == [None]
+
+
+def test_on_a_device_without_pipeline_robustness_a_user_kernel_runs_as_before(monkeypatch):
+    """No VK_EXT_pipeline_robustness and no device-wide robust access: `user_kernel_robustness` is None, a kernel
+    asked to be robust gets a plain pipeline (out-of-bounds accesses are undefined, as documented) and runs."""
+    infos = vk.devices()
+    features = {k: dict(v) for k, v in infos[0].features.items()}
+    features["pipeline_robustness"]["pipelineRobustness"] = False
+    monkeypatch.setattr(vk, "devices", lambda: [dataclasses.replace(infos[0], features=features), *infos[1:]])
+    with VulkanExecutor(0, robust=False) as executor:
+        assert executor.user_kernel_robustness is None
+        assert "VK_EXT_pipeline_robustness" not in executor.device.enabled_extensions
+        spec = scale_add.compile(executor.target)
+        kernel = executor.kernel(spec.words, robust=True)
+        assert kernel.robustness is None and kernel.native.robustness_info is None
+        x, y, alpha = _inputs(8)
+        bufs = {0: executor.buffer(x), 1: executor.buffer(y), 2: executor.buffer(np.full(N, np.nan, np.float32))}
+        executor.dispatch(kernel, (1, 1, 1), bufs, alpha.tobytes() + np.int32(N).tobytes())
+        np.testing.assert_array_equal(executor.read(bufs[2], np.float32), _expected(x, y, alpha))
+        kernel.native.close()
+        for buf in bufs.values():
+            executor.release(buf)

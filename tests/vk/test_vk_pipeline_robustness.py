@@ -77,6 +77,7 @@ def test_the_device_enables_pipeline_robustness_and_not_device_wide_robust_acces
     assert not device.has_bit("robustness2", "robustBufferAccess2")
     assert device.pipeline_robustness == "robustBufferAccess2"
     assert vk_info.default_storage_robustness in E.BUFFER_ROBUSTNESS_NAMES.values()
+    assert vk_info.robust_storage_access_alignment in (1, 4)
 
 
 def test_a_robust_pipeline_chains_robust_buffer_access_2_and_a_plain_one_nothing(device, scale_add_words, created):

@@ -86,6 +86,9 @@ class DeviceInfo:
     # in a pipeline that asks for nothing on a device created without robust access ("disabled": undefined,
     # "robustBufferAccess", "robustBufferAccess2"); None where the device lacks the extension (and says nothing)
     default_storage_robustness: str | None = None
+    # VK_EXT_robustness2's robustStorageBufferAccessSizeAlignment: robustBufferAccess2 checks a binding's range
+    # rounded up to this many bytes (1 or 4); 0 where the device lacks the extension
+    robust_storage_access_alignment: int = 0
     handle: int = field(default=0, repr=False, compare=False)
     instance: Instance | None = field(default=None, repr=False, compare=False)
 
@@ -226,6 +229,10 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
     has_pipeline_robustness = FEATURE_STRUCTS["pipeline_robustness"].available(api, extensions)
     if has_pipeline_robustness:
         chain.append(robustness)
+    robustness2 = C.VkPhysicalDeviceRobustness2PropertiesEXT()
+    has_robustness2 = FEATURE_STRUCTS["robustness2"].available(api, extensions)
+    if has_robustness2:
+        chain.append(robustness2)
     has_size_control = api >= E.VK_API_VERSION_1_3 or "VK_EXT_subgroup_size_control" in extensions
     if has_size_control:
         chain.append(size_control)
@@ -261,6 +268,8 @@ def describe(inst: Instance, handle: int, index: int) -> DeviceInfo:
         min_storage_buffer_offset_alignment=int(limits.minStorageBufferOffsetAlignment),
         default_storage_robustness=E.BUFFER_ROBUSTNESS_NAMES.get(robustness.defaultRobustnessStorageBuffers)
         if has_pipeline_robustness else None,
+        robust_storage_access_alignment=int(robustness2.robustStorageBufferAccessSizeAlignment) if has_robustness2
+        else 0,
         timestamp_period_ns=float(limits.timestampPeriod),
         timestamp_valid_bits=families[compute].timestampValidBits if compute >= 0 else 0,
         compute_queue_family=compute, memory_heaps=heaps, extensions=extensions,

@@ -252,6 +252,12 @@ class VkPhysicalDeviceRobustness2FeaturesEXT(_Struct):
         ("robustImageAccess2", c_uint32), ("nullDescriptor", c_uint32)]
 
 
+class VkPhysicalDeviceRobustness2PropertiesEXT(_Struct):
+    STYPE = 1000286001  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_PROPERTIES_EXT
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("robustStorageBufferAccessSizeAlignment", c_uint64),
+        ("robustUniformBufferAccessSizeAlignment", c_uint64)]
+
+
 class VkPhysicalDevicePipelineRobustnessFeaturesEXT(_Struct):
     STYPE = 1000068001  # VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("pipelineRobustness", c_uint32)]
