@@ -217,3 +217,24 @@ def test_on_a_device_without_pipeline_robustness_a_user_kernel_runs_as_before(mo
         kernel.native.close()
         for buf in bufs.values():
             executor.release(buf)
+
+
+@hydroplane.kernel(local_size=64, robust=False)
+def measured_fill(out: Buffer[f32], value: f32, n: s32):
+    i = global_id()
+    if i < n:
+        out[i] = value
+
+
+def test_a_kernel_that_opts_out_gets_the_plain_pipeline():
+    rt = runtime.runtime(0)
+    rng = np.random.default_rng(9)
+    value = np.float32(rng.uniform(-1e6, 1e6))
+    out = device_array(np.full(N, np.nan, np.float32), device=0)
+    assert measured_fill[(1,)](out, value, N).robustness is None
+    np.testing.assert_array_equal(out.numpy(), np.full(N, value, np.float32))
+    spec = measured_fill.compile(rt.executor.target)
+    kernel = rt.kernels[runtime.words_key(spec.words)]  # the library's key: one plain pipeline for these words
+    assert kernel.native.robustness is None and kernel.native.robustness_info is None
+    assert (*runtime.words_key(spec.words), ROBUST_KEY) not in rt.kernels
+    assert measured_fill[(1,)](np.zeros(N, np.float32), 1.0, N, device="ref").robustness == "diagnosed"

@@ -20,6 +20,8 @@ A user's kernel gets robust buffer access for its own pipeline (VK_EXT_pipeline_
 give zero and writes are dropped under robustBufferAccess2), while the library's kernels on the same device run
 without; `result.robustness` says what the launch had (None: the device cannot, an out-of-bounds access is
 undefined; "diagnosed": the reference executor, which raises on one). docs/runtime.md ("Devices").
+`@hydroplane.kernel(robust=False)` opts a kernel that checks its own bounds out (a measured kernel: robust access
+costs up to 2-3x on the H200).
 
 This module sits above `lang` and `launch` (it imports both, and spirv).
 """
@@ -123,8 +125,9 @@ class GridLaunch:
 class JitKernel:
     """A language kernel you can launch: `kernel[grid](*args, device=None, **kwargs)`."""
 
-    def __init__(self, kernel_: Kernel):
+    def __init__(self, kernel_: Kernel, *, robust: bool = True):
         self.kernel = kernel_
+        self.robust = robust  # its pipelines ask for robust buffer access (`VulkanExecutor.user_kernel_robustness`)
         self.__name__ = kernel_.__name__
         self.__doc__ = kernel_.__doc__
         self._pipelines: dict = {}  # id(specialization) -> (the specialization, its words' cache key)
@@ -241,11 +244,13 @@ class JitKernel:
         """The device's kernel for this specialization (made once, in the device runtime's cache, keyed by the
         words and robustness: a library kernel of the same words keeps its own non-robust pipeline): it lowers the
         module for its own target (EXT maintenance1 -> NV2 where the device has only NV2), refuses what it lacks,
-        and asks for robust buffer access (`VulkanExecutor.user_kernel_robustness`)."""
+        and asks for robust buffer access unless the kernel opted out (`robust=False`: the library's plain pipeline of
+        the same words, shared)."""
         found = self._pipelines.get(id(spec))
         if found is None:  # the spec is kept with its digest: its id stays its own
-            found = self._pipelines[id(spec)] = (spec, (*runtime.words_key(spec.words), ROBUST_KEY))
-        checked = rt.kernel(found[1], lambda: executor.kernel(spec.words, robust=True))
+            key = runtime.words_key(spec.words)
+            found = self._pipelines[id(spec)] = (spec, (*key, ROBUST_KEY) if self.robust else key)
+        checked = rt.kernel(found[1], lambda: executor.kernel(spec.words, robust=self.robust))
         return checked, bool(checked.compiled.changes)
 
 
@@ -292,11 +297,13 @@ def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -
     return KernelError(f"{location}: {name}: {err}\n    {text}\n    {caret}", location, diagnostic)
 
 
-def kernel(fn=None, *, local_size=64, name: str | None = None):
-    """`@hydroplane.kernel` / `@hydroplane.kernel(local_size=...)`: a launchable language kernel."""
+def kernel(fn=None, *, local_size=64, name: str | None = None, robust: bool = True):
+    """`@hydroplane.kernel` / `@hydroplane.kernel(local_size=...)`: a launchable language kernel. Its pipelines have
+    robust buffer access where the device offers it per pipeline; `robust=False` for a kernel that checks its own
+    bounds and is measured (an out-of-bounds access is then undefined on a GPU)."""
     if fn is None:
-        return lambda f: JitKernel(kernel_source(f, local_size=local_size, name=name))
-    return JitKernel(kernel_source(fn, local_size=local_size, name=name))
+        return lambda f: JitKernel(kernel_source(f, local_size=local_size, name=name), robust=robust)
+    return JitKernel(kernel_source(fn, local_size=local_size, name=name), robust=robust)
 
 
 def func(fn) -> Func:
