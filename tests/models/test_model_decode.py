@@ -88,27 +88,68 @@ def test_replayed_decode_on_lavapipe(tiny_files):
 @pytest.mark.parametrize("arch, device", [("gemma3", "ref"), ("llama", "ref"),
                                           pytest.param("gemma3", 0, marks=pytest.mark.vulkan)])
 def test_the_fused_heads_kernel_is_the_unfused_ops(arch, device, tiny_files):
-    """Model.heads (q/k norm, RoPE, f16, relayout in one kernel) against nn.rms_norm, nn.rotary_embedding and the
-    f16 rounding, into a new array and into a poisoned cache at the row the positions buffer holds."""
+    """Model.heads (q and k's norms, RoPE, f16, relayouts, v's f16 relayout: one kernel) on a (T, q | k | v) row
+    array against nn.rms_norm, nn.rotary_embedding and the f16 rounding: q into a new array, k and v into poisoned
+    caches at the row the positions buffer holds."""
     from hydroplane.launch.jit import device_array
 
     model = Model(read_gguf(tiny_files[arch]), device=device, context=12)
-    c, layer = model.config, model.config.layers[0]
+    c, layer, block = model.config, model.config.layers[0], model.blocks[0]
     rng = np.random.default_rng(4)
-    T, heads = 3, c.n_head_kv
-    x = (rng.standard_normal((T, heads * c.head_dim)) * 3).astype(np.float32)
+    T = 3
+    widths = (c.n_head * c.head_dim, c.n_head_kv * c.head_dim, c.n_head_kv * c.head_dim_v)
+    x = (rng.standard_normal((T, sum(widths))) * 3).astype(np.float32)
+    x[1, :7] = 0.0
+    x[2, widths[0]] = 1e4
     positions = np.array([5, 6, 7], np.int32)
-    norm = model.blocks[0]["k_norm"] if c.arch.qk_norm else None
-    h = x.reshape(T, heads, c.head_dim)
-    if norm is not None:
-        h = nn.rms_norm(h, c.head_dim, norm.numpy(), eps=c.eps, device=device)
-    want = nn.rotary_embedding(h, positions, theta=layer.rope_base, style=c.arch.rope_style, rotary_dim=c.n_rot,
-                               freq_scale=layer.rope_scale, device=device).astype(np.float16).transpose(1, 0, 2)
-    dx, dpos = device_array(x, device), device_array(positions, device)
-    got = model.heads(dx, heads, norm, dpos, layer).numpy()
-    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
-    cache = device_array(np.full((heads, 12, c.head_dim), -777.0, np.float16), device)
-    model.heads(dx, heads, norm, dpos, layer, dst=cache)
-    rows = cache.numpy()
-    np.testing.assert_array_equal(rows[:, 5:8], got)
-    assert (rows[:, :5] == -777.0).all() and (rows[:, 8:] == -777.0).all()
+
+    def prepared(part, heads, norm):
+        h = part.reshape(T, heads, c.head_dim)
+        if norm is not None:
+            h = nn.rms_norm(h, c.head_dim, norm.numpy(), eps=c.eps, device=device)
+        return nn.rotary_embedding(h, positions, theta=layer.rope_base, style=c.arch.rope_style, rotary_dim=c.n_rot,
+                                   freq_scale=layer.rope_scale, device=device).astype(np.float16).transpose(1, 0, 2)
+
+    want_q = prepared(x[:, :widths[0]], c.n_head, block.get("q_norm"))
+    want_k = prepared(x[:, widths[0]:widths[0] + widths[1]], c.n_head_kv, block.get("k_norm"))
+    want_v = x[:, widths[0] + widths[1]:].reshape(T, c.n_head_kv, c.head_dim_v).astype(np.float16).transpose(1, 0, 2)
+    model.cache_k[0] = device_array(np.full((c.n_head_kv, 12, c.head_dim), -777.0, np.float16), device)
+    model.cache_v[0] = device_array(np.full((c.n_head_kv, 12, c.head_dim_v), -777.0, np.float16), device)
+    got = model.heads(device_array(x, device), block, device_array(positions, device), layer, 0).numpy()
+    np.testing.assert_allclose(got.astype(np.float32), want_q.astype(np.float32), rtol=2e-3, atol=2e-3)
+    for cache, want in ((model.cache_k[0].numpy(), want_k), (model.cache_v[0].numpy(), want_v)):
+        np.testing.assert_allclose(cache[:, 5:8].astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+        assert (cache[:, :5] == -777.0).all() and (cache[:, 8:] == -777.0).all()
+
+
+DECODE_LAUNCHES_2_BLOCKS = 21  # Gemma 3 270M's shapes and formats, 2 blocks (tests/models/count_launches.py)
+
+
+def test_the_captured_decode_step_launch_count(tmp_path):
+    """A bound on the launches of one captured decode step of a 2-block checkpoint of Gemma 3 270M's shapes and
+    formats (docs/models.md: each costs a dependent launch on the GPU), and its tokens are the host loop's."""
+    import count_launches
+
+    model = Model(read_gguf(count_launches.gemma_shaped(tmp_path, 2)), device="ref", context=2048)
+    model.decode_from(5, 3)
+    launches, names = count_launches.captured_step(model)
+    assert launches == len(names) <= DECODE_LAUNCHES_2_BLOCKS, names
+    no_eog(model)
+    ids = model.tokenize("the cat")
+    assert list(model.generate(ids, 3)) == host_loop(model, ids, 3)
+
+
+def test_float_weights_beside_quantized_ones(tmp_path):
+    """A projection whose weights mix F16 and quantized formats (q and k Q8_0, v F16; gate F32, up Q4_0): the float
+    part's result goes into its columns by the relayout; logits within 1% of the reference, decode the host loop's."""
+
+    def formats(i):
+        return {"q": "Q8_0", "k": "Q8_0", "v": "F16", "o": "Q8_0", "gate": "F32", "up": "Q4_0", "down": "F16"}
+
+    file = read_gguf(tiny.write(tmp_path / "mixed.gguf", "gemma3", seed=5, block_formats=formats))
+    model, ref = Model(file, device="ref", context=16), Reference(file)
+    ids = model.tokenize("the cat sat on")
+    got, want = model.logits(ids), ref.logits(ids)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 0.01
+    no_eog(model)
+    assert list(model.generate(ids, 4)) == host_loop(model, ids, 4)

@@ -32,13 +32,29 @@ def vocabulary() -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
+# Gemma 3 270M's shapes and, per block, its weights' formats (tools/gemma3_270m_layout.json): q, k, gate, up
+# Q5_0; v Q8_0 on the blocks of GEMMA_270M_Q8_V (mod 18) and Q5_0 on the others; o Q4_K; down Q6_K where v is Q8_0,
+# else Q4_K
+GEMMA_270M_DIMS = {"n_embd": 640, "n_ff": 2048, "head_dim": 256, "n_head": 4, "n_head_kv": 1}
+GEMMA_270M_Q8_V = (0, 1, 4, 7, 10, 13, 15, 16, 17)
+
+
+def gemma_270m_formats(i: int) -> dict[str, str]:
+    wide = i % 18 in GEMMA_270M_Q8_V
+    return {"q": "Q5_0", "k": "Q5_0", "v": "Q8_0" if wide else "Q5_0", "o": "Q4_K", "gate": "Q5_0", "up": "Q5_0",
+            "down": "Q6_K" if wide else "Q4_K"}
+
+
 def write(path: Path, arch: str, seed: int = 0, n_layer: int = 2, formats=("Q8_0", "Q5_0"),
-          softcap: float = 0.0) -> Path:
+          softcap: float = 0.0, dims: dict | None = None, block_formats=None) -> Path:
     """A random checkpoint of `arch` ("llama" or "gemma3") at `path`; `softcap`: gemma3's
-    final_logit_softcapping (0: none)."""
+    final_logit_softcapping (0: none); `dims` overrides the shapes (n_embd, n_ff, head_dim, n_head, n_head_kv);
+    `block_formats(i)` gives block i's formats by role (q, k, v, o, gate, up, down) instead of `formats`."""
     rng = np.random.default_rng(seed)
-    n_embd, n_ff, head_dim = 64, 128, 16
-    n_head, n_head_kv = 4, (2 if arch == "llama" else 1)
+    shape = {"n_embd": 64, "n_ff": 128, "head_dim": 16, "n_head": 4, "n_head_kv": 2 if arch == "llama" else 1,
+             **(dims or {})}
+    n_embd, n_ff, head_dim = shape["n_embd"], shape["n_ff"], shape["head_dim"]
+    n_head, n_head_kv = shape["n_head"], shape["n_head_kv"]
     tokens, scores, types = vocabulary()
     w = gguf.GGUFWriter(str(path), arch)
     w.add_uint32(f"{arch}.block_count", n_layer)
@@ -85,15 +101,19 @@ def write(path: Path, arch: str, seed: int = 0, n_layer: int = 2, formats=("Q8_0
     norm("output_norm.weight", n_embd)
     for i in range(n_layer):
         fmt = formats[i % len(formats)]
+        roles = {"q": fmt, "k": formats[(i + 1) % len(formats)], "v": fmt, "o": fmt, "gate": fmt,
+                 "up": formats[(i + 2) % len(formats)], "down": fmt}
+        if block_formats is not None:
+            roles = block_formats(i)
         norm(f"blk.{i}.attn_norm.weight", n_embd)
-        matrix(f"blk.{i}.attn_q.weight", n_head * head_dim, n_embd, fmt, 0.2)
-        matrix(f"blk.{i}.attn_k.weight", n_head_kv * head_dim, n_embd, formats[(i + 1) % len(formats)], 0.2)
-        matrix(f"blk.{i}.attn_v.weight", n_head_kv * head_dim, n_embd, fmt, 0.2)
-        matrix(f"blk.{i}.attn_output.weight", n_embd, n_head * head_dim, fmt, 0.1)
+        matrix(f"blk.{i}.attn_q.weight", n_head * head_dim, n_embd, roles["q"], 0.2)
+        matrix(f"blk.{i}.attn_k.weight", n_head_kv * head_dim, n_embd, roles["k"], 0.2)
+        matrix(f"blk.{i}.attn_v.weight", n_head_kv * head_dim, n_embd, roles["v"], 0.2)
+        matrix(f"blk.{i}.attn_output.weight", n_embd, n_head * head_dim, roles["o"], 0.1)
         norm(f"blk.{i}.ffn_norm.weight", n_embd)
-        matrix(f"blk.{i}.ffn_gate.weight", n_ff, n_embd, fmt, 0.2)
-        matrix(f"blk.{i}.ffn_up.weight", n_ff, n_embd, formats[(i + 2) % len(formats)], 0.2)
-        matrix(f"blk.{i}.ffn_down.weight", n_embd, n_ff, fmt, 0.1)
+        matrix(f"blk.{i}.ffn_gate.weight", n_ff, n_embd, roles["gate"], 0.2)
+        matrix(f"blk.{i}.ffn_up.weight", n_ff, n_embd, roles["up"], 0.2)
+        matrix(f"blk.{i}.ffn_down.weight", n_embd, n_ff, roles["down"], 0.1)
         if arch == "gemma3":
             norm(f"blk.{i}.attn_q_norm.weight", head_dim)
             norm(f"blk.{i}.attn_k_norm.weight", head_dim)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -45,36 +46,96 @@ from hydroplane.ops import nn
 from hydroplane.ops.attention import attention
 from hydroplane.ops.matmul import matmul
 from hydroplane.ops.nn import inverse_frequencies
-from hydroplane.ops.quant_matmul import upload
+from hydroplane.ops.quant_matmul import Prologue, prologue_fits, run_quantized, upload, weight_of
 from hydroplane.quant import from_bytes
 
 QUANT_FORMATS = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q5_0": "q5_0", "Q4_K": "q4_k", "Q6_K": "q6_k"}
 KINDS = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 DEFAULT_CONTEXT = 2048
+MATRICES = ("q", "k", "v", "o", "gate", "up", "down")  # a block's weights (the others are norm vectors)
 FIRST_BATCH, LAST_BATCH = 1, 16  # decode steps replayed between two reads of the history (doubling between them)
 
 
 class _Matrix:
-    """One weight on the device: quantized blocks (matmul(x, w.T) dequantizes in its loads) or f16 values."""
+    """One weight on the device, or several stacked by rows (`names`: ggml's rows are independent, so the blocks of
+    weights of one format concatenate into one): quantized blocks (matmul(x, w.T) dequantizes in its loads) or f16
+    values."""
 
-    def __init__(self, model: Model, name: str):
-        tensor = model.file.tensor(name)
-        self.name, self.shape = name, tensor.shape
-        if tensor.format in QUANT_FORMATS:
-            self.host = from_bytes(np.asarray(tensor.raw), QUANT_FORMATS[tensor.format], tensor.shape)
+    def __init__(self, model: Model, names: str | Sequence[str]):
+        names = [names] if isinstance(names, str) else list(names)
+        tensors = [model.file.tensor(name) for name in names]
+        self.name = " + ".join(names)
+        self.shape = (sum(t.shape[0] for t in tensors), tensors[0].shape[1])
+        formats = {t.format for t in tensors}
+        if len(formats) == 1 and tensors[0].format in QUANT_FORMATS:
+            raw = np.concatenate([np.asarray(t.raw).reshape(-1) for t in tensors]) if len(tensors) > 1 else \
+                np.asarray(tensors[0].raw)
+            self.host = from_bytes(raw, QUANT_FORMATS[tensors[0].format], self.shape)
             self.device = upload(self.host, model.device)
             self.quantized = True
-        else:
+        elif not formats & set(QUANT_FORMATS):
             self.host = None
-            self.device = device_array(tensor.dequantize().astype(np.float16), model.device)
+            values = np.concatenate([t.dequantize() for t in tensors]) if len(tensors) > 1 else tensors[0].dequantize()
+            self.device = device_array(values.astype(np.float16), model.device)
             self.quantized = False
+        else:
+            raise ModelError(f"{self.name}: formats {sorted(formats)} cannot be stacked into one weight")
 
-    def apply(self, model: Model, x: DeviceArray) -> DeviceArray:
-        """x @ w.T in f32 (T, N)."""
+    def takes_prologue(self) -> bool:
+        """Whether its decode GEMV computes its input row from the step's (ops.quant_matmul.Prologue)."""
+        return self.quantized and self.host is not None and prologue_fits(self.host.format, self.shape[1])
+
+    def apply(self, model: Model, x: DeviceArray, out: DeviceArray | None = None, col0: int | None = None,
+              prologue: Prologue | None = None) -> DeviceArray:
+        """x @ w.T in f32 (T, N), x f32 or f16: a new array, or columns col0 .. of `out`; `prologue` (quantized
+        weights, T = 1) computes the row from x and its arrays in the GEMV."""
         if self.quantized:
-            return matmul(x, self.device.T)
-        x16 = model.relayout(x, np.float16, (1, x.shape[0], x.shape[1]), 1, 0)
-        return matmul(x16.reshape(x.shape[0], x.shape[1]), self.device.T, out_dtype=np.float32)
+            return run_quantized(x, weight_of(self.device.T), out=out, col0=col0, prologue=prologue,
+                                 out_dtype=np.float32)
+        assert prologue is None
+        T, K = x.shape
+        x16 = x if np.dtype(x.dtype) == np.float16 else model.relayout(x, np.float16, (1, T, K), 1, 0)
+        y = matmul(x16.reshape(T, K), self.device.T, out_dtype=np.float32)
+        if out is None:
+            return y
+        return model.relayout(y, np.float32, (T, 1, self.shape[0]), T, 0, dst=out, ld=out.shape[1], col=col0 or 0)
+
+
+class _Projection:
+    """Weights applied to one input whose results lie side by side in one (T, N) f32 array (q | k | v, gate | up):
+    consecutive weights of one format are stacked into one matrix at load, so each run of one format is one
+    matmul (Gemma 3 270M: q, k and v where v is Q5_0 as they are; q and k, then v where v is Q8_0)."""
+
+    def __init__(self, model: Model, names: Sequence[str]):
+        runs: list[tuple[str, list[str]]] = []
+        for name in names:
+            fmt = model.file.tensor(name).format
+            key = fmt if fmt in QUANT_FORMATS else "float"
+            if runs and runs[-1][0] == key:
+                runs[-1][1].append(name)
+            else:
+                runs.append((key, [name]))
+        self.parts: list[tuple[_Matrix, int]] = []
+        col = 0
+        for _, run in runs:
+            matrix = _Matrix(model, run)
+            self.parts.append((matrix, col))
+            col += matrix.shape[0]
+        self.n = col
+
+    def takes_prologue(self) -> bool:
+        return all(matrix.takes_prologue() for matrix, _ in self.parts)
+
+    def apply(self, model: Model, x: DeviceArray, prologue: Prologue | None = None) -> DeviceArray:
+        """(T, N) f32: every part's x @ w.T in its columns (the prologue's running sum written by the first only)."""
+        if len(self.parts) == 1:
+            return self.parts[0][0].apply(model, x, prologue=prologue)
+        out = model._empty((x.shape[0], self.n), np.float32)
+        for matrix, col in self.parts:
+            matrix.apply(model, x, out=out, col0=col, prologue=prologue)
+            if prologue is not None:
+                prologue = replace(prologue, sum_out=None)
+        return out
 
 
 class Model:
@@ -100,16 +161,19 @@ class Model:
         def vec(name: str) -> DeviceArray:
             return device_array(file.tensor(name).dequantize().astype(np.float32).reshape(-1), self.device)
 
-        self.blocks = []
+        self.blocks: list[dict] = []
         for i in range(c.n_layer):
             names = c.block_tensors(i)
-            block = {role: (_Matrix(self, n) if role in ("q", "k", "v", "o", "gate", "up", "down") else vec(n))
-                     for role, n in names.items()}
+            block: dict = {role: vec(n) for role, n in names.items() if role not in MATRICES}
+            block["qkv"] = _Projection(self, [names["q"], names["k"], names["v"]])
+            block["o"] = _Matrix(self, names["o"])
+            block["gate_up"] = _Projection(self, [names["gate"], names["up"]])
+            block["down"] = _Matrix(self, names["down"])
             self.blocks.append(block)
         self.output_norm = vec("output_norm.weight")
-        self.output = _Matrix(self, self.weights.output_name)
+        self.output = _Projection(self, [self.weights.output_name])
         tied = self.weights.output_name == "token_embd.weight"
-        self.embedding = self.output if tied else _Matrix(self, "token_embd.weight")
+        self.embedding = self.output.parts[0][0] if tied else _Matrix(self, "token_embd.weight")
         self.cache_k = [self._zeros((c.n_head_kv, self.context, c.head_dim)) for _ in range(c.n_layer)]
         self.cache_v = [self._zeros((c.n_head_kv, self.context, c.head_dim_v)) for _ in range(c.n_layer)]
         self.length = 0  # positions of the cache in use
@@ -150,18 +214,18 @@ class Model:
         return self._pipelines[key]
 
     def relayout(self, src: DeviceArray, dtype, abc: tuple[int, int, int], dst_rows: int, row0: int,
-                 dst: DeviceArray | None = None, scale: float = 1.0, row0_at: DeviceArray | None = None) \
-            -> DeviceArray:
-        """dst[((b * dst_rows) + row0 + a) * C + c] = src[a, b, c] * scale (kernels/models/relayout.py), rounded to
-        dtype; a new (B, dst_rows, C) array unless dst is given. row0_at: an int32 DeviceArray whose first element
-        is added to row0 on the device."""
+                 dst: DeviceArray | None = None, scale: float = 1.0, row0_at: DeviceArray | None = None,
+                 ld: int | None = None, col: int = 0) -> DeviceArray:
+        """dst[((b * dst_rows) + row0 + a) * ld + col + c] = src[a, b, c] * scale (kernels/models/relayout.py),
+        rounded to dtype; a new (B, dst_rows, C) array unless dst is given; ld = C unless given. row0_at: an int32
+        DeviceArray whose first element is added to row0 on the device."""
         a, b, c = abc
         if dst is None:
             dst = self._empty((b, dst_rows, c), dtype)
         kernel = relayout_kernel(KINDS[np.dtype(src.dtype)], KINDS[np.dtype(dst.dtype)])
         spec, checked = self._pipeline(kernel, ROW0_DEVICE=row0_at is not None)
         args = {"src": nn.view(src, src.dtype), "dst": nn.view(dst, dst.dtype), "a_n": a, "b_n": b, "c_n": c,
-                "dst_rows": dst_rows, "row0": row0, "scale": float(scale)}
+                "dst_rows": dst_rows, "row0": row0, "scale": float(scale), "ld": c if ld is None else ld, "col": col}
         aliases = None
         if row0_at is None:
             aliases = {"row0_at": "src"}  # not read
@@ -172,33 +236,34 @@ class Model:
             launch.dispatch()
         return dst
 
-    def heads(self, x: DeviceArray, heads: int, norm: DeviceArray | None, positions: DeviceArray, layer,
-              dst: DeviceArray | None = None) -> DeviceArray:
-        """A projection's output x (T, heads * head_dim) f32 made ready for attention in one kernel
-        (kernels/models/heads.py): the per-head RMS norm by `norm` (None: none), RoPE at `positions` with the
-        block's base and scale, rounded to f16 into a new (heads, T, head_dim) array, or into the cache `dst`
-        (heads, context, head_dim) at row positions[0] (read on the device)."""
+    def heads(self, qkv: DeviceArray, block: dict, positions: DeviceArray, layer, index: int) -> DeviceArray:
+        """The projection's output qkv (T, q | k | v columns) f32 made ready for attention in one kernel
+        (kernels/models/heads.py): q's and k's per-head RMS norms (gemma3), RoPE at `positions` with the block's base
+        and scale, rounded to f16: q into a new (heads, T, head_dim) array (returned), k and v into block `index`'s
+        caches at row positions[0] (read on the device)."""
         c = self.config
-        T = x.shape[0]
-        cache = dst is not None
-        if dst is None:
-            dst = self._empty((heads, T, c.head_dim), np.float16)
+        T = qkv.shape[0]
+        dq = self._empty((c.n_head, T, c.head_dim), np.float16)
         sg = self.runtime.executor.target.subgroup_size
         threads = max(sg, 64) if 64 % sg == 0 or sg > 64 else sg
-        spec, checked = self._pipeline(heads_kernel(norm is not None, c.arch.rope_style == "neox", cache),
-                                       THREADS=threads, SG=sg)
-        args = {"x": x.reshape(-1), "positions": positions.reshape(-1),
-                "freq": self._freq[(layer.rope_base, layer.rope_scale)], "dst": dst.reshape(-1),
-                "heads_n": heads, "d": c.head_dim, "r": c.n_rot, "dst_rows": dst.shape[1], "row0": 0,
+        spec, checked = self._pipeline(heads_kernel(c.arch.qk_norm, c.arch.rope_style == "neox"), THREADS=threads,
+                                       SG=sg)
+        k_col = c.n_head * c.head_dim
+        args = {"x": qkv.reshape(-1), "positions": positions.reshape(-1),
+                "freq": self._freq[(layer.rope_base, layer.rope_scale)], "dq": dq.reshape(-1),
+                "dk": self.cache_k[index].reshape(-1), "dv": self.cache_v[index].reshape(-1), "heads_q": c.n_head,
+                "heads_kv": c.n_head_kv, "ld": qkv.shape[1], "k_col": k_col, "v_col": k_col + c.n_head_kv * c.head_dim,
+                "d": c.head_dim, "d_v": c.head_dim_v, "r": c.n_rot, "q_rows": T, "cache_rows": self.context,
                 "eps": float(c.eps)}
         aliases = None
-        if norm is None:
-            aliases = {"w": "x"}  # not read
+        if c.arch.qk_norm:
+            args.update(wq=block["q_norm"], wk=block["k_norm"])
         else:
-            args["w"] = norm
-        with prepare(self.runtime.executor, checked, spec, (T * heads, 1, 1), args, aliases=aliases) as launch:
+            aliases = {"wq": "x", "wk": "x"}  # not read
+        with prepare(self.runtime.executor, checked, spec, (T * (c.n_head + 2 * c.n_head_kv), 1, 1), args,
+                     aliases=aliases) as launch:
             launch.dispatch()
-        return dst
+        return dq
 
     def advance(self, sampled: DeviceArray) -> None:
         """The decode state moved on by one step on the device (kernels/models/advance.py): `sampled` (one int32)
@@ -252,45 +317,62 @@ class Model:
 
     def forward(self, x: DeviceArray, positions: DeviceArray, last_only: bool = True) -> DeviceArray:
         """The blocks and the output on x (T, n_embd) f32 at `positions` (T,) int32 (read on the device: the first
-        is the cache row the new keys and values go to), with `self.kv_len` keys in use (read on the device)."""
+        is the cache row the new keys and values go to), with `self.kv_len` keys in use (read on the device).
+
+        The residual stream is carried as x plus a pending `(delta, norm weight or None)`: the next projection adds
+        it (x + rms_norm(delta) * weight, gemma3's post-norms; x + delta, llama's) and norms the sum. At T = 1 (a
+        decode step) that happens in the projection's GEMV (its prologue, ops.quant_matmul.Prologue), and so does
+        the FFN's gating in the down projection's; else as kernels of their own (nn.rms_norm(residual=), nn.add,
+        nn.gated)."""
         c = self.config
         T = x.shape[0]
+        decode = T == 1
+        pending: tuple | None = None
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
-            h = nn.rms_norm(x, c.n_embd, block["attn_norm"], eps=c.eps)
-            q = block["q"].apply(self, h)
-            k = block["k"].apply(self, h)
-            v = block["v"].apply(self, h).reshape(T, c.n_head_kv, c.head_dim_v)
-            # q/k norms, RoPE, the f16 rounding and the relayout: one kernel each for q and for k (into the cache)
-            q16 = self.heads(q, c.n_head, block.get("q_norm") if c.arch.qk_norm else None, positions, layer)
-            self.heads(k, c.n_head_kv, block.get("k_norm") if c.arch.qk_norm else None, positions, layer,
-                       dst=self.cache_k[i])
-            self.relayout(v, np.float16, (T, c.n_head_kv, c.head_dim_v), self.context, 0, dst=self.cache_v[i],
-                          row0_at=positions)
+            qkv, x = self._normed(block["qkv"], x, pending, block["attn_norm"], decode)
+            q16 = self.heads(qkv, block, positions, layer, i)
             o16 = attention(q16.reshape(1, c.n_head, T, c.head_dim),
                             self.cache_k[i].reshape(1, c.n_head_kv, self.context, c.head_dim),
                             self.cache_v[i].reshape(1, c.n_head_kv, self.context, c.head_dim_v),
                             causal=True, window=layer.window, scale=c.attention_scale, kv_len=self.kv_len)
-            o = self.relayout(o16.reshape(c.n_head, T, c.head_dim_v), np.float32, (c.n_head, T, c.head_dim_v),
-                              c.n_head, 0)
-            o = block["o"].apply(self, o.reshape(T, c.n_head * c.head_dim_v))
-            if c.arch.post_norms:  # the norm and the residual add in one kernel
-                x = nn.rms_norm(o, c.n_embd, block["post_attn_norm"], eps=c.eps, residual=x)
+            if decode:  # (heads, 1, dim) is (1, heads * dim) in memory: the f16 rows as they are
+                o_rows = o16.reshape(1, c.n_head * c.head_dim_v)
             else:
-                x = nn.add(x, o)
-            h = nn.rms_norm(x, c.n_embd, block["ffn_norm"], eps=c.eps)
-            f = nn.gated(block["gate"].apply(self, h), block["up"].apply(self, h), c.arch.activation)
-            f = block["down"].apply(self, f)
-            if c.arch.post_norms:
-                x = nn.rms_norm(f, c.n_embd, block["post_ffn_norm"], eps=c.eps, residual=x)
+                o_rows = self.relayout(o16.reshape(c.n_head, T, c.head_dim_v), np.float32,
+                                       (c.n_head, T, c.head_dim_v), c.n_head, 0).reshape(T, c.n_head * c.head_dim_v)
+            pending = (block["o"].apply(self, o_rows), block.get("post_attn_norm"))
+            gate_up, x = self._normed(block["gate_up"], x, pending, block["ffn_norm"], decode)
+            down = block["down"]
+            if decode and down.takes_prologue():
+                f = down.apply(self, gate_up, prologue=Prologue("gated", activation=c.arch.activation))
             else:
-                x = nn.add(x, f)
-        if last_only:
+                f = down.apply(self, nn.gated(gate_up, None, c.arch.activation))
+            pending = (f, block.get("post_ffn_norm"))
+        if last_only and T > 1:
             x = x[T - 1:T]
-        h = nn.rms_norm(x, c.n_embd, self.output_norm, eps=c.eps)
-        logits = self.output.apply(self, h)
+            pending = (pending[0][T - 1:T], pending[1]) if pending is not None else None
+        logits, _ = self._normed(self.output, x, pending, self.output_norm, decode, keep_sum=False)
         if c.logit_softcap:
             logits = nn.softcap(logits, c.logit_softcap, out=logits)
         return logits
+
+    def _normed(self, projection: _Projection, x: DeviceArray, pending: tuple | None, norm: DeviceArray,
+                decode: bool, keep_sum: bool = True) -> tuple[DeviceArray, DeviceArray]:
+        """(projection of rms_norm(x'), x'), x' = x with `pending` added (forward's docstring): in the GEMV's
+        prologue when `decode` and the projection takes one (keep_sum: x' is written for later), else by kernels."""
+        c = self.config
+        if decode and projection.takes_prologue():
+            if pending is None:
+                return projection.apply(self, x, Prologue("norm", weight=norm, eps=c.eps)), x
+            delta, weight = pending
+            total = self._empty(x.shape, np.float32) if keep_sum else None
+            prologue = Prologue("add_norm" if weight is None else "postnorm_add_norm", weight=norm, eps=c.eps,
+                                delta=delta, delta_weight=weight, sum_out=total)
+            return projection.apply(self, x, prologue), total if total is not None else x
+        if pending is not None:
+            delta, weight = pending
+            x = nn.add(x, delta) if weight is None else nn.rms_norm(delta, c.n_embd, weight, eps=c.eps, residual=x)
+        return projection.apply(self, nn.rms_norm(x, c.n_embd, norm, eps=c.eps)), x
 
     def decode_from(self, token: int, position: int) -> None:
         """Set the decode state: `token` is the next decode step's input, at `position` (the cache's first

@@ -158,7 +158,7 @@ def view(x, dtype, op: str = "nn", name: str = "an argument") -> DeviceArray | n
     if isinstance(x, DeviceArray):
         if not x.contiguous:
             raise NNError(f"{op}: {name} is a strided DeviceArray view ({x!r}); the kernels take contiguous arrays")
-        return x.reshape(-1).view(dtype)
+        return x.flat(dtype)
     flat = np.ascontiguousarray(x).reshape(-1)
     return flat.view(dtype) if flat.size else np.zeros(16 // dtype.itemsize, dtype)
 
@@ -370,30 +370,37 @@ def rotary_embedding(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
         return call.result(made, out, x.shape)
 
 
-def _activation(op: str, act: str, x, up, out, device):
-    x = as_array(x, op, "gate" if up is not None else "x")
-    kind = float_kind(x, op, "gate" if up is not None else "x")
+def _activation(op: str, act: str, x, up, out, device, halves: bool = False):
+    x = as_array(x, op, "gate" if up is not None or halves else "x")
+    kind = float_kind(x, op, "gate" if up is not None or halves else "x")
+    shape = tuple(x.shape)
     if up is not None:
         up = as_array(up, op, "up")
         same_kind(up, kind, op, "up", "gate")
         if tuple(up.shape) != tuple(x.shape):
             raise NNError(f"{op}: gate {tuple(x.shape)} and up {tuple(up.shape)} must have one shape")
-    out = check_out(out, x.shape, np.dtype(x.dtype), op)
-    n = math.prod(x.shape)
+    if halves:
+        if len(shape) < 1 or shape[-1] % 2:
+            raise NNError(f"{op}: without up, gate's last dimension holds gate then up: an even length, not "
+                          f"{shape}")
+        shape = (*shape[:-1], shape[-1] // 2)
+    out = check_out(out, shape, np.dtype(x.dtype), op)
+    n = math.prod(shape)
+    half = shape[-1] if halves else 1
     with _Call(op, (x, up), out, device) as call:
-        made = call.output(out, x.shape, x.dtype)
+        made = call.output(out, shape, x.dtype)
         if n == 0:
-            return call.result(made, out, x.shape)
-        wide = WIDE[kind] if n % WIDE[kind] == 0 else 0
-        args = {"x": storage(x, kind), "out": storage(made, kind), "n": n}
+            return call.result(made, out, shape)
+        wide = WIDE[kind] if n % WIDE[kind] == 0 and half % WIDE[kind] == 0 else 0
+        args = {"x": storage(x, kind), "out": storage(made, kind), "n": n, "half": max(half, 1)}
         aliases = {"x4": "x", "up4": "up", "out4": "out"}
         if up is None:
             aliases["up"] = "x"
         else:
             args["up"] = storage(up, kind)
-        call.launch(OPS[op].kernel(kind, act, up is not None), {"WIDE": wide},
+        call.launch(OPS[op].kernel(kind, act, up is not None or halves), {"WIDE": wide, "HALVES": halves},
                     (stride_groups(n // max(wide, 1), activation_kernels.THREADS),), args, aliases)
-        return call.result(made, out, x.shape)
+        return call.result(made, out, shape)
 
 
 GELU_FORMS = {"none": "gelu", "tanh": "gelu_tanh"}
@@ -412,11 +419,13 @@ def silu(x, *, out=None, device=None):
     return _activation("silu", "silu", x, None, out, device)
 
 
-def gated(gate, up, activation="gelu_tanh", *, out=None, device=None):
-    """act(gate) * up in one kernel (a gated FFN: GeGLU with "gelu_tanh" or "gelu", SwiGLU with "silu")."""
+def gated(gate, up=None, activation="gelu_tanh", *, out=None, device=None):
+    """act(gate) * up in one kernel (a gated FFN: GeGLU with "gelu_tanh" or "gelu", SwiGLU with "silu"). up=None:
+    gate's last dimension holds gate then up (one projection's output for both, torch.nn.functional.glu's split):
+    the result has half its length."""
     if activation not in GATED:
         raise NNError(f"gated: activation is one of {', '.join(GATED)}, not {activation!r}")
-    return _activation("gated", activation, gate, up, out, device)
+    return _activation("gated", activation, gate, up, out, device, halves=up is None)
 
 
 def add(a, b, *, out=None, device=None):

@@ -27,6 +27,8 @@ from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.quant.decode import FORMATS as KERNEL_FORMATS
 from hydroplane.kernels.quant.decode import unit_blocks
 from hydroplane.kernels.quant.source import (
+    K_MAX_PROLOGUE,
+    PROLOGUES,
     REDUCE_THREADS,
     ROWS_THREADS,
     gemm_kernel,
@@ -94,6 +96,41 @@ class Weight:
             return self.device_array
         assert self.host is not None
         return upload(self.host, device)
+
+
+@dataclass(frozen=True)
+class Prologue:
+    """What the decode GEMV computes from its inputs, each workgroup for itself, before its dot products (one row of
+    x, K <= K_MAX_PROLOGUE; kernels/quant/source.py's PROLOGUES): `kind` "norm" (x's RMS norm times `weight`),
+    "add_norm" (s = x + delta, then s's), "postnorm_add_norm" (s = x + rms_norm(delta) * delta_weight, then s's),
+    "gated" (act(x[:K]) * x[K:], x (1, 2K): gate then up; `activation` "gelu_tanh", "gelu" or "silu"). `sum_out`:
+    where s goes (the residual stream's next value), or None. Every array an f32 DeviceArray of the GEMV's device."""
+
+    kind: str
+    weight: DeviceArray | None = None
+    eps: float = 1e-6
+    delta: DeviceArray | None = None
+    delta_weight: DeviceArray | None = None
+    sum_out: DeviceArray | None = None
+    activation: str = "gelu_tanh"
+
+    def arguments(self) -> tuple[dict, dict, dict]:
+        """(buffers, their aliases for the ones not read, constexprs) of the GEMV launch."""
+        buffers, aliases = {}, {}
+        for name, array in (("pw", self.weight), ("pd", self.delta), ("pdw", self.delta_weight),
+                            ("ps", self.sum_out)):
+            if array is None:
+                aliases[name] = "x"
+            else:
+                buffers[name] = array.reshape(-1)
+        constexprs = {"PRO": self.kind, "PACT": self.activation if self.kind == "gated" else "none",
+                      "SUM_OUT": self.sum_out is not None}
+        return buffers, aliases, constexprs
+
+
+def prologue_fits(weight_fmt: str, k: int) -> bool:
+    """Whether the decode GEMV of a (N, k) weight of this format takes a prologue (its unit GEMV runs it)."""
+    return k <= K_MAX_PROLOGUE and units_plan(weight_fmt, 1, 1, k, 32, False) is not None
 
 
 def upload(qw: QuantizedArray, device=None) -> DeviceArray:
@@ -180,23 +217,37 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
     return run_quantized(a, weight_of(b), bias=bias, activation=activation, out=out, device=device)
 
 
-def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, device=None):
-    """act(x @ W.T + bias) for a Weight (host or device blocks): the one core."""
+def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, device=None, out_dtype=None,
+                  col0: int | None = None, prologue: Prologue | None = None):
+    """act(x @ W.T + bias) for a Weight (host or device blocks): the one core. `out_dtype`: the result's dtype (f32,
+    f16, bf16; x's by default). `col0`: out (a DeviceArray (..., N') with N' >= col0 + N) gets the result in its
+    columns col0 .. col0 + N - 1 (several weights' results side by side in one array). `prologue`: the row the
+    GEMV multiplies computed from its inputs (Prologue; x one row of f32 DeviceArray on the device, K of it, 2K
+    for "gated")."""
     if not isinstance(x, DeviceArray):
         try:
             x = np.asarray(x)
         except (TypeError, ValueError) as err:
             raise QuantMatmulError(f"x is not an array ({err})") from None
     kind = _float_kind(x, "x")
-    if len(x.shape) < 1 or x.shape[-1] != weight.k:
+    x_k = weight.k * (2 if prologue is not None and prologue.kind == "gated" else 1)
+    if prologue is not None:
+        if prologue.kind not in PROLOGUES[1:] or not isinstance(x, DeviceArray) or kind != "f32" or \
+                math.prod(x.shape[:-1]) != 1 or not prologue_fits(weight.fmt, weight.k):
+            raise QuantMatmulError(f"a {prologue.kind!r} prologue takes one row of f32 activations on the device and a "
+                                   f"weight whose decode GEMV runs it (K <= {K_MAX_PROLOGUE}); got {kind} "
+                                   f"{tuple(x.shape)}, a {weight.fmt} weight of K={weight.k}")
+    if len(x.shape) < 1 or x.shape[-1] != x_k:
         raise QuantMatmulError(f"matmul of x {tuple(x.shape)} and a {weight.fmt} weight.T of shape "
-                               f"({weight.k}, {weight.n}): x's last dimension must be K={weight.k}")
+                               f"({weight.k}, {weight.n}): x's last dimension must be "
+                               f"{'K=' if x_k == weight.k else f'2K={x_k} (a gated prologue), K='}{weight.k}")
     if activation not in ACTIVATIONS:
         raise QuantMatmulError(f"activation is one of {', '.join(ACTIVATIONS)}, not {activation!r}")
     lead = tuple(x.shape[:-1])
     m, n, k = math.prod(lead), weight.n, weight.k
     shape = (*lead, n)
-    result_dtype = np.dtype(x.dtype)
+    result_dtype = np.dtype(x.dtype) if out_dtype is None else np.dtype(out_dtype)
+    out_kind = _float_kind(np.empty(0, result_dtype), "out_dtype")
     pinned = {a.device for a in (x, bias, out, weight.device_array) if isinstance(a, DeviceArray)}
     if device is not None:
         device = canonical_device(device)
@@ -206,6 +257,8 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
     device = pinned.pop() if pinned else canonical_device(device)
     if isinstance(x, np.ndarray):
         _check_f16_range(x, kind)
+    if bias is not None and col0 is not None:
+        raise QuantMatmulError("bias and col0 together are not supported")
     if bias is not None:
         if isinstance(bias, DeviceArray):
             if bias.shape != (n,) or bias.dtype != result_dtype:
@@ -218,7 +271,13 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
             if not np.can_cast(bias.dtype, result_dtype, "same_kind"):
                 raise QuantMatmulError(f"bias is {bias.dtype}; it is read as {result_dtype}, the result's dtype")
             bias = bias.astype(result_dtype)
-    if out is not None:
+    if col0 is not None:
+        if not isinstance(out, DeviceArray) or col0 < 0 or tuple(out.shape[:-1]) != lead or \
+                out.shape[-1] < col0 + n or np.dtype(out.dtype) != result_dtype:
+            raise QuantMatmulError(f"col0={col0} writes columns of a DeviceArray out of shape {(*lead, 'N')} with N >= "
+                                   f"{col0 + n} in {result_dtype}; got {type(out).__name__} "
+                                   f"{tuple(getattr(out, 'shape', ()))}")
+    elif out is not None:
         if tuple(out.shape) != shape or np.dtype(out.dtype) != result_dtype:
             raise QuantMatmulError(f"out is {np.dtype(out.dtype)} {tuple(out.shape)}; the result is {result_dtype} "
                                    f"{shape}")
@@ -243,16 +302,19 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
                 scratch.append(d)
         xb = _bits(x, kind)
         xarg = xb if isinstance(xb, DeviceArray) else xb.reshape(m, k)
-        barg = d if bias is None else _bits(bias, kind)
+        barg = d if bias is None else _bits(bias, out_kind)
         target = rt.executor.target
         tiles = gemm_tiles(target)
-        if m <= DECODE_ROWS or tiles is None:
-            _gemv(rt, scratch, xarg, blocks, barg, d, weight, m, kind, bias is not None, activation)
+        kinds = (kind, out_kind)
+        ldd, first = (n, 0) if col0 is None else (d.shape[-1], col0)
+        if m <= DECODE_ROWS or tiles is None or prologue is not None:
+            _gemv(rt, scratch, xarg, blocks, barg, d, weight, m, kinds, bias is not None, activation, ldd, first,
+                  prologue)
         else:
-            _gemm(rt, xarg, blocks, barg, d, weight, m, kind, bias is not None, activation, tiles)
+            _gemm(rt, xarg, blocks, barg, d, weight, m, kinds, bias is not None, activation, tiles, ldd, first)
         if on_device:
             return d
-        value = _from_bits(d.numpy() if kind != "bf16" else d.view(np.uint16).numpy(), kind).reshape(shape)
+        value = _from_bits(d.numpy() if out_kind != "bf16" else d.view(np.uint16).numpy(), out_kind).reshape(shape)
         if out is not None:
             np.copyto(out, value)
             return out
@@ -435,19 +497,23 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
                      row_units, (groups, tiles, split))
 
 
-def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str) -> None:
+def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str], has_bias: bool, act: str,
+          ldd: int, col0: int, prologue: Prologue | None) -> None:
     target = rt.executor.target
     sg = target.subgroup_size
     k = weight.k
-    dflat = _flat(d, STORAGE[kind])
+    kind, out_kind = kinds
+    dflat = _flat(d, STORAGE[out_kind])
     xflat = _flat(x)
     bflat = None if not has_bias else _flat(bias)
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
         units = units_plan(weight.fmt, m, n, k, sg, rt.is_reference, UNITS_TUNING.get((weight.fmt, m, n, k)))
         if units is not None:
-            _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight, units, m, n, n0, kind, has_bias, act)
+            _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight, units, m, n, col0 + n0, kinds, has_bias, act,
+                        ldd, prologue)
             continue
+        assert prologue is None  # prologue_fits: only where the unit GEMV runs
         plan = gemv_plan(m, n, k, sg, rt.is_reference)
         partial = plan.split > 1
         part = None
@@ -455,7 +521,7 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, ha
             part = _alloc(rt, np.float32, (plan.split * m * n,))
             scratch.append(part)
         args = {"x": xflat, "w": words, "d": dflat, "M": m, "N": n, "K": k, "row_bytes": weight.row_bytes,
-                "k_split": plan.k_split, "ldd": weight.n, "col_base": n0}
+                "k_split": plan.k_split, "ldd": ldd, "col_base": col0 + n0}
         aliases = {"x4": "x"}
         if part is not None:
             args["part"] = part
@@ -465,21 +531,31 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kind: str, ha
             args["bias"] = bflat
         else:
             aliases["bias"] = "d"
-        _launch(rt, gemv_kernel(kind, kind), dict(FMT=weight.fmt, MR=plan.mr, ROWS=plan.rows, NSG=GEMV_SUBGROUPS,
-                                                  SG=sg, PARTIAL=partial, BIAS=has_bias and not partial,
-                                                  ACT=act if not partial else "none"), plan.grid, args, aliases)
+        _launch(rt, gemv_kernel(kind, out_kind), dict(FMT=weight.fmt, MR=plan.mr, ROWS=plan.rows,
+                                                      NSG=GEMV_SUBGROUPS, SG=sg, PARTIAL=partial,
+                                                      BIAS=has_bias and not partial,
+                                                      ACT=act if not partial else "none"), plan.grid, args, aliases)
         if partial:
-            _reduce_split(rt, part, dflat, bflat, m, n, plan.split, weight.n, n0, kind, has_bias, act)
+            _reduce_split(rt, part, dflat, bflat, m, n, plan.split, ldd, col0 + n0, out_kind, has_bias, act)
 
 
-def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: UnitsPlan, m: int, n: int, n0: int,
-                kind: str, has_bias: bool, act: str) -> None:
+def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: UnitsPlan, m: int, n: int,
+                col_base: int, kinds: tuple[str, str], has_bias: bool, act: str, ldd: int,
+                prologue: Prologue | None) -> None:
     """One window of W through the unit GEMV (and the reduction where K is split)."""
+    kind, out_kind = kinds
     block, nbytes = KERNEL_FORMATS[weight.fmt]
     partial = plan.split > 1
     args = {"x": xflat, "w": words, "d": dflat, "M": m, "N": n, "K": weight.k, "row_units": plan.row_units,
-            "split_units": plan.split_units, "ldd": weight.n, "col_base": n0}
+            "split_units": plan.split_units, "ldd": ldd, "col_base": col_base, "eps": 0.0}
     aliases = {"x4": "x", "w2": "w", "w4": "w"}
+    constexprs = {}
+    if prologue is None:
+        aliases.update({"pw": "x", "pd": "x", "pdw": "x", "ps": "x"})
+    else:
+        buffers, unread, constexprs = prologue.arguments()
+        args.update(buffers, eps=float(prologue.eps))
+        aliases.update(unread)
     part = None
     if partial:
         part = _alloc(rt, np.float32, (plan.split * m * n,))
@@ -491,12 +567,13 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
         args["bias"] = bflat
     else:
         aliases["bias"] = "d"
-    _launch(rt, gemv_units_kernel(kind, kind),
+    _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,
                  ROWS=plan.rows, LPR=plan.lpr, NSG=plan.nsg, SG=rt.executor.target.subgroup_size, PARTIAL=partial,
-                 BIAS=has_bias and not partial, ACT=act if not partial else "none"), plan.grid, args, aliases)
+                 BIAS=has_bias and not partial, ACT=act if not partial else "none", **constexprs), plan.grid, args,
+            aliases)
     if partial:
-        _reduce_split(rt, part, dflat, bflat, m, n, plan.split, weight.n, n0, kind, has_bias, act)
+        _reduce_split(rt, part, dflat, bflat, m, n, plan.split, ldd, col_base, out_kind, has_bias, act)
 
 
 def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int, n0: int, kind: str, has_bias: bool,
@@ -525,8 +602,10 @@ def gemm_tiles(target) -> tuple[int, int, int] | None:
     return max(shapes, key=lambda t: (t[0] * t[1], t[2])) if shapes else None
 
 
-def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: bool, act: str, tiles) -> None:
+def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str], has_bias: bool, act: str, tiles,
+          ldd: int, col0: int) -> None:
     target = rt.executor.target
+    kind, out_kind = kinds
     tm, tn, tk = tiles
     shape = GEMM_SHAPE if tm >= 16 and not target.is_reference else SMALL_GEMM_SHAPE
     wm, wn = shape.get("wm", 2), shape.get("wn", 2)
@@ -537,14 +616,14 @@ def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kind: str, has_bias: b
     k = weight.k
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
-        args = {"x": _flat(x), "w": words, "d": _flat(d, STORAGE[kind]), "M": m, "N": n, "K": k,
-                "row_bytes": weight.row_bytes, "ldd": weight.n, "col_base": n0}
+        args = {"x": _flat(x), "w": words, "d": _flat(d, STORAGE[out_kind]), "M": m, "N": n, "K": k,
+                "row_bytes": weight.row_bytes, "ldd": ldd, "col_base": col0 + n0}
         aliases = {"x4": "x"}
         if has_bias:
             args["bias"] = _flat(bias)
         else:
             aliases["bias"] = "d"
-        _launch(rt, gemm_kernel(kind, kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn,
+        _launch(rt, gemm_kernel(kind, out_kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn,
                                                   KT=kt, SG=target.subgroup_size, BIAS=has_bias, ACT=act, PAD=pad),
                 (ceil_div(n, bn), ceil_div(m, bm)), args, aliases)
 

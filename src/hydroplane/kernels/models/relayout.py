@@ -1,6 +1,6 @@
-"""`relayout_kernel(SRC, DST)`: dst[((b * dst_rows) + row0 + a) * C + c] = src[(a * B + b) * C + c] * scale for a
-source of shape (A, B, C), computed in f32 and rounded once from SRC's storage to DST's (f32, f16, bf16 as in
-kernels/nn).
+"""`relayout_kernel(SRC, DST)`: dst[((b * dst_rows) + row0 + a) * ld + col + c] = src[(a * B + b) * C + c] * scale
+for a source of shape (A, B, C), computed in f32 and rounded once from SRC's storage to DST's (f32, f16, bf16 as in
+kernels/nn). ld = C and col = 0 but where the rows go into columns col .. col + C - 1 of wider rows of ld.
 
 With (A, B, C) = (tokens, heads, dim), dst_rows = the cache's length and row0 = the first new position, it writes
 new keys or values into a (heads, context, dim) cache; with dst_rows = tokens and row0 = 0 it turns queries into
@@ -24,7 +24,8 @@ def relayout_kernel(SRC: str, DST: str):
 
     @kernel_source(local_size=THREADS, name=f"relayout_{SRC}_{DST}")
     def relayout(src: Buffer[STORAGE[SRC], readonly], dst: Buffer[STORAGE[DST]], row0_at: Buffer[s32, readonly],
-                 a_n: s32, b_n: s32, c_n: s32, dst_rows: s32, row0: s32, scale: f32, ROW0_DEVICE: constexpr = False):
+                 a_n: s32, b_n: s32, c_n: s32, dst_rows: s32, row0: s32, scale: f32, ld: s32, col: s32,
+                 ROW0_DEVICE: constexpr = False):
         stride = num_workgroups() * THREADS
         first = row0
         if ROW0_DEVICE:
@@ -34,6 +35,6 @@ def relayout_kernel(SRC: str, DST: str):
             ab = i // c_n
             b = ab % b_n
             a = ab // b_n
-            store(dst, ((b * dst_rows) + first + a) * c_n + c, load(src, i, SRC) * scale, DST)
+            store(dst, ((b * dst_rows) + first + a) * ld + col + c, load(src, i, SRC) * scale, DST)
 
     return relayout

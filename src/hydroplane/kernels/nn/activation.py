@@ -2,7 +2,9 @@
 activation act(gate) * up of a transformer's FFN fused into it.
 
 `activation_kernel(DT, ACT, GATED)`: out[i] = act(x[i]) (* up[i] with GATED), a grid-stride loop, everything in f32
-and rounded once into the storage. The forms (docs/nn.md, "Precision"):
+and rounded once into the storage; HALVES (with GATED): x's rows hold gate then up, `half` elements each, out[t, c] =
+act(x[t, c]) * x[t, half + c] (torch.nn.functional.glu's split, one projection's output for both).
+The forms (docs/nn.md, "Precision"):
 - "silu": x / (1 + exp(-x));
 - "gelu_tanh": x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x³): 0.5 x (1 + tanh u) without its cancellation
   for negative x;
@@ -76,15 +78,23 @@ def activation_kernel(DT: str, ACT: str, GATED: bool):
 
     @kernel_source(local_size=THREADS, name=f"{ACT}{'_gated' if GATED else ''}_{DT}")
     def activation(x: Buffer[ST, readonly], up: Buffer[ST, readonly], out: Buffer[ST], x4: Buffer[V4, readonly],
-                   up4: Buffer[V4, readonly], out4: Buffer[V4], n: s32, WIDE: constexpr):
+                   up4: Buffer[V4, readonly], out4: Buffer[V4], n: s32, half: s32, WIDE: constexpr,
+                   HALVES: constexpr = False):
         stride = num_workgroups() * THREADS
         if WIDE:
             xv = local_array(f32, WIDE)
             uv = local_array(f32, WIDE)
             for c in range(global_id(), n // WIDE, stride):
-                unpack(xv, x4[c], DT, WIDE)
+                at = c
+                if HALVES:  # row t of x: gate then up, half elements each
+                    row = c // (half // WIDE)
+                    at = c + row * (half // WIDE)
+                unpack(xv, x4[at], DT, WIDE)
                 if GATED:
-                    unpack(uv, up4[c], DT, WIDE)
+                    if HALVES:
+                        unpack(uv, x4[at + half // WIDE], DT, WIDE)
+                    else:
+                        unpack(uv, up4[c], DT, WIDE)
                 for j in static_range(WIDE):
                     xv[j] = act(xv[j], ACT)
                     if GATED:
@@ -92,9 +102,15 @@ def activation_kernel(DT: str, ACT: str, GATED: bool):
                 out4[c] = pack(xv, DT, WIDE)
         else:
             for i in range(global_id(), n, stride):
-                v = act(load(x, i, DT), ACT)
+                at = i
+                if HALVES:
+                    at = i + (i // half) * half
+                v = act(load(x, at, DT), ACT)
                 if GATED:
-                    v = v * load(up, i, DT)
+                    if HALVES:
+                        v = v * load(x, at + half, DT)
+                    else:
+                        v = v * load(up, i, DT)
                 store(out, i, v, DT)
 
     return activation

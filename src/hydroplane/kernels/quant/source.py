@@ -30,7 +30,8 @@ import functools
 from dataclasses import dataclass
 
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
-from hydroplane.kernels.nn.common import STORAGE, V4, load, log2_exact, narrow
+from hydroplane.kernels.nn.activation import act
+from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
 from hydroplane.kernels.quant.decode import block_dot, decode8, group_ints, half_of
 from hydroplane.lang import (
     Buffer,
@@ -50,6 +51,7 @@ from hydroplane.lang import (
     minimum,
     num_workgroups,
     readonly,
+    rsqrt,
     s32,
     shared_array,
     static_range,
@@ -99,6 +101,61 @@ def load_x8(xs, slot: constexpr, x4, at, XDT: constexpr):
                     xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
                 else:
                     xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+
+
+# The unit GEMV's prologue (PRO, one row of x: M = 1, K <= K_MAX_PROLOGUE): each workgroup computes the row it
+# multiplies from its inputs into shared memory (f32), so that the kernel before it need not run:
+#   "norm":              h = x * r(x) * pw                      r(v) = rsqrt(mean(v²) + eps), an RMS norm
+#   "add_norm":          s = x + pd;  h = s * r(s) * pw           a residual add, then the next norm
+#   "postnorm_add_norm": s = x + pd * r(pd) * pdw; h = s * r(s) * pw   (Gemma's post-norm, residual, next norm)
+#   "gated":             h = act(x[0:K]) * x[K:2K]               a gated FFN's activation PACT (x: gate, then up)
+# SUM_OUT: workgroup (0, 0, 0) also writes s to ps (the residual stream's next value). The arithmetic is the unfused
+# kernels' (kernels/nn/norm.py, activation.py) in their order; the sums meet as theirs do (`group_sum`).
+PROLOGUES = ("none", "norm", "add_norm", "postnorm_add_norm", "gated")
+K_MAX_PROLOGUE = 4096  # f32 elements of shared memory the prologue's row takes (16 KiB)
+
+
+@func
+def prologue(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO: constexpr, PACT: constexpr, SUM_OUT: constexpr,
+             THREADS: constexpr, NSG: constexpr):
+    """The prologue PRO's row into sx[0:K] (the comment above; sums: NSG f32 of shared scratch), then a barrier."""
+    lid = local_index()
+    if PRO == "gated":
+        for i in range(lid, K, THREADS):
+            sx[i] = act(x[i], PACT) * x[K + i]
+    else:
+        delta_scale = f32(1.0)
+        if PRO == "postnorm_add_norm":
+            acc = f32(0.0)
+            for i in range(lid, K, THREADS):
+                v = pd[i]
+                acc += v * v
+            delta_scale = rsqrt(group_sum(acc, sums, NSG) / f32(K) + eps)
+        total = f32(0.0)
+        for i in range(lid, K, THREADS):
+            s = x[i]
+            if PRO == "add_norm":
+                s = pd[i] + s
+            if PRO == "postnorm_add_norm":
+                s = pd[i] * delta_scale * pdw[i] + s
+            sx[i] = s
+            total += s * s
+        scale = rsqrt(group_sum(total, sums, NSG) / f32(K) + eps)
+        first = workgroup_id(0) == 0 and workgroup_id(1) == 0 and workgroup_id(2) == 0
+        for i in range(lid, K, THREADS):
+            s = sx[i]
+            if SUM_OUT:
+                if first:
+                    ps[i] = s
+            sx[i] = s * scale * pw[i]
+    barrier()
+
+
+@func
+def load_x8_shared(xs, slot: constexpr, sx, at, XDT: constexpr):
+    """The 8 values at element `at` of the prologue's row in shared memory into xs[slot:slot + 8]."""
+    for j in static_range(8):
+        xs[slot + j] = sx[at + j]
 
 
 def gemv_threads(constexprs: dict) -> int:
@@ -188,11 +245,18 @@ def gemv_units_kernel(XDT: str, ODT: str):
     @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
     def quant_gemv_units(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
                          w2: Buffer[V2, readonly], w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
-                         part: Buffer[f32], M: s32, N: s32, K: s32, row_units: s32, split_units: s32, ldd: s32,
-                         col_base: s32, FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr,
-                         LW: constexpr, SPAN: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr,
-                         NSG: constexpr, SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
+                         part: Buffer[f32], pw: Buffer[f32, readonly], pd: Buffer[f32, readonly],
+                         pdw: Buffer[f32, readonly], ps: Buffer[f32], M: s32, N: s32, K: s32, row_units: s32,
+                         split_units: s32, ldd: s32, col_base: s32, eps: f32, FMT: constexpr, BLOCK: constexpr,
+                         BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr, MR: constexpr,
+                         ROWS: constexpr, LPR: constexpr, NSG: constexpr, SG: constexpr, PARTIAL: constexpr,
+                         BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none", PACT: constexpr = "none",
+                         SUM_OUT: constexpr = False):
         CB = 4 * LW  # bytes per load
+        sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
+        sums = shared_array(f32, NSG)
+        if PRO != "none":
+            prologue(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG)
         UNIT_CHUNKS = UB * BYTES // CB
         SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
         lane = lane_id()
@@ -223,16 +287,18 @@ def gemv_units_kernel(XDT: str, ODT: str):
                     load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, 0, UNIT_CHUNKS,
                                LW)
                 for b in static_range(UB):
-                    block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, x4, xoff,
-                              e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x8)
+                    block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum,
+                              sx if PRO != "none" else x4, xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT,
+                              load_x8_shared if PRO != "none" else load_x8)
             else:
                 for b in static_range(UB):
                     FIRST = b * BYTES // CB
                     for r in static_range(ROWS):
                         load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
                                    (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
-                    block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, x4, xoff,
-                              e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x8)
+                    block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum,
+                              sx if PRO != "none" else x4, xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT,
+                              load_x8_shared if PRO != "none" else load_x8)
         for s in static_range(log2_exact(LPR)):
             for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)

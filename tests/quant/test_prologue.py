@@ -1,0 +1,141 @@
+"""The decode GEMV's prologue (ops.quant_matmul.Prologue, kernels/quant/source.py PROLOGUES) and its column writes
+(`col0`) and f32 results of f16 activations (`out_dtype`), against float64 NumPy on gguf's dequantized weights, on
+the reference executor and lavapipe: each prologue over the formats of Gemma 3 270M's projections, inputs with
+negatives, zeros and an extreme, outputs and the running sum poisoned first, the columns beside col0's untouched,
+a split K (the reduction after a prologue), and the refusals."""
+
+import gguf
+import numpy as np
+import pytest
+
+from hydroplane.launch.jit import device_array
+from hydroplane.ops import nn, quant_matmul
+from hydroplane.ops.quant_matmul import Prologue, QuantMatmulError, prologue_fits, run_quantized, weight_of
+from hydroplane.quant import FORMATS, quantize
+
+DEVICES = ["ref", 0]  # 0: lavapipe in the test userland
+BOUND = 2e-3  # relative L2 error against float64
+POISON = -12345.0
+rng = np.random.default_rng()
+
+
+def table(fmt: str, n: int, k: int):
+    w = rng.standard_normal((n, k)).astype(np.float32) * rng.uniform(0.05, 2, (n, 1)).astype(np.float32)
+    w[rng.random((n, k)) < 0.05] = 0
+    qw = quantize(w, fmt)
+    ggml = gguf.GGMLQuantizationType(FORMATS[fmt].ggml_type)
+    return qw, gguf.quants.dequantize(qw.blocks, ggml).astype(np.float64)
+
+
+def row(k: int, scale: float = 1.0) -> np.ndarray:
+    """One row with negatives, zeros and an extreme."""
+    x = (rng.standard_normal(k) * scale).astype(np.float32)
+    x[rng.random(k) < 0.1] = 0.0
+    x[rng.integers(k)] = 40.0 * scale
+    return x
+
+
+def rms(v: np.ndarray, eps: float) -> np.ndarray:
+    v = v.astype(np.float64)
+    return v / np.sqrt(np.mean(v * v) + eps)
+
+
+def rel(got, want) -> float:
+    return float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want))
+
+
+PROJECTIONS = [("q5_0", 96, 640), ("q8_0", 64, 640), ("q4_k", 40, 1024), ("q6_k", 24, 512), ("q4_0", 33, 256)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["norm", "add_norm", "postnorm_add_norm"])
+@pytest.mark.parametrize("fmt, n, k", PROJECTIONS)
+def test_norm_prologues(device, kind, fmt, n, k):
+    eps = 1e-6
+    qw, w64 = table(fmt, n, k)
+    x, delta = row(k, 3.0), row(k, 0.5)
+    weight, delta_weight = row(k) + 1.0, row(k) + 1.0
+    total = x.astype(np.float64)
+    if kind == "add_norm":
+        total = total + delta
+    elif kind == "postnorm_add_norm":
+        total = total + rms(delta, eps) * delta_weight
+    want = (rms(total, eps) * weight) @ w64.T
+    d = {name: device_array(v, device) for name, v in
+         (("x", x[None]), ("w", weight), ("delta", delta), ("dw", delta_weight))}
+    out = device_array(np.full((1, n), POISON, np.float32), device)
+    sum_out = device_array(np.full(k, POISON, np.float32), device) if kind != "norm" else None
+    prologue = Prologue(kind, weight=d["w"], eps=eps, delta=d["delta"] if kind != "norm" else None,
+                        delta_weight=d["dw"] if kind == "postnorm_add_norm" else None, sum_out=sum_out)
+    got = run_quantized(d["x"], weight_of(qw.T), out=out, prologue=prologue)
+    assert got is out
+    assert rel(got.numpy()[0], want) < BOUND
+    if sum_out is not None:
+        np.testing.assert_allclose(sum_out.numpy(), total, rtol=1e-5, atol=1e-5 * np.abs(total).max())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("activation", ["gelu_tanh", "silu", "gelu"])
+@pytest.mark.parametrize("fmt, n, k", [("q6_k", 40, 2048), ("q4_k", 24, 512), ("q5_0", 16, 640)])
+def test_gated_prologue_is_nn_gated_then_the_matmul(device, activation, fmt, n, k):
+    qw, w64 = table(fmt, n, k)
+    gate_up = np.concatenate([row(k, 2.0), row(k)])[None]
+    gated = np.asarray(nn.gated(gate_up[:, :k], gate_up[:, k:], activation, device="ref"), np.float64)
+    want = gated[0] @ w64.T
+    x = device_array(gate_up, device)
+    got = run_quantized(x, weight_of(qw.T), prologue=Prologue("gated", activation=activation))
+    assert got.shape == (1, n) and rel(got.numpy()[0], want) < BOUND
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_columns_of_a_wider_out_and_f32_results_of_f16(device):
+    """Two weights of different formats into the columns of one array (the others untouched); f16 x, f32 out."""
+    k = 512
+    (qa, wa), (qb, wb) = table("q5_0", 48, k), table("q8_0", 16, k)
+    x = row(k).astype(np.float16)[None]
+    out = device_array(np.full((1, 70), POISON, np.float32), device)
+    dx = device_array(x, device)
+    run_quantized(dx, weight_of(qa.T), out=out, col0=0, out_dtype=np.float32)
+    run_quantized(dx, weight_of(qb.T), out=out, col0=48, out_dtype=np.float32)
+    got = out.numpy()[0]
+    assert rel(got[:48], x[0].astype(np.float64) @ wa.T) < BOUND
+    assert rel(got[48:64], x[0].astype(np.float64) @ wb.T) < BOUND
+    assert (got[64:] == POISON).all()
+    m = row(3 * k).reshape(3, k).astype(np.float16)  # several rows: the GEMV's columns of each row
+    wide = device_array(np.full((3, 70), POISON, np.float32), device)
+    run_quantized(device_array(m, device), weight_of(qa.T), out=wide, col0=10, out_dtype=np.float32)
+    got = wide.numpy()
+    assert rel(got[:, 10:58], m.astype(np.float64) @ wa.T) < BOUND
+    assert (got[:, :10] == POISON).all() and (got[:, 58:] == POISON).all()
+
+
+def test_a_prologue_with_a_split_k(monkeypatch):
+    """K split (forced): each range computes the prologue, the reduction adds."""
+    monkeypatch.setitem(quant_matmul.UNITS_TUNING, ("q8_0", 1, 4, 2048), {"lpr": 2, "split": 4})
+    assert quant_matmul.units_plan("q8_0", 1, 4, 2048, 32, True, {"lpr": 2, "split": 4}).split == 4
+    k = 2048
+    qw, w64 = table("q8_0", 4, k)
+    x, weight = row(k), row(k) + 1.0
+    got = run_quantized(device_array(x[None], "ref"), weight_of(qw.T),
+                        prologue=Prologue("norm", weight=device_array(weight, "ref"), eps=1e-5))
+    assert rel(got.numpy()[0], (rms(x, 1e-5) * weight) @ w64.T) < BOUND
+
+
+def test_prologue_refusals():
+    qw, _ = table("q5_0", 8, 640)
+    w = device_array(np.ones(640, np.float32), "ref")
+    norm = Prologue("norm", weight=w)
+    with pytest.raises(QuantMatmulError, match="one row of f32"):
+        run_quantized(device_array(np.ones((2, 640), np.float32), "ref"), weight_of(qw.T), prologue=norm)
+    with pytest.raises(QuantMatmulError, match="one row of f32"):
+        run_quantized(np.ones((1, 640), np.float32), weight_of(qw.T), prologue=norm)
+    with pytest.raises(QuantMatmulError, match="one row of f32"):
+        run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
+                      prologue=Prologue("softmax", weight=w))
+    with pytest.raises(QuantMatmulError, match="2K=1280"):
+        run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
+                      prologue=Prologue("gated"))
+    with pytest.raises(QuantMatmulError, match="col0"):
+        run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
+                      out=device_array(np.ones((1, 8), np.float32), "ref"), col0=4)
+    assert prologue_fits("q5_0", 640) and not prologue_fits("q5_0", 8192) and not prologue_fits("q8_0", 96)
