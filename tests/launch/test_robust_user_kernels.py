@@ -17,7 +17,7 @@ from lang.lang_helpers import validate_compiled
 import hydroplane
 from hydroplane import vk
 from hydroplane.errors import HydroplaneError
-from hydroplane.lang import Buffer, f32, global_id, readonly, s32
+from hydroplane.lang import Buffer, f16, f32, global_id, readonly, s32
 from hydroplane.launch import runtime
 from hydroplane.launch.executors import VulkanExecutor
 from hydroplane.launch.jit import ROBUST_KEY, JitKernel, device_array
@@ -40,6 +40,13 @@ def fill(out: Buffer[f32], value: f32, n: s32):
     i = global_id()
     if i < n:
         out[i] = value
+
+
+@hydroplane.kernel(local_size=64)
+def fill16(out: Buffer[f16], value: f32, n: s32):
+    i = global_id()
+    if i < n:
+        out[i] = f16(value)
 
 
 @pytest.fixture(autouse=True)
@@ -122,6 +129,19 @@ def test_writes_past_the_end_leave_the_neighbouring_arrays_alone():
     np.testing.assert_array_equal(apart[1].numpy(), np.full(N, 7.0, np.float32))
     np.testing.assert_array_equal(apart[0].numpy(), before[0])
     np.testing.assert_array_equal(apart[2].numpy(), before[2])
+
+
+def test_a_robust_binding_ends_at_the_view_s_last_byte_not_a_word_later():
+    """A view of 3 f16 elements (6 bytes) binds exactly its bytes for a user's kernel (the library's word-rounded
+    range would reach the neighbour's first element): a write past its end leaves the next element alone."""
+    rng = np.random.default_rng(6)
+    values = rng.uniform(-4, 4, 16).astype(np.float16)
+    base = device_array(values, device=0)
+    result = fill16[(1,)](base[:3], -1.5, 16)
+    assert result.robustness == "robustBufferAccess2"
+    want = values.copy()
+    want[:3] = -1.5
+    np.testing.assert_array_equal(base.numpy(), want)
 
 
 @pytest.mark.parametrize("kernel,arguments", [

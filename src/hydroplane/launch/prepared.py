@@ -273,18 +273,30 @@ class DeviceArray:
         self.storage.release()
 
     # views -------------------------------------------------------------------------------------------------------
-    def _view(self, shape, strides, offset=None, dtype=None) -> DeviceArray:
+    def _view(self, shape, strides, offset=None, dtype=None, contiguous: bool | None = None) -> DeviceArray:
         """A view of the storage (shape and strides are tuples of ints; made without DeviceArray's checks: a call's
-        host path makes several)."""
-        self._require_live("a view")
+        host path makes several). `contiguous`: True when the caller made C-order strides (not checked again)."""
+        if self.storage.buffer is None:
+            self._require_live("a view")
         arr = DeviceArray.__new__(DeviceArray)
         dtype = self.dtype if dtype is None else np.dtype(dtype)
         arr.runtime, arr.storage, arr.dtype, arr.shape = self.runtime, self.storage, dtype, shape
         arr.layout = Layout(self.layout.offset if offset is None else offset, strides)
         arr.base, arr.format, arr._signature = self.base or self, self.format, None
         arr.size = size = math.prod(shape)
-        arr.contiguous = size <= 1 or all(st == want for st, want, n in zip(
+        arr.contiguous = contiguous or size <= 1 or all(st == want for st, want, n in zip(
             strides, _contiguous_strides(shape, dtype.itemsize), shape) if n != 1)
+        return arr
+
+    def flat(self, dtype=None) -> DeviceArray:
+        """The elements' bytes as a 1-D contiguous view of `dtype` (default: this dtype): reshape(-1).view(dtype)
+        in one step, for a contiguous array whose bytes are a whole number of `dtype` elements (the ops' launch
+        path)."""
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        if not self.contiguous or self.format is not None or (self.size * self.dtype.itemsize) % dtype.itemsize:
+            return self.reshape(-1).view(dtype)
+        arr = self._view(((self.size * self.dtype.itemsize) // dtype.itemsize,), (dtype.itemsize,), dtype=dtype,
+                         contiguous=True)
         return arr
 
     def swapaxes(self, axis1: int, axis2: int) -> DeviceArray:
@@ -314,6 +326,8 @@ class DeviceArray:
         """A contiguous array with another shape (one -1 allowed): a view; a strided array cannot be reshaped."""
         if len(shape) == 1 and isinstance(shape[0], tuple | list):
             shape = tuple(shape[0])
+        if shape == (-1,) and self.contiguous:  # the launch paths' flat view
+            return self._view((self.size,), (self.dtype.itemsize,), contiguous=True)
         shape = tuple(int(s) for s in shape)
         if shape.count(-1) > 1 or any(s < -1 for s in shape):
             raise ArgumentError(f"reshape{shape}: at most one -1 and no other negative size")
@@ -327,7 +341,7 @@ class DeviceArray:
         if not self.contiguous:
             raise ArgumentError(f"reshape of a strided view ({self._describe()}) would need a copy: DeviceArray "
                                 "views never copy")
-        return self._view(shape, _contiguous_strides(shape, self.dtype.itemsize))
+        return self._view(shape, _contiguous_strides(shape, self.dtype.itemsize), contiguous=True)
 
     def view(self, dtype) -> DeviceArray:
         """The same bytes seen as another dtype (the last dimension rescaled, as NumPy's `view`)."""
@@ -342,7 +356,7 @@ class DeviceArray:
         shape = (*self.shape[:-1], last // dtype.itemsize) if self.shape else (nbytes // dtype.itemsize,)
         if self.format is not None and dtype == np.uint8:
             shape = (nbytes,)
-        arr = self._view(shape, _contiguous_strides(shape, dtype.itemsize), dtype=dtype)
+        arr = self._view(shape, _contiguous_strides(shape, dtype.itemsize), dtype=dtype, contiguous=True)
         arr.format = None
         return arr
 
@@ -353,7 +367,7 @@ class DeviceArray:
         if not self.contiguous:
             raise ArgumentError("reinterpret() of a strided view: only a contiguous DeviceArray can be")
         count = self.nbytes // dtype.itemsize
-        arr = self._view((count,), (dtype.itemsize,), dtype=dtype)
+        arr = self._view((count,), (dtype.itemsize,), dtype=dtype, contiguous=True)
         arr.format = None  # a block format's bytes seen as plain words
         return arr
 
@@ -437,6 +451,7 @@ class PreparedLaunch:
         self.label = getattr(spec, "name", "") or "launch"
         self._planned: PlannedLaunch | None = None  # made on the first dispatch, dropped by rebind
         self._plans: dict = {}  # the PlannedLaunches of the bindings seen, by buffer and offset
+        self._by_place: dict = {}  # dispatch_kept: the PlannedLaunch of each set of argument places seen
         self._live = [held for _, held in arrays.values() if isinstance(held, DeviceArray)]
 
     @property
@@ -510,6 +525,15 @@ class PreparedLaunch:
                 for alias in aliases or {}:
                     if _alias_root(aliases or {}, alias) == name:
                         self.rebind(alias, value)
+
+    def keep_plan(self, places: tuple) -> None:
+        """Remember the planned launch of the last dispatch under the arguments' places (dispatch_kept: a later
+        launch of arrays at the same places queues it without rebinding; at most KEPT_PLANS kept)."""
+        if self._planned is None or self._staged:
+            return
+        if len(self._by_place) >= KEPT_PLANS:
+            self._by_place.clear()
+        self._by_place[places] = self._planned
 
     def park(self) -> None:
         """Keep the caller's device arrays only weakly until the next call (an ops plan, a kernel's kept launch):
@@ -701,21 +725,25 @@ def _scalar(p: KernelParam, value):
 
 
 KEPT_LAUNCHES = 256  # launches of device arrays an ops module keeps per executor, by signature
+KEPT_PLANS = 256  # planned launches a kept launch keeps, by its arguments' places (a model's layers each have theirs)
 
 
 def kept_key(spec: Specialization, grid: tuple, arguments: Mapping[str, Any], aliases: Mapping | None):
     """What a launch of device arrays and scalars depends on (None when an argument is anything else, a NumPy array
     say): the specialization, the grid, each array's signature, each scalar's type and value, the aliases."""
-    parts: list = [id(spec), grid, tuple(sorted((aliases or {}).items()))]
-    for name in sorted(arguments):
-        value = arguments[name]
-        if type(value) is DeviceArray:
+    parts: list = [id(spec), grid, tuple(aliases.items()) if aliases else ()]
+    for name, value in arguments.items():  # in the caller's order: another order is another key, never a wrong one
+        kind = type(value)
+        if kind is DeviceArray:
             parts.append((name, value.signature))
-        elif isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
-            parts.append((name, type(value), value))
+        elif kind in _SCALARS or isinstance(value, np.bool_ | np.integer | np.floating):
+            parts.append((name, kind, value))
         else:
             return None
     return tuple(parts)
+
+
+_SCALARS = frozenset((bool, int, float))
 
 
 def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
@@ -726,12 +754,18 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
     runs (the signature fixes their outcome). The caller's arrays are held weakly between launches (park)."""
     key = kept_key(spec, grid, arguments, aliases)
     found = kept.get(key) if key is not None else None
-    if found is not None and all(v.storage.buffer is not None for v in arguments.values()
-                                 if isinstance(v, DeviceArray)):
-        found.rebind_moved(((n, v) for n, v in arguments.items() if isinstance(v, DeviceArray)), aliases)
-        found.dispatch()
-        found.park()
-        return
+    if found is not None:
+        places = _places(arguments)
+        if places is not None:
+            planned = found._by_place.get(places)
+            if planned is not None and not found._staged:  # these buffers at these offsets: planned already
+                found.runtime.launch_planned(planned)
+                return
+            found.rebind_moved(((n, v) for n, v in arguments.items() if type(v) is DeviceArray), aliases)
+            found.dispatch()
+            found.park()
+            found.keep_plan(places)
+            return
     prepared = prepare(executor, kernel, spec, grid, arguments, aliases=aliases)
     if key is None or prepared._owned:  # NumPy arguments (copied in) or staged views: once
         with prepared:
@@ -745,6 +779,23 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
         kept.pop(next(iter(kept))).close()
     prepared.dispatch()
     prepared.park()
+    places = _places(arguments)
+    if places is not None:
+        prepared.keep_plan(places)
+
+
+def _places(arguments: Mapping[str, Any]) -> tuple | None:
+    """Where each device array argument lies, (buffer id, byte offset) by parameter name (None when one was
+    released: the checked path raises). A kept plan binding these places holds their buffers, so the ids stay
+    unique while it lives."""
+    places = []
+    for name, value in arguments.items():
+        if type(value) is DeviceArray:
+            buffer = value.storage.buffer
+            if buffer is None:
+                return None
+            places.append((name, id(buffer), value.layout.offset))
+    return tuple(places)
 
 
 def _alias_root(aliases: Mapping[str, str], name: str) -> str:

@@ -25,6 +25,7 @@ import atexit
 import contextlib
 import ctypes
 import hashlib
+import heapq
 import os
 import sys
 import threading
@@ -222,7 +223,10 @@ class DeviceRuntime:
         # buffer id -> {(start, end): writes}: the accesses recorded since the last barrier
         self._pending: dict[int, dict[tuple[int, int], bool]] = {}
         self._timing = False  # while timing, the runs go out in whole batches (no gap between two timestamps)
-        self._pool: dict[int, list] = {}  # freed Vulkan buffers by size, for the next alloc of that size
+        self._pool: dict[int, list] = {}  # freed Vulkan buffers by size, for the next alloc of that size: a heap
+        # by creation order, so that a step of calls repeated gets the same buffers in the same places (its kept
+        # launches find their plans) whatever order the last step freed them in
+        self._made = 0  # Vulkan buffers made (their creation order)
         self._pooled_bytes = 0
         self.pool_bytes = int(os.environ.get("HYDROPLANE_POOL_BYTES", POOL_BYTES))
         self.executor: Any
@@ -279,7 +283,7 @@ class DeviceRuntime:
             pooled = self._pool.get(nbytes)
             if pooled:
                 self._pooled_bytes -= nbytes
-                buf = pooled.pop()
+                buf = heapq.heappop(pooled)[2]
                 buf._hp_released = False  # a new owner: no graph's release of the old one applies to it
                 return buf
             try:
@@ -289,6 +293,8 @@ class DeviceRuntime:
                 self.trim()
                 buf = self.executor.buffer(nbytes)
             buf._hp_write = buf._hp_access = 0
+            self._made += 1
+            buf._hp_made = self._made
             return buf
 
     def trim(self) -> None:
@@ -298,7 +304,7 @@ class DeviceRuntime:
             self.synchronize()
             pool, self._pool, self._pooled_bytes = self._pool, {}, 0
             for bufs in pool.values():
-                for buf in bufs:
+                for _, _, buf in bufs:
                     self._destroy(buf)
 
     def free(self, buf) -> None:
@@ -319,7 +325,7 @@ class DeviceRuntime:
             buf._hp_released = False  # freed now: a graph that closes later must not free it again
             size = buf.nbytes
             if self._pooled_bytes + size <= self.pool_bytes:
-                self._pool.setdefault(size, []).append(buf)
+                heapq.heappush(self._pool.setdefault(size, []), (getattr(buf, "_hp_made", 0), id(buf), buf))
                 self._pooled_bytes += size
             else:
                 self.stream.after(getattr(buf, "_hp_access", 0), lambda: None if buf.closed else self._destroy(buf))
@@ -402,8 +408,9 @@ class DeviceRuntime:
             return PlannedLaunch(None, reads, writes, keep, label, (kernel, grid, bound, push))
         pipeline = kernel.native
         with self.lock:
-            sets = self.sets.get(pipeline, tuple((b.set, b.binding, b.buffer, b.offset, _range(b)) for b in bound)) \
-                if pipeline.set_layouts else None
+            exact = getattr(kernel, "robustness", None) is not None
+            sets = self.sets.get(pipeline, tuple((b.set, b.binding, b.buffer, b.offset, _range(b, exact))
+                                                 for b in bound)) if pipeline.set_layouts else None
         data = None if not push else push + bytes(-len(push) % 4)
         record = vk.dispatch_recorder(pipeline, sets, data, grid)
         return PlannedLaunch(record, reads, writes, keep + (pipeline, record), label, None)
@@ -598,7 +605,12 @@ def pipeline_cache_file(info) -> Path | None:
     return folder / f"{info.vendor_id:04x}-{info.device_id:04x}-{driver}.bin"
 
 
-def _range(b: Bound) -> int:
+def _range(b: Bound, exact: bool = False) -> int:
+    """The bytes a descriptor binds: the array's, rounded up to whole 32-bit words inside the buffer for the
+    library's kernels (their word bindings of 16-bit data); exactly the array's for a robust pipeline (a user's
+    kernel: robust access then stops at the array's last byte, not the next view's first)."""
+    if exact and b.nbytes > 0:
+        return b.nbytes
     return max(4, -(-b.nbytes // 4) * 4) if b.offset + max(4, -(-b.nbytes // 4) * 4) <= b.buffer.size else \
         b.buffer.size - b.offset
 
