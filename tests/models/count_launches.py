@@ -1,6 +1,6 @@
 """The launches of one captured decode step, by kernel: `python3 tests/models/count_launches.py [--device ref|0]
-[--blocks N]` writes a checkpoint of Gemma 3 270M's shapes and formats (tiny.py, a small vocabulary) and prints
-the captured step's launch count, per kernel name, and the launches of one block."""
+[--blocks N] [--file GGUF]` writes a checkpoint of Gemma 3 270M's shapes and formats (tiny.py, a small vocabulary;
+or loads GGUF, e.g. tools/make_benchmark_gguf.py's) and prints the captured step's launch count per kernel name."""
 
 from __future__ import annotations
 
@@ -49,12 +49,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="ref")
     parser.add_argument("--blocks", type=int, default=2)
+    parser.add_argument("--file", type=Path, help="a GGUF to load instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        model = Model(read_gguf(gemma_shaped(Path(directory), args.blocks)), device=args.device, context=2048)
+        path = args.file or gemma_shaped(Path(directory), args.blocks)
+        model = Model(read_gguf(path), device=args.device, context=2048)
         model.decode_from(5, 3)
         count, names = captured_step(model)
-    print(f"{count} launches a decode step ({args.blocks} blocks; {len(names)} named)")
+    print(f"{count} launches a decode step ({model.config.n_layer} blocks; {len(names)} named)")
     for name, n in collections.Counter(names).most_common():
         print(f"  {n:4d}  {name}")
 

@@ -139,3 +139,41 @@ def test_prologue_refusals():
         run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
                       out=device_array(np.ones((1, 8), np.float32), "ref"), col0=4)
     assert prologue_fits("q5_0", 640) and not prologue_fits("q5_0", 8192) and not prologue_fits("q8_0", 96)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt_a, fmt_b, k", [("q5_0", "q8_0", 640), ("q8_0", "q4_0", 512), ("q4_0", "q5_0", 1024)])
+def test_two_weights_of_two_formats_in_one_launch(device, fmt_a, fmt_b, k):
+    """q | k in Q5_0 and v in Q8_0 (Gemma 3 270M's blocks): one unit GEMV for both, with and without a prologue."""
+    from hydroplane.launch.runtime import capture, runtime
+
+    (qa, wa), (qb, wb) = table(fmt_a, 64, k), table(fmt_b, 32, k)
+    a, b = weight_of(qa.T), weight_of(qb.T)
+    target = runtime(device).executor.target
+    assert quant_matmul.pair_plan(a, b, 1, target.subgroup_size, runtime(device).is_reference) is not None
+    x, weight = row(k, 2.0), row(k) + 1.0
+    want = np.concatenate([x.astype(np.float64) @ wa.T, x.astype(np.float64) @ wb.T])
+    dx = device_array(x[None], device)
+    out = device_array(np.full((1, 96), POISON, np.float32), device)
+    assert run_quantized(dx, a, second=b, out=out) is out
+    assert rel(out.numpy()[0], want) < BOUND
+    normed = rms(x, 1e-6) * weight
+    want = np.concatenate([normed @ wa.T, normed @ wb.T])
+    prologue = Prologue("norm", weight=device_array(weight, device), eps=1e-6)
+    out = device_array(np.full((1, 96), POISON, np.float32), device)
+    with capture(device) as graph:
+        run_quantized(dx, a, second=b, out=out, prologue=prologue)
+    assert graph.launches == 1
+    graph.replay()
+    assert rel(out.numpy()[0], want) < BOUND
+
+
+def test_two_weights_that_cannot_share_a_launch_take_two():
+    (qa, wa), (qb, wb) = table("q4_k", 8, 512), table("q6_k", 8, 512)  # units of 1 block in 16-byte loads, of 2 in 4
+    a, b = weight_of(qa.T), weight_of(qb.T)
+    assert quant_matmul.pair_plan(a, b, 1, 32, True) is None
+    x = row(512)
+    got = run_quantized(device_array(x[None], "ref"), a, second=b)
+    assert rel(got.numpy()[0], np.concatenate([x.astype(np.float64) @ wa.T, x.astype(np.float64) @ wb.T])) < BOUND
+    with pytest.raises(QuantMatmulError, match="second weight"):
+        run_quantized(x[None], a, second=weight_of(table("q8_0", 8, 256)[0].T))

@@ -104,7 +104,8 @@ class _Matrix:
 class _Projection:
     """Weights applied to one input whose results lie side by side in one (T, N) f32 array (q | k | v, gate | up):
     consecutive weights of one format are stacked into one matrix at load, so each run of one format is one
-    matmul (Gemma 3 270M: q, k and v where v is Q5_0 as they are; q and k, then v where v is Q8_0)."""
+    matmul (Gemma 3 270M: q, k and v where v is Q5_0 as they are; q and k, then v where v is Q8_0), and two runs of
+    quantized formats one decode GEMV where ops.quant_matmul.pair_plan finds one for both."""
 
     def __init__(self, model: Model, names: Sequence[str]):
         runs: list[tuple[str, list[str]]] = []
@@ -130,6 +131,9 @@ class _Projection:
         """(T, N) f32: every part's x @ w.T in its columns (the prologue's running sum written by the first only)."""
         if len(self.parts) == 1:
             return self.parts[0][0].apply(model, x, prologue=prologue)
+        if len(self.parts) == 2 and all(matrix.quantized for matrix, _ in self.parts):  # one launch where it can
+            first, second = (weight_of(matrix.device.T) for matrix, _ in self.parts)
+            return run_quantized(x, first, second=second, prologue=prologue, out_dtype=np.float32)
         out = model._empty((x.shape[0], self.n), np.float32)
         for matrix, col in self.parts:
             matrix.apply(model, x, out=out, col0=col, prologue=prologue)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import ml_dtypes
 import numpy as np
@@ -218,12 +218,13 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
 
 
 def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, device=None, out_dtype=None,
-                  col0: int | None = None, prologue: Prologue | None = None):
+                  col0: int | None = None, prologue: Prologue | None = None, second: Weight | None = None):
     """act(x @ W.T + bias) for a Weight (host or device blocks): the one core. `out_dtype`: the result's dtype (f32,
     f16, bf16; x's by default). `col0`: out (a DeviceArray (..., N') with N' >= col0 + N) gets the result in its
     columns col0 .. col0 + N - 1 (several weights' results side by side in one array). `prologue`: the row the
     GEMV multiplies computed from its inputs (Prologue; x one row of f32 DeviceArray on the device, K of it, 2K
-    for "gated")."""
+    for "gated"). `second`: a weight of the same K whose results follow W's (N = W's rows + its rows): one launch
+    of the unit GEMV for both where `pair_plan` finds one, else a launch each."""
     if not isinstance(x, DeviceArray):
         try:
             x = np.asarray(x)
@@ -245,6 +246,10 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
         raise QuantMatmulError(f"activation is one of {', '.join(ACTIVATIONS)}, not {activation!r}")
     lead = tuple(x.shape[:-1])
     m, n, k = math.prod(lead), weight.n, weight.k
+    if second is not None:
+        if second.k != k or bias is not None:
+            raise QuantMatmulError(f"a second weight takes the first's K={k} (not {second.k}) and no bias")
+        n += second.n
     shape = (*lead, n)
     result_dtype = np.dtype(x.dtype) if out_dtype is None else np.dtype(out_dtype)
     out_kind = _float_kind(np.empty(0, result_dtype), "out_dtype")
@@ -292,6 +297,7 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
             return out
         return _device_copy(rt, empty) if on_device else empty
     blocks = weight.on(device)
+    blocks_b = second.on(device) if second is not None else None
     scratch: list[DeviceArray] = []
     try:
         if isinstance(out, DeviceArray):
@@ -307,11 +313,23 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
         tiles = gemm_tiles(target)
         kinds = (kind, out_kind)
         ldd, first = (n, 0) if col0 is None else (d.shape[-1], col0)
-        if m <= DECODE_ROWS or tiles is None or prologue is not None:
-            _gemv(rt, scratch, xarg, blocks, barg, d, weight, m, kinds, bias is not None, activation, ldd, first,
-                  prologue)
+        pair = None
+        if second is not None:
+            pair = pair_plan(weight, second, m, target.subgroup_size, rt.is_reference)
+        if pair is not None:
+            assert second is not None and blocks_b is not None
+            _gemv_units(rt, scratch, _flat(xarg), _words(blocks), None, _flat(d, STORAGE[out_kind]), weight, pair,
+                        m, n, first, kinds, False, activation, ldd, prologue, (second, _words(blocks_b)))
         else:
-            _gemm(rt, xarg, blocks, barg, d, weight, m, kinds, bias is not None, activation, tiles, ldd, first)
+            for w, b, c in ((weight, blocks, first), (second, blocks_b, first + weight.n)):
+                if w is None:
+                    continue
+                if m <= DECODE_ROWS or tiles is None or prologue is not None:
+                    _gemv(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, ldd, c, prologue)
+                else:
+                    _gemm(rt, xarg, b, barg, d, w, m, kinds, bias is not None, activation, tiles, ldd, c)
+                if prologue is not None:
+                    prologue = replace(prologue, sum_out=None)  # the running sum written once
         if on_device:
             return d
         value = _from_bits(d.numpy() if out_kind != "bf16" else d.view(np.uint16).numpy(), out_kind).reshape(shape)
@@ -497,6 +515,22 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
                      row_units, (groups, tiles, split))
 
 
+def pair_plan(a: Weight, b: Weight, m: int, sg: int, reference: bool) -> UnitsPlan | None:
+    """The unit GEMV's plan for a's rows and then b's in one launch (each in its own format), or None where one
+    launch cannot take both: a different K or block size, unit geometries (load width, blocks per unit, units per
+    row) that differ, a weight over one binding, M beyond the GEMV's, a's rows not a multiple of the plan's ROWS."""
+    if a.k != b.k or m > DECODE_ROWS or KERNEL_FORMATS[a.fmt][0] != KERNEL_FORMATS[b.fmt][0] or \
+            any(w.n * w.row_bytes > BIND_LIMIT for w in (a, b)):
+        return None
+    n = a.n + b.n
+    plan = units_plan(a.fmt, m, n, a.k, sg, reference, UNITS_TUNING.get((a.fmt, m, n, a.k)))
+    other = units_plan(b.fmt, m, n, b.k, sg, reference, {"lw": plan.lw} if plan is not None else None)
+    if plan is None or other is None or (plan.lw, plan.ub, plan.row_units) != (other.lw, other.ub, other.row_units) \
+            or a.n % plan.rows:
+        return None
+    return plan
+
+
 def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str], has_bias: bool, act: str,
           ldd: int, col0: int, prologue: Prologue | None) -> None:
     target = rt.executor.target
@@ -541,21 +575,31 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
 
 def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: UnitsPlan, m: int, n: int,
                 col_base: int, kinds: tuple[str, str], has_bias: bool, act: str, ldd: int,
-                prologue: Prologue | None) -> None:
-    """One window of W through the unit GEMV (and the reduction where K is split)."""
+                prologue: Prologue | None, second: tuple[Weight, DeviceArray] | None = None) -> None:
+    """One window of W through the unit GEMV (and the reduction where K is split); `second`: (a weight, its words)
+    whose rows follow W's in the same launch (pair_plan)."""
     kind, out_kind = kinds
     block, nbytes = KERNEL_FORMATS[weight.fmt]
     partial = plan.split > 1
     args = {"x": xflat, "w": words, "d": dflat, "M": m, "N": n, "K": weight.k, "row_units": plan.row_units,
-            "split_units": plan.split_units, "ldd": ldd, "col_base": col_base, "eps": 0.0}
+            "split_units": plan.split_units, "ldd": ldd, "col_base": col_base, "eps": 0.0, "n_first": n}
     aliases = {"x4": "x", "w2": "w", "w4": "w"}
-    constexprs = {}
+    constexprs: dict = {}
+    if second is None:
+        aliases.update({"wb": "w", "wb2": "w", "wb4": "w"})
+    else:
+        weight_b, words_b = second
+        nbytes_b = KERNEL_FORMATS[weight_b.fmt][1]
+        args.update(wb=words_b, n_first=weight.n)
+        aliases.update({"wb2": "wb", "wb4": "wb"})
+        constexprs.update(FMT2=weight_b.fmt, BYTES2=nbytes_b, SPAN2=plan.ub * nbytes_b * plan.rows <= UNITS_SPAN_BYTES)
     if prologue is None:
         aliases.update({"pw": "x", "pd": "x", "pdw": "x", "ps": "x"})
     else:
-        buffers, unread, constexprs = prologue.arguments()
+        buffers, unread, pro_constexprs = prologue.arguments()
         args.update(buffers, eps=float(prologue.eps))
         aliases.update(unread)
+        constexprs.update(pro_constexprs)
     part = None
     if partial:
         part = _alloc(rt, np.float32, (plan.split * m * n,))
@@ -685,5 +729,5 @@ def quantized_rows(qw, ids, dtype=np.float32, *, device=None):
             made.release()
 
 
-__all__ = ["KERNEL_FORMATS", "QuantMatmulError", "Weight", "is_quantized", "matmul", "quantized_rows",
-           "run_quantized", "upload", "weight_of"]
+__all__ = ["KERNEL_FORMATS", "Prologue", "QuantMatmulError", "Weight", "is_quantized", "matmul", "pair_plan",
+           "prologue_fits", "quantized_rows", "run_quantized", "upload", "weight_of"]

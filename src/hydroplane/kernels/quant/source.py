@@ -232,6 +232,33 @@ def load_words(words, BASE: constexpr, w4, w2, w1, chunk0, FIRST: constexpr, COU
             words[BASE + c] = w1[chunk0 + FIRST + c]
 
 
+@func
+def unit_loop(acc, words, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub, FMT: constexpr,
+              BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr, MR: constexpr,
+              ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr):
+    """acc += the lane's units u_begin + sub, + LPR, ... < u_end of the ROWS rows of W (in FMT) whose first units
+    rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop)."""
+    CB = 4 * LW  # bytes per load
+    UNIT_CHUNKS = UB * BYTES // CB
+    SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
+    for u in range(u_begin + sub, u_end, LPR):
+        e0 = u * UB * BLOCK
+        if SPAN:
+            for r in static_range(ROWS):
+                load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, 0, UNIT_CHUNKS, LW)
+            for b in static_range(UB):
+                block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff, e0 + b * BLOCK,
+                          FMT, MR, ROWS, XDT, load_x)
+        else:
+            for b in static_range(UB):
+                FIRST = b * BYTES // CB
+                for r in static_range(ROWS):
+                    load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
+                               (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
+                block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
+                          e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
+
+
 @functools.cache
 def gemv_units_kernel(XDT: str, ODT: str):
     """The decode GEMV over whole units of blocks (decode.py's `block_dot`): LPR neighbouring lanes share ROWS rows of
@@ -239,26 +266,27 @@ def gemv_units_kernel(XDT: str, ODT: str):
     ... of its K range, each unit UB blocks starting on a multiple of the load width LW (words); a unit's words are
     loaded together for every row (SPAN: the whole unit, else block by block) and decoded at compile-time offsets
     against MR rows of x, each activation read once for the ROWS rows. The LPR lanes' sums meet in shuffles; with
-    SPLIT K ranges (grid z) the partial sums go to `part` for reduce_kernel."""
+    SPLIT K ranges (grid z) the partial sums go to `part` for reduce_kernel. FMT2: a second weight wb (its own
+    format, BYTES2 and SPAN2; the same BLOCK, UB and LW) whose rows follow w's n_first rows in the output (one
+    launch for two weights of different formats: n_first a multiple of ROWS)."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
     def quant_gemv_units(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
                          w2: Buffer[V2, readonly], w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS],
                          part: Buffer[f32], pw: Buffer[f32, readonly], pd: Buffer[f32, readonly],
-                         pdw: Buffer[f32, readonly], ps: Buffer[f32], M: s32, N: s32, K: s32, row_units: s32,
-                         split_units: s32, ldd: s32, col_base: s32, eps: f32, FMT: constexpr, BLOCK: constexpr,
-                         BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr, MR: constexpr,
-                         ROWS: constexpr, LPR: constexpr, NSG: constexpr, SG: constexpr, PARTIAL: constexpr,
-                         BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none", PACT: constexpr = "none",
-                         SUM_OUT: constexpr = False):
-        CB = 4 * LW  # bytes per load
+                         pdw: Buffer[f32, readonly], ps: Buffer[f32], wb: Buffer[u32, readonly],
+                         wb2: Buffer[V2, readonly], wb4: Buffer[V4, readonly], M: s32, N: s32, K: s32,
+                         row_units: s32, split_units: s32, ldd: s32, col_base: s32, eps: f32, n_first: s32,
+                         FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr,
+                         SPAN: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr, NSG: constexpr,
+                         SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none",
+                         PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
+                         BYTES2: constexpr = 0, SPAN2: constexpr = False):
         sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
         sums = shared_array(f32, NSG)
         if PRO != "none":
             prologue(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG)
-        UNIT_CHUNKS = UB * BYTES // CB
-        SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
         lane = lane_id()
         sub = lane % LPR
         n0 = ((workgroup_id(0) * NSG + subgroup_id()) * (SG // LPR) + lane // LPR) * ROWS
@@ -273,32 +301,32 @@ def gemv_units_kernel(XDT: str, ODT: str):
         xsum = local_array(f32, MR)
         xs = local_array(f32, MR * 8)
         wv = local_array(f32, 8)
-        words = local_array(u32, ROWS * SPAN_CHUNKS * LW)
+        CB = 4 * LW  # bytes per load
+        CHUNKS = UB * BYTES // CB if SPAN else (BYTES + 2 * CB - 2) // CB
+        CHUNKS2 = (UB * BYTES2 // CB if SPAN2 else (BYTES2 + 2 * CB - 2) // CB) if FMT2 != "" else 1
+        words = local_array(u32, ROWS * (CHUNKS if CHUNKS > CHUNKS2 else CHUNKS2) * LW)
         xoff = local_array(s32, MR)
         for m in static_range(MR):
             xoff[m] = minimum(m0 + m, M - 1) * K
         rowc = local_array(s32, ROWS)
-        for r in static_range(ROWS):
-            rowc[r] = minimum(n0 + r, N - 1) * row_units
-        for u in range(u_begin + sub, u_end, LPR):
-            e0 = u * UB * BLOCK
-            if SPAN:
-                for r in static_range(ROWS):
-                    load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, 0, UNIT_CHUNKS,
-                               LW)
-                for b in static_range(UB):
-                    block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum,
-                              sx if PRO != "none" else x4, xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT,
-                              load_x8_shared if PRO != "none" else load_x8)
-            else:
-                for b in static_range(UB):
-                    FIRST = b * BYTES // CB
-                    for r in static_range(ROWS):
-                        load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
-                                   (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
-                    block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum,
-                              sx if PRO != "none" else x4, xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT,
-                              load_x8_shared if PRO != "none" else load_x8)
+        if FMT2 == "":
+            for r in static_range(ROWS):
+                rowc[r] = minimum(n0 + r, N - 1) * row_units
+            unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc, u_begin,
+                      u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
+                      load_x8_shared if PRO != "none" else load_x8)
+        elif n0 < n_first:  # rows of w (FMT) ...
+            for r in static_range(ROWS):
+                rowc[r] = minimum(n0 + r, n_first - 1) * row_units
+            unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc, u_begin,
+                      u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
+                      load_x8_shared if PRO != "none" else load_x8)
+        else:  # ... or of wb (FMT2), the rows after them
+            for r in static_range(ROWS):
+                rowc[r] = minimum(n0 - n_first + r, N - n_first - 1) * row_units
+            unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, wb4, wb2, wb, rowc,
+                      u_begin, u_end, sub, FMT2, BLOCK, BYTES2, UB, LW, SPAN2, MR, ROWS, LPR, XDT,
+                      load_x8_shared if PRO != "none" else load_x8)
         for s in static_range(log2_exact(LPR)):
             for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
