@@ -784,6 +784,33 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
         prepared.keep_plan(places)
 
 
+def places_of(arrays) -> tuple | None:
+    """Where each DeviceArray of `arrays` (a sequence; None entries kept as None) lies: (buffer id, byte offset);
+    None when one was released. The key of a planned call's launches at those places (`planned_of`): the plans
+    hold the buffers they bind, so the ids stay unique while they live."""
+    places = []
+    for x in arrays:
+        if x is None:
+            places.append(None)
+            continue
+        buffer = x.storage.buffer
+        if buffer is None:
+            return None
+        places.append((id(buffer), x.layout.offset))
+    return tuple(places)
+
+
+def planned_of(launches) -> tuple | None:
+    """The planned launches of PreparedLaunches as their last dispatch queued them (None when one has none or
+    stages a view through a copy): queued again with `launch_planned`, they repeat that dispatch."""
+    found = []
+    for launch in launches:
+        if launch._planned is None or launch._staged:
+            return None
+        found.append(launch._planned)
+    return tuple(found)
+
+
 def _places(arguments: Mapping[str, Any]) -> tuple | None:
     """Where each device array argument lies, (buffer id, byte offset) by parameter name (None when one was
     released: the checked path raises). A kept plan binding these places holds their buffers, so the ids stay
@@ -818,6 +845,6 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
     return tuple(int(d) for d in (*dims, *(1,) * (3 - len(dims))))  # type: ignore[return-value]
 
 
-__all__ = ["WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError", "Storage",
-           "WeakStorage", "dispatch_kept", "grid_of", "kept_key", "numpy_dtype", "prepare", "real_storage",
-           "signature_of"]
+__all__ = ["KEPT_PLANS", "WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError",
+           "Storage", "WeakStorage", "dispatch_kept", "grid_of", "kept_key", "numpy_dtype", "places_of", "planned_of",
+           "prepare", "real_storage", "signature_of"]
