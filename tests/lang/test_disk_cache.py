@@ -1,16 +1,25 @@
-"""The library kernels' specializations kept on disk (lang/disk_cache.py): a second process's compile of the same
+"""What a first call computes kept on disk (lang/disk_cache.py): a second process's compile of the same
 specialization loads the first one's, the words equal; a changed constexpr is another entry; user kernels and
-HYDROPLANE_DISK_CACHE=0 keep nothing."""
+HYDROPLANE_DISK_CACHE=0 keep nothing. The CompiledKernel of the same words, the limits read from them and
+spirv-val's acceptance are kept too: a warm process (a subprocess with the first one's cache folder) compiles,
+lowers and validates nothing."""
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
+import subprocess
+import sys
+from dataclasses import replace
 
 import pytest
+from conftest import REPO
 
 from hydroplane.kernels.gemm import copy as gemm_copy
 from hydroplane.lang import Buffer, disk_cache, f32, global_id, kernel_source
 from hydroplane.lang import compiler as compiler_module
+from hydroplane.launch.limits import check_target_limits
 from hydroplane.spirv.target import Target
 
 
@@ -91,3 +100,97 @@ def test_users_kernels_and_the_switch_keep_no_file(tmp_path, monkeypatch, off):
     else:
         _users_kernel.compile(Target.reference())
     assert not (tmp_path / "hydroplane").exists()
+
+
+# A process that counts what its first calls compute: the language compiler's runs, spirv's compile_kernel (lower,
+# check, reflect), the limits' reading of the words and spirv-val's runs; then prints the counts and a result.
+COUNTING_PROCESS = """
+import json, sys
+import numpy as np
+import hydroplane
+from hydroplane.lang import compiler, disk_cache
+from hydroplane.launch import limits
+counts = {"language compiler": 0, "compile_kernel": 0, "limits read the words": 0, "spirv-val": 0}
+
+def counted(owner, name, what):
+    original = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        counts[what] += 1
+        return original(*args, **kwargs)
+    setattr(owner, name, wrapper)
+
+counted(compiler, "_compile_kernel", "language compiler")
+counted(disk_cache, "compile_kernel", "compile_kernel")
+counted(limits, "_checked_words", "limits read the words")
+counted(limits, "validate", "spirv-val")
+device = sys.argv[1] if sys.argv[1] == "ref" else int(sys.argv[1])
+x = (np.arange(64 * 32).reshape(64, 32) / 1000).astype(np.float16)
+w = (np.arange(48 * 32).reshape(48, 32) / 1000).astype(np.float16)
+y = hydroplane.matmul(x, w.T, device=device)
+print(json.dumps({"counts": counts, "sum": float(np.asarray(y).sum())}))
+"""
+
+
+def _counting_process(tmp_path, device: str) -> dict:
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), HYDROPLANE_DISK_CACHE="1",
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", COUNTING_PROCESS, device], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("device", ["0", "ref"])
+def test_a_warm_process_compiles_lowers_and_validates_nothing(tmp_path, device):
+    """The second process with the first one's cache folder: no language compile, no lowering, no reading of the
+    words for the limits, no spirv-val; the same result."""
+    cold = _counting_process(tmp_path, device)
+    assert cold["counts"]["language compiler"] > 0 and cold["counts"]["compile_kernel"] > 0, cold
+    assert cold["counts"]["limits read the words"] > 0, cold
+    assert device == "ref" or cold["counts"]["spirv-val"] > 0, cold  # the reference executor runs no spirv-val
+    warm = _counting_process(tmp_path, device)
+    assert warm["counts"] == dict.fromkeys(cold["counts"], 0), warm
+    assert warm["sum"] == cold["sum"]
+    for kind in ("spirv", "compiled", "limits") + (("validated",) if device != "ref" else ()):
+        assert any((tmp_path / "hydroplane" / kind).iterdir()), kind
+
+
+def test_compiled_kernels_and_limits_are_kept_by_their_words(tmp_path, monkeypatch):
+    """spirv's CompiledKernel of the same words and target comes from the disk (with this process's Target); other
+    words, another entry or another target are other entries; a damaged entry is compiled again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    target = Target.reference()
+    words = _library_kernel().spirv(target, **CONSTEXPRS)
+    first = disk_cache.compiled_kernel(words, target)
+    files = list((tmp_path / "hydroplane" / "compiled").glob("*.pkl"))
+    assert len(files) == 1
+    calls = []
+    monkeypatch.setattr(disk_cache, "compile_kernel", lambda *a: calls.append(a))
+    again = disk_cache.compiled_kernel(words, target)
+    assert calls == [] and again == first and again.target is target and again.locations == first.locations
+    other = _library_kernel().spirv(target, TX=8, TY=8, ROWS=1)
+    disk_cache.compiled_kernel(other, target)
+    disk_cache.compiled_kernel(words, replace(target, name="another"))
+    assert len(calls) == 2
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "1")
+    files[0].write_bytes(b"not a pickle")
+    assert disk_cache.compiled_kernel(words, target) == first
+    assert check_target_limits(first, target) == check_target_limits(first, target)  # written, then read
+    assert len(list((tmp_path / "hydroplane" / "limits").glob("*.pkl"))) == 1
+
+
+def test_a_failed_check_keeps_nothing(tmp_path, monkeypatch):
+    """`cached` writes only what `make` returned: a check that raised is not remembered as passed."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    key = disk_cache.digest_of(b"words", "main")
+
+    def refuse():
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError):
+        disk_cache.cached("limits", key, refuse)
+    assert disk_cache.cached("limits", key, lambda: 7) == 7
+    assert disk_cache.cached("limits", key, refuse) == 7  # read back, `make` not called
+    assert disk_cache.digest_of(b"words", "main") != disk_cache.digest_of(b"words", "other")

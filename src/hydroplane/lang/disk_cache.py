@@ -1,14 +1,24 @@
-"""The library kernels' compiled specializations kept on disk between processes, so that a call at a shape an
-earlier process saw does not compile its kernels again.
+"""What a first call computes kept on disk between processes, so that a call at a shape an earlier process saw
+neither compiles its kernels nor lowers and validates their words again.
 
-    $XDG_CACHE_HOME/hydroplane/spirv/KEY.pkl      (~/.cache when XDG_CACHE_HOME is unset)
+    $XDG_CACHE_HOME/hydroplane/spirv/KEY.pkl       (~/.cache when XDG_CACHE_HOME is unset)
+        the library kernels' specializations (the language compiler's output: words and interface)
+    $XDG_CACHE_HOME/hydroplane/compiled/KEY.pkl
+        a module's CompiledKernel for a target (spirv.compile_kernel: lowered, checked, reflected)
+    $XDG_CACHE_HOME/hydroplane/limits/KEY.pkl
+        what launch.limits reads from a module's words (its shared memory; the checks of the words alone passed)
+    $XDG_CACHE_HOME/hydroplane/validated/KEY
+        an empty file: spirv-val accepted these words with these options (launch.limits.check_with_validator)
 
-KEY is a SHA-256 of: the source bytes of every module of the installed hydroplane package (any change of the
-library, its kernels or its compiler misses), the kernel's module and name, its constexprs and the target, each
-written canonically (sets sorted, dataclasses by their fields). Only kernels defined inside the package are kept (a
-user's kernel may call helpers from anywhere); a constexpr whose text names a memory address (a function, an
-object without a value form) is not kept. `HYDROPLANE_DISK_CACHE=0` turns the disk caches off (this one and the
-driver's pipeline cache, launch.runtime). A file that cannot be read back is ignored and written again.
+Every KEY starts from a SHA-256 of the source bytes of every module of the installed hydroplane package (any
+change of the library, its kernels, its compiler or its lowering misses). A specialization's key adds the
+kernel's module and name, its constexprs and the target, each written canonically (sets sorted, dataclasses by
+their fields): only kernels defined inside the package are kept (a user's kernel may call helpers from anywhere),
+and a constexpr whose text names a memory address (a function, an object without a value form) is not kept. A
+CompiledKernel's key adds the SHA-256 of the words, the entry point and the target's text; the limits' the words'
+SHA-256 and the entry point; a validation's the words' SHA-256, the options and the validator file (its path, size
+and time of change): these hold for any words, a user's too. `HYDROPLANE_DISK_CACHE=0` turns the disk caches off
+(these and the driver's pipeline cache, launch.runtime). A file that cannot be read back is ignored and written again.
 """
 
 from __future__ import annotations
@@ -20,7 +30,12 @@ import hashlib
 import os
 import pickle
 import types
+from dataclasses import replace
 from pathlib import Path
+
+from hydroplane.spirv.binary import as_words, to_bytes
+from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
+from hydroplane.spirv.target import Target
 
 PACKAGE = Path(__file__).resolve().parent.parent  # src/hydroplane (or site-packages/hydroplane)
 
@@ -97,8 +112,62 @@ def key_of(fn, name: str, local_size, constexprs: dict, target) -> str | None:
     return hashlib.sha256(f"{package_digest()}\n{text}".encode()).hexdigest()
 
 
-def load(key: str):
-    folder = cache_folder("spirv")
+def digest_of(*parts) -> str:
+    """A cache key: the package's digest and `parts` (bytes, or anything with a canonical text) under one SHA-256."""
+    digest = hashlib.sha256(package_digest().encode())
+    for part in parts:
+        digest.update(b"\n")
+        digest.update(part if isinstance(part, bytes | bytearray) else canonical(part).encode())
+    return digest.hexdigest()
+
+
+def compiled_kernel(words, target: Target, entry: str = "main") -> CompiledKernel:
+    """spirv's `compile_kernel(words, target, entry)`, kept on disk by the words' SHA-256, the entry and the target
+    (the first call of a later process reads it instead of lowering, checking and reflecting again)."""
+    target_text = canonical(target) if enabled() else " at 0x"
+    key = None if " at 0x" in target_text else \
+        digest_of(hashlib.sha256(to_bytes(as_words(words))).digest(), entry.encode(), target_text.encode())
+    found = load(key, "compiled") if key is not None else None
+    if isinstance(found, CompiledKernel) and found.target == target and found.entry == entry:
+        return replace(found, target=target)  # this process's Target: one object per device
+    compiled = compile_kernel(words, target, entry)
+    if key is not None:
+        store(key, compiled, "compiled")
+    return compiled
+
+
+def cached(kind: str, key: str | None, make):
+    """`make()`'s value kept on disk under `kind`/`key` (a key from `digest_of`; None: not kept): read when an
+    earlier process wrote it, else made and written. What `make` raises is raised and nothing is kept."""
+    if key is not None:
+        found = load(key, kind)
+        if found is not None:
+            return found
+    value = make()
+    if key is not None:
+        store(key, value, kind)
+    return value
+
+
+def remembered(kind: str, key: str) -> bool:
+    """Whether a fact of `kind` (an empty file named by its key) was recorded by `remember` in any process."""
+    folder = cache_folder(kind)
+    return folder is not None and (folder / key).is_file()
+
+
+def remember(kind: str, key: str) -> None:
+    folder = cache_folder(kind)
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / key).touch()
+    except OSError:
+        pass
+
+
+def load(key: str, kind: str = "spirv"):
+    folder = cache_folder(kind)
     if folder is None:
         return None
     try:
@@ -108,9 +177,9 @@ def load(key: str):
         return None
 
 
-def store(key: str, value) -> None:
+def store(key: str, value, kind: str = "spirv") -> None:
     """Write atomically (a temporary file renamed); a folder that cannot be written is passed over."""
-    folder = cache_folder("spirv")
+    folder = cache_folder(kind)
     if folder is None:
         return
     try:

@@ -11,7 +11,8 @@ types, push-constant size, spec constants packed by their declared types, grid l
 reference executor as `ReferenceExecutor` (a checking `hydroplane.ref.Executor`), a Vulkan device
 as `VulkanExecutor`. Options are explicit keywords; a misspelled one is a TypeError.
 
-This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk and launch.checks/limits.
+This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk, launch.checks/limits and
+lang.disk_cache (what earlier processes lowered).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hydroplane import vk
+from hydroplane.lang import disk_cache
 from hydroplane.launch.checks import (
     BindingError,
     GridError,
@@ -162,7 +164,7 @@ class ReferenceExecutor(_RefExecutor):
         """`validate` and `robust` are the Vulkan executor's (spirv-val before the driver; robust buffer access for
         the pipeline); the reference executor runs any module and diagnoses it itself, out-of-bounds accesses
         included: it takes the keywords, so one call fits both, and ignores them."""
-        compiled = compile_kernel(words, self.target, entry)
+        compiled = disk_cache.compiled_kernel(words, self.target, entry)
         packed = pack_spec_constants(compiled.interface, spec)
         check_target_limits(compiled, self.target, packed)
         native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size,
@@ -268,7 +270,8 @@ class VulkanExecutor:
         (`user_kernel_robustness`; None: it runs as every other pipeline, without)."""
         if validate:
             check_with_validator(_source_words(words), self.target.env, self.validator_layouts)
-        compiled = compile_kernel(words, self.target, entry)  # lowered for the device; unreported shapes refused
+        # lowered for the device (unreported shapes refused), or what an earlier process lowered from these words
+        compiled = disk_cache.compiled_kernel(words, self.target, entry)
         iface = compiled.interface
         check_entry(iface, entry)
         packed = pack_spec_constants(iface, spec)

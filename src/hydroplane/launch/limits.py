@@ -18,22 +18,25 @@ spirv-val rejects. So every launch checks first, the same on every executor:
   cached per module; when spirv-val is missing it says so once on stderr and lets the module pass.
 
 Each refusal is a `LimitError` (a LaunchError) whose one-line message names the limit and its value.
-Imports launch.checks and spirv only.
+Imports launch.checks, spirv and lang.disk_cache (what earlier processes read from the same words, and what
+spirv-val accepted) only.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from collections.abc import Mapping
 
+from hydroplane.lang import disk_cache
 from hydroplane.launch.checks import BindingError, LaunchError, binding_key, binding_name, check_entry
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.binary import SpirvError, as_words, decode, to_bytes
 from hydroplane.spirv.compiled import CompiledKernel
 from hydroplane.spirv.enums import Decoration, StorageClass
 from hydroplane.spirv.target import Target
-from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, ValidatorTooOld, validate
+from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, ValidatorTooOld, find_validator, validate
 
 Op = grammar.Op
 
@@ -192,6 +195,19 @@ def _check_matrices(compiled: CompiledKernel, target: Target) -> None:
                              f"cooperativeMatrixFlexibleDimensionsMaxDimension {limit}")
 
 
+def _checked_words(compiled: CompiledKernel) -> int:
+    """What check_target_limits reads from the words alone (an entry function, positive matrix dimensions, inputs
+    that are built-ins: raised when not), and the shared memory they declare; kept on disk by the words' hash."""
+    module = decode(compiled.words)
+    try:
+        _check_entry_function(module, compiled.entry)
+        _check_matrix_dimensions(module)
+        _check_inputs(module, compiled.entry)
+        return shared_memory_bytes(module)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as err:
+        raise LimitError(f"cannot read the module's variables: {type(err).__name__}: {err}") from None
+
+
 def check_target_limits(compiled: CompiledKernel, target: Target | None = None,
                         spec: Mapping[int, bytes] | None = None) -> tuple[int, int, int]:
     """Refuse a module that asks more than `target` (default: the kernel's own) offers; return its local size."""
@@ -200,14 +216,9 @@ def check_target_limits(compiled: CompiledKernel, target: Target | None = None,
     size = effective_local_size(compiled, spec)
     _check_workgroup(size, target, compiled.entry)
     _check_sets_and_push(compiled, target)
-    module = decode(compiled.words)
-    try:
-        _check_entry_function(module, compiled.entry)
-        _check_matrix_dimensions(module)
-        _check_inputs(module, compiled.entry)
-        shared = shared_memory_bytes(module)
-    except (KeyError, IndexError, ValueError, TypeError, AttributeError, RecursionError) as err:
-        raise LimitError(f"cannot read the module's variables: {type(err).__name__}: {err}") from None
+    key = disk_cache.digest_of(hashlib.sha256(to_bytes(as_words(compiled.words))).digest(), compiled.entry) \
+        if disk_cache.enabled() else None
+    shared = disk_cache.cached("limits", key, lambda: _checked_words(compiled))
     if shared > target.shared_memory:
         raise LimitError(f"the module's Workgroup variables need {shared} bytes of shared memory; {target.name}'s "
                          f"maxComputeSharedMemorySize is {target.shared_memory}")
@@ -220,7 +231,8 @@ _said_missing: list[str] = []
 
 
 def check_with_validator(words, env: str = "vulkan1.3", layouts: tuple[str, ...] = ()) -> bool:
-    """spirv-val on a module before a driver sees it (cached per module); False when no validator ran.
+    """spirv-val on a module before a driver sees it (cached per module, in memory and on disk: lang.disk_cache's
+    `validated`, keyed by the words, the options and the validator file); False when no validator ran.
 
     `layouts` are the block-layout options the device's features allow ('--scalar-block-layout', ...).
     A missing (or too old) spirv-val is said once on stderr; the module then reaches the driver unchecked."""
@@ -229,6 +241,10 @@ def check_with_validator(words, env: str = "vulkan1.3", layouts: tuple[str, ...]
     if key in _validated:
         return True
     try:
+        on_disk = _validation_key(key)
+        if on_disk is not None and disk_cache.remembered("validated", on_disk):
+            _validated[key] = None
+            return True
         validate(data, env, tuple(layouts))
     except (ValidatorNotFound, ValidatorTooOld) as err:
         if not _said_missing:
@@ -239,4 +255,20 @@ def check_with_validator(words, env: str = "vulkan1.3", layouts: tuple[str, ...]
         first = err.message.strip().splitlines()[0] if err.message.strip() else "rejected"
         raise LimitError(f"spirv-val ({env}) rejects the module, so it is not given to the driver: {first}") from None
     _validated[key] = None
+    if on_disk is not None:
+        disk_cache.remember("validated", on_disk)
     return True
+
+
+def _validation_key(key: tuple[str, ...]) -> str | None:
+    """The disk cache's name for spirv-val's acceptance of a module (`key`) by the validator file that would run
+    (its real path, size and time of change: another spirv-val is asked again); None when the disk cache is off or
+    no validator is found."""
+    if not disk_cache.enabled():
+        return None
+    try:
+        validator = find_validator()
+        found = os.stat(validator)
+    except (OSError, ValidatorNotFound):
+        return None
+    return disk_cache.digest_of(os.path.realpath(validator), found.st_size, found.st_mtime_ns, key)
