@@ -177,3 +177,31 @@ def test_two_weights_that_cannot_share_a_launch_take_two():
     assert rel(got.numpy()[0], np.concatenate([x.astype(np.float64) @ wa.T, x.astype(np.float64) @ wb.T])) < BOUND
     with pytest.raises(QuantMatmulError, match="second weight"):
         run_quantized(x[None], a, second=weight_of(table("q8_0", 8, 256)[0].T))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_weight_in_two_windows_takes_one_launch(device, monkeypatch):
+    """Gemma 3's tied 178 MB Q8_0 table is two windows of one binding each: its decode GEMV (with the final norm's
+    prologue) and its row gather (with the embedding scale) bind both in one launch (shrunk here to 16-row
+    windows)."""
+    from hydroplane.launch.runtime import capture
+
+    monkeypatch.setattr(quant_matmul, "WINDOW_ALIGN", 16)
+    monkeypatch.setattr(quant_matmul, "BIND_LIMIT", 16 * 34 * 8)  # 16 q8_0 rows of K=256
+    qw, w64 = table("q8_0", 28, 256)
+    table_on_device = quant_matmul.upload(qw, device)
+    assert [(a, b) for a, b, _ in quant_matmul.windows(weight_of(qw.T), table_on_device)] == [(0, 16), (16, 28)]
+    x, weight = row(256), row(256) + 1.0
+    dx, dw = device_array(x[None], device), device_array(weight, device)
+    out = device_array(np.full((1, 28), POISON, np.float32), device)
+    ids = device_array(np.array([27, 0, 16, 15, 3, 28, -1], np.int32), device)
+    run_quantized(dx, weight_of(qw.T), out=out, prologue=Prologue("norm", weight=dw, eps=1e-6))  # planned once
+    with capture(device) as graph:
+        run_quantized(dx, weight_of(qw.T), out=out, prologue=Prologue("norm", weight=dw, eps=1e-6))
+    assert graph.launches == 1
+    graph.replay()
+    assert rel(out.numpy()[0], (rms(x, 1e-6) * weight) @ w64.T) < BOUND
+    rows = quant_matmul.quantized_rows(table_on_device, ids, np.float32, scale=2.5)
+    want = np.zeros((7, 256))
+    want[:5] = w64[[27, 0, 16, 15, 3]] * 2.5  # ids outside the table give zero rows
+    np.testing.assert_array_equal(rows.numpy(), want.astype(np.float32))

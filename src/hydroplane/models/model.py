@@ -46,7 +46,7 @@ from hydroplane.ops import nn
 from hydroplane.ops.attention import attention
 from hydroplane.ops.matmul import matmul
 from hydroplane.ops.nn import inverse_frequencies
-from hydroplane.ops.quant_matmul import Prologue, prologue_fits, run_quantized, upload, weight_of
+from hydroplane.ops.quant_matmul import Prologue, prologue_fits, quantized_rows, run_quantized, upload, weight_of
 from hydroplane.quant import from_bytes
 
 QUANT_FORMATS = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q5_0": "q5_0", "Q4_K": "q4_k", "Q6_K": "q6_k"}
@@ -54,6 +54,7 @@ KINDS = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 DEFAULT_CONTEXT = 2048
 MATRICES = ("q", "k", "v", "o", "gate", "up", "down")  # a block's weights (the others are norm vectors)
 FIRST_BATCH, LAST_BATCH = 1, 16  # decode steps replayed between two reads of the history (doubling between them)
+PREFILL_BUCKET = 16  # the smallest padded prefill (Model.step): prompts of 2 .. 16 tokens share one plan
 
 
 class _Matrix:
@@ -142,6 +143,19 @@ class _Projection:
         return out
 
 
+class _Prefill:
+    """A bucket's padded prefill (Model.step): its ids, positions and kept row as device buffers, the logits its
+    forward writes, and its captured graph once it has one."""
+
+    def __init__(self, model: Model, bucket: int):
+        self.ids = device_array(np.zeros(bucket, np.int32), model.device)
+        self.positions = device_array(np.zeros(bucket, np.int32), model.device)
+        self.row = device_array(np.zeros(1, np.int32), model.device)
+        self.logits: DeviceArray | None = None
+        self.graph: Graph | None = None
+        self.planned = False
+
+
 class Model:
     """A checkpoint of an architecture of hydroplane.models.arch on one device (None: the default, "ref", or a
     Vulkan device number). `context`: the positions its KV cache holds (default min(the file's, 2048))."""
@@ -189,6 +203,7 @@ class Model:
         self.history = device_array(np.zeros(self.context + 1, np.int32), self.device)  # sampled ids by position
         self._graphs: dict[tuple, Graph] = {}  # the captured decode step per sampling setting
         self._planned: set[tuple] = set()  # the settings whose step has run once as calls (planned)
+        self._prefills: dict[int, _Prefill] = {}  # the padded prefill of each bucket of lengths (step's docstring)
         self._freq = {key: device_array(inverse_frequencies(key[0], key[1], c.n_rot), self.device)
                       for key in {(layer.rope_base, layer.rope_scale) for layer in c.layers}}  # rotary, per block
 
@@ -280,10 +295,14 @@ class Model:
 
     def embed(self, ids: np.ndarray | DeviceArray) -> DeviceArray:
         """The rows of `ids` (NumPy, or an int32 DeviceArray read on the device) times the embedding scale,
-        (T, n_embd) f32 on the device (hydroplane.nn.embedding of the quantized table, then the scaled relayout; a
-        float table's rows through the f16 copy)."""
+        (T, n_embd) f32 on the device (one gather of the quantized table with the scale in it; a float table's rows
+        through the f16 copy, then the scaled relayout)."""
         table = self.embedding
-        rows = nn.embedding(ids if isinstance(ids, DeviceArray) else ids.astype(np.int32), table.device)
+        ids = ids if isinstance(ids, DeviceArray) else ids.astype(np.int32)
+        if table.quantized:  # the scale in the gather (one kernel)
+            return quantized_rows(table.device, ids, np.float32, device=self.device,
+                                  scale=self.config.embedding_scale).reshape(ids.size, self.config.n_embd)
+        rows = nn.embedding(ids, table.device)
         if not isinstance(rows, DeviceArray):
             rows = device_array(np.asarray(rows, np.float32), self.device)
         if np.dtype(rows.dtype) != np.float32 or self.config.embedding_scale != 1.0:
@@ -306,20 +325,62 @@ class Model:
 
     def step(self, ids, last_only: bool = True) -> DeviceArray:
         """Run `ids` at the next positions of the cache; the logits (1 or T, n_vocab) f32 on the device. The decode
-        state is left at the last of them (position p + T - 1, the cache's valid length p + T)."""
+        state is left at the last of them (position p + T - 1, the cache's valid length p + T).
+
+        With last_only (a prefill) of T > 1 tokens the step runs padded to its bucket B (the next power of two, at
+        least PREFILL_BUCKET, where p + B fits the context): ids, positions and the row whose logits are kept come
+        from device buffers, the cache's valid length is p + B during the step (the padding's keys lie after every
+        real query's position, so the causal mask hides them; their cache rows are rewritten by later steps before
+        anything reads them), then p + T. So every prompt length of a bucket shares one plan: its first prefill
+        runs as calls, the second is captured (hydroplane.capture) and replayed from then on, one submit."""
         ids = self._check_ids(ids)
         T, p = ids.size, self.length
         if p + T > self.context:
             raise ContextError(f"{p} cached positions and {T} new tokens exceed the context of {self.context} "
                                "positions (load(..., context=N) holds more)")
-        positions = device_array(np.arange(p, p + T, dtype=np.int32), self.device)
+        bucket = max(PREFILL_BUCKET, 1 << (T - 1).bit_length())
+        if last_only and T > 1 and p + bucket <= self.context:
+            logits = self._prefill(ids, p, bucket)
+        else:
+            positions = device_array(np.arange(p, p + T, dtype=np.int32), self.device)
+            self.kv_len.write(np.array([p + T], np.int32))
+            logits = self.forward(self.embed(ids), positions, last_only)
         self.kv_len.write(np.array([p + T], np.int32))
-        logits = self.forward(self.embed(ids), positions, last_only)
         self.position.write(np.array([p + T - 1], np.int32))
         self.length = p + T
         return logits
 
-    def forward(self, x: DeviceArray, positions: DeviceArray, last_only: bool = True) -> DeviceArray:
+    def _prefill(self, ids: np.ndarray, p: int, bucket: int) -> DeviceArray:
+        """step(ids) at position p, padded to `bucket` tokens (step's docstring): the last real token's logits, a
+        new (1, n_vocab) f32 array (a copy of the graph's, which the next replay overwrites)."""
+        T = ids.size
+        state = self._prefills.get(bucket)
+        if state is None:
+            state = self._prefills[bucket] = _Prefill(self, bucket)
+        padded = np.zeros(bucket, np.int32)
+        padded[:T] = ids
+        state.ids.write(padded)
+        state.positions.write(np.arange(p, p + bucket, dtype=np.int32))
+        state.row.write(np.array([T - 1], np.int32))
+        self.kv_len.write(np.array([p + bucket], np.int32))
+        if state.graph is not None:
+            state.graph.replay()
+        elif state.planned:
+            with capture(self.device) as graph:
+                state.logits = self.forward(self.embed(state.ids), state.positions, last_row=state.row)
+            state.graph = graph
+            graph.replay()
+        else:
+            state.logits = self.forward(self.embed(state.ids), state.positions, last_row=state.row)
+            state.planned = True
+        logits = state.logits
+        assert logits is not None
+        copy = self._empty(logits.shape, logits.dtype)
+        self.runtime.copy(logits.buffer, logits.offset, copy.buffer, copy.offset, logits.nbytes)
+        return copy
+
+    def forward(self, x: DeviceArray, positions: DeviceArray, last_only: bool = True,
+                last_row: DeviceArray | None = None) -> DeviceArray:
         """The blocks and the output on x (T, n_embd) f32 at `positions` (T,) int32 (read on the device: the first
         is the cache row the new keys and values go to), with `self.kv_len` keys in use (read on the device).
 
@@ -352,7 +413,10 @@ class Model:
             else:
                 f = down.apply(self, nn.gated(gate_up, None, c.arch.activation))
             pending = (f, block.get("post_ffn_norm"))
-        if last_only and T > 1:
+        if last_row is not None:  # the row whose logits are kept, read on the device (a padded prefill)
+            x = nn.embedding(last_row, x)
+            pending = (nn.embedding(last_row, pending[0]), pending[1]) if pending is not None else None
+        elif last_only and T > 1:
             x = x[T - 1:T]
             pending = (pending[0][T - 1:T], pending[1]) if pending is not None else None
         logits, _ = self._normed(self.output, x, pending, self.output_norm, decode, keep_sum=False)

@@ -540,7 +540,16 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
     dflat = _flat(d, STORAGE[out_kind])
     xflat = _flat(x)
     bflat = None if not has_bias else _flat(bias)
-    for n0, n1, words in windows(weight, blocks):
+    found = windows(weight, blocks)
+    if len(found) == 2 and not has_bias:  # a weight over one binding in two windows: one launch binding both
+        (a0, a1, words_a), (b0, b1, words_b) = found
+        first, rest = Weight(weight.fmt, a1 - a0, k), Weight(weight.fmt, b1 - b0, k)
+        pair = pair_plan(first, rest, m, sg, rt.is_reference)
+        if pair is not None:
+            _gemv_units(rt, scratch, xflat, words_a, None, dflat, first, pair, m, weight.n, col0, kinds, False, act,
+                        ldd, prologue, (rest, words_b))
+            return
+    for n0, n1, words in found:
         n = n1 - n0
         units = units_plan(weight.fmt, m, n, k, sg, rt.is_reference, UNITS_TUNING.get((weight.fmt, m, n, k)))
         if units is not None:
@@ -673,11 +682,11 @@ def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str]
 
 
 # rows of a quantized table --------------------------------------------------------------------------------------
-def quantized_rows(qw, ids, dtype=np.float32, *, device=None):
-    """qw[ids] dequantized on the device (an embedding of a quantized table): ids of any shape (NumPy integers
-    checked to lie in 0 .. V - 1, or an int32 DeviceArray whose ids outside give zero rows), qw a (V, D)
-    QuantizedArray or quantized DeviceArray; the result ids.shape + (D,) in `dtype` (f32, f16 or bf16), NumPy unless
-    ids or qw is a DeviceArray."""
+def quantized_rows(qw, ids, dtype=np.float32, *, device=None, scale: float = 1.0):
+    """qw[ids] dequantized on the device (an embedding of a quantized table), times `scale` (in f32, before the
+    rounding into dtype: Gemma's embedding scale): ids of any shape (NumPy integers checked to lie in 0 .. V - 1, or
+    an int32 DeviceArray whose ids outside give zero rows), qw a (V, D) QuantizedArray or quantized DeviceArray;
+    the result ids.shape + (D,) in `dtype` (f32, f16 or bf16), NumPy unless ids or qw is a DeviceArray."""
     if isinstance(qw, QuantizedArray):
         if qw.ndim != 2:
             raise QuantMatmulError(f"quantized_rows takes a (V, D) table, not shape {qw.shape}")
@@ -714,12 +723,18 @@ def quantized_rows(qw, ids, dtype=np.float32, *, device=None):
     try:
         if count:
             total = count * dim // 8
-            for n0, n1, words in windows(weight, weight.on(device)):
+            found = windows(weight, weight.on(device))
+            if len(found) == 2:  # both windows bound in one launch
+                (_, a1, words_a), (_, b1, words_b) = found
+                found = [(0, a1, words_a, words_b, b1 - a1)]
+            else:
+                found = [(n0, n1, words, words, 0) for n0, n1, words in found]
+            for n0, n1, words, words_b, second_rows in found:
                 _launch(rt, rows_kernel(kind), dict(FMT=weight.fmt),
                         (max(1, min(MAX_GROUPS, ceil_div(total, ROWS_THREADS))),),
-                        {"ids": _flat(ids), "w": words, "out": _flat(made, STORAGE[kind]), "n_ids": count,
-                         "vocab": vocab, "K": dim, "row_bytes": weight.row_bytes, "row_base": n0,
-                         "chunk_rows": n1 - n0})
+                        {"ids": _flat(ids), "w": words, "wb": words_b, "out": _flat(made, STORAGE[kind]),
+                         "n_ids": count, "vocab": vocab, "K": dim, "row_bytes": weight.row_bytes, "row_base": n0,
+                         "chunk_rows": n1 - n0, "second_rows": second_rows, "scale": float(scale)})
         if on_device:
             return made
         raw = made.view(STORAGE[kind]).numpy() if kind == "bf16" else made.numpy()

@@ -367,27 +367,33 @@ def reduce_kernel(ODT: str):
 
 @functools.cache
 def rows_kernel(ODT: str):
-    """out[t, :] = W[ids[t], :] dequantized into storage ODT (zeros for an id outside 0 .. vocab - 1)."""
+    """out[t, :] = W[ids[t], :] dequantized, times `scale` (f32), into storage ODT (zeros for an id outside
+    0 .. vocab - 1). The rows row_base .. + chunk_rows - 1 are in w, the second_rows after them in wb (a table
+    over one binding in two windows, one launch)."""
     OS = STORAGE[ODT]
 
     @kernel_source(local_size=ROWS_THREADS, name=f"quant_rows_{ODT}")
-    def quant_rows(ids: Buffer[s32, readonly], w: Buffer[u32, readonly], out: Buffer[OS], n_ids: s32, vocab: s32,
-                   K: s32, row_bytes: s32, row_base: s32, chunk_rows: s32, FMT: constexpr):
+    def quant_rows(ids: Buffer[s32, readonly], w: Buffer[u32, readonly], wb: Buffer[u32, readonly], out: Buffer[OS],
+                   n_ids: s32, vocab: s32, K: s32, row_bytes: s32, row_base: s32, chunk_rows: s32, second_rows: s32,
+                   scale: f32, FMT: constexpr):
         groups = K // 8
         vals = local_array(f32, 8)
         for g in range(global_id(), n_ids * groups, num_workgroups() * ROWS_THREADS):
             t = g // groups
             e = (g - t * groups) * 8
             row = ids[t] - row_base
-            inside = row >= 0 and row < chunk_rows
+            inside = row >= 0 and row < chunk_rows + second_rows
             if inside or (row_base == 0 and (ids[t] < 0 or ids[t] >= vocab)):
                 if inside:
-                    decode8(vals, w, row * row_bytes, e, FMT)
+                    if row < chunk_rows:
+                        decode8(vals, w, row * row_bytes, e, FMT)
+                    else:
+                        decode8(vals, wb, (row - chunk_rows) * row_bytes, e, FMT)
                 else:
                     for j in static_range(8):
                         vals[j] = 0.0
                 for j in static_range(8):
-                    out[t * K + e + j] = narrow(vals[j], ODT)
+                    out[t * K + e + j] = narrow(vals[j] * scale, ODT)
 
     return quant_rows
 
