@@ -3,7 +3,8 @@
 that is busy, does not count. Each case: 5 warm-up calls, then the best of 3 loops of N calls (each loop closed by
 a synchronize outside the timing). Cases: hydroplane.matmul on DeviceArrays (with out= and a new result each
 call, a decode GEMV rotating over 4 weights), a decode attention, nn.rms_norm, a quantized GEMV and GEMM, a user's
-kernel[grid], and one prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py) per launch.
+kernel[grid], and a prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py): as calls
+(`step(ids, last_only=False)`: every launch queued by the host) and as the replay of its bucket's captured graph.
 
     PYTHONPATH=src python3 benchmarks/host_cost.py [--device 0|ref] [--calls 200] [--json OUT]
 
@@ -112,18 +113,21 @@ def main() -> None:
         counted[0] += 1
         launch(planned)
 
-    def prefill():
-        model.reset()
-        model.step(ids)
-    prefill()
-    rt.launch_planned = counting  # type: ignore[method-assign]
-    prefill()
-    rt.launch_planned = launch  # type: ignore[method-assign]
-    per_step = cost(prefill, 5)
-    results["model prefill T=32, 18 blocks, per step"] = per_step
-    results["model prefill launches per step"] = counted[0]
-    print(f"{'model prefill T=32, 18 blocks: per step':48s} {per_step:9.1f} us; {counted[0]} launches, "
-          f"{per_step / max(counted[0], 1):.1f} us per launch", flush=True)
+    for name, last_only in (("as calls (every row's logits)", False), ("replayed (a captured bucket)", True)):
+        def prefill(last_only=last_only):
+            model.reset()
+            model.step(ids, last_only=last_only)
+        prefill()
+        prefill()  # a bucket's second prefill is captured
+        counted[0] = 0
+        rt.launch_planned = counting  # type: ignore[method-assign]
+        prefill()
+        rt.launch_planned = launch  # type: ignore[method-assign]
+        per_step = cost(prefill, 5)
+        results[f"model prefill T=32, 18 blocks, {name}, per step"] = per_step
+        results[f"model prefill T=32, 18 blocks, {name}, launches queued one by one"] = counted[0]
+        print(f"model prefill T=32, 18 blocks, {name}: {per_step:9.1f} us per step; {counted[0]} launches queued "
+              f"one by one", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
