@@ -153,3 +153,17 @@ def test_float_weights_beside_quantized_ones(tmp_path):
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 0.01
     no_eog(model)
     assert list(model.generate(ids, 4)) == host_loop(model, ids, 4)
+
+
+def test_single_weights_on_demand(tiny_files):
+    """A block's q, k, v, gate and up by themselves (the forward uses their stacks), uploaded on first use: what
+    benchmarks/model_h200.py's torch reference dequantizes; the tied output is the embedding."""
+    from hydroplane.ops.quant_matmul import quantized_rows
+
+    model = Model(read_gguf(tiny_files["gemma3"]), device="ref", context=8)
+    assert model.output is model.embedding
+    for role in ("q", "k", "v", "gate", "up"):
+        weight = model.blocks[1][role]
+        assert weight.quantized and weight._matrix is None
+        rows = quantized_rows(weight.device, np.arange(weight.shape[0], dtype=np.int32), np.float32).numpy()
+        np.testing.assert_array_equal(rows, model.file.tensor(weight.name).dequantize())

@@ -102,6 +102,26 @@ class _Matrix:
         return model.relayout(y, np.float32, (T, 1, self.shape[0]), T, 0, dst=out, ld=out.shape[1], col=col0 or 0)
 
 
+class _OnDemand:
+    """One weight of the file by itself as a _Matrix, uploaded on first use: a block's q, k, v, gate and up (the
+    forward multiplies by their stacks, block["qkv"] and block["gate_up"]; benchmarks/model_h200.py's torch
+    reference reads them one by one)."""
+
+    def __init__(self, model: Model, name: str):
+        tensor = model.file.tensor(name)
+        self.name, self.shape, self.quantized = name, tensor.shape, tensor.format in QUANT_FORMATS
+        self._model: Model | None = model
+        self._matrix: _Matrix | None = None
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("_"):
+            raise AttributeError(attribute)
+        if self._matrix is None:
+            assert self._model is not None
+            self._matrix = _Matrix(self._model, self.name)
+        return getattr(self._matrix, attribute)
+
+
 class _Projection:
     """Weights applied to one input whose results lie side by side in one (T, N) f32 array (q | k | v, gate | up):
     consecutive weights of one format are stacked into one matrix at load, so each run of one format is one
@@ -187,11 +207,13 @@ class Model:
             block["o"] = _Matrix(self, names["o"])
             block["gate_up"] = _Projection(self, [names["gate"], names["up"]])
             block["down"] = _Matrix(self, names["down"])
+            block.update({role: _OnDemand(self, names[role]) for role in ("q", "k", "v", "gate", "up")})
             self.blocks.append(block)
         self.output_norm = vec("output_norm.weight")
-        self.output = _Projection(self, [self.weights.output_name])
+        self.output_projection = _Projection(self, [self.weights.output_name])
+        self.output = self.output_projection.parts[0][0]
         tied = self.weights.output_name == "token_embd.weight"
-        self.embedding = self.output.parts[0][0] if tied else _Matrix(self, "token_embd.weight")
+        self.embedding = self.output if tied else _Matrix(self, "token_embd.weight")
         self.cache_k = [self._zeros((c.n_head_kv, self.context, c.head_dim)) for _ in range(c.n_layer)]
         self.cache_v = [self._zeros((c.n_head_kv, self.context, c.head_dim_v)) for _ in range(c.n_layer)]
         self.length = 0  # positions of the cache in use
@@ -419,7 +441,7 @@ class Model:
         elif last_only and T > 1:
             x = x[T - 1:T]
             pending = (pending[0][T - 1:T], pending[1]) if pending is not None else None
-        logits, _ = self._normed(self.output, x, pending, self.output_norm, decode, keep_sum=False)
+        logits, _ = self._normed(self.output_projection, x, pending, self.output_norm, decode, keep_sum=False)
         if c.logit_softcap:
             logits = nn.softcap(logits, c.logit_softcap, out=logits)
         return logits
