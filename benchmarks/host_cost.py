@@ -99,6 +99,7 @@ def main() -> None:
     case("kernel[grid] scaled add, 4096", lambda: scaled_add[(64,)](a, b, c, 0.5, 4096))
 
     import tiny  # noqa: PLC0415 - the tests' checkpoint writer (needs the gguf package)
+
     from hydroplane.launch.runtime import runtime  # noqa: PLC0415
     from hydroplane.models import load  # noqa: PLC0415
 

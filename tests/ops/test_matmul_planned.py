@@ -382,3 +382,55 @@ def test_a_new_array_on_a_freed_buffer_gets_its_own_answer(device):
         out.write(np.full((m, n), 7777, np.float16))
         _close(hydroplane.matmul(d2, dw.T, out=out).numpy(), _want(x2, w.T))
         del d2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_threads_calling_one_planned_signature_each_get_their_own_answers(device):
+    """Four threads call matmul, attention, an nn op and a kernel of one signature each on their own arrays, with
+    the interpreter switching threads as often as it can: a planned call binds its arrays and queues them as one
+    step (the runtime's lock), so no thread's launch runs on another's arrays."""
+    import sys
+    import threading
+
+    rng = np.random.default_rng()
+    m, n, k = 4, 32, 32
+    per_thread = [(_f16(rng, m, k), _f16(rng, n, k), rng.uniform(-2, 2, (m, k)).astype(np.float32),
+                   _f16(rng, 1, 2, 1, 16), _f16(rng, 1, 2, 8, 16)) for _ in range(4)]
+    results: dict = {}
+    errors: list = []
+
+    def work(index):
+        try:
+            x, w, x32, q, kv = per_thread[index]
+            dx, dw, d32 = (hydroplane.device_array(a, device) for a in (x, w, x32))
+            dq, dkv = hydroplane.device_array(q, device), hydroplane.device_array(kv, device)
+            out = hydroplane.device_array(np.zeros((m, n), np.float16), device)
+            got = []
+            for _ in range(25):
+                got.append((hydroplane.matmul(dx, dw.T, out=out).numpy(), nn.silu(d32).numpy(),
+                            hydroplane.attention(dq, dkv, dkv).numpy()))
+            results[index] = got
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, errors
+    for index, (x, w, x32, q, kv) in enumerate(per_thread):
+        want_mm = _want(x, w.T)
+        want_silu = x32 / (1 + np.exp(-x32.astype(np.float64)))
+        s = (q.astype(np.float64) @ kv.astype(np.float64).swapaxes(-1, -2)) / np.sqrt(16)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        want_att = (p / p.sum(-1, keepdims=True)) @ kv.astype(np.float64)
+        for mm, silu, att in results[index]:
+            _close(mm, want_mm)
+            np.testing.assert_allclose(silu, want_silu, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(np.asarray(att, np.float32), want_att, rtol=2e-2, atol=2e-2)

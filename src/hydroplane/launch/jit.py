@@ -199,9 +199,10 @@ class JitKernel:
             prepared, rt, lowered, names = found
             if not rt.closed and all(a.storage.buffer is not None for a in _device_arrays(args, kwargs)):
                 values = zip(names, (*args, *(kwargs[n] for n in sorted(kwargs))))
-                prepared.rebind_moved((name, value) for name, value in values if name is not None)
-                result = self._run(prepared, rt.key, lowered)
-                prepared.park()
+                with rt.lock:  # one kept launch serves every thread's calls of its signature: one at a time
+                    prepared.rebind_moved((name, value) for name, value in values if name is not None)
+                    result = self._run(prepared, rt.key, lowered)
+                    prepared.park()
                 return result
         constexprs, arguments = self._bind(args, kwargs)
         rt = self._device(device, arguments)
@@ -212,14 +213,15 @@ class JitKernel:
         positional = list(self.kernel.signature.parameters)[:len(args)]
         names = [name if name in arguments and type(value) is DeviceArray else None
                  for name, value in zip((*positional, *sorted(kwargs)), (*args, *(kwargs[n] for n in sorted(kwargs))))]
-        old = self._launches.pop(key, None)
-        if old is not None:
-            old[0].close()
-        self._launches[key] = (prepared, rt, lowered, names)
-        while len(self._launches) > LAUNCH_CACHE_SIZE:
-            self._launches.pop(next(iter(self._launches)))[0].close()
-        result = self._run(prepared, rt.key, lowered)
-        prepared.park()  # the caller's arrays held weakly until the next call of this signature
+        with rt.lock:  # kept from here on: another thread's call of the signature waits for this one
+            old = self._launches.pop(key, None)
+            if old is not None:
+                old[0].close()
+            self._launches[key] = (prepared, rt, lowered, names)
+            while len(self._launches) > LAUNCH_CACHE_SIZE:
+                self._launches.pop(next(iter(self._launches)))[0].close()
+            result = self._run(prepared, rt.key, lowered)
+            prepared.park()  # the caller's arrays held weakly until the next call of this signature
         return result
 
     def clear_launches(self) -> None:

@@ -761,27 +761,29 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
             if planned is not None and not found._staged:  # these buffers at these offsets: planned already
                 found.runtime.launch_planned(planned)
                 return
-            found.rebind_moved(((n, v) for n, v in arguments.items() if type(v) is DeviceArray), aliases)
-            found.dispatch()
-            found.park()
-            found.keep_plan(places)
+            with found.runtime.lock:  # kept launches are shared by the calls of a signature: one thread at a time
+                found.rebind_moved(((n, v) for n, v in arguments.items() if type(v) is DeviceArray), aliases)
+                found.dispatch()
+                found.park()
+                found.keep_plan(places)
             return
     prepared = prepare(executor, kernel, spec, grid, arguments, aliases=aliases)
     if key is None or prepared._owned:  # NumPy arguments (copied in) or staged views: once
         with prepared:
             prepared.dispatch()
         return
-    old = kept.pop(key, None)
-    if old is not None:
-        old.close()
-    kept[key] = prepared
-    while len(kept) > KEPT_LAUNCHES:
-        kept.pop(next(iter(kept))).close()
-    prepared.dispatch()
-    prepared.park()
-    places = _places(arguments)
-    if places is not None:
-        prepared.keep_plan(places)
+    with prepared.runtime.lock:  # kept from here on: another thread's call of the signature waits for this one
+        old = kept.pop(key, None)
+        if old is not None:
+            old.close()
+        kept[key] = prepared
+        while len(kept) > KEPT_LAUNCHES:
+            kept.pop(next(iter(kept))).close()
+        prepared.dispatch()
+        prepared.park()
+        places = _places(arguments)
+        if places is not None:
+            prepared.keep_plan(places)
 
 
 def places_of(arrays) -> tuple | None:

@@ -212,26 +212,27 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
         out = DeviceArray(rt.key, executor, rt.alloc(math.prod(shape) * dtype.itemsize), dtype, shape)
     inputs = {"q": q, "k": k, "v": v, "kv_len": kv_len}
     key = (id(rt), problem, config, tuple(_kind(x, rt) for x in (q, k, v, out, kv_len)))
-    prepared = _plans.get(key)
-    if prepared is None:
-        plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
-        bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
-        prepared = _plans[key] = PreparedAttention(executor, plan, inputs, bound_out)
-        while len(_plans) > PLAN_CACHE_SIZE:
-            _plans.pop(next(iter(_plans))).close()
-    else:
-        prepared.bind(inputs, out if isinstance(out, DeviceArray) else None)
-    prepared.dispatch()
-    prepared.park()  # the caller's arrays held weakly until the next call
-    if staged is not None:
-        rt.copy(out.buffer, out.offset, staged.buffer, staged.offset, staged.nbytes)
-        out.release()
-        return staged
-    if isinstance(out, DeviceArray):
-        if fast_key is not None and (kv_len is None or isinstance(kv_len, DeviceArray)):
-            _register_fast(fast_key, q, k, v, kv_len, out, out_given, prepared, rt)
-        return out
-    result = prepared.read()
+    with rt.lock:  # a plan is shared by the calls of its key: bound, queued and read back by one thread at a time
+        prepared = _plans.get(key)
+        if prepared is None:
+            plan = attention_plan(problem, config or default_config(problem, executor.target), executor.target)
+            bound_out = out if isinstance(out, DeviceArray) else None  # a NumPy out gets the result copied in
+            prepared = _plans[key] = PreparedAttention(executor, plan, inputs, bound_out)
+            while len(_plans) > PLAN_CACHE_SIZE:
+                _plans.pop(next(iter(_plans))).close()
+        else:
+            prepared.bind(inputs, out if isinstance(out, DeviceArray) else None)
+        prepared.dispatch()
+        prepared.park()  # the caller's arrays held weakly until the next call
+        if staged is not None:
+            rt.copy(out.buffer, out.offset, staged.buffer, staged.offset, staged.nbytes)
+            out.release()
+            return staged
+        if isinstance(out, DeviceArray):
+            if fast_key is not None and (kv_len is None or isinstance(kv_len, DeviceArray)):
+                _register_fast(fast_key, q, k, v, kv_len, out, out_given, prepared, rt)
+            return out
+        result = prepared.read()
     if out is None:
         return result
     np.copyto(out, result)
@@ -267,18 +268,21 @@ class FastAttention:
             out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
         places = places_of((q, k, v, kv_len, out))
         planned = self.by_place.get(places)
-        if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
-            for launch in planned:
-                rt.launch_planned(launch)
-            return out
-        prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
-        prepared.dispatch()
-        prepared.park()
-        planned = planned_of(prepared.passes)
-        if planned is not None and places is not None:
-            if len(self.by_place) >= KEPT_PLANS:
-                self.by_place.clear()
-            self.by_place[places] = planned
+        with rt.lock:  # the plan is shared by the calls of its signature: bound and queued by one thread at a time
+            if not prepared.passes:  # evicted meanwhile (by another thread): its scratch may be another's now
+                return None
+            if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
+                for launch in planned:
+                    rt.launch_planned(launch)
+                return out
+            prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
+            prepared.dispatch()
+            prepared.park()
+            planned = planned_of(prepared.passes)
+            if planned is not None and places is not None:
+                if len(self.by_place) >= KEPT_PLANS:
+                    self.by_place.clear()
+                self.by_place[places] = planned
         return out
 
 

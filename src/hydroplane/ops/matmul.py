@@ -497,9 +497,19 @@ class FastCall:
         places = places_of(arrays)
         planned = self.by_place.get(places)
         if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
-            for launch in planned:
-                rt.launch_planned(launch)
+            with rt.lock:
+                if not plan.gemms:  # evicted meanwhile (by another thread): its scratch may be another's now
+                    return None
+                for launch in planned:
+                    rt.launch_planned(launch)
             return out
+        with rt.lock:  # the plan is shared by the calls of its signature: bound and queued by one thread at a time
+            return self._bind_and_queue(arrays, places, out)
+
+    def _bind_and_queue(self, arrays: tuple, places: tuple | None, out: DeviceArray) -> DeviceArray | None:
+        plan = self.plan
+        if not plan.gemms:  # evicted meanwhile (by another thread)
+            return None
         for prepared, bindings in zip(plan.gemms, self.bindings):
             held = prepared.buffers
             for name, slot, delta, template in bindings:
@@ -647,20 +657,21 @@ def run_call(call: MatmulCall, kwargs: tuple | None = None):
             gemms.append(PreparedGemm(runner, route, job, poison=False))
         return MatmulPlan(runner, gemms)
 
-    plan = _plan_for(key, make)
-    plan.run([job for job, _, _ in jobs])
-    if result is not None:
-        for prepared, (_, d_part, _) in zip(plan.gemms, jobs):
-            d_part.array[...] = prepared.read()
-        return _deliver(call, result.reshape(call.result_shape))
-    if staged is not None:
-        rt.copy(d_array.buffer, d_array.offset, staged.buffer, staged.offset, staged.nbytes)
-        d_array.release()
-        return staged
-    if kwargs is not None and call.a.on_device and call.b.on_device and c_op is None and \
-            (call.bias is None or call.bias.on_device):
-        _register_fast(call, kwargs, plan, [job for job, _, _ in jobs], d_array, rt)
-    return d_array
+    with rt.lock:  # a plan is shared by the calls of its key: bound, queued and read back by one thread at a time
+        plan = _plan_for(key, make)
+        plan.run([job for job, _, _ in jobs])
+        if result is not None:
+            for prepared, (_, d_part, _) in zip(plan.gemms, jobs):
+                d_part.array[...] = prepared.read()
+            return _deliver(call, result.reshape(call.result_shape))
+        if staged is not None:
+            rt.copy(d_array.buffer, d_array.offset, staged.buffer, staged.offset, staged.nbytes)
+            d_array.release()
+            return staged
+        if kwargs is not None and call.a.on_device and call.b.on_device and c_op is None and \
+                (call.bias is None or call.bias.on_device):
+            _register_fast(call, kwargs, plan, [job for job, _, _ in jobs], d_array, rt)
+        return d_array
 
 
 def _kind(value, rt) -> object:
