@@ -1,66 +1,236 @@
-"""The first call (issue 22 item 6): seconds from `import hydroplane` to the first results of a matmul and an
-attention call, in a new process each time: cold (an empty cache folder), warm (the cache folder the cold
-process left: the library kernels' specializations and the driver's pipeline cache, docs/runtime.md "The first
-call"), and warm with the disk caches off (HYDROPLANE_DISK_CACHE=0: what the caches save). The drivers' own shader
-caches are off in every run (__GL_SHADER_DISK_CACHE=0 for NVIDIA, MESA_SHADER_CACHE_DISABLE=true for Mesa).
+"""The first call (issue 22 item 6): seconds from `import hydroplane` to the first results of a few calls, in a new
+process each time: cold (an empty cache folder), warm (the cache folder the cold process left: the library kernels'
+specializations, their lowered CompiledKernels, limits and spirv-val verdicts, and the driver's pipeline cache;
+docs/runtime.md "The first call"), and warm with the disk caches off (HYDROPLANE_DISK_CACHE=0: what they save).
+The drivers' own shader caches are off in every run (__GL_SHADER_DISK_CACHE=0 for NVIDIA,
+MESA_SHADER_CACHE_DISABLE=true for Mesa); `--driver-cache` adds a warm run with them on (sharing the cache folder),
+to show the driver's part.
 
-    PYTHONPATH=src python3 benchmarks/first_call.py [--tiny] [--runs 2]
+    PYTHONPATH=src python3 benchmarks/first_call.py [--tiny] [--runs 3] [--calls matmul,attention] [--breakdown]
+        [--driver-cache] [--json out.json]
+
+The calls (each f16, DeviceArrays in, `.numpy()` of the result): `matmul` M x N x K (`x @ W.T`), `gemv` 1 x 4096 x
+4096, `attention` causal 1 x 8 x S x 128, `quant` 1 x 4096 x 4096 against a q4_0 weight (hydroplane.quant.quantize).
+`--breakdown` prints where each process's time went (medians over the runs): the interpreter's start, importing
+NumPy and hydroplane (the package, then the modules the calls load on first use), opening the device (VkInstance,
+VkDevice, the pipeline cache's file), the benchmark's own inputs (drawn with NumPy and uploaded), then per call:
+the disk cache's key (hashing the package's sources once, then the kernel's text) and its reads, the language
+compiler, lowering and reflecting (spirv.compile_kernel), the launch limits, spirv-val, vkCreateComputePipelines,
+the waits for the device (its work, and on lavapipe the LLVM compile of each new pipeline at its first dispatch),
+the read-back, and the call's host path (the rest); and the exit (writing the pipeline cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-CHILD = """
+# The child process: the timed part starts before `import numpy`. With BREAKDOWN, functions of the path are wrapped
+# (after the imports, which are timed on their own) to add their exclusive time to a bucket.
+CHILD = r"""
 import time
-start = time.perf_counter()
+wall0, start = time.time(), time.perf_counter()
 import numpy as np
+t_numpy = time.perf_counter()
 import hydroplane
-m, n, k, s = {sizes}
+t_package = time.perf_counter()
+CALLS, SIZES, BREAKDOWN = {calls!r}, {sizes!r}, {breakdown!r}
+hydroplane.device_array, hydroplane.matmul, hydroplane.attention, hydroplane.quant
+t_modules = time.perf_counter()
+import importlib
+buckets, stack = {{}}, []
+
+def wrap(module, path, bucket):
+    owner = importlib.import_module(module)
+    *outer, name = path.split(".")
+    for part in outer:
+        owner = getattr(owner, part)
+    original = getattr(owner, name, None)
+    if original is None:  # not in this version of the package
+        return
+
+    def timed(*args, **kwargs):
+        stack.append(0.0)
+        t = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - t
+            inner = stack.pop()
+            buckets[bucket] = buckets.get(bucket, 0.0) + elapsed - inner
+            if stack:
+                stack[-1] += elapsed
+            if bucket == "language compiler":
+                buckets["compiles"] = buckets.get("compiles", 0) + 1
+    setattr(owner, name, timed)
+
+if BREAKDOWN:
+    for module, path, bucket in [
+            ("hydroplane.lang.disk_cache", "package_digest", "cache key: package digest"),
+            ("hydroplane.lang.disk_cache", "key_of", "cache key: kernel text"),
+            ("hydroplane.lang.disk_cache", "load", "disk cache read"),
+            ("hydroplane.lang.disk_cache", "store", "disk cache write"),
+            ("hydroplane.lang.compiler", "Kernel.compile", "kernel lookup"),
+            ("hydroplane.lang.compiler", "_compile_kernel", "language compiler"),
+            ("hydroplane.launch.executors", "compile_kernel", "lower + reflect"),
+            ("hydroplane.lang.disk_cache", "compile_kernel", "lower + reflect"),
+            ("hydroplane.launch.limits", "validate", "spirv-val"),
+            ("hydroplane.launch.executors", "check_target_limits", "launch limits"),
+            ("hydroplane.vk.pipeline", "Pipeline._create_pipeline", "vkCreateComputePipelines"),
+            ("hydroplane.vk.sync", "Fence.wait", "device wait"),
+            ("hydroplane.launch.runtime", "DeviceRuntime.download", "read-back")]:
+        wrap(module, path, bucket)
+phases = {{"numpy import": t_numpy - start, "hydroplane import": t_package - t_numpy,
+          "call modules import": t_modules - t_package}}
+t = time.perf_counter()
+hydroplane.launch.runtime.runtime()  # the default device: VkInstance, VkDevice, the pipeline cache's file
+phases["device open"] = time.perf_counter() - t
+t = time.perf_counter()
 rng = np.random.default_rng(0)
-x = hydroplane.device_array(rng.uniform(-1, 1, (m, k)).astype(np.float16))
-w = hydroplane.device_array(rng.uniform(-1, 1, (n, k)).astype(np.float16))
-q = hydroplane.device_array(rng.uniform(-1, 1, (1, 8, s, 128)).astype(np.float16))
-y = hydroplane.matmul(x, w.T).numpy()
-o = hydroplane.attention(q, q, q, causal=True).numpy()
-assert np.isfinite(y).all() and np.isfinite(o).all()
-print(time.perf_counter() - start)
+m, n, k, s = SIZES
+data = {{}}
+if "matmul" in CALLS:
+    data["matmul"] = (hydroplane.device_array(rng.uniform(-1, 1, (m, k)).astype(np.float16)),
+                      hydroplane.device_array(rng.uniform(-1, 1, (n, k)).astype(np.float16)))
+if "gemv" in CALLS or "quant" in CALLS:
+    data["gemv"] = (hydroplane.device_array(rng.uniform(-1, 1, (1, 4096)).astype(np.float16)),
+                    hydroplane.device_array(rng.uniform(-1, 1, (4096, 4096)).astype(np.float16)))
+if "quant" in CALLS:
+    data["quant"] = hydroplane.quant.quantize(rng.uniform(-1, 1, (4096, 4096)).astype(np.float32), "q4_0")
+if "attention" in CALLS:
+    data["attention"] = hydroplane.device_array(rng.uniform(-1, 1, (1, 8, s, 128)).astype(np.float16))
+hydroplane.synchronize()
+phases["inputs (the benchmark's own)"] = time.perf_counter() - t
+calls = {{}}
+for name in CALLS:
+    before, t = dict(buckets), time.perf_counter()
+    if name == "matmul":
+        x, w = data["matmul"]
+        y = hydroplane.matmul(x, w.T).numpy()
+    elif name == "gemv":
+        x, w = data["gemv"]
+        y = hydroplane.matmul(x, w.T).numpy()
+    elif name == "quant":
+        y = hydroplane.matmul(data["gemv"][0], data["quant"].T).numpy()
+    else:
+        q = data["attention"]
+        y = hydroplane.attention(q, q, q, causal=True).numpy()
+    total = time.perf_counter() - t
+    assert np.isfinite(y).all(), name
+    parts = {{b: v - before.get(b, 0) for b, v in buckets.items() if v - before.get(b, 0)}}
+    parts["host path (the rest)"] = total - sum(v for b, v in parts.items() if b != "compiles")
+    calls[name] = {{"total": total, **parts}}
+end = time.perf_counter()
+print(json.dumps({{"seconds": end - start, "wall0": wall0, "wall1": wall0 + end - start, "phases": phases,
+                  "calls": calls}}) if BREAKDOWN else end - start)
 """
 
 
-def child_seconds(sizes: tuple, cache: str, disk_cache: bool) -> float:
-    env = dict(os.environ, XDG_CACHE_HOME=cache, __GL_SHADER_DISK_CACHE="0", MESA_SHADER_CACHE_DISABLE="true",
-               HYDROPLANE_DISK_CACHE="1" if disk_cache else "0")
-    out = subprocess.run([sys.executable, "-c", CHILD.format(sizes=sizes)], env=env, capture_output=True, text=True,
-                         check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdown: bool,
+          driver_cache: bool = False) -> dict:
+    """One new process: its seconds from `import numpy` to the last result, and with `breakdown` its phases, the
+    interpreter's start and its exit (from the wall clock around it)."""
+    env = dict(os.environ, XDG_CACHE_HOME=cache, HYDROPLANE_DISK_CACHE="1" if disk_cache else "0")
+    if not driver_cache:
+        env.update(__GL_SHADER_DISK_CACHE="0", MESA_SHADER_CACHE_DISABLE="true")
+    code = "import json\n" + CHILD.format(calls=calls, sizes=sizes, breakdown=breakdown)
+    before = time.time()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"the child process failed ({out.returncode}):\n{out.stderr[-4000:]}")
+    after = time.time()
+    last = out.stdout.strip().splitlines()[-1]
+    if not breakdown:
+        return {"seconds": float(last)}
+    result = json.loads(last)
+    result["phases"] = {"interpreter start": result["wall0"] - before, **result["phases"],
+                        "exit (pipeline cache written)": after - result["wall1"]}
+    return result
+
+
+def median(values) -> float:
+    return statistics.median(values)
+
+
+def print_breakdown(kinds: dict[str, list[dict]]) -> None:
+    """One table: a row per phase (and per part of each call), a column per kind of process, medians in ms (a part
+    under 0.5 ms in every column is left out)."""
+    names = list(kinds)
+    first = kinds[names[0]][0]
+    rows: list[tuple[str, list[float]]] = [(p, [median(r["phases"][p] for r in kinds[n]) * 1e3 for n in names])
+                                           for p in first["phases"]]
+    for call in first["calls"]:
+        parts = ["total"]
+        for r in (r for n in names for r in kinds[n]):
+            parts += [p for p in r["calls"][call] if p not in parts]
+        for part in parts:
+            scale = 1 if part == "compiles" else 1e3
+            values = [median(r["calls"][call].get(part, 0) for r in kinds[n]) * scale for n in names]
+            label = f"{call}: total" if part == "total" else \
+                f"  {call}: {'kernels compiled (count)' if part == 'compiles' else part}"
+            if part == "compiles" or max(values) >= 0.5:
+                rows.append((label, values))
+    rows.append(("import to last result", [median(r["seconds"] for r in kinds[n]) * 1e3 for n in names]))
+    width = max(len(r[0]) for r in rows)
+    print(f"\nbreakdown, ms (median of {len(kinds[names[0]])} processes of each kind):")
+    print(f"| {'phase':<{width}} | " + " | ".join(names) + " |")
+    print(f"| {'-' * width} | " + " | ".join("-" * len(n) for n in names) + " |")
+    for label, values in rows:
+        print(f"| {label:<{width}} | " + " | ".join(f"{v:>{len(n)}.0f}" for v, n in zip(values, names)) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="small shapes (lavapipe)")
     parser.add_argument("--runs", type=int, default=2, help="processes of each kind")
+    parser.add_argument("--calls", default="matmul,attention",
+                        help="comma-separated, in order: matmul, gemv, attention, quant")
+    parser.add_argument("--breakdown", action="store_true", help="where each process's time went")
+    parser.add_argument("--driver-cache", action="store_true",
+                        help="also a warm process with the driver's own shader cache on")
+    parser.add_argument("--json", help="also write every process's measurements to this file")
     args = parser.parse_args()
+    calls = args.calls.split(",")
+    unknown = set(calls) - {"matmul", "gemv", "attention", "quant"}
+    if unknown:
+        parser.error(f"unknown calls: {', '.join(sorted(unknown))}")
     sizes = (256, 256, 256, 64) if args.tiny else (4096, 4096, 4096, 1024)
-    print(f"first call: matmul {sizes[0]}x{sizes[1]}x{sizes[2]} (x @ W.T) and causal attention 1x8x{sizes[3]}x128, "
-          f"f16, each in a new process; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
-    rows = []
+    print(f"first call: {', '.join(calls)} (matmul {sizes[0]}x{sizes[1]}x{sizes[2]} x @ W.T, gemv and quant "
+          f"1x4096x4096, causal attention 1x8x{sizes[3]}x128), f16, each in a new process; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", flush=True)
+    kinds: dict[str, list[dict]] = {"cold": [], "warm": [], "caches off": []}
+    if args.driver_cache:
+        kinds["warm, driver cache on"] = []
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
-            cold = child_seconds(sizes, cache, True)
-            warm = child_seconds(sizes, cache, True)
-            off = child_seconds(sizes, cache, False)
-        rows.append((cold, warm, off))
+            kinds["cold"].append(child(calls, sizes, cache, True, args.breakdown))
+            kinds["warm"].append(child(calls, sizes, cache, True, args.breakdown))
+            kinds["caches off"].append(child(calls, sizes, cache, False, args.breakdown))
+            if args.driver_cache:
+                child(calls, sizes, cache, True, False, driver_cache=True)  # fills the driver's cache
+                kinds["warm, driver cache on"].append(child(calls, sizes, cache, True, args.breakdown, True))
+        cold, warm, off = (kinds[n][-1]["seconds"] for n in ("cold", "warm", "caches off"))
+        extra = (f" | warm, driver cache on {kinds['warm, driver cache on'][-1]['seconds']:.2f} s"
+                 if args.driver_cache else "")
         print(f"run {run}: cold {cold:.2f} s | warm {warm:.2f} s ({warm / cold:.0%} of cold) | warm, disk caches off "
-              f"{off:.2f} s", flush=True)
-    cold, warm, off = (sorted(r[i] for r in rows)[len(rows) // 2] for i in range(3))
+              f"{off:.2f} s{extra}", flush=True)
+    cold, warm, off = (median(r["seconds"] for r in kinds[n]) for n in ("cold", "warm", "caches off"))
     print(f"median: cold {cold:.2f} s, warm {warm:.2f} s ({warm / cold:.0%}; target at most 20%), caches off "
           f"{off:.2f} s", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(kinds, f)
+    if args.breakdown:
+        inputs = "inputs (the benchmark's own)"
+        cold, warm = (median(r["seconds"] - r["phases"][inputs] for r in kinds[n]) for n in ("cold", "warm"))
+        print(f"less the benchmark's own inputs: cold {cold:.2f} s, warm {warm:.2f} s ({warm / cold:.0%})", flush=True)
+        print_breakdown(kinds)
 
 
 if __name__ == "__main__":
