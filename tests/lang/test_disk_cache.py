@@ -19,6 +19,7 @@ from conftest import REPO
 from hydroplane.kernels.gemm import copy as gemm_copy
 from hydroplane.lang import Buffer, disk_cache, f32, global_id, kernel_source
 from hydroplane.lang import compiler as compiler_module
+from hydroplane.launch import limits as launch_limits
 from hydroplane.launch.limits import check_target_limits
 from hydroplane.spirv.target import Target
 
@@ -194,3 +195,31 @@ def test_a_failed_check_keeps_nothing(tmp_path, monkeypatch):
     assert disk_cache.cached("limits", key, lambda: 7) == 7
     assert disk_cache.cached("limits", key, refuse) == 7  # read back, `make` not called
     assert disk_cache.digest_of(b"words", "main") != disk_cache.digest_of(b"words", "other")
+
+
+def test_a_validation_is_remembered_per_validator_file_and_package(tmp_path, monkeypatch, spirv_val):
+    """spirv-val's verdict is keyed by the validator file (another file, or the same one changed, is asked again) and,
+    like every key, by the package's sources."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    key = ("words-sha", "vulkan1.3")
+    monkeypatch.setenv("HYDROPLANE_SPIRV_VAL", spirv_val)
+    first = launch_limits._validation_key(key)
+    assert first is not None and first == launch_limits._validation_key(key)
+    copy = tmp_path / "spirv-val"
+    copy.write_bytes(open(spirv_val, "rb").read())
+    copy.chmod(0o755)
+    monkeypatch.setenv("HYDROPLANE_SPIRV_VAL", str(copy))
+    second = launch_limits._validation_key(key)
+    assert second not in (None, first)
+    os.utime(copy, ns=(1, 1))  # the same file, changed
+    assert launch_limits._validation_key(key) not in (first, second)
+    assert launch_limits._validation_key(("other-sha", "vulkan1.3")) != launch_limits._validation_key(key)
+    monkeypatch.setattr(disk_cache, "package_digest", lambda: "another version of the package")
+    changed = launch_limits._validation_key(key)
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "1")
+    monkeypatch.setenv("HYDROPLANE_SPIRV_VAL", str(copy))
+    assert changed != launch_limits._validation_key(key)
+    monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "0")
+    assert launch_limits._validation_key(key) is None
