@@ -434,3 +434,52 @@ def test_threads_calling_one_planned_signature_each_get_their_own_answers(device
             _close(mm, want_mm)
             np.testing.assert_allclose(silu, want_silu, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(np.asarray(att, np.float32), want_att, rtol=2e-2, atol=2e-2)
+
+
+def _counting(fn, calls: list):
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fn(*args, **kwargs)
+    return counted
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k"])
+def test_the_quantized_matmul_of_a_signature_seen_before_skips_its_checks_and_gives_every_answer(fmt, device,
+                                                                                              monkeypatch):
+    """hydroplane.matmul(x, qw.T) on DeviceArrays: from the second call of a signature the launches recorded by
+    the first are queued again on the call's arrays (no checks, no planning: run_quantized is not called), with
+    the split GEMV's scratch made again; every answer is still the call's own, with and without out=, and a
+    released argument or an out that is the input goes back to the checked path."""
+    from hydroplane.ops import quant_matmul
+
+    rng = np.random.default_rng()
+    n, k = 48, 512
+    ws = [rng.uniform(-1, 1, (n, k)).astype(np.float32) for _ in range(2)]
+    ws[0][0, :40] = 0.0
+    qws = [quant.quantize(w, fmt) for w in ws]
+    dqs = [hydroplane.device_array(q, device) for q in qws]
+    for m in (1, 3, 20):  # the GEMV (split over K where N is small) and the GEMM
+        xs = [rng.uniform(-4, 4, (m, k)).astype(np.float32) for _ in range(3)]
+        for x in xs:
+            x[0, :3] = (0.0, -4.0, 4.0)
+        dxs = [hydroplane.device_array(x, device) for x in xs]
+        out = hydroplane.device_array(np.zeros((m, n), np.float32), device)
+        calls = []
+        for turn in range(6):
+            if turn == 2:
+                monkeypatch.setattr(quant_matmul, "run_quantized", _counting(quant_matmul.run_quantized, calls))
+            i, j = turn % 3, turn % 2
+            want = xs[i].astype(np.float64) @ qws[j].dequantize().T.astype(np.float64)
+            out.write(np.full((m, n), np.nan, np.float32))
+            for got in (hydroplane.matmul(dxs[i], dqs[j].T, out=out), hydroplane.matmul(dxs[i], dqs[j].T)):
+                got = got.numpy()
+                assert np.all(np.isfinite(got))
+                assert np.linalg.norm(got - want) <= 2e-3 * np.linalg.norm(want)
+        monkeypatch.undo()
+        assert calls == [], f"{len(calls)} calls of a seen signature ran the checked path"
+        dxs[0].release()
+        with pytest.raises(ReleasedError):
+            hydroplane.matmul(dxs[0], dqs[0].T)
+        with pytest.raises(quant_matmul.QuantMatmulError):  # out shaped as x, not as the result: refused
+            hydroplane.matmul(dxs[1], dqs[0].T, out=dxs[1])

@@ -790,7 +790,7 @@ def places_of(arrays) -> tuple | None:
     """Where each DeviceArray of `arrays` (a sequence; None entries kept as None) lies: (buffer id, byte offset);
     None when one was released. The key of a planned call's launches at those places (`planned_of`): the plans
     hold the buffers they bind, so the ids stay unique while they live."""
-    places = []
+    places: list[tuple[int, int] | None] = []
     for x in arrays:
         if x is None:
             places.append(None)

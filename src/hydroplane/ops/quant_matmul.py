@@ -17,6 +17,7 @@ Epilogue: bias (N values, in the result dtype), activation "relu" / "gelu" (tanh
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from dataclasses import dataclass, replace
 
@@ -37,7 +38,7 @@ from hydroplane.kernels.quant.source import (
     reduce_kernel,
     rows_kernel,
 )
-from hydroplane.launch.prepared import DeviceArray, dispatch_kept
+from hydroplane.launch.prepared import DeviceArray, dispatch_kept, signature_of
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
@@ -214,7 +215,119 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
     if refused:
         raise QuantMatmulError(f"a quantized matmul takes bias, activation and out; not {', '.join(refused)} "
                                "(the result is x's dtype, accumulated in f32)")
-    return run_quantized(a, weight_of(b), bias=bias, activation=activation, out=out, device=device)
+    fast_key = None
+    if type(a) is DeviceArray and type(b) is DeviceArray and (bias is None or type(bias) is DeviceArray) and \
+            (out is None or type(out) is DeviceArray):  # a call of DeviceArrays: its signature's recording
+        try:
+            fast_key = (a.signature, b.signature, signature_of(bias), signature_of(out), activation, device)
+            fast = _fast.get(fast_key)
+        except TypeError:  # an unhashable argument: the checked path says what is wrong with it
+            fast_key = fast = None
+        if fast is not None:
+            result = fast.run(a, b, bias, out)
+            if result is not None:
+                return result
+    weight = weight_of(b)
+    if fast_key is None:
+        return run_quantized(a, weight, bias=bias, activation=activation, out=out, device=device)
+    launches: list = []
+    made: list = []
+    _recording.launches, _recording.made = launches, made
+    try:
+        result = run_quantized(a, weight, bias=bias, activation=activation, out=out, device=device)
+    finally:
+        _recording.launches = _recording.made = None
+    _Recorded.keep(fast_key, launches, made, (a, b, bias, out if out is not None else result), out is None)
+    return result
+
+
+class _Recorded:
+    """The launches a checked call of DeviceArrays queued (`_launch` records them), each DeviceArray argument traced to
+    the call's arrays (x, the weight's blocks, bias, the result) or to a scratch array the call made, at a byte
+    distance from its offset: a later call of the same signature (the same checks' outcomes, the same plan) makes
+    its views at those distances, new scratch of those sizes, and queues the launches (dispatch_kept, which finds
+    their plans by the arrays' places) without running the checks and the planning again."""
+
+    __slots__ = ("rt", "launches", "scratch", "result")
+
+    def __init__(self, rt, launches: list, scratch: list, result: tuple | None):
+        self.rt, self.launches, self.scratch, self.result = rt, launches, scratch, result
+
+    @staticmethod
+    def keep(key: tuple, launches: list, made: list, slots: tuple, new_result: bool) -> None:
+        """Keep the recording of a checked call (`made`: the storages `_alloc` made during it) for its signature,
+        when every array argument traces to the call's arrays or to what it made."""
+        if not launches or not isinstance(slots[3], DeviceArray):
+            return
+        storages = [x.storage for x in slots if x is not None]
+        if len(set(map(id, storages))) != len(storages):  # two arguments share a buffer: which is which is ambiguous
+            return
+        scratch: list = []  # the storages of the arrays the call made, in order of first use
+        traced = []
+        for kernel, spec, grid, arguments, aliases in launches:
+            args = {}
+            for name, value in arguments.items():
+                if type(value) is not DeviceArray:
+                    args[name] = value
+                    continue
+                slot = next((i for i, x in enumerate(slots) if x is not None and value.storage is x.storage), None)
+                if slot is None:
+                    if not any(value.storage is st for st in made):  # neither the call's nor made by it
+                        return
+                    at = next((i for i, st in enumerate(scratch) if st is value.storage), None)
+                    if at is None:
+                        at = len(scratch)
+                        scratch.append(value.storage)
+                    args[name] = (len(slots) + at, value.layout.offset, value.parked())
+                else:
+                    args[name] = (slot, value.layout.offset - slots[slot].layout.offset, value.parked())
+            traced.append((kernel, spec, grid, args, aliases))
+        result = slots[3]
+        try:
+            _fast[key] = _Recorded(result.runtime, traced, [st.nbytes for st in scratch],
+                                   (result.dtype, result.shape) if new_result else None)
+        except TypeError:
+            return
+        while len(_fast) > FAST_CALLS:
+            _fast.pop(next(iter(_fast)))
+
+    def run(self, x: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
+        rt = self.rt
+        if rt.closed:
+            return None
+        for arr in (x, b, bias, out):
+            if arr is not None and arr.storage.buffer is None:
+                return None
+        if out is not None and (out.storage is x.storage or out.storage is b.storage or
+                                (bias is not None and out.storage is bias.storage)):
+            return None
+        if out is None:
+            dtype, shape = self.result  # type: ignore[misc]
+            out = _alloc(rt, dtype, shape)
+        made = [DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), np.uint8, (nbytes,)) for nbytes in self.scratch]
+        arrays = (x, b, bias, out, *made)
+        try:
+            kept = _kept.setdefault(rt.executor, {})
+            for kernel, spec, grid, args, aliases in self.launches:
+                arguments = {}
+                for name, value in args.items():
+                    if type(value) is tuple:
+                        slot, at, template = value
+                        base = arrays[slot]
+                        assert base is not None  # a slot the first call had
+                        arguments[name] = base.like(template, (base.layout.offset if slot < 4 else 0) + at)
+                    else:
+                        arguments[name] = value
+                dispatch_kept(kept, rt.executor, kernel, spec, grid, arguments, aliases)
+        finally:
+            for arr in made:
+                arr.release()
+        return out
+
+
+_fast: dict = {}  # (the arguments' signatures, activation, device) -> _Recorded
+FAST_CALLS = 256
+_recording = threading.local()  # .launches / .made: a checked call's `_launch`es and `_alloc`ed storages (or None)
 
 
 def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, device=None, out_dtype=None,
@@ -348,7 +461,11 @@ def _from_bits(raw: np.ndarray, kind: str) -> np.ndarray:
 
 def _alloc(rt, dtype, shape) -> DeviceArray:
     nbytes = max(16, -(-math.prod(shape) * np.dtype(dtype).itemsize // 16) * 16)
-    return DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+    made = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+    recorded = getattr(_recording, "made", None)
+    if recorded is not None:  # matmul's checked call being recorded (_Recorded): scratch it may make again
+        recorded.append(made.storage)
+    return made
 
 
 def _device_copy(rt, array: np.ndarray) -> DeviceArray:
@@ -365,7 +482,10 @@ def _launch(rt, kernel, constexprs: dict, grid: tuple, arguments: dict, aliases:
     made = _pipelines.setdefault(executor, {})
     if id(spec) not in made:
         made[id(spec)] = (spec, executor.kernel(spec.words))
-    grid3 = tuple(int(g) for g in (*grid, *(1,) * (3 - len(grid))))
+    grid3: tuple[int, int, int] = tuple(int(g) for g in (*grid, *(1,) * (3 - len(grid))))  # type: ignore[assignment]
+    launches = getattr(_recording, "launches", None)
+    if launches is not None:  # matmul's checked call of DeviceArrays, kept for its signature (_Recorded)
+        launches.append((made[id(spec)][1], spec, grid3, dict(arguments), dict(aliases) if aliases else None))
     dispatch_kept(_kept.setdefault(executor, {}), executor, made[id(spec)][1], spec, grid3, arguments, aliases)
 
 
@@ -726,10 +846,10 @@ def quantized_rows(qw, ids, dtype=np.float32, *, device=None, scale: float = 1.0
             found = windows(weight, weight.on(device))
             if len(found) == 2:  # both windows bound in one launch
                 (_, a1, words_a), (_, b1, words_b) = found
-                found = [(0, a1, words_a, words_b, b1 - a1)]
+                bound = [(0, a1, words_a, words_b, b1 - a1)]
             else:
-                found = [(n0, n1, words, words, 0) for n0, n1, words in found]
-            for n0, n1, words, words_b, second_rows in found:
+                bound = [(n0, n1, words, words, 0) for n0, n1, words in found]
+            for n0, n1, words, words_b, second_rows in bound:
                 _launch(rt, rows_kernel(kind), dict(FMT=weight.fmt),
                         (max(1, min(MAX_GROUPS, ceil_div(total, ROWS_THREADS))),),
                         {"ids": _flat(ids), "w": words, "wb": words_b, "out": _flat(made, STORAGE[kind]),
