@@ -138,7 +138,7 @@ def test_prologue_refusals():
     with pytest.raises(QuantMatmulError, match="col0"):
         run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
                       out=device_array(np.ones((1, 8), np.float32), "ref"), col0=4)
-    assert prologue_fits("q5_0", 640) and not prologue_fits("q5_0", 8192) and not prologue_fits("q8_0", 96)
+    assert prologue_fits("q5_0", 640) and not prologue_fits("q5_0", 4096) and not prologue_fits("q8_0", 96)
 
 
 @pytest.mark.parametrize("device", DEVICES)
