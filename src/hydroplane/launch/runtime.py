@@ -281,9 +281,11 @@ class DeviceRuntime:
         nbytes = max(4, int(nbytes))
         with self.lock:
             pooled = self._pool.get(nbytes)
-            if pooled:
+            while pooled:
                 self._pooled_bytes -= nbytes
                 buf = heapq.heappop(pooled)[2]
+                if buf.closed:  # its array and the buffer were one garbage cycle: the collector finalized both,
+                    continue    # the array's finalizer pooling the buffer its own then closed
                 buf._hp_released = False  # a new owner: no graph's release of the old one applies to it
                 return buf
             try:
