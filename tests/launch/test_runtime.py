@@ -356,3 +356,21 @@ def test_a_buffer_a_graph_released_is_not_freed_again_by_a_later_graph():
     rt.synchronize()
     np.testing.assert_array_equal(c.numpy(), np.full(n, 2.0, np.float32))
     np.testing.assert_array_equal(d.numpy(), np.full(n, 9.0, np.float32))
+
+
+
+@pytest.mark.vulkan
+def test_a_pooled_buffer_closed_behind_the_pool_is_never_handed_out():
+    """A buffer that went back to the pool and was then closed by something else (seen: an array and its buffer
+    collected as one garbage cycle, the array's finalizer pooling the buffer and the buffer's own closing it): the
+    next array of that size gets an open buffer and its contents."""
+    rt = runtime(0)
+    rt.trim()
+    n = 1037  # float32 elements: a size no other test pools
+    first = hydroplane.device_array(np.zeros(n, np.float32), 0)
+    buffer = first.buffer
+    first.release()  # pooled
+    buffer.close()  # closed behind the pool's back
+    fresh = hydroplane.device_array(np.full(n, -2.5, np.float32), 0)
+    assert fresh.buffer is not buffer and not fresh.buffer.closed
+    np.testing.assert_array_equal(fresh.numpy(), np.full(n, -2.5, np.float32))
