@@ -24,6 +24,7 @@ batch of steps (the end-of-generation check).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
@@ -110,15 +111,17 @@ class _OnDemand:
     def __init__(self, model: Model, name: str):
         tensor = model.file.tensor(name)
         self.name, self.shape, self.quantized = name, tensor.shape, tensor.format in QUANT_FORMATS
-        self._model: Model | None = model
+        self._model = weakref.ref(model)  # no cycle: a model is freed by reference counting, its buffers at once
         self._matrix: _Matrix | None = None
 
     def __getattr__(self, attribute: str):
         if attribute.startswith("_"):
             raise AttributeError(attribute)
         if self._matrix is None:
-            assert self._model is not None
-            self._matrix = _Matrix(self._model, self.name)
+            model = self._model()
+            if model is None:
+                raise ModelError(f"{self.name}: the model this weight belongs to is gone")
+            self._matrix = _Matrix(model, self.name)
         return getattr(self._matrix, attribute)
 
 
