@@ -802,6 +802,15 @@ def places_of(arrays) -> tuple | None:
     return tuple(places)
 
 
+def fast_path_serves(inputs: tuple, out) -> bool:
+    """Whether a planned call's fast path may take these DeviceArrays (None entries absent): none released, and
+    `out` sharing no buffer with an input (the checked path stages that case, or refuses a released one)."""
+    for x in (*inputs, out):
+        if x is not None and x.storage.buffer is None:
+            return False
+    return out is None or all(x is None or out.storage is not x.storage for x in inputs)
+
+
 def planned_of(launches) -> tuple | None:
     """The planned launches of PreparedLaunches as their last dispatch queued them (None when one has none or
     stages a view through a copy): queued again with `launch_planned`, they repeat that dispatch."""
@@ -848,5 +857,6 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
 
 
 __all__ = ["KEPT_PLANS", "WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError",
-           "Storage", "WeakStorage", "dispatch_kept", "grid_of", "kept_key", "numpy_dtype", "places_of", "planned_of",
+           "Storage", "WeakStorage", "dispatch_kept", "fast_path_serves", "grid_of", "kept_key", "numpy_dtype",
+           "places_of", "planned_of",
            "prepare", "real_storage", "signature_of"]

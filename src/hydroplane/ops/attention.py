@@ -42,7 +42,15 @@ from hydroplane.kernels.attention import (
     target_tiles,
     tolerance,
 )
-from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, places_of, planned_of, prepare, signature_of
+from hydroplane.launch.prepared import (
+    KEPT_PLANS,
+    DeviceArray,
+    fast_path_serves,
+    places_of,
+    planned_of,
+    prepare,
+    signature_of,
+)
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.matmul import host_memory
 from hydroplane.ops.runner import DeviceRunner, runner_executor
@@ -258,10 +266,7 @@ class FastAttention:
         prepared, rt = self.prepared, self.runtime
         if not prepared.passes or rt.closed:
             return None
-        for x in (q, k, v, kv_len, out):
-            if x is not None and x.storage.buffer is None:
-                return None
-        if out is not None and (out.storage is q.storage or out.storage is k.storage or out.storage is v.storage):
+        if not fast_path_serves((q, k, v, kv_len), out):
             return None
         if out is None:
             dtype, shape, nbytes = self.result  # type: ignore[misc]

@@ -35,7 +35,15 @@ from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.gemm import ACTIVATIONS, GemmDtype, GemmError, GemmProblem, source
 from hydroplane.kernels.gemm.plan import GEMM_ACCUMULATORS, GEMM_OUTPUTS
 from hydroplane.kernels.gemm.route import gemm_route
-from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, places_of, planned_of, real_storage, signature_of
+from hydroplane.launch.prepared import (
+    KEPT_PLANS,
+    DeviceArray,
+    fast_path_serves,
+    places_of,
+    planned_of,
+    real_storage,
+    signature_of,
+)
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops import quant_matmul
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
@@ -482,13 +490,7 @@ class FastCall:
 
     def run(self, a: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
         plan, rt = self.plan, self.runtime
-        if not plan.gemms or rt.closed:
-            return None
-        for x in (a, b, bias, out):
-            if x is not None and x.storage.buffer is None:
-                return None
-        if out is not None and (out.storage is a.storage or out.storage is b.storage or
-                                (bias is not None and out.storage is bias.storage)):
+        if not plan.gemms or rt.closed or not fast_path_serves((a, b, bias), out):
             return None
         if out is None:
             dtype, shape, nbytes = self.result  # type: ignore[misc]

@@ -38,7 +38,7 @@ from hydroplane.kernels.quant.source import (
     reduce_kernel,
     rows_kernel,
 )
-from hydroplane.launch.prepared import DeviceArray, dispatch_kept, signature_of
+from hydroplane.launch.prepared import DeviceArray, dispatch_kept, fast_path_serves, signature_of
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
@@ -293,13 +293,7 @@ class _Recorded:
 
     def run(self, x: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
         rt = self.rt
-        if rt.closed:
-            return None
-        for arr in (x, b, bias, out):
-            if arr is not None and arr.storage.buffer is None:
-                return None
-        if out is not None and (out.storage is x.storage or out.storage is b.storage or
-                                (bias is not None and out.storage is bias.storage)):
+        if rt.closed or not fast_path_serves((x, b, bias), out):
             return None
         if out is None:
             dtype, shape = self.result  # type: ignore[misc]
