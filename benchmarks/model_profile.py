@@ -1,0 +1,125 @@
+"""Where a model step's GPU time goes (issues 24-26): every launch of the captured decode step and of the captured
+prefill of a bucket, timed alone by GPU timestamps, grouped by kernel, beside the whole captured step's time.
+
+The model is the benchmark's (tools/make_benchmark_gguf.py: the real Gemma 3 270M file's metadata and tensor layout,
+generated weights) unless --gguf names another. For each step: the step is run once as calls (planning), then
+captured with every launch it queues collected; each launch is then queued alone, `--reps` times after a short
+warm-up (`DeviceRuntime.time`: GPU timestamps around each), median per launch; and the captured graph's replay is
+timed the same way. The launches' sum against the graph's time says what the barriers and the chain of small
+dispatches cost beside the kernels' own time; the table by kernel says which kernels to work on.
+
+    PYTHONPATH=src python3 benchmarks/model_profile.py [--gguf FILE] [--device 0] [--prompt 512] [--depth 0]
+        [--top 25] [--json OUT]
+
+Here (lavapipe, a tiny checkpoint): `--gguf tiny.gguf --prompt 16` runs the same code in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from hydroplane.launch.runtime import capture, runtime  # noqa: E402
+from hydroplane.models import load  # noqa: E402
+
+
+def collected(model, run) -> tuple[object, list]:
+    """Run `run()` once as calls (planning), then capture it with every planned launch it queues collected:
+    (the graph, [(label, planned launch)])."""
+    run()
+    rt = model.runtime
+    launches: list = []
+    planned = rt.launch_planned
+
+    def collect(launch):
+        launches.append((launch.label, launch))
+        planned(launch)
+
+    rt.launch_planned = collect
+    try:
+        with capture(model.device) as graph:
+            run()
+    finally:
+        del rt.launch_planned
+    return graph, launches
+
+
+def profile(model, name: str, run, reps: int, top: int) -> dict:
+    rt = runtime(model.device)
+    graph, launches = collected(model, run)
+    whole = statistics.median(rt.time(graph.replay, reps, warmup=2, warmup_s=0.3)) * 1e6
+    each = []
+    for label, launch in launches:
+        times = rt.time(lambda launch=launch: rt.launch_planned(launch), reps, warmup=2, warmup_s=0.002)
+        each.append((label, statistics.median(times) * 1e6))
+    by_kernel: dict[str, list[float]] = collections.defaultdict(list)
+    for label, us in each:
+        by_kernel[label].append(us)
+    total = sum(us for _, us in each)
+    print(f"\n{name}: {len(launches)} launches; captured step {whole:.1f} us by GPU timestamps; the launches alone "
+          f"sum to {total:.1f} us ({whole - total:+.1f} us for the chain: barriers, gaps, overlap)")
+    print(f"{'kernel':60s} {'count':>5s} {'sum us':>9s} {'share':>6s} {'median us':>9s} {'max us':>8s}")
+    for label, times in sorted(by_kernel.items(), key=lambda kv: -sum(kv[1])):
+        print(f"{label[:60]:60s} {len(times):5d} {sum(times):9.1f} {sum(times) / total:6.1%} "
+              f"{statistics.median(times):9.1f} {max(times):8.1f}")
+    print(f"the {top} longest launches, in step order:")
+    longest = sorted(range(len(each)), key=lambda i: -each[i][1])[:top]
+    for i in sorted(longest):
+        print(f"  #{i:4d} {each[i][1]:8.1f} us  {each[i][0]}")
+    return {"launches": len(launches), "graph_us": whole, "sum_us": total,
+            "each": [{"label": label, "us": us} for label, us in each]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gguf", type=Path, help="a checkpoint (default: tools/make_benchmark_gguf.py's)")
+    parser.add_argument("--device", default="0")
+    parser.add_argument("--prompt", type=int, default=512)
+    parser.add_argument("--depth", type=int, default=0, help="decode from this many cached positions")
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    path = args.gguf
+    if path is None:
+        path = Path("/tmp/gemma3_270m_benchmark.gguf")
+        if not path.exists():
+            subprocess.run([sys.executable, str(ROOT / "tools" / "make_benchmark_gguf.py"), str(path)], check=True)
+    start = time.perf_counter()
+    model = load(str(path), device=args.device, context=max(args.depth, args.prompt) + 64)
+    rt = runtime(model.device)
+    print(f"{path.name} on {rt.name}, loaded in {time.perf_counter() - start:.1f} s; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    rng = np.random.default_rng(0)
+    ids = rng.integers(4, model.config.n_vocab, args.prompt)
+    results = {}
+
+    model.reset()
+    model.step(ids)  # the bucket's device inputs written (ids, positions, the kept row), its plans made
+    state = next(iter(model._prefills.values()))
+
+    def prefill():  # what the bucket's captured prefill holds
+        model.forward(model.embed(state.ids), state.positions, last_row=state.row)
+
+    results["prefill"] = profile(model, f"prefill of {args.prompt} tokens", prefill, args.reps, args.top)
+    model.decode_from(5, args.depth)
+    sampling = {"temperature": 0.0}
+    results["decode"] = profile(model, f"decode step at depth {args.depth}",
+                                lambda: model._decode_step(sampling), args.reps, args.top)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
