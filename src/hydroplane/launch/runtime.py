@@ -228,6 +228,7 @@ class DeviceRuntime:
         # launches find their plans) whatever order the last step freed them in
         self._made = 0  # Vulkan buffers made (their creation order)
         self._pooled_bytes = 0
+        self._freed: dict[int, Any] = {}  # the pooled buffers by id, in the order freed (the oldest evicted first)
         self.pool_bytes = int(os.environ.get("HYDROPLANE_POOL_BYTES", POOL_BYTES))
         self.executor: Any
         if executor is not None:
@@ -282,8 +283,9 @@ class DeviceRuntime:
         with self.lock:
             pooled = self._pool.get(nbytes)
             while pooled:
-                self._pooled_bytes -= nbytes
                 buf = heapq.heappop(pooled)[2]
+                del self._freed[id(buf)]
+                self._pooled_bytes -= nbytes
                 if buf.closed:  # its array and the buffer were one garbage cycle: the collector finalized both,
                     continue    # the array's finalizer pooling the buffer its own then closed
                 buf._hp_released = False  # a new owner: no graph's release of the old one applies to it
@@ -304,10 +306,9 @@ class DeviceRuntime:
         pooled buffer may still be in use by work recorded before its free)."""
         with self.lock:
             self.synchronize()
-            pool, self._pool, self._pooled_bytes = self._pool, {}, 0
-            for bufs in pool.values():
-                for _, _, buf in bufs:
-                    self._destroy(buf)
+            freed, self._pool, self._freed, self._pooled_bytes = self._freed, {}, {}, 0
+            for buf in freed.values():
+                self._destroy(buf)
 
     def free(self, buf) -> None:
         """Free a buffer (at once on the reference executor). On a queue the buffer goes back to the pool at once,
@@ -326,11 +327,23 @@ class DeviceRuntime:
                 return
             buf._hp_released = False  # freed now: a graph that closes later must not free it again
             size = buf.nbytes
-            if self._pooled_bytes + size <= self.pool_bytes:
-                heapq.heappush(self._pool.setdefault(size, []), (getattr(buf, "_hp_made", 0), id(buf), buf))
-                self._pooled_bytes += size
-            else:
-                self.stream.after(getattr(buf, "_hp_access", 0), lambda: None if buf.closed else self._destroy(buf))
+            if size > self.pool_bytes:
+                self._destroy_after(buf)
+                return
+            while self._pooled_bytes + size > self.pool_bytes:  # the buffers freed longest ago make room
+                old = self._freed.pop(next(iter(self._freed)))
+                self._pooled_bytes -= old.nbytes
+                heap = self._pool[old.nbytes]
+                heap.remove((getattr(old, "_hp_made", 0), id(old), old))
+                heapq.heapify(heap)
+                self._destroy_after(old)
+            heapq.heappush(self._pool.setdefault(size, []), (getattr(buf, "_hp_made", 0), id(buf), buf))
+            self._freed[id(buf)] = buf
+            self._pooled_bytes += size
+
+    def _destroy_after(self, buf) -> None:
+        """Destroy `buf` once the work recorded so far that uses it has finished."""
+        self.stream.after(getattr(buf, "_hp_access", 0), lambda: None if buf.closed else self._destroy(buf))
 
     def _destroy(self, buf) -> None:
         if self.sets is not None and not self.sets.closed:
