@@ -79,6 +79,7 @@ GGML = {  # issue 25's FLASH_ATTN_EXT cases (ggml's perf list; no causal mask: g
     "ggml decode d64 h64/8 q4 kv7680": (1, 64, 4, 7680, 64, False, 8),
 }
 CASES.update(GGML)
+CASES["model prefill d256 h4/1 q512 causal"] = (1, 4, 512, 512, 256, True, 1)  # Gemma 3 270M's prefill of 512
 PEER = {  # llama.cpp's Vulkan backend on the H200 (issue 25's table): µs per op
     "ggml decode d128 h8 kv4096": 12.8, "ggml decode d128 h32/8 kv4096": 17.0, "ggml decode d128 h8 kv16384": 33.4,
     "ggml decode d256 h32/2 kv10000": 35.8, "ggml decode d256 h32/2 kv20000": 50.6,
@@ -110,6 +111,9 @@ TINY_PARITY = [(1, 2, 2, 17, 20, 16, True, "f16", 1.0), (1, 2, 1, 1, 100, 32, Fa
 TARGETS = {"4x16x4096x128": "≥ 200 TFLOP/s", "4x16x4096x128 causal": "≥ 150 TFLOP/s",
            "decode 16x32 1x8192x128": "≥ 3 TB/s"}
 DECODE_SPLITS = (8, 16, 32, 64, 128, 256)  # the decode cases' split counts tried with their leading configurations
+MODEL_DECODE = (1, 4, 1, 4288, 256, 1)  # Gemma 3 270M's decode step (B, H, S_q, cache capacity, D, H_kv), causal
+MODEL_LENGTHS = (1, 512, 4096)  # the keys in use, read from the device (kv_len=)
+MODEL_WINDOWS = (512, None)  # its sliding-window layers and its global ones
 
 
 def torch_or_none():
@@ -253,10 +257,11 @@ def special_values(runner: AttentionRunner, log) -> int:
 def parse_config(text: str) -> AttentionConfig:
     """`tile=16x16x16,subgroups=4,query_tiles=1,key_tiles=2,pad=1,splits=1` (fields left out keep their defaults)."""
     fields: dict = {}
+    flags = ("grouped", "key_split", "column_split")
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
         fields[key] = tuple(int(v) for v in value.split("x")) if key == "tile" else \
-            value in ("1", "true", "True") if key == "grouped" else int(value)
+            value in ("1", "true", "True") if key in flags else int(value)
     return AttentionConfig(**fields)
 
 
@@ -325,6 +330,67 @@ def time_hydroplane(runner, problem, config, data, exact, torch, reps, warmup_s,
     return row
 
 
+def model_decode_configs(problem: AttentionProblem, runner) -> list[AttentionConfig]:
+    """The model decode sweep's configurations: the default, the one-subgroup grouped one (the default before the
+    column split), and the column split on 4 and 2 subgroups (16- and 32-key blocks), each at several split
+    counts."""
+    tile = (16, 16, 16)
+    one = AttentionConfig(tile, 1, 1, 1, splits=0, grouped=True)
+    four = AttentionConfig(tile, 4, 1, 1, splits=0, grouped=True, column_split=True)
+    two = replace(four, subgroups=2)
+    wide = replace(four, key_tiles=2)
+    configs = [candidate_configs(problem, runner.target)[0], one, replace(one, splits=134)]
+    configs += [replace(four, splits=s) for s in (0, 34, 134, 268)] + [replace(two, splits=s) for s in (0, 134)]
+    configs += [replace(wide, splits=s) for s in (0, 134)]
+    narrow = AttentionConfig((16, 8, 16), 4, 1, 2, splits=0, grouped=True, column_split=True)  # the causal default
+    configs += [narrow, replace(narrow, splits=134), AttentionConfig((16, 8, 16), 1, 1, 2, splits=0, grouped=True)]
+    return list(dict.fromkeys(configs))
+
+
+def model_decode(runner, reps: int, warmup_s: float, log) -> list[dict]:
+    """The model's decode attention (MODEL_DECODE, kv_len read from a device buffer) at each of MODEL_LENGTHS and
+    MODEL_WINDOWS through each configuration of `model_decode_configs`: checked against the float64 reference at
+    each length (the output poisoned first), then timed per run from a captured graph of back-to-back runs, and each
+    pass alone (one per submit, GPU timestamps: what benchmarks/model_profile.py reports per launch)."""
+    b, h, s_q, s_kv, d, h_kv = MODEL_DECODE
+    rt = runtime_of(runner.executor)
+    rows = []
+    for window in MODEL_WINDOWS:
+        problem = AttentionProblem(b, h, s_q, s_kv, d, "f16", h_kv, True, None, window, device_kv_len=True)
+        data = random_inputs(problem, np.random.default_rng(25))
+        data["kv_len"] = np.array([s_kv], np.int32)
+        print(f"\nmodel decode: {problem.describe()}", file=log, flush=True)
+        for config in model_decode_configs(problem, runner):
+            start = time.perf_counter()
+            try:
+                prepared = runner.prepare(problem, config, data)
+            except Exception as err:  # noqa: BLE001 -- a configuration the driver refuses is skipped, and said so
+                print(f"    FAILED  {config.describe()}: {type(err).__name__}: {str(err)[:200]}", file=log)
+                continue
+            with prepared:
+                stats = statistics_text(prepared)
+                for length in MODEL_LENGTHS:
+                    prepared.kv_len.write(np.array([length], np.int32))
+                    prepared.repoison()
+                    prepared.dispatch()
+                    error = relative_error(prepared.read(), reference(problem, data["q"], data["k"], data["v"],
+                                                                      length))
+                    alone = [statistics.median(rt.time(p.dispatch, reps, warmup=2, warmup_s=0.05))
+                             for p in prepared.passes]
+                    per_run, per = graph_time(runner, prepared, sum(alone), reps, 0.05)
+                    row = {"window": window, "kv_len": length, "config": prepared.plan.config.describe(),
+                           "config_dict": prepared.plan.config.to_dict(), "error": error,
+                           "graph_us": statistics.median(per_run) * 1e6, "graph_runs": per,
+                           "alone_us": [t * 1e6 for t in alone], "statistics": stats}
+                    rows.append(row)
+                    ok = "ok" if error <= tolerance(problem) else "WRONG"
+                    print(f"    kv_len {length:5d}: {row['graph_us']:7.2f} us per run in a graph; alone "
+                          + " + ".join(f"{t:.2f}" for t in row["alone_us"]) + f" us; error {error:.2g} {ok}  "
+                          f"{row['config']} [{stats}]", file=log, flush=True)
+            print(f"    ({time.perf_counter() - start:.1f} s)", file=log, flush=True)
+    return rows
+
+
 def time_torch(problem: AttentionProblem, data, torch, reps: int, warmup_s: float) -> float | None:
     q, k, v = data["torch"]
     sdpa = torch.nn.functional.scaled_dot_product_attention
@@ -365,6 +431,8 @@ def main(argv=None) -> int:
     parser.add_argument("--config", action="append", default=[],
                         help="a configuration to time instead of the sweep (repeatable), e.g. "
                              "tile=16x16x16,subgroups=4,key_tiles=2")
+    parser.add_argument("--model-decode", action="store_true",
+                        help="only the model's decode attention (MODEL_DECODE) at each kv_len and window")
     args = parser.parse_args(argv)
     cases = TINY if args.tiny else CASES
     if args.cases:
@@ -387,6 +455,13 @@ def main(argv=None) -> int:
               + (f", driver {runner.executor.info.driver_version}" if not runner.is_reference else "")
               + (f", torch {torch.__version__}" if torch else ", no torch (NumPy float64 reference, no baseline)"),
               file=log, flush=True)
+        if args.model_decode:
+            rows = model_decode(runner, args.reps, args.warmup_s, log)
+            if folder:
+                (folder / "model_decode.json").write_text(json.dumps(rows, indent=1) + "\n")
+            for stream in streams[1:]:
+                stream.close()
+            return 0 if rows and all(r["error"] <= 3e-3 for r in rows) else 1
         failed = parity(TINY_PARITY if args.tiny else PARITY, runner.device, log) if not args.no_parity else 0
         if not args.no_arithmetic and not args.tiny:
             failed += special_values(runner, log)

@@ -64,23 +64,37 @@ def test_the_library_kernel_uses_the_ext_operations():
         assert name in text, name
 
 
-@pytest.mark.parametrize("kind", ["key_split", "q_rounds"])
-def test_the_unmeasured_configurations_compile_for_the_h200(kind):
-    """The candidates listed after the measured ones (subgroups splitting each key block for decode, the Q block in
-    rounds for head dim 256 prefill) pass the same lowering, limits and spirv-val for the H200 profile."""
+KINDS = {  # a kind of configuration: (whether a config is one, the problems, how many at least)
+    "key_split": (lambda c: c.key_split, [AttentionProblem(1, 32, 1, 3000, 128, kv_heads=8),
+                                          AttentionProblem(1, 32, 1, 3000, 256, kv_heads=2)], 3),
+    "q_rounds": (lambda c: c.q_rounds > 1, [AttentionProblem(1, 32, 512, 1000, 256, kv_heads=2),
+                                            AttentionProblem(1, 4, 512, 512, 256, kv_heads=1, causal=True)], 2),
+    "column_split": (lambda c: c.column_split, [  # the model's decode step (kv_len read on the device), ggml's
+        AttentionProblem(1, 4, 1, 4288, 256, kv_heads=1, causal=True, window=512, device_kv_len=True),
+        AttentionProblem(1, 8, 1, 4096, 128), AttentionProblem(1, 32, 1, 20000, 256, kv_heads=2)], 6),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_the_other_configurations_compile_for_the_h200(kind):
+    """The candidates of each kind (subgroups splitting each key block or O's columns for decode, the Q block in
+    rounds for head dim 256 prefill), both passes, pass the same lowering, limits and spirv-val for the H200
+    profile."""
     target = Target.profile("nvidia-h200")
-    problems = [AttentionProblem(1, 32, 1, 3000, 128, kv_heads=8), AttentionProblem(1, 32, 1, 3000, 256, kv_heads=2)] \
-        if kind == "key_split" else [AttentionProblem(1, 32, 512, 1000, 256, kv_heads=2)]
+    chosen, problems, least = KINDS[kind]
     count = 0
     for problem in problems:
         for config in candidate_configs(problem, target):
-            if not (config.key_split if kind == "key_split" else config.q_rounds > 1):
+            if not chosen(config):
                 continue
             plan = attention_plan(problem, config, target)
-            spec = plan.main.kernel.compile(target, **plan.main.constexprs)
-            validate(spec.words, env="vulkan1.3")
-            lowered = compile_kernel(spec.words, target)
-            check_target_limits(lowered, target)
-            validate(lowered.words, env="vulkan1.3")
+            for p in (plan.main, plan.combine):
+                if p is None:
+                    continue
+                spec = p.kernel.compile(target, **p.constexprs)
+                validate(spec.words, env="vulkan1.3")
+                lowered = compile_kernel(spec.words, target)
+                check_target_limits(lowered, target)
+                validate(lowered.words, env="vulkan1.3")
             count += 1
-    assert count >= (3 if kind == "key_split" else 1)
+    assert count >= least

@@ -162,7 +162,9 @@ class AttentionConfig:
     (16-byte chunks added to each shared row against bank conflicts), splits (1: one pass; N > 1: the decode path,
     the keys split into N ranges and combined in a second pass; 0: chosen from the problem), grouped (a KV head's
     query heads served by one workgroup: their rows packed, K and V read once per group; the decode path of
-    grouped-query attention)."""
+    grouped-query attention), key_split (the subgroups share the query tiles and split each key block), q_rounds
+    (the Q block staged in parts), column_split (the subgroups share the query tiles and every key, each holding
+    P V for its head_dim / subgroups columns of O: a decode step at head dim 256 in fewer registers)."""
 
     tile: tuple[int, int, int] = (16, 16, 16)
     subgroups: int = 4
@@ -173,6 +175,7 @@ class AttentionConfig:
     grouped: bool = False
     key_split: bool = False  # the subgroups share the query tiles and split each key block (decode)
     q_rounds: int = 1  # the Q block staged through shared memory in this many parts (head dim 256, 8 subgroups)
+    column_split: bool = False  # the subgroups share the query tiles and the keys, each its own columns of O
 
     def __post_init__(self):
         if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
@@ -184,6 +187,8 @@ class AttentionConfig:
                 or (self.key_split and self.q_rounds > 1):
             raise AttentionError(f"an attention config's q_rounds divides its subgroups (without key_split), not "
                                  f"{self.q_rounds!r}")
+        if self.column_split and (self.key_split or self.q_rounds > 1):
+            raise AttentionError("an attention config's column_split goes without key_split and q_rounds")
         if self.pad < 0 or self.splits < 0:
             raise AttentionError(f"an attention config's pad and splits are >= 0, not {self.pad}, {self.splits}")
 
@@ -192,6 +197,8 @@ class AttentionConfig:
         """(BM, BN): queries per workgroup, keys per step."""
         if self.key_split:
             return self.query_tiles * self.tile[0], self.subgroups * self.key_tiles * self.tile[1]
+        if self.column_split:
+            return self.query_tiles * self.tile[0], self.key_tiles * self.tile[1]
         return self.subgroups * self.query_tiles * self.tile[0], self.key_tiles * self.tile[1]
 
     def describe(self) -> str:
@@ -203,6 +210,8 @@ class AttentionConfig:
             text += f", rows padded by {16 * self.pad} bytes"
         if self.key_split:
             text += ", the subgroups splitting each key block"
+        if self.column_split:
+            text += ", the subgroups splitting O's columns"
         if self.q_rounds > 1:
             text += f", Q staged in {self.q_rounds} rounds"
         if self.grouped:
@@ -299,12 +308,15 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"(it offers: {tiles})")
     if d % qk or d % sn or qk % source.WIDE or sn % source.WIDE:
         raise AttentionError(f"head_dim {d} is no multiple of the tiles' {sn} and {qk} (multiples of 8)")
+    if config.column_split and (d // sn) % config.subgroups:
+        raise AttentionError(f"the {d // sn} output tiles of a row (head_dim {d}, tiles {sn} wide) do not split "
+                             f"among {config.subgroups} subgroups")
     threads = config.subgroups * target.subgroup_size
     if threads > target.max_workgroup_invocations or threads > target.max_workgroup_size[0]:
         raise AttentionError(f"{threads} invocations per workgroup; {target.name} allows "
                              f"{target.max_workgroup_invocations}")
     shared = 16 * source.shared_chunks(d, config.pad, config.subgroups, config.query_tiles, qt, sn, config.key_tiles,
-                                       config.key_split, config.q_rounds)
+                                       config.key_split, config.q_rounds, config.column_split)
     if shared > target.shared_memory:
         raise AttentionError(f"the configuration needs {shared} bytes of shared memory; {target.name} has "
                              f"{target.shared_memory}")
@@ -362,7 +374,7 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
                   "SPLIT": splits > 1,
                   "GUARD_KV": problem.kv_len % bn != 0 or problem.device_kv_len,
                   "DIRECT_P": direct_p(problem.dtype, config.tile, target), "KSPLIT": config.key_split,
-                  "QROUNDS": config.q_rounds, "KV_DEVICE": problem.device_kv_len}
+                  "QROUNDS": config.q_rounds, "KV_DEVICE": problem.device_kv_len, "DSPLIT": config.column_split}
     scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
                "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
                "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
@@ -372,9 +384,11 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
     partial = problem.batch * heads * splits * rows
     combine = Pass(source.attention_combine(problem.dtype),
                    {"D": problem.head_dim, "LANES": source.combine_lanes(problem.head_dim), "CAUSAL": problem.causal,
-                    "GROUPED": config.grouped, "KV_DEVICE": problem.device_kv_len},
+                    "GROUPED": config.grouped, "KV_DEVICE": problem.device_kv_len,
+                    "WINDOWED": problem.window is not None},
                    (rows, heads, problem.batch),
-                   {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len})
+                   {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len,
+                    "SPLIT_LEN": split_len, "WINDOW": problem.window or 0})
     return AttentionPlan(problem, replace(config, splits=splits), main, combine, partial * problem.head_dim,
                          partial * 2)
 
@@ -415,8 +429,12 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
             found.append(config)
         found.append(AttentionConfig(tile, 1, 1, max(1, (16 if big else 2 * sn) // sn), pad=1, splits=0))  # decode
         found += grouped_configs(problem, tile)
-    if problem.head_dim > 128 and tiles and tiles[0][0] >= 16 and problem.q_len > 64:  # not measured: never first
-        found.append(AttentionConfig(tiles[0], 8, 1, max(1, 32 // tiles[0][1]), pad=1, splits=1, q_rounds=2))
+        found += column_split_configs(problem, tile)
+    if problem.head_dim > 128 and tiles and tiles[0][0] >= 16 and problem.q_len > 64:
+        # 8 subgroups x 32 keys, Q staged in 2 rounds, first: the H200 (2026-12-05, docs/perf.md) ran ggml's prefill
+        # cases at head dim 256 in 1.086 and 1.807 ms with it against 1.607 and 2.905 with 4 subgroups x 32 keys
+        tile = (16, 16, 16) if (16, 16, 16) in tiles else tiles[0]
+        found.insert(0, AttentionConfig(tile, 8, 1, max(1, 32 // tile[1]), pad=1, splits=1, q_rounds=2))
     for tile in tiles[:1]:  # last: the subgroups splitting each key block (not measured yet: never the default)
         if tile[0] >= 16 and problem.q_len <= tile[0]:
             subgroups = 4 if problem.head_dim <= 128 else 2  # the K and V blocks within 48 KiB
@@ -435,8 +453,11 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
         raise AttentionError(f"no attention configuration fits {target.name} for {problem.describe()}")
     decode = problem.q_len <= runnable[0].block[0] and any(c.splits == 0 and auto_splits(problem, c) > 1
                                                            for c in runnable)
-    if decode:  # few queries against many keys: the grouped split configs lead, then the one-subgroup one
-        runnable.sort(key=lambda c: (not c.grouped, c.subgroups != 1 or c.splits != 0))
+    if decode:  # few queries against many keys: the grouped split configs lead, then the one-subgroup one; at head
+        # dims over 128 the column split leads each (one subgroup's output accumulators crowd its registers)
+        wide = problem.head_dim > 128
+        runnable.sort(key=lambda c: (not c.grouped, not (wide and c.column_split),
+                                     c.subgroups != 1 and not c.column_split or c.splits != 0))
     return runnable
 
 
@@ -455,6 +476,24 @@ def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
     if 1 < tiles <= 2 and problem.head_dim <= 128:
         found.append(AttentionConfig(tile, 1, tiles, max(1, keys // sn), pad=1, splits=0, grouped=True))
     return found
+
+
+def column_split_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
+    """The decode path with the subgroups splitting O's columns (config.column_split), on tiles of 16 rows and head
+    dims of 128 and more (where one subgroup's output accumulators crowd its registers): 4 and 2 subgroups against
+    16-key blocks, grouped where a KV head's query rows fill at most 4 query tiles; splits chosen from the
+    problem."""
+    qt, sn, _ = tile
+    if qt < 16 or problem.head_dim < 128:
+        return []
+    grouped = problem.group > 1 and -(-problem.group * problem.q_len // qt) <= 4
+    rows = problem.group * problem.q_len if grouped else problem.q_len
+    tiles = -(-rows // qt)
+    if tiles > 4:
+        return []
+    return [AttentionConfig(tile, subgroups, tiles, max(1, 16 // sn), pad=1, splits=0, grouped=grouped,
+                            column_split=True)
+            for subgroups in (4, 2) if (problem.head_dim // sn) % subgroups == 0]
 
 
 # inputs and the NumPy reference ---------------------------------------------------------------------

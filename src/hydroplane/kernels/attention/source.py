@@ -201,21 +201,32 @@ def attention_threads(constexprs: dict) -> int:
     return constexprs["WM"] * constexprs["SG"]
 
 
-def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1) -> int:  # noqa: N803 -- the constexprs
+def block_rows(WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1, DSPLIT=False) -> tuple[int, int]:  # noqa: N803
+    """(Q rows staged at a time, keys of a block): KSPLIT and DSPLIT share one group of query tiles among the
+    subgroups (KSPLIT: each takes its own key tiles of a WM times longer block; DSPLIT: every subgroup every key
+    and its own columns of O); otherwise each subgroup has its own query tiles (QROUNDS: staged a part at a time)."""
+    if KSPLIT:
+        return SMQ * QT, WM * NS * SN
+    if DSPLIT:
+        return SMQ * QT, NS * SN
+    return WM * SMQ * QT // QROUNDS, NS * SN
+
+
+def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1, DSPLIT=False) -> int:  # noqa: N803
     """V4s of the one shared array: the Q block (QROUNDS: a part of it at a time), or the K and V blocks, or the
     edge tiles' regions (KSPLIT: the subgroups share the query tiles and split each key block; their results meet
     in D / SN + 1 tile regions)."""
     lds = D // WIDE + PAD
     region = QT * SN // 4  # an f32 tile (the largest staged tile), per subgroup
-    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT // QROUNDS, NS * SN)
+    q_rows, keys = block_rows(WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT)
     return max(q_rows * lds, 2 * keys * lds, WM * region, (D // SN + 1) * region if KSPLIT else 0)
 
 
-def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False, QROUNDS=1) -> int:  # noqa: N803
+def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False, QROUNDS=1, DSPLIT=False) -> int:  # noqa: N803
     """V4 registers an invocation holds between a fetch and its put: its chunks of the Q block (or of a round of it)
     or of a K/V block."""
     threads = WM * SG
-    q_rows, keys = (SMQ * QT, WM * NS * SN) if KSPLIT else (WM * SMQ * QT // QROUNDS, NS * SN)
+    q_rows, keys = block_rows(WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT)
     return max(-(-q_rows * D // WIDE // threads), -(-keys * D // WIDE // threads))
 
 
@@ -227,7 +238,7 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
               WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
               GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False,
-              QROUNDS: constexpr = 1, KV_DEVICE: constexpr = False):
+              QROUNDS: constexpr = 1, KV_DEVICE: constexpr = False, DSPLIT: constexpr = False):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
@@ -241,11 +252,18 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     (8 subgroups at head dim 256 in 48 KiB). KV_DEVICE: the keys in use are the first kv_valid[0] (clamped to
     0 .. S_KV) of the S_KV rows (a preallocated KV cache whose length a captured decode step reads from the device):
     the keys past it are masked and the causal diagonal is aligned to it; S_KV stays the rows' stride.
+    DSPLIT: the WM subgroups share the block's SMQ query tiles (BM = SMQ * QT) and every key (BN = NS * SN); each
+    computes the same scores and statistics and P V for its own D / WM columns of O (a head dim of 256 in a decode
+    step: a quarter of the output accumulators and of the staged loads per invocation, four subgroups' loads in
+    flight). With SPLIT, a workgroup whose split holds no key for its rows returns at once (the combining pass reads
+    only the splits a row sees).
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
                   "D is a multiple of the tiles QK and SN, which are multiples of 8")
-    QG = 1 if KSPLIT else WM  # query groups (of SMQ tiles) and key groups (of NS tiles) per block
+    static_assert(not (KSPLIT and DSPLIT) and (not DSPLIT or (D // SN) % WM == 0),
+                  "DSPLIT: whole output tiles per subgroup, without KSPLIT")
+    QG = 1 if KSPLIT or DSPLIT else WM  # query groups (of SMQ tiles) and key groups (of NS tiles) per block
     KG = WM if KSPLIT else 1
     BM = QG * SMQ * QT
     BN = KG * NS * SN
@@ -254,19 +272,22 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     LDS = CHUNKS + PAD  # shared rows, padded
     KD = D // QK  # Q's A tiles per query tile
     DT = D // SN  # output tiles per query tile
+    DTS = DT // WM if DSPLIT else DT  # those this subgroup holds
     REGION = QT * SN // 4  # V4s of one subgroup's edge-tile region (an f32 tile)
     TA = coop.Matrix[IN, QT, QK, coop.A]
     TK = coop.Matrix[IN, QK, SN, coop.B]
     TV = coop.Matrix[IN, SN, SN, coop.B]
     TP = coop.Matrix[IN, QT, SN, coop.A]
     TS = coop.Matrix[f32, QT, SN, coop.Accumulator]
-    static_assert(QROUNDS == 1 or (not KSPLIT and WM % QROUNDS == 0), "Q rounds of whole subgroups' rows")
-    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS))
-    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT, QROUNDS))
+    static_assert(QROUNDS == 1 or (not KSPLIT and not DSPLIT and WM % QROUNDS == 0),
+                  "Q rounds of whole subgroups' rows")
+    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT))
+    regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT, QROUNDS, DSPLIT))
 
     sg = subgroup_id()
-    qg = 0 if KSPLIT else sg  # this subgroup's query tiles (qg * SMQ ...) and key tiles (kg * NS ...)
+    qg = 0 if KSPLIT or DSPLIT else sg  # this subgroup's query tiles (qg * SMQ ...) and key tiles (kg * NS ...)
     kg = sg if KSPLIT else 0
+    dn0 = sg * DTS if DSPLIT else 0  # and its first output tile
     batch = workgroup_id(2)
     head = workgroup_id(1)
     block = workgroup_id(0) // SPLITS
@@ -297,6 +318,8 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
         kv_lo = kv_lo + maximum(first_q + diagonal - WINDOW + 1 - kv_lo, 0) // BN * BN
         unmasked_lo = last_q + diagonal - WINDOW + 1
     blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
+    if SPLIT and blocks == 0:  # no key of this split for these rows: the combining pass does not read it
+        return
 
     # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
     qa = local_array(TA, SMQ * KD)
@@ -322,14 +345,14 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                                                     LDS, coop.RowMajor)
             barrier()
 
-    o = local_array(TS, SMQ * DT)
+    o = local_array(TS, SMQ * DTS)
     row_max = local_array(TS, SMQ)
     row_sum = local_array(TS, SMQ)
     for i in static_range(SMQ):
         row_max[i] = coop.fill(TS, START)
         row_sum[i] = coop.fill(TS, 0.0)
-        for dn in static_range(DT):
-            o[i * DT + dn] = coop.fill(TS, 0.0)
+        for dn in static_range(DTS):
+            o[i * DTS + dn] = coop.fill(TS, 0.0)
     s = local_array(TS, SMQ * NS)
     p = local_array(TP, SMQ * NS)
     V_BASE = BN * LDS  # the V block follows the K block
@@ -378,17 +401,18 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                 else:
                     p[i * NS + t] = coop.convert_use(coop.convert(prob, IN), coop.A)
             row_sum[i] = row_sum[i] * rescale + coop.reduce(probs, coop.Row, add)
-            for dn in static_range(DT):
-                o[i * DT + dn] = o[i * DT + dn] * rescale
+            for dn in static_range(DTS):
+                o[i * DTS + dn] = o[i * DTS + dn] * rescale
         put_rows(smem, V_BASE, regs, BN, CHUNKS, THREADS, LDS)
         if more:
             fetch_rows(regs, k4, kv_base, k0 + BN, kv_hi, BN, CHUNKS, THREADS, GUARD_KV)  # K_j+1, stored after P V
         barrier()
-        for dn in static_range(DT):
+        for dn in static_range(DTS):
             for t in static_range(NS):
-                vb = coop.load(TV, smem, V_BASE + ((kg * NS + t) * SN) * LDS + dn * SN // WIDE, LDS, coop.RowMajor)
+                vb = coop.load(TV, smem, V_BASE + ((kg * NS + t) * SN) * LDS + (dn0 + dn) * SN // WIDE, LDS,
+                               coop.RowMajor)
                 for i in static_range(SMQ):
-                    o[i * DT + dn] = coop.mul_add(p[i * NS + t], vb, o[i * DT + dn])
+                    o[i * DTS + dn] = coop.mul_add(p[i * NS + t], vb, o[i * DTS + dn])
         if more:
             put_rows(smem, 0, regs, BN, CHUNKS, THREADS, LDS)
         barrier()
@@ -423,26 +447,28 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             barrier()
 
     writer = sg == 0 if KSPLIT else True  # KSPLIT: every subgroup holds the merged rows; subgroup 0 writes them
+    stats_writer = sg == 0 if KSPLIT or DSPLIT else True  # DSPLIT: every subgroup holds the same statistics
     whole = q0 + BM <= S_Q  # the same in the whole workgroup: tiles store straight to the buffers
     region = sg * REGION
     for i in static_range(SMQ):
         row0 = q0 + (qg * SMQ + i) * QT
-        for dn in static_range(DT):
+        for dn in static_range(DTS):
+            column = (dn0 + dn) * SN  # of O
             if SPLIT:  # unnormalised O of this split, f32: o_part[batch, head, split, row, :]
                 part_base = ((batch * HEADS + head) * SPLITS + split) * S_Q * (D // 4)
                 if whole:
                     if writer:
-                        coop.store(o[i * DT + dn], o_part4, part_base + row0 * (D // 4) + dn * SN // 4, D // 4,
+                        coop.store(o[i * DTS + dn], o_part4, part_base + row0 * (D // 4) + column // 4, D // 4,
                                    coop.RowMajor)
                 else:
-                    coop.store(o[i * DT + dn], smem, region, SN // 4, coop.RowMajor)
+                    coop.store(o[i * DTS + dn], smem, region, SN // 4, coop.RowMajor)
                     barrier()
                     if writer:
-                        copy_tile_out(o_part4, smem, region, part_base + dn * SN // 4, row0, S_Q, QT, SN // 4,
+                        copy_tile_out(o_part4, smem, region, part_base + column // 4, row0, S_Q, QT, SN // 4,
                                       D // 4, SG)
                     barrier()
             else:
-                normalised = coop.map(divided_by, o[i * DT + dn], row_sum[i], row0, Q_LEN, kv_end, CAUSAL,
+                normalised = coop.map(divided_by, o[i * DTS + dn], row_sum[i], row0, Q_LEN, kv_end, CAUSAL,
                                       GROUPED)
                 if DIRECT_P:  # no accumulator of the input type: the output tile is stored as an A matrix of it
                     result = coop.convert(normalised, IN, coop.A)
@@ -450,12 +476,12 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
                     result = coop.convert(normalised, IN)
                 if whole:
                     if writer:
-                        coop.store(result, out4, q_base + row0 * CHUNKS + dn * SN // WIDE, CHUNKS, coop.RowMajor)
+                        coop.store(result, out4, q_base + row0 * CHUNKS + column // WIDE, CHUNKS, coop.RowMajor)
                 else:
                     coop.store(result, smem, region, SN // WIDE, coop.RowMajor)
                     barrier()
                     if writer:
-                        copy_tile_out(out4, smem, region, q_base + dn * SN // WIDE, row0, S_Q, QT, SN // WIDE,
+                        copy_tile_out(out4, smem, region, q_base + column // WIDE, row0, S_Q, QT, SN // WIDE,
                                       CHUNKS, SG)
                     barrier()
         if SPLIT:  # the row maximum and sum: ml_part[batch, head, split, row, 0 and 1]
@@ -463,12 +489,12 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
             coop.store(row_max[i], smem, region, SN // 4, coop.RowMajor)
             barrier()
             lane = lane_id()
-            if writer and lane < QT and row0 + lane < S_Q:
+            if stats_writer and lane < QT and row0 + lane < S_Q:
                 ml_part[stats_base + (row0 + lane) * 2] = bitcast(smem[region + lane * (SN // 4)][0], f32)
             barrier()
             coop.store(row_sum[i], smem, region, SN // 4, coop.RowMajor)
             barrier()
-            if writer and lane < QT and row0 + lane < S_Q:
+            if stats_writer and lane < QT and row0 + lane < S_Q:
                 ml_part[stats_base + (row0 + lane) * 2 + 1] = bitcast(smem[region + lane * (SN // 4)][0], f32)
             barrier()
 
@@ -481,8 +507,24 @@ def combine_threads(constexprs: dict) -> int:
 
 
 def combine_lanes(d: int) -> int:
-    """Split lanes of the combining pass: about 128 invocations of D / 4 (each holds four of a row's D values)."""
-    return max(1, min(8, 512 // d))
+    """Split lanes of the combining pass: about 256 invocations of D / 4 (each holds four of a row's D values)."""
+    return max(1, min(8, 1024 // d))
+
+
+@func
+def splits_seen(row, q_len, kv_end, split_len, splits, window, CAUSAL: constexpr, WINDOWED: constexpr,
+                GROUPED: constexpr):
+    """(first, end) of the splits holding a key the query in row `row` sees (kv_end keys in use; causal: keys up
+    to its position; WINDOWED: from `window` - 1 before it): the main pass writes every one of them (its
+    workgroups whose split holds no key for their rows write nothing)."""
+    position = position_of(row, q_len, kv_end - q_len, GROUPED)
+    hi = kv_end
+    if CAUSAL:
+        hi = minimum(hi, position + 1)
+    lo = 0
+    if WINDOWED:
+        lo = maximum(position - window + 1, 0)
+    return lo // split_len, minimum((maximum(hi, 0) + split_len - 1) // split_len, splits)
 
 
 @func
@@ -497,13 +539,15 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
     of D / 4 invocations, lane l merging splits l, l + LANES, ... online (running maximum, rescaled sum and row,
     each four values a 16-byte load), then the lanes merged through shared memory into the output row (IN).
     GROUPED: the rows are a KV head's packed query rows (row % Q_LEN is the query). KV_DEVICE: the keys in use
-    are kv_valid[0] (as the main pass reads them: a row that sees none writes zeros)."""
+    are kv_valid[0] (as the main pass reads them: a row that sees none writes zeros). Only the splits holding a key
+    the row sees are read (`splits_seen`: the others weigh 0; their workgroups wrote nothing), so the pass's cost
+    follows the keys in use and the window."""
 
     @kernel_source(local_size=combine_threads, name=f"attention_combine_{IN}")
     def combine(o_part: Buffer[V4F, readonly], ml_part: Buffer[f32, readonly], out: Buffer[IN],
                 kv_valid: Buffer[s32, readonly], S_Q: s32, S_KV: s32, HEADS: s32, SPLITS: s32, Q_LEN: s32,
-                D: constexpr, LANES: constexpr, CAUSAL: constexpr = False, GROUPED: constexpr = False,
-                KV_DEVICE: constexpr = False):
+                SPLIT_LEN: s32, WINDOW: s32, D: constexpr, LANES: constexpr, CAUSAL: constexpr = False,
+                GROUPED: constexpr = False, KV_DEVICE: constexpr = False, WINDOWED: constexpr = False):
         CH = D // 4
         shared_o = shared_array(V4F, LANES * CH)
         shared_ml = shared_array(f32, 2 * LANES)
@@ -513,10 +557,14 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
         c = local_index() % CH
         lane = local_index() // CH
         first = (batch * HEADS + head) * SPLITS  # split 0 of this head
+        kv_end = S_KV
+        if KV_DEVICE:
+            kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
+        lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
         top = f32(START)
         total = f32(0.0)
         value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
-        for split in range(lane, SPLITS, LANES):  # a split that saw no key (maximum -inf, sum 0) weighs 0
+        for split in range(lo + lane, hi, LANES):  # a split that saw no key (maximum -inf, sum 0) weighs 0
             at = (first + split) * S_Q + row
             m = ml_part[at * 2]
             new = maximum(top, m)
@@ -538,9 +586,6 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
                 value = value * old_w + shared_o[other * CH + c] * new_w
                 top = new
             result = value / total
-            kv_end = S_KV
-            if KV_DEVICE:
-                kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
             if not seen_any(row, Q_LEN, kv_end, CAUSAL, GROUPED):
                 result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
             base = ((batch * HEADS + head) * S_Q + row) * D + c * 4
