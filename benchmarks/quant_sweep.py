@@ -5,6 +5,10 @@ helpers), each checked against float64 NumPy on its first columns. One JSON line
 
     VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src \\
         python3 benchmarks/quant_sweep.py --out $OUT/quant_sweep.jsonl
+        python3 benchmarks/quant_sweep.py --only prefill --seconds 200 --out $OUT/prefill.jsonl
+
+The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped rule: ops.quant_matmul.gemm_plan) at
+PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
 
 `--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
 """
@@ -32,18 +36,35 @@ from hydroplane.ops import quant_matmul  # noqa: E402
 from hydroplane.quant import QuantizedArray  # noqa: E402
 
 DECODE_SHAPES = [(14336, 4096), (4096, 14336)]
+# The prefill GEMM's cases (format, M, K, N, x dtype): Gemma 3 270M's prefill of 512 tokens (f32 activations: qkv,
+# v, gate_up, o, down), then the benchmark's 512 x 14336 -> 4096
+PREFILL_SHAPES = [("q5_0", 512, 640, 4096, "float32"), ("q5_0", 512, 640, 1536, "float32"),
+                  ("q4_k", 512, 1024, 640, "float32"), ("q6_k", 512, 2048, 640, "float32"),
+                  ("q8_0", 512, 640, 256, "float32"), ("q4_0", 512, 14336, 4096, "float16"),
+                  ("q4_k", 512, 14336, 4096, "float16"), ("q6_k", 512, 14336, 4096, "float16")]
+GEMMA_DECODE = [("q8_0", 640, 262144), ("q5_0", 640, 4096), ("q6_k", 2048, 640)]  # (format, K, N)
+PF = {"kt": 2, "pad": 1, "prefetch": True}
+# the GEMM's blocks tried ({}: the shipped rule, gemm_plan): WM x WN subgroups of SM x SN 16x16 tiles
+PREFILL_BLOCKS = [{}, dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1), dict(wm=2, wn=2, sm=4, sn=4, **PF),
+                  dict(wm=2, wn=2, sm=2, sn=4, **PF), dict(wm=2, wn=2, sm=4, sn=2, **PF),
+                  dict(wm=2, wn=2, sm=2, sn=2, **PF), dict(wm=2, wn=2, sm=2, sn=2, kt=2, pad=1),
+                  dict(wm=2, wn=2, sm=2, sn=2, split=2, **PF), dict(wm=2, wn=2, sm=1, sn=2, **PF),
+                  dict(wm=2, wn=2, sm=2, sn=2, kt=4, pad=1, prefetch=True), dict(wm=2, wn=4, sm=4, sn=2, **PF),
+                  dict(wm=2, wn=4, sm=2, sn=2, **PF), dict(wm=2, wn=2, sm=4, sn=4, split=2, **PF),
+                  dict(wm=2, wn=2, sm=4, sn=4, kt=4, pad=1, prefetch=True, stages=1)]
 LPRS = (8, 16, 32)
 ROWS = (2, 4)
 
 
-def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
-    """Each variant (a dict) applied by apply(variant), timed and checked on one weight rotated over copies."""
+def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dtype=np.float16, deadline=None):
+    """Each variant (a dict) applied by apply(variant), timed and checked on one weight rotated over copies (x and
+    the result in `dtype`); variants after `deadline` (time.monotonic()) are skipped."""
     qw = bench.random_weight(fmt, n, k, rng)
     copies = max(1, -(-rotate // qw.nbytes))
     dws = [quant_matmul.upload(QuantizedArray(qw.blocks, fmt, qw.shape), device) for _ in range(copies)]
-    x = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    x = rng.uniform(-1, 1, (m, k)).astype(dtype)
     dx = device_array(x, device)
-    dout = device_array(np.full((m, n), -777.0, np.float16), device)
+    dout = device_array(np.full((m, n), -777.0, dtype), device)
     turn = [0]
 
     def call():
@@ -51,8 +72,11 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
         hydroplane.matmul(dx, dws[turn[0] % copies].T, out=dout)
 
     found = []
+    tiles = quant_matmul.gemm_tiles(rt.executor.target)
     for variant in variants:
-        record = dict(format=fmt, m=m, k=k, n=n, **variant)
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        record = dict(format=fmt, m=m, k=k, n=n, x=np.dtype(dtype).name, **variant)
         found.append(record)
         try:
             apply(variant)
@@ -61,7 +85,8 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out):
             error = bench.check(dout.numpy(), x, qw)
             record["compile_s"] = time.perf_counter() - started
             seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.05))
-            record.update(error=error, us=seconds * 1e6, tbs=qw.nbytes / seconds / 1e12,
+            record.update(error=error, us=seconds * 1e6, plan=str(quant_matmul.gemm_plan(
+                m, n, k, tiles, tiles[0] < 16 or rt.is_reference)) if m > 16 else None, tbs=qw.nbytes / seconds / 1e12,
                           tflops=2 * m * n * k / seconds / 1e12)
         except Exception as err:  # noqa: BLE001 - a variant that fails is recorded, the sweep goes on
             record["failed"] = f"{type(err).__name__}: {err}"
@@ -82,6 +107,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="0")
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--only", default="decode,prefill")
+    parser.add_argument("--seconds", type=float, default=None, help="stop the prefill sweep after this long")
+    parser.add_argument("--decode-seconds", type=float, default=60.0, help="stop the gemma_decode sweep after this")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
     args = parser.parse_args(argv)
@@ -90,7 +117,7 @@ def main(argv=None) -> int:
     rt = runtime(device)
     rng = np.random.default_rng(0)
     path = Path(args.out or Path(os.environ.get("OUT", ".")) / "quant_sweep.jsonl")
-    torch = None if args.tiny else bench.torch_or_none()
+    torch = None if args.tiny or "decode" not in args.only else bench.torch_or_none()
     bandwidth = bench.copy_bandwidth(torch)
     best: list = []
     rotate = bench.TINY_ROTATE_BYTES if args.tiny else bench.ROTATE_BYTES // 2  # 2 x the L2
@@ -126,22 +153,46 @@ def main(argv=None) -> int:
                             Path(args.best).write_text(json.dumps(best))
             quant_matmul.UNITS_TUNING.clear()
         if "prefill" in args.only:
-            m, k, n = (40, 512, 64) if args.tiny else (512, 14336, 4096)
-            shapes = [dict(sm=2, sn=2, kt=2, pad=0), dict(sm=2, sn=2, kt=2, pad=1), dict(sm=2, sn=2, kt=4, pad=1),
-                      dict(sm=4, sn=4, kt=2, pad=1), dict(sm=2, sn=4, kt=2, pad=1), dict(sm=4, sn=2, kt=2, pad=1),
-                      dict(sm=4, sn=4, kt=4, pad=1)]
-            table = quant_matmul.SMALL_GEMM_SHAPE if args.tiny else quant_matmul.GEMM_SHAPE
-            saved = dict(table)
+            deadline = time.monotonic() + args.seconds if args.seconds else None
+            shapes = PREFILL_SHAPES[:2] if args.tiny else PREFILL_SHAPES
+            blocks = PREFILL_BLOCKS[1:4] if args.tiny else PREFILL_BLOCKS
+            table = quant_matmul.GEMM_TUNING
 
-            def apply_gemm(v):
-                table.clear()
-                table.update(saved, **v)
+            for fmt, m, k, n, dtype in shapes:
+                if args.tiny:
+                    m, k, n = 40, 512, 64
 
-            for fmt in bench.FORMAT_ORDER:
-                timed(rt, device, fmt, m, k, n, rotate, max(3, reps // 3), rng, apply_gemm,
-                      shapes[1:3] if args.tiny else shapes, out)
+                def apply_gemm(v, m=m, n=n, k=k):
+                    table.clear()
+                    if v:  # {}: the shipped rule
+                        table[(m, n, k)] = v
+
+                timed(rt, device, fmt, m, k, n, rotate, max(3, reps // 3), rng, apply_gemm, blocks, out,
+                      np.dtype(dtype), deadline)
             table.clear()
-            table.update(saved)
+        if "gemma_decode" in args.only:  # the model's decode GEMVs (f32 activations), plans by rows, lanes, load width
+            deadline = time.monotonic() + args.decode_seconds
+            for fmt, k, n in GEMMA_DECODE:
+                variants = []
+                plans = set()
+                for lw in (1, 2, 4):
+                    for rows in (1, 2, 4):
+                        for lpr in (1, 2, 4, 8):
+                            for nsg in (2, 4):
+                                v = dict(lw=lw, rows=rows, lpr=lpr, nsg=nsg)
+                                plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
+                                                               rt.is_reference, v)
+                                if plan is not None and plan.lw == lw and plan not in plans:
+                                    plans.add(plan)
+                                    variants.append(v)
+
+                def apply_units(v, fmt=fmt, k=k, n=n):
+                    quant_matmul.UNITS_TUNING.clear()
+                    quant_matmul.UNITS_TUNING[(fmt, 1, n, k)] = v
+
+                timed(rt, device, fmt, 1, k, n, rotate, reps, rng, apply_units, [{}, *variants], out,
+                      np.dtype(np.float32), deadline)
+            quant_matmul.UNITS_TUNING.clear()
     return 0
 
 

@@ -258,3 +258,25 @@ def test_prefill_block_shapes(device, monkeypatch):
         x = activations((37, k), np.float32)
         got = hydroplane.matmul(x, qw.T, device=device)
         assert_close(got, expected(x, w64), np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("shape", [{"prefetch": True}, {"prefetch": True, "split": 3, "kt": 4, "pad": 1},
+                                   {"split": 2, "sm": 2}, {"prefetch": True, "stages": 1, "sn": 2}])
+def test_prefill_prefetch_and_split(device, fmt, shape, monkeypatch):
+    """The prefill GEMM with the next K step's loads in registers across the multiplications (PREFETCH) and split over
+    K (grid z, partial sums added by the reduction with the bias and activation): every format, odd M, N not a
+    multiple of the block, each activation dtype, K not a multiple of the split."""
+    monkeypatch.setattr(quant_matmul, "SMALL_GEMM_SHAPE", {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0, **shape})
+    block = FORMATS[fmt].block
+    # odd counts of blocks a row: rows of 2 bytes past a word, every other row's blocks aligned differently
+    n, k = (22, 5 * 32 if block == 32 else 2 * block) if device == "ref" else (66, 9 * 32 if block == 32 else 3 * block)
+    m = 19 if device == "ref" else 45
+    qw, w64 = table(fmt, n, k)
+    dtype = {"q8_0": np.float32, "q4_0": BF16, "q5_0": np.float16, "q4_k": np.float32, "q6_k": np.float16}[fmt]
+    x = activations((m, k), dtype)
+    bias = rng.standard_normal(n).astype(dtype)
+    out = np.full((m, n), -777.0, dtype)
+    got = hydroplane.matmul(x, qw.T, bias=bias, activation="gelu", out=out, device=device)
+    assert_close(got, expected(x, w64, bias, "gelu"), dtype)

@@ -434,7 +434,7 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
                 if m <= DECODE_ROWS or tiles is None or prologue is not None:
                     _gemv(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, ldd, c, prologue)
                 else:
-                    _gemm(rt, xarg, b, barg, d, w, m, kinds, bias is not None, activation, tiles, ldd, c)
+                    _gemm(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, tiles, ldd, c)
                 if prologue is not None:
                     prologue = replace(prologue, sum_out=None)  # the running sum written once
         if on_device:
@@ -755,8 +755,21 @@ def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int,
     _launch(rt, reduce_kernel(kind), dict(BIAS=has_bias, ACT=act), (ceil_div(m * n, REDUCE_THREADS),), args, aliases)
 
 
-# The prefill GEMM's block: WM x WN subgroups, SM x SN tiles each, KT tiles per K step, shared rows PAD chunks longer
-GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1}  # tiles 16 wide (the H200: fastest measured)
+# The prefill GEMM's blocks: WM x WN subgroups, SM x SN tiles each, KT tiles per K step, shared rows PAD chunks
+# longer, PREFETCH (the next step's loads in registers across the multiplications), STAGES (shared buffers: 2,
+# the default, decodes the next step into the other while this one is multiplied), SPLIT K ranges (grid z; 0: the
+# rule's choice). GEMM_BLOCKS are the tile-16 devices' (the H200's) blocks, largest first: a problem takes the first
+# whose grid has at least GEMM_WORKGROUPS workgroups, else the smallest, split over K where even that leaves
+# multiprocessors idle (fewer than GEMM_SPLIT_BELOW workgroups).
+GEMM_BLOCKS = (
+    {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 128 x 128
+    {"wm": 2, "wn": 2, "sm": 2, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 64 x 128
+    {"wm": 2, "wn": 2, "sm": 2, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 64 x 64
+)
+GEMM_WORKGROUPS = 264  # the H200: 132 multiprocessors, two workgroups each
+GEMM_SPLIT_BELOW = 132
+GEMM_SPLIT_MAX = 4
+GEMM_TUNING: dict = {}  # (M, N, K) -> a block (the keys above, "split" too): measured choices, over the rule
 SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
 
 
@@ -769,30 +782,84 @@ def gemm_tiles(target) -> tuple[int, int, int] | None:
     return max(shapes, key=lambda t: (t[0] * t[1], t[2])) if shapes else None
 
 
-def _gemm(rt, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str], has_bias: bool, act: str, tiles,
-          ldd: int, col0: int) -> None:
+@dataclass(frozen=True)
+class GemmPlan:
+    """The prefill GEMM's launch: its block (WM x WN subgroups of SM x SN tiles of TM x TN, KT tiles of TK a K step),
+    PAD, PREFETCH, and SPLIT K ranges of k_split each."""
+
+    wm: int
+    wn: int
+    sm: int
+    sn: int
+    kt: int
+    pad: int
+    prefetch: bool
+    stages: int
+    split: int
+    k_split: int
+    bm: int
+    bn: int
+
+
+def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool) -> GemmPlan:
+    """The prefill GEMM's plan for (M, N, K) (`small`: SMALL_GEMM_SHAPE, for small tiles and the reference
+    executor): GEMM_TUNING's entry, else the rule above GEMM_BLOCKS."""
+    tm, tn, tk = tiles
+    if small:
+        shape = SMALL_GEMM_SHAPE
+    else:
+        shape = GEMM_TUNING.get((m, n, k))
+        if shape is None:
+            for shape in GEMM_BLOCKS:
+                bm, bn = shape["wm"] * shape["sm"] * tm, shape["wn"] * shape["sn"] * tn
+                if ceil_div(m, bm) * ceil_div(n, bn) >= GEMM_WORKGROUPS:
+                    break
+    wm, wn, sm, sn = shape.get("wm", 2), shape.get("wn", 2), shape.get("sm", 1), shape.get("sn", 1)
+    kt = max(shape.get("kt", 1), 32 // tk)  # a K step holds whole 32-blocks
+    bm, bn, bk = wm * sm * tm, wn * sn * tn, kt * tk
+    steps = ceil_div(k, bk)
+    split = shape.get("split", 0)
+    if not split:
+        groups = ceil_div(m, bm) * ceil_div(n, bn)
+        split = 1 if small or groups >= GEMM_SPLIT_BELOW else min(GEMM_SPLIT_MAX, ceil_div(GEMM_WORKGROUPS, groups))
+    split = max(1, min(split, steps))
+    k_split = ceil_div(steps, split) * bk
+    return GemmPlan(wm, wn, sm, sn, kt, shape.get("pad", 0), bool(shape.get("prefetch", False)),
+                    shape.get("stages", 2), ceil_div(k, k_split), k_split, bm, bn)
+
+
+def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str], has_bias: bool, act: str,
+          tiles, ldd: int, col0: int) -> None:
     target = rt.executor.target
     kind, out_kind = kinds
     tm, tn, tk = tiles
-    shape = GEMM_SHAPE if tm >= 16 and not target.is_reference else SMALL_GEMM_SHAPE
-    wm, wn = shape.get("wm", 2), shape.get("wn", 2)
-    sm, sn = shape.get("sm", 1), shape.get("sn", 1)
-    kt = max(shape.get("kt", 1), 32 // tk)  # a K step holds whole 32-blocks
-    pad = shape.get("pad", 0)
-    bm, bn = wm * sm * tm, wn * sn * tn
     k = weight.k
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
-        args = {"x": _flat(x), "w": words, "d": _flat(d, STORAGE[out_kind]), "M": m, "N": n, "K": k,
-                "row_bytes": weight.row_bytes, "ldd": ldd, "col_base": col0 + n0}
-        aliases = {"x4": "x"}
-        if has_bias:
-            args["bias"] = _flat(bias)
+        plan = gemm_plan(m, n, k, tiles, tm < 16 or target.is_reference)
+        partial = plan.split > 1
+        dflat = _flat(d, STORAGE[out_kind])
+        bflat = _flat(bias) if has_bias else None
+        args = {"x": _flat(x), "w": words, "d": dflat, "M": m, "N": n, "K": k, "row_bytes": weight.row_bytes,
+                "ldd": ldd, "col_base": col0 + n0, "k_split": plan.k_split}
+        aliases = {"x4": "x", "w4": "w"}
+        if partial:
+            part = _alloc(rt, np.float32, (plan.split * m * n,))
+            scratch.append(part)
+            args["part"] = part
+        else:
+            aliases["part"] = "d"
+        if has_bias and not partial:
+            args["bias"] = bflat
         else:
             aliases["bias"] = "d"
-        _launch(rt, gemm_kernel(kind, out_kind), dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=wm, WN=wn, SM=sm, SN=sn,
-                                                  KT=kt, SG=target.subgroup_size, BIAS=has_bias, ACT=act, PAD=pad),
-                (ceil_div(n, bn), ceil_div(m, bm)), args, aliases)
+        _launch(rt, gemm_kernel(kind, out_kind),
+                dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=plan.wm, WN=plan.wn, SM=plan.sm, SN=plan.sn, KT=plan.kt,
+                     SG=target.subgroup_size, BIAS=has_bias and not partial, ACT=act if not partial else "none",
+                     PAD=plan.pad, PREFETCH=plan.prefetch, STAGES=plan.stages, PARTIAL=partial),
+                (ceil_div(n, plan.bn), ceil_div(m, plan.bm), plan.split), args, aliases)
+        if partial:
+            _reduce_split(rt, part, dflat, bflat, m, n, plan.split, ldd, col0 + n0, out_kind, has_bias, act)
 
 
 # rows of a quantized table --------------------------------------------------------------------------------------

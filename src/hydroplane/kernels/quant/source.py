@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
-from hydroplane.kernels.quant.decode import block_dot, decode8, group_ints, half_of
+from hydroplane.kernels.quant.decode import block_dot, decode8, group_ints, half_of, word_of
 from hydroplane.lang import (
     Buffer,
     barrier,
@@ -398,15 +398,6 @@ def rows_kernel(ODT: str):
     return quant_rows
 
 
-@dataclass(frozen=True)
-class QuantBlocks(Blocks):
-    """The GEMM's K-step geometry (A: BM x BK of x, B: BN x BK rows of W, both f16 in shared memory in 16-byte chunks
-    of 8: WIDE is 8, rows PAD chunks longer) with the weights' block format FMT and the activations' storage XDT."""
-
-    FMT: str = "q8_0"
-    XDT: str = "f16"
-
-
 @func
 def pack8(vals):
     """vals[0:8] (f32) rounded to f16, packed into one 16-byte chunk."""
@@ -417,74 +408,6 @@ def pack8(vals):
 def pack2(lo, hi):
     """Two f32 rounded to f16, as one u32 (lo in the low half)."""
     return u32(bitcast(f16(lo), u16)) | (u32(bitcast(f16(hi), u16)) << 16)
-
-
-@func
-def x_chunk(a, at, vals, XDT: constexpr):
-    """The 8 activations at element `at` of x as one chunk of 8 f16: f16 as stored, f32 and bf16 rounded."""
-    if XDT == "f16":
-        return a[at // 8]
-    load_x8(vals, 0, a, at, XDT)
-    return pack8(vals)
-
-
-@func
-def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
-    """A K step's blocks into shared memory (the GEMM's `stage` parameters) in 16-byte chunks of 8 f16: x's BM x BK
-    block (`a` is x's V4 view; f32 and bf16 rounded to f16), W's BN x BK block decoded (ldb: W's bytes per row),
-    zeros outside M, N and K where guarded."""
-    first = local_index()
-    BM, BN, BK, THREADS, PAD = blocks.BM, blocks.BN, blocks.BK, blocks.THREADS, blocks.PAD
-    GROUPS = BK // 8
-    vals = local_array(f32, 8)
-    a0 = a_base // 8
-    b0 = b_base // 8
-    for i in range(first, BM * GROUPS, THREADS):  # x: 8 activations (16 or 32 bytes) at a time
-        r = i // GROUPS
-        g = i - r * GROUPS
-        chunk = vec(u32(0), u32(0), u32(0), u32(0))
-        if not guard or (row0 + r < M and k0 + g * 8 < K):
-            chunk = x_chunk(a, (row0 + r) * lda + k0 + g * 8, vals, blocks.XDT)
-        sa[a0 + i + r * PAD] = chunk
-    if blocks.FMT == "q4_k" or blocks.FMT == "q6_k":
-        for i in range(first, BN * GROUPS, THREADS):
-            r = i // GROUPS
-            g = i - r * GROUPS
-            chunk = vec(u32(0), u32(0), u32(0), u32(0))
-            if not guard or (col0 + r < N and k0 + g * 8 < K):
-                decode8(vals, b, (col0 + r) * ldb, k0 + g * 8, blocks.FMT)
-                chunk = pack8(vals)
-            sb[b0 + i + r * PAD] = chunk
-    else:
-        stage_blocks32(sb, b0, b, col0, k0, N, K, ldb, guard, vals, blocks)
-
-
-@func
-def stage_blocks32(sb, b0, b, col0, k0, N, K, ldb, guard, vals, blocks: constexpr):
-    """W's BN x BK block of a 32-weight format (q8_0, q4_0, q5_0) into shared chunks, a whole block per invocation
-    and call: its words loaded once (the block's 2-byte alignment, the same for every row where a row's bytes are a
-    multiple of 4, picks one of two compile-time decoders), the scale read once, four chunks of 8 f16 stored."""
-    BN, BK, THREADS, PAD, FMT = blocks.BN, blocks.BK, blocks.THREADS, blocks.PAD, blocks.FMT
-    PER_ROW = BK // 32
-    BYTES = 34 if FMT == "q8_0" else (18 if FMT == "q4_0" else 22)
-    NW = (BYTES + 5) // 4
-    words = local_array(u32, NW)
-    wv = local_array(f32, 8)
-    for i in range(local_index(), BN * PER_ROW, THREADS):
-        r = i // PER_ROW
-        blk = i - r * PER_ROW
-        at = b0 + i * 4 + r * PAD
-        if not guard or (col0 + r < N and k0 + blk * 32 < K):
-            off = (col0 + r) * ldb + ((k0 >> 5) + blk) * BYTES
-            for j in static_range(NW):
-                words[j] = b[(off >> 2) + j]
-            if off & 2 == 0:
-                store_block32(sb, at, words, 0, wv, vals, FMT)
-            else:
-                store_block32(sb, at, words, 2, wv, vals, FMT)
-        else:
-            for g in static_range(4):
-                sb[at + g] = vec(u32(0), u32(0), u32(0), u32(0))
 
 
 @func
@@ -499,7 +422,242 @@ def store_block32(sb, at, words, p0: constexpr, wv, vals, FMT: constexpr):
         sb[at + g] = pack8(vals)
 
 
-QUANT_STAGING = Staging(stage_quant, stage_quant, stage_quant)  # no register prefetch: `stage` alone is called
+@dataclass(frozen=True)
+class QuantBlocks(Blocks):
+    """The GEMM's K-step geometry (A: BM x BK of x, B: BN x BK rows of W, both f16 in shared memory in 16-byte chunks
+    of 8: WIDE is 8, rows PAD chunks longer) with the weights' block format FMT and the activations' storage XDT.
+
+    A K step's loads go into registers (V4s, `fetch_quant`) and are converted and decoded into shared memory later
+    (`put_quant`): register 0 holds the step's k0 and the W items' alignment bits, then X_ITEMS items of x (8
+    activations: X_V4 registers each), then W_ITEMS items of W (32 weights of one row: W_V4 registers each, the raw
+    block words they need)."""
+
+    FMT: str = "q8_0"
+    XDT: str = "f16"
+
+    @property
+    def X_TOTAL(self) -> int:
+        """x's items per step: chunks of 8 activations."""
+        return self.BM * self.BK // 8
+
+    @property
+    def X_ITEMS(self) -> int:
+        return -(-self.X_TOTAL // self.THREADS)
+
+    @property
+    def X_V4(self) -> int:
+        """Registers per x item: 32 bytes of f32, 16 of f16 or bf16."""
+        return 2 if self.XDT == "f32" else 1
+
+    @property
+    def W_TOTAL(self) -> int:
+        """W's items per step: runs of 32 weights of one row."""
+        return self.BN * self.BK // 32
+
+    @property
+    def W_ITEMS(self) -> int:
+        return -(-self.W_TOTAL // self.THREADS)
+
+    @property
+    def W_V4(self) -> int:
+        """Registers per W item: the words of a 32-block (+ 2 bytes: its alignment), q4_k's header and 32 bytes of
+        nibbles, q6_k's 2 x 9 words of low and high bits, a scale word and d's word."""
+        return {"q8_0": 3, "q4_0": 2, "q5_0": 2, "q4_k": 3, "q6_k": 5}[self.FMT]
+
+    @property
+    def W_SLOT(self) -> int:
+        return 1 + self.X_ITEMS * self.X_V4
+
+    @property
+    def REGISTERS(self) -> int:
+        return self.W_SLOT + self.W_ITEMS * self.W_V4
+
+
+BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "q5_0": 22}
+
+
+@func
+def fetch_quant(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
+    """A K step's loads into registers (the GEMM's `fetch` parameters; blocks.REGISTERS V4s): x's items in 16-byte
+    loads (a: x's V4 view), W's items as the raw words of their blocks (b: W's words, or its V4 view for q4_k, whose
+    blocks are 16-byte aligned); zeros outside M, N and K where guarded. Nothing loaded is used here: the
+    conversions and decoding wait for put_quant."""
+    first = local_index()
+    BK, THREADS, FMT = blocks.BK, blocks.THREADS, blocks.FMT
+    XV, WV, WS = blocks.X_V4, blocks.W_V4, blocks.W_SLOT
+    GROUPS = BK // 8
+    PER_ROW = BK // 32
+    zero = vec(u32(0), u32(0), u32(0), u32(0))
+    for t in static_range(blocks.X_ITEMS):
+        i = first + t * THREADS
+        r = i // GROUPS
+        g = i - r * GROUPS
+        at = ((row0 + r) * lda + k0 + g * 8) // (8 // XV)
+        for c in static_range(XV):
+            regs[1 + t * XV + c] = zero
+        if i < blocks.X_TOTAL and (not guard or (row0 + r < M and k0 + g * 8 < K)):
+            for c in static_range(XV):
+                regs[1 + t * XV + c] = a[at + c]
+    words = local_array(u32, 4 * WV)
+    flags = u32(0)
+    for t in static_range(blocks.W_ITEMS):
+        i = first + t * THREADS
+        r = i // PER_ROW
+        e = k0 + (i - r * PER_ROW) * 32
+        for j in static_range(4 * WV):
+            words[j] = u32(0)
+        if FMT == "q4_k":
+            for c in static_range(WV):
+                regs[WS + t * WV + c] = zero
+        if i < blocks.W_TOTAL and (not guard or (col0 + r < N and e < K)):
+            if FMT == "q4_k":  # b: the V4 view; a 144-byte block is 9 whole V4s
+                v = ((col0 + r) * ldb + (e >> 8) * 144) >> 4
+                q = v + 1 + ((e >> 6) & 3) * 2
+                regs[WS + t * WV] = b[v]
+                regs[WS + t * WV + 1] = b[q]
+                regs[WS + t * WV + 2] = b[q + 1]
+            elif FMT == "q6_k":
+                off = (col0 + r) * ldb + (e >> 8) * 210
+                i6 = e & 255
+                h = i6 >> 7
+                g6 = (i6 >> 5) & 3
+                ql = (off + h * 64 + (g6 & 1) * 32) >> 2
+                qh = (off + 128 + h * 32) >> 2
+                for j in static_range(9):
+                    words[j] = b[ql + j]
+                    words[9 + j] = b[qh + j]
+                words[18] = b[(off + 192 + 2 * (i6 >> 5)) >> 2]
+                words[19] = b[(off + 208) >> 2]
+                flags = flags | (u32(off & 2) << t)
+            else:
+                BYTES = BLOCK_BYTES[FMT]
+                off = (col0 + r) * ldb + (e >> 5) * BYTES
+                for j in static_range((BYTES + 5) // 4):
+                    words[j] = b[(off >> 2) + j]
+                flags = flags | (u32(off & 2) << t)
+        if FMT != "q4_k":
+            for c in static_range(WV):
+                regs[WS + t * WV + c] = vec(words[4 * c], words[4 * c + 1], words[4 * c + 2], words[4 * c + 3])
+    regs[0] = vec(u32(k0), flags, u32(0), u32(0))
+
+
+@func
+def put_quant(sa, sb, regs, a_base, b_base, blocks: constexpr):
+    """fetch_quant's registers into the shared blocks at a_base and b_base (elements): x's items rounded to f16 (f16
+    as stored), W's decoded (gguf's f32 products, rounded to f16), 16-byte chunks of 8 f16, rows PAD chunks longer."""
+    first = local_index()
+    BK, THREADS, PAD, FMT = blocks.BK, blocks.THREADS, blocks.PAD, blocks.FMT
+    XV, WV, WS = blocks.X_V4, blocks.W_V4, blocks.W_SLOT
+    GROUPS = BK // 8
+    PER_ROW = BK // 32
+    a0 = a_base // 8
+    b0 = b_base // 8
+    for t in static_range(blocks.X_ITEMS):
+        i = first + t * THREADS
+        if i < blocks.X_TOTAL:
+            sa[a0 + i + i // GROUPS * PAD] = x_chunk_of(regs, 1 + t * XV, blocks.XDT)
+    step = regs[0]
+    k0 = s32(step[0])
+    flags = step[1]
+    words = local_array(u32, 4 * WV)
+    wv = local_array(f32, 8)
+    vals = local_array(f32, 8)
+    for t in static_range(blocks.W_ITEMS):
+        i = first + t * THREADS
+        if i < blocks.W_TOTAL:
+            r = i // PER_ROW
+            e = k0 + (i - r * PER_ROW) * 32
+            at = b0 + i * 4 + r * PAD
+            for c in static_range(WV):
+                chunk = regs[WS + t * WV + c]
+                for j in static_range(4):
+                    words[4 * c + j] = chunk[j]
+            if FMT == "q4_k":
+                store_k4(sb, at, words, (e >> 5) & 7, vals)
+            elif FMT == "q6_k":
+                if (flags >> t) & 2 == 0:
+                    store_k6(sb, at, words, 0, e & 255, vals)
+                else:
+                    store_k6(sb, at, words, 2, e & 255, vals)
+            elif (flags >> t) & 2 == 0:
+                store_block32(sb, at, words, 0, wv, vals, FMT)
+            else:
+                store_block32(sb, at, words, 2, wv, vals, FMT)
+
+
+@func
+def x_chunk_of(regs, slot: constexpr, XDT: constexpr):
+    """The 8 activations held in regs[slot] (f16, bf16) or regs[slot : slot + 2] (f32) as one chunk of 8 f16."""
+    if XDT == "f16":
+        return regs[slot]
+    if XDT == "f32":
+        lo = regs[slot]
+        hi = regs[slot + 1]
+        return vec(pack2(bitcast(lo[0], f32), bitcast(lo[1], f32)), pack2(bitcast(lo[2], f32), bitcast(lo[3], f32)),
+                   pack2(bitcast(hi[0], f32), bitcast(hi[1], f32)), pack2(bitcast(hi[2], f32), bitcast(hi[3], f32)))
+    v = regs[slot]
+    return vec(pack2(bitcast(v[0] << 16, f32), bitcast(v[0] & 0xFFFF0000, f32)),
+               pack2(bitcast(v[1] << 16, f32), bitcast(v[1] & 0xFFFF0000, f32)),
+               pack2(bitcast(v[2] << 16, f32), bitcast(v[2] & 0xFFFF0000, f32)),
+               pack2(bitcast(v[3] << 16, f32), bitcast(v[3] & 0xFFFF0000, f32)))
+
+
+@func
+def store_k4(sb, at, words, s, vals):
+    """32 weights of q4_k's sub-block s (run-time, 0..7) into sb[at : at + 4]: words[0:4] the block's header (d, dmin,
+    12 bytes of 6-bit scales and minimums), words[4:12] its 32 bytes of nibbles (low nibbles for even s)."""
+    t = u32(s & 3) << 3
+    lo_s = words[1] >> t
+    lo_m = words[2] >> t
+    sc = lo_s & 63
+    mn = lo_m & 63
+    if s >= 4:
+        upper = words[3] >> t
+        sc = (upper & 0xF) | ((lo_s >> 6 & 3) << 4)
+        mn = (upper >> 4 & 0xF) | ((lo_m >> 6 & 3) << 4)
+    scale = half_of(words, 0) * f32(s32(sc))
+    low = half_of(words, 2) * f32(s32(mn))
+    shift = u32(s & 1) << 2
+    for g in static_range(4):
+        for h in static_range(2):
+            qw = words[4 + 2 * g + h] >> shift
+            for j in static_range(4):
+                vals[4 * h + j] = scale * f32(s32((qw >> (8 * j)) & 0xF)) - low
+        sb[at + g] = pack8(vals)
+
+
+@func
+def store_k6(sb, at, words, p0: constexpr, i, vals):
+    """32 weights i .. i + 31 (i a multiple of 32, run-time) of a q6_k block into sb[at : at + 4]: words[0:9] hold its
+    32 bytes of low bits from byte p0, words[9:18] the high bits from p0, words[18] the two scales (at byte p0 +
+    2 * (i >> 5) & 2 of it), words[19] d (at byte p0)."""
+    g = (i >> 5) & 3
+    low_shift = u32(g >> 1) << 2
+    high_shift = u32(g) << 1
+    sshift = u32((p0 + 2 * (i >> 5)) & 2) << 3
+    d = f32(bitcast(u16((words[19] >> (8 * p0)) & 0xFFFF), f16))
+    for half in static_range(2):
+        scale = d * f32(bitcast((words[18] >> (sshift + 8 * half)) << 24, s32) >> 24)
+        for c in static_range(2):
+            for h in static_range(2):
+                lw = word_of(words, p0 + 16 * half + 8 * c + 4 * h)
+                hw = word_of(words, 36 + p0 + 16 * half + 8 * c + 4 * h)
+                for j in static_range(4):
+                    lq = (lw >> (8 * j)) >> low_shift & 0xF
+                    hq = (hw >> (8 * j)) >> high_shift & 0x3
+                    vals[4 * h + j] = scale * f32(s32(lq | (hq << 4)) - 32)
+            sb[at + 2 * half + c] = pack8(vals)
+
+
+@func
+def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: constexpr):
+    """A K step's blocks into shared memory at once (the GEMM's `stage` parameters): fetch_quant, then put_quant."""
+    regs = local_array(V4, blocks.REGISTERS)
+    fetch_quant(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks)
+    put_quant(sa, sb, regs, a_base, b_base, blocks)
+
+
+QUANT_STAGING = Staging(fetch_quant, put_quant, stage_quant)
 
 
 def gemm_threads(constexprs: dict) -> int:
@@ -508,15 +666,19 @@ def gemm_threads(constexprs: dict) -> int:
 
 @functools.cache
 def gemm_kernel(XDT: str, ODT: str):
-    """The prefill GEMM for activations XDT and output ODT: the module docstring."""
+    """The prefill GEMM for activations XDT and output ODT: the module docstring. PREFETCH: the next K step's loads
+    are issued into registers before the multiplications and decoded into shared memory after them. SPLIT: the
+    workgroups of grid z take K ranges of k_split each and write f32 partial sums into `part` (reduce_kernel adds
+    them up and applies the epilogue)."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
     def quant_gemm(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
-                   bias: Buffer[OS, readonly], d: Buffer[OS], M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32,
-                   col_base: s32, FMT: constexpr, TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr,
-                   WN: constexpr, SM: constexpr, SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr,
-                   ACT: constexpr, STAGES: constexpr = 2, PAD: constexpr = 0):
+                   w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32], M: s32,
+                   N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, k_split: s32, FMT: constexpr,
+                   TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
+                   SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr, STAGES: constexpr = 2,
+                   PAD: constexpr = 0, PREFETCH: constexpr = False, PARTIAL: constexpr = False):
         blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, WIDE=8, PAD=PAD,
                              FMT=FMT, XDT=XDT)
         BM, BN = blocks.BM, blocks.BN
@@ -531,12 +693,21 @@ def gemm_kernel(XDT: str, ODT: str):
         wn = sg % WN
         row0 = workgroup_id(1) * BM
         col0 = workgroup_id(0) * BN
+        split = workgroup_id(2)
+        k_begin = 0
+        k_end = K
+        if PARTIAL:
+            k_begin = split * k_split
+            k_end = minimum(K, k_begin + k_split)
         acc = local_array(TACC, SM * SN)
         for t in static_range(SM * SN):
             acc[t] = coop.fill(TACC, 0.0)
         full = row0 + BM <= M and col0 + BN <= N
-        staged_k_loop(acc, sa, sb, x4, w, row0, col0, 0, K, M, N, K, row_bytes, wm, wn, full, blocks,
-                      KLoop(TA, TB, SM, SN, KT, STAGES, False, True, False), QUANT_STAGING)
+        wsrc = w  # q4_k's blocks are 16-byte aligned: its V4 view
+        if FMT == "q4_k":
+            wsrc = w4
+        staged_k_loop(acc, sa, sb, x4, wsrc, row0, col0, k_begin, k_end, M, N, K, row_bytes, wm, wn, full, blocks,
+                      KLoop(TA, TB, SM, SN, KT, STAGES, PREFETCH, True, False), QUANT_STAGING)
         region = sg * TM * TN
         lane = lane_id()
         for i in static_range(SM):
@@ -549,8 +720,11 @@ def gemm_kernel(XDT: str, ODT: str):
                     r = e // TN
                     c = e - r * TN
                     if r0 + r < M and c0 + c < N:
-                        col = col_base + c0 + c
-                        d[(r0 + r) * ldd + col] = finish_value(sc[region + e], bias, col, BIAS, ACT, ODT)
+                        if PARTIAL:
+                            part[(split * M + r0 + r) * N + c0 + c] = sc[region + e]
+                        else:
+                            col = col_base + c0 + c
+                            d[(r0 + r) * ldd + col] = finish_value(sc[region + e], bias, col, BIAS, ACT, ODT)
                 barrier()
 
     return quant_gemm
