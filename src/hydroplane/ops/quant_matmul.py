@@ -805,15 +805,12 @@ def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool) 
     """The prefill GEMM's plan for (M, N, K) (`small`: SMALL_GEMM_SHAPE, for small tiles and the reference
     executor): GEMM_TUNING's entry, else the rule above GEMM_BLOCKS."""
     tm, tn, tk = tiles
-    if small:
-        shape = SMALL_GEMM_SHAPE
-    else:
-        shape = GEMM_TUNING.get((m, n, k))
-        if shape is None:
-            for shape in GEMM_BLOCKS:
-                bm, bn = shape["wm"] * shape["sm"] * tm, shape["wn"] * shape["sn"] * tn
-                if ceil_div(m, bm) * ceil_div(n, bn) >= GEMM_WORKGROUPS:
-                    break
+    shape: dict = SMALL_GEMM_SHAPE if small else GEMM_TUNING.get((m, n, k), {})
+    if not small and not shape:
+        for shape in GEMM_BLOCKS:
+            if ceil_div(m, shape["wm"] * shape["sm"] * tm) * ceil_div(n, shape["wn"] * shape["sn"] * tn) >= \
+                    GEMM_WORKGROUPS:
+                break
     wm, wn, sm, sn = shape.get("wm", 2), shape.get("wn", 2), shape.get("sm", 1), shape.get("sn", 1)
     kt = max(shape.get("kt", 1), 32 // tk)  # a K step holds whole 32-blocks
     bm, bn, bk = wm * sm * tm, wn * sn * tn, kt * tk
