@@ -1,6 +1,7 @@
 """The quantized kernels in the kernel language: y = act(x @ W.T + bias) with W (N, K) in a ggml block format,
 dequantized in the kernels' loads (never a dequantized copy of W in memory), and the row gather of a quantized
-table. Every kernel decodes through decode.py's one `decode8` helper, the format a constexpr.
+table. The decoders are decode.py's (`decode8`, `block_dot`, `group_ints`) and this module's register decoders of the
+GEMM's staging (`store_block32`, `store_k4`, `store_k6`), the format a constexpr.
 
 - `gemv_kernel(XDT, ODT)` (decode, M <= 16): a subgroup owns ROWS rows of W (outputs n); its lanes walk K in
   groups of 8 weights (lane l: groups l, l + SG, ...), each group decoded once from the block bytes (32-bit word
@@ -9,11 +10,13 @@ table. Every kernel decodes through decode.py's one `decode8` helper, the format
   for a small N) each range writes its f32 partial sums to `part` and `reduce_kernel` adds them and applies the
   epilogue.
 - `gemm_kernel(XDT, ODT)` (prefill): the cooperative-matrix GEMM's staged K loop (kernels.gemm.source's
-  `staged_k_loop`, with this module's `QUANT_STAGING`): per K step the BM x BK block of x goes into shared memory as
-  f16 (f32 and bf16 activations rounded to f16 there) and the BN x BK block of W is decoded into shared memory as
-  f16, eight weights per invocation and call; the subgroups multiply their tiles out of shared memory with f32
-  accumulators; STAGES=2 (the default) decodes the next step's blocks into the other shared buffer while this one is
-  multiplied. The epilogue stages each accumulator tile through shared memory and writes it element by element.
+  `staged_k_loop`, with this module's `QUANT_STAGING`): per K step `fetch_quant` loads the BM x BK block of x and
+  the words of W's BN x BK block into registers (every load of the step issued at once, none used there) and
+  `put_quant` rounds x to f16 (f32 and bf16 activations) and decodes W into shared memory as f16; PREFETCH issues the
+  next step's loads before the multiplications and decodes them after; the subgroups multiply their tiles out of
+  shared memory with f32 accumulators; STAGES=2 (the default) fills the other shared buffer while this one is
+  multiplied. The epilogue stages each accumulator tile through shared memory and writes it element by element;
+  PARTIAL (K split over grid z) writes f32 partial sums for reduce_kernel instead.
 - `rows_kernel(ODT)`: out[t] = W[ids[t]] dequantized (an embedding of a quantized table); an id outside 0 .. V - 1
   gives a zero row.
 
