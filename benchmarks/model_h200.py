@@ -8,11 +8,15 @@ weights' values do not change the speed). Batch 1, context DEPTH + TOKENS + 64 p
 - hydroplane prefill (pp512): `model.step(ids)` of 512 random ids from an empty cache (only the last position's
   logits), host wall clock from the call to the logits read back. The first run plans (as calls), the second
   captures its bucket's padded step (docs/models.md) and replays it (reported as `captured_s`, about the host's
-  cost of the calls), then best and median of --reps replays.
+  cost of the calls), then best and median of --reps replays; each replayed run split into `step_s` (until
+  model.step returns), `read_s` (.numpy()) and `gpu_span_s` (GPU timestamps around the step's queued work), beside
+  `graph_gpu_s` (the replay alone, back to back): wall much above the span is host time, a span much above the
+  graph's is GPU time between or around the step's submits.
 - hydroplane decode (tg128 at depth 0 and 4096): the user path of `Model.generate` after its prefill: 128 decode
   steps (the first decode step of the run is its warm-up: it runs as calls, then the step is captured; every timed
   step is a replay of the captured graph), the sampled ids read back by the host after 1, 2, 4, 8, then every 16
-  steps (generate's end-of-generation check), greedy. Host wall clock over the 128 steps, from the first replay's
+  steps, the next batch's steps queued before each read (generate's end-of-generation check, Model.decode_batches),
+  greedy. Host wall clock over the 128 steps, from the first replay's
   submit to the last read. Depth 4096: the cache filled first by 8 prefill steps of 512 random ids (the same
   planned calls as pp512), then the 128 steps from position 4096.
 - torch: the same forward (Gemma 3: RMS norms, q/k norms, NeoX RoPE with the layers' bases, the sliding window of
@@ -57,9 +61,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from hydroplane import vk  # noqa: E402
 from hydroplane.launch.runtime import runtime  # noqa: E402
 from hydroplane.models import load  # noqa: E402
-from hydroplane.models.model import FIRST_BATCH, LAST_BATCH, Model  # noqa: E402
+from hydroplane.models.model import FIRST_BATCH, LAST_BATCH, PREFILL_BUCKET, Model  # noqa: E402
 from hydroplane.ops.quant_matmul import quantized_rows  # noqa: E402
 
 try:
@@ -87,13 +92,30 @@ def say(text: str) -> None:
 # hydroplane ---------------------------------------------------------------------------------------------------
 def hp_prefill(model: Model, ids: np.ndarray, reps: int) -> dict:
     """The first run compiles and plans (as calls), the second captures the bucket's step and replays it (its time
-    is about the calls' host time: reported as `captured_s`), the timed runs replay it."""
-    times, captured = [], None
+    is about the calls' host time: reported as `captured_s`), the timed runs replay it. Each timed run is also
+    split: `step_s` (model.step until it returns: the host writes, the replay's submit, the logits' copy queued),
+    `read_s` (.numpy(): the wait and the read), and on a GPU `gpu_span_s`, GPU timestamps written in the queue
+    before the step's first command and after its last (the GPU's time from the step's first batch to its end,
+    gaps included); `graph_gpu_s` is the replay alone, back to back (DeviceRuntime.time)."""
+    rt = runtime(model.device)
+    times, captured, split = [], None, []
     for rep in range(reps + 2):
         model.reset()
+        timed = rep >= 2 and not rt.is_reference
+        pool = vk.QueryPool(rt.executor.device, 2) if timed else None
+        if pool is not None:
+            with rt.lock:
+                rt.stream.record(pool.reset, "", (pool,))
+                rt.stream.record(lambda cmd, pool=pool: pool.write(cmd, 0, False), "", (pool,))
         t0 = time.perf_counter()
-        model.step(ids).numpy()
-        elapsed = time.perf_counter() - t0
+        logits = model.step(ids)
+        t1 = time.perf_counter()
+        if pool is not None:
+            with rt.lock:
+                rt.stream.record(lambda cmd, pool=pool: pool.write(cmd, 1, True), "", (pool,))
+        logits.numpy()
+        t2 = time.perf_counter()
+        elapsed = t2 - t0
         if rep == 0:
             say(f"hydroplane prefill warm-up {elapsed:.2f} s")
         elif rep == 1:
@@ -101,24 +123,25 @@ def hp_prefill(model: Model, ids: np.ndarray, reps: int) -> dict:
             say(f"hydroplane prefill captured {elapsed:.4f} s")
         else:
             times.append(elapsed)
-    return {"tokens": int(ids.size), "best_s": min(times), "median_s": statistics.median(times),
-            "tokens_per_s": ids.size / min(times), "median_tokens_per_s": ids.size / statistics.median(times),
-            "captured_s": captured, "captured_tokens_per_s": ids.size / captured if captured else None,
-            "reps": reps}
+            split.append({"wall_s": elapsed, "step_s": t1 - t0, "read_s": t2 - t1})
+            if pool is not None:
+                split[-1]["gpu_span_s"] = pool.nanoseconds()[0] / 1e9
+                pool.close()
+    out = {"tokens": int(ids.size), "best_s": min(times), "median_s": statistics.median(times),
+           "tokens_per_s": ids.size / min(times), "median_tokens_per_s": ids.size / statistics.median(times),
+           "captured_s": captured, "captured_tokens_per_s": ids.size / captured if captured else None,
+           "reps": reps, "split": split}
+    bucket = max(PREFILL_BUCKET, 1 << (ids.size - 1).bit_length())
+    graph = model._prefills[bucket].graph if bucket in model._prefills else None
+    if graph is not None and not rt.is_reference:
+        out["graph_gpu_s"] = statistics.median(rt.time(graph.replay, 5, warmup=1, warmup_s=0.3))
+    return out
 
 
 def decode_batches(model: Model, first: int, count: int) -> list[int]:
-    """`count` decode steps from the model's state, the ids read back after 1, 2, 4, 8, then every 16 steps (as
-    Model.generate reads them); the ids."""
-    out: list[int] = []
-    batch = FIRST_BATCH
-    while len(out) < count:
-        wanted = min(batch, count - len(out))
-        model.decode(wanted)
-        at = first + len(out) + 1
-        out += [int(t) for t in model.history[at:at + wanted].numpy()]
-        batch = min(2 * batch, LAST_BATCH)
-    return out
+    """`count` decode steps from the model's state, the ids read back after 1, 2, 4, 8, then every 16 steps, the
+    next batch queued before each read (Model.decode_batches, as Model.generate reads them); the ids."""
+    return [int(t) for tokens in model.decode_batches(first + 1, count) for t in tokens]
 
 
 def hp_decode(model: Model, depth: int, tokens: int, chunk: int, rng) -> dict:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,14 +244,25 @@ class DeviceArray:
                                 "blocks with .view(np.uint8).numpy() or dequantize it")
         start, end = self.extent()
         raw = self.runtime.download(buffer, start, end - start)
-        if self.contiguous:
-            return raw.view(self.dtype).reshape(self.shape).copy() if raw.size else np.zeros(self.shape, self.dtype)
+        if self.contiguous:  # download's array is new: no second copy
+            return raw.view(self.dtype).reshape(self.shape) if raw.size else np.zeros(self.shape, self.dtype)
         flat = raw.view(self.dtype) if raw.nbytes % self.dtype.itemsize == 0 else raw[: raw.nbytes - raw.nbytes %
                                                                                       self.dtype.itemsize].view(
             self.dtype)
         strided = np.lib.stride_tricks.as_strided(flat[(self.offset - start) // self.dtype.itemsize:], self.shape,
                                                   self.layout.strides)
         return np.array(strided)
+
+    def numpy_later(self) -> Callable[[], np.ndarray]:
+        """A read of the contents queued now (a contiguous array): calling the result waits for the work queued
+        before this call only, not for work queued after it, and returns the NumPy copy."""
+        buffer = self._require_live("numpy_later()")
+        if self.format is not None or not self.contiguous:
+            raise ArgumentError(f"numpy_later() reads contiguous arrays of elements, not {self._describe()}: use "
+                                "numpy()")
+        read = self.runtime.read_queued(buffer, self.offset, self.nbytes)
+        dtype, shape = self.dtype, self.shape
+        return lambda: read().view(dtype).reshape(shape)
 
     def write(self, array) -> None:
         """Overwrite the contents with `array` (same dtype and number of elements), copied now: the caller may reuse

@@ -55,6 +55,10 @@ from hydroplane.vk import structs as S
 
 DeviceKey = str | int
 POOL_BYTES = 1 << 30  # freed buffers a Vulkan device keeps for reuse (HYDROPLANE_POOL_BYTES overrides)
+# Host-visible staging buffers a Vulkan device keeps for its uploads and reads: size classes of powers of two from
+# STAGING_MIN_BYTES to STAGING_MAX_BYTES, STAGING_KEPT_BYTES in all; a larger transfer stages through a buffer of its
+# own (made and destroyed), and a larger write into mapped memory that queued work uses waits for that work
+STAGING_MIN_BYTES, STAGING_MAX_BYTES, STAGING_KEPT_BYTES = 4 << 10, 4 << 20, 32 << 20
 
 
 class DeviceError(LaunchError):
@@ -230,6 +234,8 @@ class DeviceRuntime:
         self._pooled_bytes = 0
         self._freed: dict[int, Any] = {}  # the pooled buffers by id, in the order freed (the oldest evicted first)
         self.pool_bytes = int(os.environ.get("HYDROPLANE_POOL_BYTES", POOL_BYTES))
+        self._staging_kept: dict[tuple[int, bool], list] = {}  # (size, readback) -> staging buffers to reuse
+        self._staging_bytes = 0
         self.executor: Any
         if executor is not None:
             self.executor = executor
@@ -309,6 +315,10 @@ class DeviceRuntime:
             freed, self._pool, self._freed, self._pooled_bytes = self._freed, {}, {}, 0
             for buf in freed.values():
                 self._destroy(buf)
+            staging, self._staging_kept, self._staging_bytes = self._staging_kept, {}, 0
+            for bufs in staging.values():
+                for buf in bufs:
+                    buf.close()
 
     def free(self, buf) -> None:
         """Free a buffer (at once on the reference executor). On a queue the buffer goes back to the pool at once,
@@ -351,8 +361,9 @@ class DeviceRuntime:
         buf.close()
 
     def upload(self, buf, offset: int, data: np.ndarray) -> None:
-        """Copy bytes into `buf` at `offset`: queued (through a staging buffer) on a device-local buffer, after the
-        work that uses the range on mapped memory. The caller may reuse `data` at once."""
+        """Copy bytes into `buf` at `offset`, the caller free to reuse `data` at once: straight into mapped memory
+        that no unfinished work uses; else queued, through a staging buffer kept for reuse (no allocation, no
+        wait: on mapped memory in use, the copy runs after the work that uses the range)."""
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         if raw.nbytes == 0:
             return
@@ -361,24 +372,94 @@ class DeviceRuntime:
             if self.stream is None:
                 buf.data[offset: offset + raw.nbytes] = raw
                 return
-            if buf.mapped:
+            if buf.mapped and (raw.nbytes > STAGING_MAX_BYTES or self._finished(buf._hp_access)):
                 self.stream.wait(buf._hp_access)
                 buf.write(raw, offset)
                 return
-            staging = vk.Buffer(self.executor.device, raw.nbytes, host_visible=True)
+            staging = self._staging(raw.nbytes, readback=False)
             staging.write(raw)
             self._transfer(lambda cmd: vk.record_copy(cmd, staging, buf, 0, offset, raw.nbytes),
                            reads=(), writes=((buf, offset, raw.nbytes),), keep=(staging,), label="upload")
-            self.stream.after(buf._hp_write, staging.close)
+            self.stream.after(buf._hp_write, lambda: self._unstage(staging))
 
     def download(self, buf, offset: int, nbytes: int) -> np.ndarray:
-        """The bytes of `buf` at [offset, offset + nbytes), after the work that writes them has finished."""
+        """A new array of the bytes of `buf` at [offset, offset + nbytes), after the work that writes them has
+        finished: read straight from mapped memory; else copied, in the queue after that work, into a host-cached
+        staging buffer kept for reuse, then read (one wait, no allocation)."""
         with self.lock:
             self._refuse_in_capture("a host read of a device array")
             if self.stream is None:
                 return buf.data[offset: offset + nbytes].copy()
-            self.stream.wait(getattr(buf, "_hp_write", 0))
-            return buf.read(np.uint8, (nbytes,), offset)
+            if buf.mapped or nbytes <= 0:
+                self.stream.wait(getattr(buf, "_hp_write", 0))
+                return buf.read(np.uint8, (nbytes,), offset)
+            staging = self._staging(nbytes, readback=True)
+            self._transfer(lambda cmd: vk.record_copy(cmd, buf, staging, offset, 0, nbytes),
+                           reads=((buf, offset, nbytes),), writes=(), keep=(staging,), label="download")
+            self.stream.wait(buf._hp_access)
+            try:
+                return staging.read(np.uint8, (nbytes,))
+            finally:
+                self._unstage(staging)
+
+    def read_queued(self, buf, offset: int, nbytes: int) -> Callable[[], np.ndarray]:
+        """Queue a read of the bytes of `buf` at [offset, offset + nbytes) as the work recorded so far leaves them;
+        calling the result waits for that work only (not for work queued after this call) and returns a new array.
+        So a host can queue more work on a buffer before reading what earlier work wrote in it (a model's decode
+        steps and the ids they sampled)."""
+        with self.lock:
+            self._refuse_in_capture("a host read of a device array")
+            if self.stream is None:
+                data = buf.data[offset: offset + nbytes].copy()
+                return lambda: data
+            if nbytes <= 0:
+                return lambda: np.zeros(0, np.uint8)
+            staging = self._staging(nbytes, readback=True)
+            self._transfer(lambda cmd: vk.record_copy(cmd, buf, staging, offset, 0, nbytes),
+                           reads=((buf, offset, nbytes),), writes=(), keep=(staging,), label="read")
+            seq, taken = buf._hp_access, []
+
+        def result() -> np.ndarray:
+            with self.lock:
+                if taken:
+                    raise LaunchError("a queued read's result was taken already")
+                taken.append(True)
+                self.stream.wait(seq)
+                try:
+                    return staging.read(np.uint8, (nbytes,))
+                finally:
+                    self._unstage(staging)
+
+        return result
+
+    def _finished(self, seq: int) -> bool:
+        """Whether batch `seq` has finished (retiring the finished batches first)."""
+        stream = self.stream
+        assert stream is not None
+        if seq > stream.completed:
+            stream.poll()
+        return seq <= stream.completed
+
+    def _staging(self, nbytes: int, readback: bool):
+        """A host-visible buffer of at least `nbytes` (host-cached for `readback`): a kept one of its size class
+        when there is one, else a new one."""
+        size = max(STAGING_MIN_BYTES, 1 << (nbytes - 1).bit_length()) if nbytes <= STAGING_MAX_BYTES else nbytes
+        kept = self._staging_kept.get((size, readback))
+        if kept:
+            self._staging_bytes -= size
+            return kept.pop()
+        return vk.Buffer(self.executor.device, size, host_visible=True, readback=readback)
+
+    def _unstage(self, staging) -> None:
+        """Keep a staging buffer whose copy has finished for the next transfer of its class, else close it."""
+        size = staging.nbytes
+        if staging.closed:
+            return
+        if self.closed or size > STAGING_MAX_BYTES or self._staging_bytes + size > STAGING_KEPT_BYTES:
+            staging.close()
+            return
+        self._staging_kept.setdefault((size, staging.readback), []).append(staging)
+        self._staging_bytes += size
 
     def copy(self, src, src_offset: int, dst, dst_offset: int, nbytes: int) -> None:
         """A queued device-to-device copy of bytes."""

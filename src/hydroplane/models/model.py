@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -485,12 +485,17 @@ class Model:
         logits = self.forward(self.embed(self.token), self.position)
         self.advance(nn.sample(logits, seed=self.seed, **sampling))
 
+    @staticmethod
+    def _sampling(temperature: float, top_k: int, top_p: float) -> tuple[dict, tuple]:
+        """The sampler's arguments of a setting and its key (one captured step per key)."""
+        sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p) if temperature > 0 else \
+            dict(temperature=0.0)
+        return sampling, tuple(sorted(sampling.items()))
+
     def decode(self, steps: int, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0) -> None:
         """`steps` decode steps from the device state (queued; nothing read back): the first one of a sampling
         setting runs as calls (planning every launch), then it is captured once, and replayed from then on."""
-        sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p) if temperature > 0 else \
-            dict(temperature=0.0)
-        key = tuple(sorted(sampling.items()))
+        sampling, key = self._sampling(temperature, top_k, top_p)
         for _ in range(steps):
             graph = self._graphs.get(key)
             if graph is not None:
@@ -504,6 +509,38 @@ class Model:
                 self._decode_step(sampling)
                 self._planned.add(key)
             self.length += 1
+
+    def decode_batches(self, start: int, count: int, queued: int = 0, temperature: float = 0.0, top_k: int = 0,
+                       top_p: float = 1.0) -> Iterator[np.ndarray]:
+        """The ids at history[start:start + count], each from a decode step (the first `queued` of them queued
+        already: generate's first id comes from its prefill), read back in batches of FIRST_BATCH doubling to
+        LAST_BATCH ids. Once the setting's step is captured, the steps of the next batch are queued before a batch
+        is read, the batch copied out in the queue ahead of them (DeviceArray.numpy_later), so the GPU runs on
+        while the host reads and checks; a caller that stops early leaves at most one batch of steps queued past
+        the last id it took (they never pass `count`)."""
+        key = self._sampling(temperature, top_k, top_p)[1]
+        steps = queued
+
+        def queue(lo: int, hi: int) -> Callable[[], np.ndarray]:
+            nonlocal steps
+            if hi > steps:
+                self.decode(hi - steps, temperature, top_k, top_p)
+                steps = hi
+            return self.history[start + lo:start + hi].numpy_later()
+
+        done, batch = 0, FIRST_BATCH
+        pending = queue(0, min(batch, count)) if count > 0 else None
+        while pending is not None:
+            wanted = min(batch, count - done)
+            batch = min(2 * batch, LAST_BATCH)
+            following = None
+            if done + wanted < count and key in self._graphs:  # the next batch's steps, ahead of this read
+                following = queue(done + wanted, min(done + wanted + batch, count))
+            yield pending()
+            done += wanted
+            if following is None and done < count:
+                following = queue(done, min(done + batch, count))
+            pending = following
 
     def logits(self, ids) -> np.ndarray:
         """float32 logits (len(ids), n_vocab) of the sequence from position 0 (teacher-forced: row t predicts
@@ -542,27 +579,22 @@ class Model:
         logits = self.step(ids)
         sampling = dict(temperature=temperature, top_k=top_k, top_p=top_p)
         self.advance(nn.sample(logits, seed=self.seed, **sampling))
-        first = len(ids)  # the history's position of the first new token
-        done, batch = 0, FIRST_BATCH
-        while done < max_tokens:
-            wanted = min(batch, max_tokens - done)
-            if done:  # the first token came from the prefill; each later one from a decode step
-                self.decode(wanted, temperature, top_k, top_p)
-            tokens = self.history[first + done:first + done + wanted].numpy()  # waits for the steps
+        first = len(ids)  # the history's position of the first new token: from the prefill, later ones from decode
+        done = 0
+        for tokens in self.decode_batches(first, max_tokens, 1, temperature, top_k, top_p):
             now = time.perf_counter()
             if stats is not None:
                 if done == 0:
                     stats.update(prefill_tokens=len(ids), prefill_s=now - start, decode_tokens=0, decode_s=0.0)
                 else:
-                    stats["decode_tokens"] += wanted
+                    stats["decode_tokens"] += len(tokens)
                     stats["decode_s"] += now - start
             start = now
             for token in tokens:
                 if self.tokenizer.is_eog(int(token)):
                     return
                 yield int(token)
-            done += wanted
-            batch = min(2 * batch, LAST_BATCH)
+            done += len(tokens)
 
     def stream_text(self, prompt, max_tokens: int = 16, **options) -> Iterator[str]:
         """The text of generate(...)'s tokens, piece by piece (never a split UTF-8 character)."""

@@ -1,0 +1,102 @@
+"""The model's host path (issue 26: host time no GPU needs): a replayed prefill's `step` queues its writes without
+waiting for the GPU and, with its read, allocates nothing; decode_batches (generate's loop) queues the next batch
+of decode steps before it reads a batch, and gives the ids of a plain loop.
+
+Counted, not timed: Vulkan calls through `hydroplane.vk._ffi.core`; `vk.memory.mapping_is_fast` patched to say no
+makes the model's buffers device-local, as on a discrete GPU (lavapipe's are mapped)."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from models.model_fixtures import (
+    tiny_files,  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
+)
+
+from hydroplane.launch.runtime import runtime
+from hydroplane.models import Model, read_gguf
+from hydroplane.vk import _ffi, memory
+from hydroplane.vk.sync import Fence
+
+DEVICES = ["ref", pytest.param(0, marks=pytest.mark.vulkan)]
+COUNTED = ("vkAllocateMemory", "vkAllocateCommandBuffers", "vkCreateFence")
+
+
+def _count_calls(monkeypatch) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    original = _ffi.core
+
+    def core(name):
+        function = original(name)
+        if name not in COUNTED:
+            return function
+
+        def counted(*args):
+            counts[name] += 1
+            return function(*args)
+
+        return counted
+
+    monkeypatch.setattr(_ffi, "core", core)
+    wait = Fence.wait
+
+    def counted_wait(fence, *args, **kwargs):
+        counts["fence waits"] += 1
+        return wait(fence, *args, **kwargs)
+
+    monkeypatch.setattr(Fence, "wait", counted_wait)
+    return counts
+
+
+@pytest.fixture(params=["mapped", "device-local"])
+def memory_kind(request, monkeypatch):
+    """Device 0's new buffers as lavapipe makes them (mapped) or device-local, as a discrete GPU's (the pool
+    emptied before, since it holds mapped ones, and after)."""
+    if request.param == "device-local":
+        monkeypatch.setattr(memory, "mapping_is_fast", lambda device: False)
+        runtime(0).trim()
+    yield request.param
+    if request.param == "device-local":
+        runtime(0).trim()
+
+
+@pytest.mark.vulkan
+def test_a_replayed_prefill_waits_only_in_its_read_and_allocates_nothing(memory_kind, monkeypatch, tiny_files):
+    model = Model(read_gguf(tiny_files["gemma3"]), device=0, context=64)
+    assert model.kv_len.buffer.mapped == (memory_kind == "mapped")
+    ids = np.random.default_rng().integers(0, model.config.n_vocab, 9)
+    model.reset()
+    want = model.step(ids).numpy()
+    for _ in range(3):  # captured, then replayed (its staging buffers made)
+        model.reset()
+        model.step(ids).numpy()
+    counts = _count_calls(monkeypatch)
+    model.reset()
+    logits = model.step(ids)
+    assert counts["fence waits"] == 0  # its writes into the arrays the last replay used are queued
+    np.testing.assert_allclose(logits.numpy(), want, rtol=1e-5, atol=1e-5)
+    assert counts["vkAllocateMemory"] == 0
+    assert counts["vkAllocateCommandBuffers"] == 0 and counts["vkCreateFence"] == 0
+    assert model.length == 9 and int(model.kv_len.numpy()[0]) == 9 and int(model.position.numpy()[0]) == 8
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_decode_batches_queue_the_next_batch_before_a_read(device, tiny_files):
+    model = Model(read_gguf(tiny_files["gemma3"]), device=device, context=32)
+    count = 12
+    model.decode_from(5, 0)
+    model.decode(count)  # planned, captured, replayed: the plain loop
+    want = model.history[1:1 + count].numpy()
+    model.decode_from(5, 0)
+    got, queued = [], []
+    for tokens in model.decode_batches(1, count):
+        queued.append(model.length)  # the decode steps queued when a batch is handed over
+        got += [int(t) for t in tokens]
+    assert got == [int(t) for t in want]
+    assert queued == [3, 7, 12, 12]  # batches of 1, 2, 4, 5; each read after the next batch was queued
+    model.decode_from(5, 0)
+    for _ in model.decode_batches(1, count):
+        break  # a caller that stops: one batch queued past what it took
+    assert model.length == 3
