@@ -59,12 +59,42 @@ def cache_folder(kind: str) -> Path | None:
 
 @functools.cache
 def package_digest() -> str:
-    """SHA-256 over the package's Python sources (path and bytes), computed once per process."""
+    """SHA-256 over the package's Python sources (path and bytes), computed once per process. A process whose sources
+    have the paths, sizes and change times (ns) of an earlier one's reads that one's digest from the cache folder
+    (`package/FINGERPRINT`) instead of reading and hashing the sources again (as Python's own bytecode cache trusts
+    size and time)."""
+    prefix = len(str(PACKAGE)) + 1
+    sources = []  # (relative path, path), in the order of the paths' parts
+    for root, folders, files in os.walk(PACKAGE):
+        folders[:] = [f for f in folders if f != "__pycache__"]
+        sources += [(path[prefix:], path) for path in (os.path.join(root, f) for f in files if f.endswith(".py"))]
+    sources.sort(key=lambda source: source[0].split(os.sep))
+    stats = "\n".join(f"{relative} {st.st_size} {st.st_mtime_ns}"
+                      for relative, st in ((relative, os.stat(path)) for relative, path in sources))
+    folder = cache_folder("package")
+    known = folder / hashlib.sha256(stats.encode()).hexdigest() if folder is not None else None
+    if known is not None:
+        try:
+            found = known.read_text()
+            if len(found) == 64:
+                return found
+        except OSError:
+            pass
     digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(str(path.relative_to(PACKAGE)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    for relative, path in sources:
+        digest.update(relative.encode())
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    text = digest.hexdigest()
+    if known is not None:
+        try:
+            known.parent.mkdir(parents=True, exist_ok=True)
+            tmp = known.with_name(f"{known.name}.{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, known)
+        except OSError:
+            pass
+    return text
 
 
 def canonical(value, depth: int = 0) -> str:
