@@ -759,17 +759,22 @@ def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int,
 # longer, PREFETCH (the next step's loads in registers across the multiplications), STAGES (shared buffers: 2,
 # the default, decodes the next step into the other while this one is multiplied), SPLIT K ranges (grid z; 0: the
 # rule's choice). GEMM_BLOCKS are the tile-16 devices' (the H200's) blocks, largest first: a problem takes the first
-# whose grid has at least GEMM_WORKGROUPS workgroups, else the smallest, split over K where even that leaves
-# multiprocessors idle (fewer than GEMM_SPLIT_BELOW workgroups).
+# whose grid has at least GEMM_WORKGROUPS workgroups, else the last, split over K where that one's grid is short of
+# GEMM_WORKGROUPS too (into about GEMM_SPLIT_TARGET workgroups, at most GEMM_SPLIT_MAX ranges).
+# Measured on the H200 (2026-12-05 03:11 UTC, benchmarks/quant_sweep.py; docs/quant.md): a K step costs about the same
+# time whatever the block (4.6-5.1 us with one workgroup per multiprocessor, 64 x 64 or 128 x 128), so a grid that
+# fills the GPU takes the large block, and a short one the small block split over K: 512 x 640 -> 256 (q8_0) 101.7 ->
+# 26.9 us, 512 x 1024 -> 640 (q4_k) 169 -> 113.6, 512 x 2048 -> 640 (q6_k) 319 -> 131, 512 x 640 -> 1280/1536
+# (q5_0) 111 -> 94.7 (those from 128 x 128 blocks of 20-40 workgroups); but 64 x 64 where 128 x 128 already gave
+# 128 workgroups was slower: 512 x 640 -> 4096 112.6 -> 179.5 us, 512 x 14336 -> 4096 1451-1700 -> 2648-4085 us.
 GEMM_BLOCKS = (
-    {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 128 x 128
-    {"wm": 2, "wn": 2, "sm": 2, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 64 x 128
+    {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1},  # 128 x 128
     {"wm": 2, "wn": 2, "sm": 2, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 64 x 64
 )
-GEMM_WORKGROUPS = 264  # the H200: 132 multiprocessors, two workgroups each
-GEMM_SPLIT_BELOW = 132
+GEMM_WORKGROUPS = 128  # the H200 has 132 multiprocessors
+GEMM_SPLIT_TARGET = 264
 GEMM_SPLIT_MAX = 4
-GEMM_TUNING: dict = {}  # (M, N, K) -> a block (the keys above, "split" too): measured choices, over the rule
+GEMM_TUNING: dict = {}  # (M, N, K) -> a block (the keys above, "split" and "stages" too): measured, over the rule
 SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
 
 
@@ -818,7 +823,7 @@ def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool) 
     split = shape.get("split", 0)
     if not split:
         groups = ceil_div(m, bm) * ceil_div(n, bn)
-        split = 1 if small or groups >= GEMM_SPLIT_BELOW else min(GEMM_SPLIT_MAX, ceil_div(GEMM_WORKGROUPS, groups))
+        split = 1 if small or groups >= GEMM_WORKGROUPS else min(GEMM_SPLIT_MAX, ceil_div(GEMM_SPLIT_TARGET, groups))
     split = max(1, min(split, steps))
     k_split = ceil_div(steps, split) * bk
     return GemmPlan(wm, wn, sm, sn, kt, shape.get("pad", 0), bool(shape.get("prefetch", False)),
