@@ -16,12 +16,14 @@ from hydroplane.kernels.attention import (
     AttentionProblem,
     attention_plan,
     candidate_configs,
+    default_config,
     reference,
     relative_error,
 )
 from hydroplane.launch.jit import device_array
 from hydroplane.launch.runtime import runtime
 from hydroplane.ops.attention import attention
+from hydroplane.spirv.target import Target
 
 POISON = np.float16(-777.0)
 
@@ -97,3 +99,18 @@ def test_column_split_is_offered_for_the_models_decode():
     problem = AttentionProblem(1, 4, 1, 4288, 256, "f16", 1, True, window=512, device_kv_len=True)
     found = candidate_configs(problem, runtime("ref").target)
     assert any(c.column_split and c.grouped for c in found)
+
+
+def test_the_h200_defaults_follow_its_measurements():
+    """On the H200 profile (docs/attention.md, 2026-12-05): the model's decode attention takes 4 subgroups splitting
+    O's columns on 16x16x16 tiles with splits of two 16-key blocks; the one query tile limit keeps a 16-token
+    prefill on one subgroup a tile; Q in rounds leads head dim 256 prefill of many workgroups only."""
+    h200 = Target.profile("nvidia-h200")
+    decode = AttentionProblem(1, 4, 1, 4288, 256, "f16", 1, True, window=512, device_kv_len=True)
+    plan = attention_plan(decode, default_config(decode, h200), h200)
+    assert plan.config.column_split and plan.config.subgroups == 4 and plan.config.tile == (16, 16, 16)
+    assert plan.config.block == (16, 16) and plan.splits == 134
+    short = AttentionProblem(1, 4, 16, 4288, 256, "f16", 1, True, device_kv_len=True)
+    assert not default_config(short, h200).column_split
+    assert default_config(AttentionProblem(1, 32, 512, 10000, 256, "f16", 2), h200).q_rounds == 2
+    assert default_config(AttentionProblem(1, 4, 512, 512, 256, "f16", 1, True), h200).q_rounds == 1

@@ -322,9 +322,12 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"{target.shared_memory}")
 
 
+ROUNDS_WORKGROUPS = 64  # the Q block in rounds leads head dim 256 prefill from this many workgroups (candidate_configs)
 DECODE_WORKGROUPS = 512  # the decode path's grid (the H200's 2026-12-02 sweep, docs/perf.md: 250 to 1000 best)
 GROUPED_WORKGROUPS = 512  # the grouped decode path's (each workgroup serves a whole query group)
 SHORTEST_SPLIT = 64  # keys: shorter splits cost more in the combining pass than they gain
+# (the column split: two key blocks; the model's decode step (4 heads on 1 KV head, head dim 256, 4288 keys) ran its
+# main pass in 7.5-8.5 us with 134 splits of 32 keys against 11-12.3 with 67 of 64 on the H200, 2026-12-05)
 LONGEST_SPLIT = 1024  # keys: (16, 32, 1, 8192, 128) ran at 3.2 TB/s with 8 or 16 splits (512 keys), docs/perf.md
 
 
@@ -338,7 +341,8 @@ def packed(problem: AttentionProblem, config: AttentionConfig) -> tuple[int, int
 def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int | None = None) -> int:
     """Splits of the keys. Where every query of a head (grouped: of a KV head's group) fits one block: enough to
     make about `target_workgroups` workgroups (DECODE_WORKGROUPS; GROUPED_WORKGROUPS on the grouped path) and none
-    longer than LONGEST_SPLIT keys, each at least two key blocks and SHORTEST_SPLIT keys long. Otherwise 1 (the
+    longer than LONGEST_SPLIT keys, each at least two key blocks and (but with the column split) SHORTEST_SPLIT keys
+    long. Otherwise 1 (the
     kernel splits a prefill too when asked: config.splits > 1)."""
     bm, bn = config.block
     rows, heads = packed(problem, config)
@@ -351,7 +355,8 @@ def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workg
     if target_workgroups is None:
         target_workgroups = GROUPED_WORKGROUPS if config.grouped else DECODE_WORKGROUPS
     wanted = max(-(-target_workgroups // workgroups), problem.kv_len // LONGEST_SPLIT)
-    return max(1, min(wanted, problem.kv_len // max(2 * bn, SHORTEST_SPLIT)))
+    shortest = 2 * bn if config.column_split else max(2 * bn, SHORTEST_SPLIT)
+    return max(1, min(wanted, problem.kv_len // shortest))
 
 
 def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: Target) -> AttentionPlan:
@@ -431,10 +436,16 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
         found += grouped_configs(problem, tile)
         found += column_split_configs(problem, tile)
     if problem.head_dim > 128 and tiles and tiles[0][0] >= 16 and problem.q_len > 64:
-        # 8 subgroups x 32 keys, Q staged in 2 rounds, first: the H200 (2026-12-05, docs/perf.md) ran ggml's prefill
-        # cases at head dim 256 in 1.086 and 1.807 ms with it against 1.607 and 2.905 with 4 subgroups x 32 keys
+        # 8 subgroups x 32 keys, Q staged in 2 rounds. First where its 128-query blocks make ROUNDS_WORKGROUPS or
+        # more workgroups: the H200 (2026-12-05, docs/attention.md) ran ggml's prefill cases at head dim 256 (128
+        # workgroups) in 1.086 and 1.807 ms with it against 1.607-1.629 and 2.905 with 4 subgroups x 32 keys, but
+        # the model's causal prefill of 512 on 4 heads (16 workgroups) in 70 us against 47
         tile = (16, 16, 16) if (16, 16, 16) in tiles else tiles[0]
-        found.insert(0, AttentionConfig(tile, 8, 1, max(1, 32 // tile[1]), pad=1, splits=1, q_rounds=2))
+        rounds = AttentionConfig(tile, 8, 1, max(1, 32 // tile[1]), pad=1, splits=1, q_rounds=2)
+        if -(-problem.q_len // 128) * problem.heads * problem.batch >= ROUNDS_WORKGROUPS:
+            found.insert(0, rounds)
+        else:
+            found.append(rounds)
     for tile in tiles[:1]:  # last: the subgroups splitting each key block (not measured yet: never the default)
         if tile[0] >= 16 and problem.q_len <= tile[0]:
             subgroups = 4 if problem.head_dim <= 128 else 2  # the K and V blocks within 48 KiB
@@ -454,10 +465,16 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
     decode = problem.q_len <= runnable[0].block[0] and any(c.splits == 0 and auto_splits(problem, c) > 1
                                                            for c in runnable)
     if decode:  # few queries against many keys: the grouped split configs lead, then the one-subgroup one; at head
-        # dims over 128 the column split leads each (one subgroup's output accumulators crowd its registers)
+        # dims over 128 the column split leads each, on tiles 16 wide first (one subgroup's output accumulators
+        # crowd its registers: the H200 ran the model's decode attention in 7.5-8.5 us with 4 subgroups on 16x16x16
+        # against 17.6 on 16x8x16 and 24-97 with one subgroup; ggml's d256 h32/2 kv20000 in 41 us against 54)
         wide = problem.head_dim > 128
-        runnable.sort(key=lambda c: (not c.grouped, not (wide and c.column_split),
-                                     c.subgroups != 1 and not c.column_split or c.splits != 0))
+
+        def rank(c: AttentionConfig) -> tuple:
+            column = 0 if wide and c.column_split and c.tile[1] >= 16 else 1 if wide and c.column_split else 2
+            return not c.grouped, column, c.subgroups != 1 and not c.column_split or c.splits != 0
+
+        runnable.sort(key=rank)
     return runnable
 
 
@@ -480,17 +497,17 @@ def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
 
 def column_split_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
     """The decode path with the subgroups splitting O's columns (config.column_split), on tiles of 16 rows and head
-    dims of 128 and more (where one subgroup's output accumulators crowd its registers): 4 and 2 subgroups against
-    16-key blocks, grouped where a KV head's query rows fill at most 4 query tiles; splits chosen from the
+    dims of 128 and more (where one subgroup's output accumulators crowd its registers) for rows that fill one query
+    tile (grouped where a KV head's query rows do): 4 and 2 subgroups against 16-key blocks; splits chosen from the
     problem."""
     qt, sn, _ = tile
     if qt < 16 or problem.head_dim < 128:
         return []
-    grouped = problem.group > 1 and -(-problem.group * problem.q_len // qt) <= 4
+    grouped = problem.group > 1 and problem.group * problem.q_len <= qt
     rows = problem.group * problem.q_len if grouped else problem.q_len
     tiles = -(-rows // qt)
-    if tiles > 4:
-        return []
+    if tiles > 1:  # each subgroup holds every query tile's Q: at head dim 256 the model's 16-token prefill (4 tiles)
+        return []  # ran its attention in 15.9 us with 4 subgroups of 4 tiles against 7.6 with one tile a subgroup
     return [AttentionConfig(tile, subgroups, tiles, max(1, 16 // sn), pad=1, splits=0, grouped=grouped,
                             column_split=True)
             for subgroups in (4, 2) if (problem.head_dim // sn) % subgroups == 0]
