@@ -87,7 +87,9 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
             hydroplane.matmul(dx, dws[0].T, out=dout)
             error = bench.check(dout.numpy(), x, qw)
             record["compile_s"] = time.perf_counter() - started
-            seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.05))
+            # 0.3 s of back-to-back runs first: a case's first variant follows seconds of weight making, uploads and
+            # compiling, after which the H200 idles at 345 MHz (docs/perf.md); 0.05 s did not bring it back for sure
+            seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.3))
             record.update(error=error, us=seconds * 1e6, plan=str(quant_matmul.gemm_plan(
                 m, n, k, tiles, tiles[0] < 16 or rt.is_reference)) if m > 16 else None, tbs=qw.nbytes / seconds / 1e12,
                           tflops=2 * m * n * k / seconds / 1e12)
