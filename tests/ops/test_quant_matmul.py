@@ -263,7 +263,8 @@ def test_prefill_block_shapes(device, monkeypatch):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt", list(FORMATS))
 @pytest.mark.parametrize("shape", [{"prefetch": True}, {"prefetch": True, "split": 3, "kt": 4, "pad": 1},
-                                   {"split": 2, "sm": 2}, {"prefetch": True, "stages": 1, "sn": 2}])
+                                   {"split": 2, "sm": 2}, {"prefetch": True, "stages": 1, "sn": 2},
+                                   {"wm": 1, "wn": 1, "sn": 2, "kt": 4, "prefetch": True}])
 def test_prefill_prefetch_and_split(device, fmt, shape, monkeypatch):
     """The prefill GEMM with the next K step's loads in registers across the multiplications (PREFETCH) and split over
     K (grid z, partial sums added by the reduction with the bias and activation): every format, odd M, N not a
