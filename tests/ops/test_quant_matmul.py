@@ -302,3 +302,20 @@ def test_prefill_plan_rule():
     finally:
         del quant_matmul.GEMM_TUNING[(512, 640, 2048)]
     assert quant_matmul.gemm_plan(512, 640, 2048, tiles, True).split == 1
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("which", [0, 1])
+def test_prefill_h200_blocks(fmt, which, monkeypatch):
+    """The blocks gemm_plan gives 16-wide tiles (GEMM_BLOCKS: 128 x 128, and 64 x 64 with prefetch, split over K as
+    the rule splits a short grid) on the reference executor, whose tiles are the H200's 16x16x16: f32 activations as
+    the model's prefill, M and N edges."""
+    block = dict(quant_matmul.GEMM_BLOCKS[which])
+    if which == 1:
+        block["split"] = 3
+    monkeypatch.setattr(quant_matmul, "SMALL_GEMM_SHAPE", block)
+    n, k = (130 if which == 0 else 70, 96 if FORMATS[fmt].block == 32 else 512)
+    qw, w64 = table(fmt, n, k)
+    x = activations((37, k), np.float32)
+    got = hydroplane.matmul(x, qw.T, device="ref")
+    assert_close(got, expected(x, w64), np.float32)
