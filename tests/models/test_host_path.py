@@ -17,6 +17,7 @@ from models.model_fixtures import (
 
 from hydroplane.launch.runtime import runtime
 from hydroplane.models import Model, read_gguf
+from hydroplane.models.errors import ContextError
 from hydroplane.vk import _ffi, memory
 from hydroplane.vk.sync import Fence
 
@@ -100,3 +101,5 @@ def test_decode_batches_queue_the_next_batch_before_a_read(device, tiny_files):
     for _ in model.decode_batches(1, count):
         break  # a caller that stops: one batch queued past what it took
     assert model.length == 3
+    with pytest.raises(ContextError):  # a step at position 32 would write past the cache
+        next(model.decode_batches(30, 4))

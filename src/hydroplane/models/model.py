@@ -518,6 +518,9 @@ class Model:
         is read, the batch copied out in the queue ahead of them (DeviceArray.numpy_later), so the GPU runs on
         while the host reads and checks; a caller that stops early leaves at most one batch of steps queued past
         the last id it took (they never pass `count`)."""
+        if start < 1 or start + count > self.context + 1:
+            raise ContextError(f"history[{start}:{start + count}] lies outside the ids the {self.context} positions "
+                               f"of the context sample (1 .. {self.context})")
         key = self._sampling(temperature, top_k, top_p)[1]
         steps = queued
 
