@@ -55,12 +55,19 @@ def collected(model, run) -> tuple[object, list]:
     return graph, launches
 
 
-def profile(model, name: str, run, reps: int, top: int) -> dict:
+def profile(model, name: str, run, reps: int, top: int, reset=None) -> dict:
+    """`reset()`, where given, puts back the state a run changes (a decode step advances the cache's length) before
+    the graph's timing and before each launch's, so that every launch is timed at the state it was captured at."""
     rt = runtime(model.device)
     graph, launches = collected(model, run)
-    whole = statistics.median(rt.time(graph.replay, reps, warmup=2, warmup_s=0.3)) * 1e6
+    if reset is not None:  # a stateful step: a fixed warm-up (the prefill's timing before it has the clocks up)
+        reset()
+    whole = statistics.median(rt.time(graph.replay, reps, warmup=2 if reset is None else 10,
+                                      warmup_s=0.3 if reset is None else 0.0)) * 1e6
     each = []
     for label, launch in launches:
+        if reset is not None:
+            reset()
         times = rt.time(lambda launch=launch: rt.launch_planned(launch), reps, warmup=2, warmup_s=0.002)
         each.append((label, statistics.median(times) * 1e6))
     by_kernel: dict[str, list[float]] = collections.defaultdict(list)
@@ -87,6 +94,7 @@ def main() -> None:
     parser.add_argument("--device", default="0")
     parser.add_argument("--prompt", type=int, default=512)
     parser.add_argument("--depth", type=int, default=0, help="decode from this many cached positions")
+    parser.add_argument("--context", type=int, default=4288, help="the cache's positions (benchmarks/model_h200.py's)")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--json", type=Path)
@@ -97,7 +105,9 @@ def main() -> None:
         if not path.exists():
             subprocess.run([sys.executable, str(ROOT / "tools" / "make_benchmark_gguf.py"), str(path)], check=True)
     start = time.perf_counter()
-    model = load(str(path), device=args.device, context=max(args.depth, args.prompt) + 64)
+    if args.depth + 64 > args.context or args.prompt > args.context:  # the graph's timed replays advance the state
+        parser.error(f"--context {args.context} holds neither --depth {args.depth} and 64 replays nor --prompt")
+    model = load(str(path), device=args.device, context=args.context)
     rt = runtime(model.device)
     print(f"{path.name} on {rt.name}, loaded in {time.perf_counter() - start:.1f} s; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -116,7 +126,8 @@ def main() -> None:
     model.decode_from(5, args.depth)
     sampling = {"temperature": 0.0}
     results["decode"] = profile(model, f"decode step at depth {args.depth}",
-                                lambda: model._decode_step(sampling), args.reps, args.top)
+                                lambda: model._decode_step(sampling), args.reps, args.top,
+                                reset=lambda: model.decode_from(5, args.depth))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

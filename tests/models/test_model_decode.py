@@ -13,7 +13,7 @@ from models.model_fixtures import (
     tiny_files,  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
 )
 
-from hydroplane.models import Model, Reference, read_gguf
+from hydroplane.models import ContextError, Model, Reference, read_gguf
 from hydroplane.ops import nn
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -167,3 +167,17 @@ def test_single_weights_on_demand(tiny_files):
         assert weight.quantized and weight._matrix is None
         rows = quantized_rows(weight.device, np.arange(weight.shape[0], dtype=np.int32), np.float32).numpy()
         np.testing.assert_array_equal(rows, model.file.tensor(weight.name).dequantize())
+
+
+@pytest.mark.parametrize("device", ["ref", 0])
+def test_decode_past_the_context_is_refused_before_anything_is_queued(device, tiny_files):  # noqa: F811
+    """A decode step writes its keys and values at the cache row of its position: steps past the context would write
+    past the cache (the kernels index it without a bound check), so decode refuses them and queues nothing."""
+    model = Model(read_gguf(tiny_files["gemma3"]), device=device, context=8)
+    model.decode_from(5, 5)
+    model.decode(3)  # positions 5, 6, 7: the last rows of the cache
+    assert model.length == 8
+    model.decode_from(5, 6)
+    with pytest.raises(ContextError, match="exceed the context of 8"):
+        model.decode(3)
+    assert model.length == 6

@@ -495,6 +495,9 @@ class Model:
     def decode(self, steps: int, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0) -> None:
         """`steps` decode steps from the device state (queued; nothing read back): the first one of a sampling
         setting runs as calls (planning every launch), then it is captured once, and replayed from then on."""
+        if self.length + steps > self.context:  # a step writes its keys at row `length`: past the cache, never
+            raise ContextError(f"{steps} decode steps from position {self.length} exceed the context of "
+                               f"{self.context} positions (load(..., context=N) holds more)")
         sampling, key = self._sampling(temperature, top_k, top_p)
         for _ in range(steps):
             graph = self._graphs.get(key)
