@@ -48,7 +48,6 @@ from hydroplane.launch.executors import (
     VulkanExecutor,
     device_index,
 )
-from hydroplane.ref.executor import Buffer as RefBuffer
 from hydroplane.vk import _ffi
 from hydroplane.vk import enums as E
 from hydroplane.vk import structs as S
@@ -851,7 +850,7 @@ def capture(device=None):
 def ref_window(buf, offset: int, nbytes: int):
     """Bytes [offset, offset + nbytes) of a reference-executor buffer as a buffer of their own, sharing its memory
     (a view at an offset binds without a copy)."""
-    window = RefBuffer.__new__(RefBuffer)
+    window = type(buf).__new__(type(buf))  # the executor's Buffer class (this layer need not import ref for it)
     window.nbytes = nbytes
     window.data = buf.data[offset: offset + max(8, -(-nbytes // 8) * 8)]
     if window.data.nbytes < nbytes:
