@@ -7,7 +7,7 @@ MESA_SHADER_CACHE_DISABLE=true for Mesa); `--driver-cache` adds a warm run with 
 to show the driver's part.
 
     PYTHONPATH=src python3 benchmarks/first_call.py [--tiny] [--runs 3] [--calls matmul,attention] [--breakdown]
-        [--driver-cache] [--json out.json]
+        [--driver-cache] [--imports 25] [--json out.json]
 
 The calls (each f16, DeviceArrays in, `.numpy()` of the result): `matmul` M x N x K (`x @ W.T`), `gemv` 1 x 4096 x
 4096, `attention` causal 1 x 8 x S x 128, `quant` 1 x 4096 x 4096 against a q4_0 weight (hydroplane.quant.quantize).
@@ -18,6 +18,9 @@ the disk cache's key (hashing the package's sources once, then the kernel's text
 compiler, lowering and reflecting (spirv.compile_kernel), the launch limits, spirv-val, vkCreateComputePipelines,
 the waits for the device (its work, and on lavapipe the LLVM compile of each new pipeline at its first dispatch),
 the read-back, and the call's host path (the rest); and the exit (writing the pipeline cache).
+`--imports N` adds one more warm process run with `python -X importtime` (not timed with the others) and prints
+what its imports cost by package (hydroplane's sub-packages, NumPy, the rest) and its N costliest modules, each by
+its own time (the module's code, not the modules it imports).
 """
 
 from __future__ import annotations
@@ -133,18 +136,22 @@ print(json.dumps({{"seconds": end - start, "wall0": wall0, "wall1": wall0 + end 
 
 
 def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdown: bool,
-          driver_cache: bool = False) -> dict:
+          driver_cache: bool = False, importtime: bool = False) -> dict:
     """One new process: its seconds from `import numpy` to the last result, and with `breakdown` its phases, the
-    interpreter's start and its exit (from the wall clock around it)."""
+    interpreter's start and its exit (from the wall clock around it); with `importtime` its imports' own times in
+    microseconds by module ("imports")."""
     env = dict(os.environ, XDG_CACHE_HOME=cache, HYDROPLANE_DISK_CACHE="1" if disk_cache else "0")
     if not driver_cache:
         env.update(__GL_SHADER_DISK_CACHE="0", MESA_SHADER_CACHE_DISABLE="true")
     code = "import json\n" + CHILD.format(calls=calls, sizes=sizes, breakdown=breakdown)
     before = time.time()
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, *(["-X", "importtime"] if importtime else []), "-c", code], env=env,
+                         capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(f"the child process failed ({out.returncode}):\n{out.stderr[-4000:]}")
     after = time.time()
+    if importtime:
+        return {"imports": import_times(out.stderr)}
     last = out.stdout.strip().splitlines()[-1]
     if not breakdown:
         return {"seconds": float(last)}
@@ -152,6 +159,36 @@ def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdow
     result["phases"] = {"interpreter start": result["wall0"] - before, **result["phases"],
                         "exit (pipeline cache written)": after - result["wall1"]}
     return result
+
+
+def import_times(stderr: str) -> dict[str, int]:
+    """`-X importtime`'s lines ("import time: SELF | CUMULATIVE | NAME") as {module: its own microseconds}."""
+    times = {}
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            own, _, name = (part.strip() for part in line[len("import time:"):].split("|"))
+            if own.isdigit():
+                times[name] = times.get(name, 0) + int(own)
+    return times
+
+
+def print_imports(times: dict[str, int], top: int) -> None:
+    """What a warm process's imports cost: by package (hydroplane's sub-packages apart), then the costliest
+    modules, each by its own time."""
+    groups: dict[str, int] = {}
+    for name, own in times.items():
+        parts = name.split(".")
+        group = ".".join(parts[:2]) if parts[0] == "hydroplane" else parts[0] if parts[0] in ("numpy", "ml_dtypes") \
+            else "(the standard library and the rest)"
+        groups[group] = groups.get(group, 0) + own
+    print(f"\nimports of a warm process (python -X importtime, own time of each module), ms: "
+          f"{sum(times.values()) / 1e3:.0f} in all, hydroplane's "
+          f"{sum(v for k, v in times.items() if k.split('.')[0] == 'hydroplane') / 1e3:.0f}")
+    for group, own in sorted(groups.items(), key=lambda item: -item[1]):
+        print(f"  {own / 1e3:7.1f}  {group}")
+    print(f"the {top} costliest modules:")
+    for name, own in sorted(times.items(), key=lambda item: -item[1])[:top]:
+        print(f"  {own / 1e3:7.1f}  {name}")
 
 
 def median(values) -> float:
@@ -194,6 +231,8 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true", help="where each process's time went")
     parser.add_argument("--driver-cache", action="store_true",
                         help="also a warm process with the driver's own shader cache on")
+    parser.add_argument("--imports", type=int, default=0, metavar="N",
+                        help="also one warm process under -X importtime: its imports by package and N modules")
     parser.add_argument("--json", help="also write every process's measurements to this file")
     args = parser.parse_args()
     calls = args.calls.split(",")
@@ -207,6 +246,7 @@ def main() -> None:
     kinds: dict[str, list[dict]] = {"cold": [], "warm": [], "caches off": []}
     if args.driver_cache:
         kinds["warm, driver cache on"] = []
+    imports: dict[str, int] = {}
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
             kinds["cold"].append(child(calls, sizes, cache, True, args.breakdown))
@@ -215,6 +255,8 @@ def main() -> None:
             if args.driver_cache:
                 child(calls, sizes, cache, True, False, driver_cache=True)  # fills the driver's cache
                 kinds["warm, driver cache on"].append(child(calls, sizes, cache, True, args.breakdown, True))
+            if args.imports and run == args.runs - 1:
+                imports = child(calls, sizes, cache, True, False, importtime=True)["imports"]
         cold, warm, off = (kinds[n][-1]["seconds"] for n in ("cold", "warm", "caches off"))
         extra = (f" | warm, driver cache on {kinds['warm, driver cache on'][-1]['seconds']:.2f} s"
                  if args.driver_cache else "")
@@ -231,6 +273,8 @@ def main() -> None:
         cold, warm = (median(r["seconds"] - r["phases"][inputs] for r in kinds[n]) for n in ("cold", "warm"))
         print(f"less the benchmark's own inputs: cold {cold:.2f} s, warm {warm:.2f} s ({warm / cold:.0%})", flush=True)
         print_breakdown(kinds)
+    if args.imports:
+        print_imports(imports, args.imports)
 
 
 if __name__ == "__main__":
