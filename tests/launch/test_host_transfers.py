@@ -8,21 +8,18 @@ discrete path make new buffers with `vk.memory.mapping_is_fast` patched to say n
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 import pytest
+from launch.vulkan_counts import count_vulkan_calls
 
 import hydroplane
 from hydroplane.lang import Buffer, f32, global_id, readonly, s32
 from hydroplane.launch.checks import LaunchError
 from hydroplane.launch.prepared import ArgumentError
 from hydroplane.launch.runtime import runtime
-from hydroplane.vk import _ffi, memory
-from hydroplane.vk.sync import Fence
+from hydroplane.vk import memory
 
 DEVICES = ["ref", pytest.param(0, marks=pytest.mark.vulkan)]
-COUNTED = ("vkAllocateMemory", "vkAllocateCommandBuffers", "vkCreateFence")
 
 
 @hydroplane.kernel(local_size=64)
@@ -34,31 +31,8 @@ def scaled_copy(x: Buffer[f32, readonly], out: Buffer[f32], alpha: f32, n: s32):
 
 @pytest.fixture
 def vulkan_calls(monkeypatch):
-    """A Counter of the COUNTED Vulkan calls made from now on (entry points looked up at call time) and of the
-    fence waits ("fence waits")."""
-    counts: collections.Counter = collections.Counter()
-    original = _ffi.core
-
-    def core(name):
-        function = original(name)
-        if name not in COUNTED:
-            return function
-
-        def counted(*args):
-            counts[name] += 1
-            return function(*args)
-
-        return counted
-
-    monkeypatch.setattr(_ffi, "core", core)
-    wait = Fence.wait
-
-    def counted_wait(fence, *args, **kwargs):
-        counts["fence waits"] += 1
-        return wait(fence, *args, **kwargs)
-
-    monkeypatch.setattr(Fence, "wait", counted_wait)
-    return counts
+    """A Counter of the counted Vulkan calls made from now on and of the fence waits (launch/vulkan_counts.py)."""
+    return count_vulkan_calls(monkeypatch)
 
 
 def _grid(n: int) -> tuple[int]:

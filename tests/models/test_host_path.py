@@ -7,10 +7,9 @@ makes the model's buffers device-local, as on a discrete GPU (lavapipe's are map
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 import pytest
+from launch.vulkan_counts import count_vulkan_calls
 from models.model_fixtures import (
     tiny_files,  # noqa: F401 -- the models' fixtures (no conftest: it would shadow tests/conftest.py)
 )
@@ -18,37 +17,9 @@ from models.model_fixtures import (
 from hydroplane.launch.runtime import runtime
 from hydroplane.models import Model, read_gguf
 from hydroplane.models.errors import ContextError
-from hydroplane.vk import _ffi, memory
-from hydroplane.vk.sync import Fence
+from hydroplane.vk import memory
 
 DEVICES = ["ref", pytest.param(0, marks=pytest.mark.vulkan)]
-COUNTED = ("vkAllocateMemory", "vkAllocateCommandBuffers", "vkCreateFence")
-
-
-def _count_calls(monkeypatch) -> collections.Counter:
-    counts: collections.Counter = collections.Counter()
-    original = _ffi.core
-
-    def core(name):
-        function = original(name)
-        if name not in COUNTED:
-            return function
-
-        def counted(*args):
-            counts[name] += 1
-            return function(*args)
-
-        return counted
-
-    monkeypatch.setattr(_ffi, "core", core)
-    wait = Fence.wait
-
-    def counted_wait(fence, *args, **kwargs):
-        counts["fence waits"] += 1
-        return wait(fence, *args, **kwargs)
-
-    monkeypatch.setattr(Fence, "wait", counted_wait)
-    return counts
 
 
 @pytest.fixture(params=["mapped", "device-local"])
@@ -73,7 +44,7 @@ def test_a_replayed_prefill_waits_only_in_its_read_and_allocates_nothing(memory_
     for _ in range(3):  # captured, then replayed (its staging buffers made)
         model.reset()
         model.step(ids).numpy()
-    counts = _count_calls(monkeypatch)
+    counts = count_vulkan_calls(monkeypatch)
     model.reset()
     logits = model.step(ids)
     assert counts["fence waits"] == 0  # its writes into the arrays the last replay used are queued
