@@ -723,17 +723,7 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
         args.update(buffers, eps=float(prologue.eps))
         aliases.update(unread)
         constexprs.update(pro_constexprs)
-    part = None
-    if partial:
-        part = _alloc(rt, np.float32, (plan.split * m * n,))
-        scratch.append(part)
-        args["part"] = part
-    else:
-        aliases["part"] = "d"
-    if has_bias and not partial:
-        args["bias"] = bflat
-    else:
-        aliases["bias"] = "d"
+    part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
     _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,
                  ROWS=plan.rows, LPR=plan.lpr, NSG=plan.nsg, SG=rt.executor.target.subgroup_size, PARTIAL=partial,
@@ -741,6 +731,24 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
             aliases)
     if partial:
         _reduce_split(rt, part, dflat, bflat, m, n, plan.split, ldd, col_base, out_kind, has_bias, act)
+
+
+def _partial_and_bias(rt, scratch: list, args: dict, aliases: dict, split: int, m: int, n: int, has_bias: bool,
+                      bflat):
+    """A kernel's `part` and `bias` arguments: with K split (split > 1) the partial sums' scratch (kept in `scratch`,
+    returned) and the bias left to the reduction; else both aliased to `d` where unused. None without a split."""
+    part = None
+    if split > 1:
+        part = _alloc(rt, np.float32, (split * m * n,))
+        scratch.append(part)
+        args["part"] = part
+    else:
+        aliases["part"] = "d"
+    if has_bias and split <= 1:
+        args["bias"] = bflat
+    else:
+        aliases["bias"] = "d"
+    return part
 
 
 def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int, n0: int, kind: str, has_bias: bool,
@@ -845,16 +853,7 @@ def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
         args = {"x": _flat(x), "w": words, "d": dflat, "M": m, "N": n, "K": k, "row_bytes": weight.row_bytes,
                 "ldd": ldd, "col_base": col0 + n0, "k_split": plan.k_split}
         aliases = {"x4": "x", "w4": "w"}
-        if partial:
-            part = _alloc(rt, np.float32, (plan.split * m * n,))
-            scratch.append(part)
-            args["part"] = part
-        else:
-            aliases["part"] = "d"
-        if has_bias and not partial:
-            args["bias"] = bflat
-        else:
-            aliases["bias"] = "d"
+        part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
         _launch(rt, gemm_kernel(kind, out_kind),
                 dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=plan.wm, WN=plan.wn, SM=plan.sm, SN=plan.sn, KT=plan.kt,
                      SG=target.subgroup_size, BIAS=has_bias and not partial, ACT=act if not partial else "none",
