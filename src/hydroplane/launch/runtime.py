@@ -392,14 +392,7 @@ class DeviceRuntime:
             if buf.mapped or nbytes <= 0:
                 self.stream.wait(getattr(buf, "_hp_write", 0))
                 return buf.read(np.uint8, (nbytes,), offset)
-            staging = self._staging(nbytes, readback=True)
-            self._transfer(lambda cmd: vk.record_copy(cmd, buf, staging, offset, 0, nbytes),
-                           reads=((buf, offset, nbytes),), writes=(), keep=(staging,), label="download")
-            self.stream.wait(buf._hp_access)
-            try:
-                return staging.read(np.uint8, (nbytes,))
-            finally:
-                self._unstage(staging)
+            return self.read_queued(buf, offset, nbytes)()  # the copy queued after the writes, waited for at once
 
     def read_queued(self, buf, offset: int, nbytes: int) -> Callable[[], np.ndarray]:
         """Queue a read of the bytes of `buf` at [offset, offset + nbytes) as the work recorded so far leaves them;
