@@ -1,0 +1,33 @@
+#!/bin/bash
+# One measuring run of the model, its kernels and the user path on the lent H200 (docs/perf.md says which run used
+# it). Run from the repository root on the device machine, with the Vulkan loader set up as docs/vulkan.md says;
+# every step's output goes to a numbered file under $OUT (at most 8 files come back), each step under its own time
+# limit so that one slow step does not take the others' time.
+set -u
+: "${OUT:?set OUT to the folder for the outputs}"
+export PYTHONPATH=src PYTHONUNBUFFERED=1
+GGML_CASES="ggml decode d128 h8 kv4096,ggml decode d128 h32/8 kv4096,ggml decode d128 h8 kv16384,\
+ggml decode d256 h32/2 kv10000,ggml decode d256 h32/2 kv20000,ggml prefill d256 h32/2 q512 kv10000,\
+ggml prefill d256 h32/2 q512 kv20000,ggml decode d64 h64/8 q4 kv7680"
+step() {  # step FILE SECONDS COMMAND...
+    local file=$1 limit=$2; shift 2
+    echo "### $(date -u +%H:%M:%S) $*" >> "$OUT/$file"
+    timeout "$limit" "$@" 2>&1 | grep -v "spirv-val" >> "$OUT/$file"
+    echo "### exit ${PIPESTATUS[0]}" >> "$OUT/$file"
+}
+steps=${STEPS:-model,profile,quant,attention,peer,user,first}
+for s in ${steps//,/ }; do
+    case $s in
+        model) step 1_model.txt 120 python3 benchmarks/model_h200.py --out /tmp/model_h200.json
+               cat /tmp/model_h200.json >> "$OUT/1_model.txt" 2>/dev/null ;;
+        profile) step 2_profile.txt 80 python3 benchmarks/model_profile.py --prompt 512 --depth 0
+                 step 2_profile.txt 80 python3 benchmarks/model_profile.py --prompt 16 --depth 4096 ;;
+        quant) step 3_quant.txt 100 python3 benchmarks/quant_h200.py --out /tmp/quant_h200.json ;;
+        attention) step 4_attention.txt 120 python3 benchmarks/attention_h200.py /tmp/att --cases "$GGML_CASES" \
+                       --max-configs 1 --per-tile 0 --no-parity --no-arithmetic ;;
+        peer) step 5_peer.txt 90 python3 benchmarks/llama_peer.py /tmp/lp ;;
+        user) step 6_user_path.txt 100 python3 benchmarks/user_path.py ;;
+        first) step 7_first_call.txt 90 python3 benchmarks/first_call.py --runs 1 --breakdown ;;
+        *) echo "unknown step $s" >&2; exit 2 ;;
+    esac
+done
