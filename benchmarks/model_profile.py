@@ -88,6 +88,56 @@ def profile(model, name: str, run, reps: int, top: int, reset=None) -> dict:
             "each": [{"label": label, "us": us} for label, us in each]}
 
 
+def barrier_variants(model, run, reps: int, reset) -> dict:
+    """The decode step captured again with each kind of barrier between dependent launches, its replay timed by GPU
+    timestamps (median of `reps` after 10 replays): what the chain costs is the barriers' or the launches' own.
+    "none" computes wrong results (no launch waits for the one before): it is the floor, not a candidate."""
+    from hydroplane import vk
+    from hydroplane.vk import enums as E
+    from hydroplane.vk.transfer import barrier
+
+    rt = runtime(model.device)
+    shipped = vk.full_barrier
+    variants = {
+        "shipped": shipped,
+        "full (compute, transfer, host)": lambda cmd: barrier(
+            cmd, E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT | E.VK_ACCESS_HOST_WRITE_BIT,
+            E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_READ_BIT
+            | E.VK_ACCESS_TRANSFER_WRITE_BIT,
+            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT | E.VK_PIPELINE_STAGE_HOST_BIT,
+            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT),
+        "compute -> compute": lambda cmd: barrier(
+            cmd, E.VK_ACCESS_SHADER_WRITE_BIT, E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT,
+            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT),
+        "execution only (no memory barrier)": lambda cmd: _ffi_barrier(cmd),
+        "none (wrong results: the floor)": lambda cmd: None,
+    }
+    out = {}
+    print("\nthe decode step captured with each barrier between dependent launches (GPU timestamps, median):")
+    for name, fn in variants.items():
+        vk.full_barrier = fn
+        try:
+            reset()
+            with capture(model.device) as graph:
+                run()
+        finally:
+            vk.full_barrier = shipped
+        reset()
+        us = statistics.median(rt.time(graph.replay, reps, warmup=10, warmup_s=0.0)) * 1e6
+        graph.close()
+        out[name] = us
+        print(f"  {name:40s} {us:8.1f} us")
+    return out
+
+
+def _ffi_barrier(cmd) -> None:
+    """An execution dependency compute -> compute without a memory barrier."""
+    from hydroplane.vk import _ffi
+    from hydroplane.vk import enums as E
+    _ffi.core("vkCmdPipelineBarrier")(cmd, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                      E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 0, None, 0, None, 0, None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gguf", type=Path, help="a checkpoint (default: tools/make_benchmark_gguf.py's)")
@@ -98,6 +148,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--barriers", action="store_true",
+                        help="also time the decode step captured with other barriers between its launches")
     args = parser.parse_args()
     path = args.gguf
     if path is None:
@@ -128,6 +180,9 @@ def main() -> None:
     results["decode"] = profile(model, f"decode step at depth {args.depth}",
                                 lambda: model._decode_step(sampling), args.reps, args.top,
                                 reset=lambda: model.decode_from(5, args.depth))
+    if args.barriers:
+        results["barriers"] = barrier_variants(model, lambda: model._decode_step(sampling), args.reps,
+                                               lambda: model.decode_from(5, args.depth))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
