@@ -267,6 +267,57 @@ def test_blocking_mode_and_queued_mode_give_identical_answers(monkeypatch):
 
 
 @pytest.mark.vulkan
+def test_a_loop_of_short_calls_submits_once_per_idle_batch_and_a_call_after_a_pause_at_once(monkeypatch):
+    """A GPU that finishes each call before the host queues the next (busy() always False here) and calls closer
+    together than IDLE_GAP_S (a clock that stands still): one submit for the first call, then one per IDLE_BATCH
+    commands, not one per call; a call after a pause is submitted at once; the answers are those of NumPy."""
+    from hydroplane.vk import stream as stream_module
+
+    rng = np.random.default_rng()
+    n = 1024
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    try:
+        dx, dy = (DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(2))
+        x, y = _fresh(rng, n), _fresh(rng, n)
+        dx.write(x)
+        dy.write(y)
+        outs = [DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(5)]
+        for out in outs:
+            out.write(np.full(n, np.nan, np.float32))  # poisoned
+        rt.stream.wait()
+        stream = rt.stream
+        submits = []
+        submit = stream._submit
+
+        def counted(*args):
+            submits.append(stream.seq)
+            return submit(*args)
+
+        now = [1.0]
+        monkeypatch.setattr(stream, "_submit", counted)
+        monkeypatch.setattr(stream, "busy", lambda: False)
+        monkeypatch.setattr(stream_module, "_clock", lambda: now[0])
+        stream._submitted_at = float("-inf")
+        calls = 4 * stream_module.IDLE_BATCH + 3
+        for i in range(calls):  # independent launches: no barrier between them counts as a command
+            axpy[_grid(n)](dx, dy, outs[i % len(outs)], float(i), n)
+        assert len(submits) == 1 + (calls - 1) // stream_module.IDLE_BATCH
+        assert stream.recording  # the last few held, no pause yet
+        now[0] += 10 * stream_module.IDLE_GAP_S
+        axpy[_grid(n)](dx, dy, outs[0], 0.5, n)
+        assert not stream.recording, "a call after a pause waits for nothing"
+        rt.stream.wait()
+        for j, out in enumerate(outs):
+            last = 0.5 if j == 0 else max(i for i in range(calls) if i % len(outs) == j)
+            with np.errstate(over="ignore"):  # extremes overflow to inf on both sides
+                want = np.float32(last) * x + y
+            np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    finally:
+        rt.close()
+        rt.executor.close()
+
+
+@pytest.mark.vulkan
 def test_a_device_fault_surfaces_at_the_wait_naming_the_calls():
     """A dispatch past its timeout (a private device, so the others go on): the launch returned at once; the
     wait raises hydroplane's DeviceLost naming the calls of the failed submission."""

@@ -8,7 +8,10 @@
 Batches are numbered: `stream.seq` is the number of the batch being recorded (the next one when none is),
 `stream.completed` the highest number known finished. `submit_if_idle()` submits the recorded batch when the
 GPU has nothing left to run (so the GPU never waits for a host still recording), else the work waits for the
-next call, a full batch (`max_commands`) or a wait. Every batch starts with a full memory barrier (work of
+next call, a full batch (`max_commands`) or a wait. One exception: a batch of fewer than `idle_batch` commands
+is held while the last submit is under IDLE_GAP_S old, so a loop of calls each shorter on the GPU than on the host
+makes a submit per `idle_batch` commands, not one per call (each submit costs the host and the GPU some tens of
+microseconds on a discrete GPU), while a call after a pause is submitted at once. Every batch starts with a full memory barrier (work of
 earlier submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the
 objects it uses alive (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the
 calls it held. The stream is not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from collections import deque
 
 from hydroplane.vk import _ffi
@@ -35,6 +39,9 @@ _READS = (E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCE
           | E.VK_ACCESS_TRANSFER_WRITE_BIT)
 _STAGES = E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT
 SUCCESS, NOT_READY = 0, 1
+IDLE_BATCH = 8  # commands a batch holds before a call that finds the GPU idle submits it soon after the last submit
+IDLE_GAP_S = 200e-6  # "soon": a call this long after the last submit submits whatever the batch holds
+_clock = time.perf_counter  # the clock of IDLE_GAP_S (a test sets it)
 
 
 def full_barrier(cmd) -> None:
@@ -66,10 +73,12 @@ class Batch:
 class Stream(Owned):
     """The device's one queue of recorded work (docs/runtime.md)."""
 
-    def __init__(self, device, *, max_commands: int = 256):
+    def __init__(self, device, *, max_commands: int = 256, idle_batch: int = IDLE_BATCH):
         device._require_open("Device")
         self.device = device
         self.max_commands = max_commands
+        self.idle_batch = idle_batch
+        self._submitted_at = float("-inf")  # _clock() at the last submit
         self.lock = threading.RLock()
         self.seq = 1
         self.completed = 0
@@ -148,6 +157,7 @@ class Stream(Owned):
             device.fail(result, "vkQueueSubmit")
         batch.submitted = True
         self._in_flight.append(batch)
+        self._submitted_at = _clock()
 
     def busy(self) -> bool:
         """Whether submitted work is still running (finished batches are retired on the way)."""
@@ -155,9 +165,14 @@ class Stream(Owned):
         return bool(self._in_flight)
 
     def submit_if_idle(self) -> None:
-        """Submit the recorded batch now if the GPU has nothing left to run."""
-        if self._current is not None and not self.busy():
-            self.flush()
+        """Submit the recorded batch now if the GPU has nothing left to run, unless the batch is short and the last
+        submit recent (IDLE_BATCH, IDLE_GAP_S: the module docstring)."""
+        batch = self._current
+        if batch is None or self.busy():
+            return
+        if batch.count < self.idle_batch and _clock() - self._submitted_at < IDLE_GAP_S:
+            return
+        self.flush()
 
     def poll(self) -> None:
         """Retire the batches that have finished, without waiting."""
@@ -225,6 +240,7 @@ class Stream(Owned):
             self.device.fail(result, "vkQueueSubmit")
         batch.submitted, batch.foreign = True, True
         self._in_flight.append(batch)
+        self._submitted_at = _clock()
         return batch.seq
 
     def _retire(self) -> None:
