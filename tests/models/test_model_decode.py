@@ -103,7 +103,7 @@ def test_the_fused_heads_kernel_is_the_unfused_ops(arch, device, tiny_files):
     x[2, widths[0]] = 1e4
     positions = np.array([5, 6, 7], np.int32)
 
-    def prepared(part, heads, norm):
+    def prepared(part, heads, norm, positions=positions):
         h = part.reshape(T, heads, c.head_dim)
         if norm is not None:
             h = nn.rms_norm(h, c.head_dim, norm.numpy(), eps=c.eps, device=device)
@@ -120,6 +120,23 @@ def test_the_fused_heads_kernel_is_the_unfused_ops(arch, device, tiny_files):
     for cache, want in ((model.cache_k[0].numpy(), want_k), (model.cache_v[0].numpy(), want_v)):
         np.testing.assert_allclose(cache[:, 5:8].astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
         assert (cache[:, :5] == -777.0).all() and (cache[:, 8:] == -777.0).all()
+    # positions 10, 11, 12 of a 12-row cache that is the front of a larger buffer, all of it poisoned: rows 10 and
+    # 11 written, row 12 (past the cache: a replay past the context) not, neither there nor in the buffer after it
+    later = positions + 5
+    want_k = prepared(x[:, widths[0]:widths[0] + widths[1]], c.n_head_kv, block.get("k_norm"), later)
+    wholes = {}
+    for name, width in (("cache_k", c.head_dim), ("cache_v", c.head_dim_v)):
+        wholes[name] = device_array(np.full((c.n_head_kv + 1, 12, width), -777.0, np.float16), device)
+        getattr(model, name)[0] = wholes[name][:c.n_head_kv]
+    got = model.heads(device_array(x, device), block, device_array(later, device), layer, 0).numpy()
+    np.testing.assert_allclose(got.astype(np.float32),
+                               prepared(x[:, :widths[0]], c.n_head, block.get("q_norm"), later).astype(np.float32),
+                               rtol=2e-3, atol=2e-3)
+    for name, want in (("cache_k", want_k), ("cache_v", want_v)):
+        whole = wholes[name].numpy()
+        np.testing.assert_allclose(whole[:c.n_head_kv, 10:].astype(np.float32), want[:, :2].astype(np.float32),
+                                   rtol=2e-3, atol=2e-3)
+        assert (whole[:c.n_head_kv, :10] == -777.0).all() and (whole[c.n_head_kv:] == -777.0).all()
 
 
 DECODE_LAUNCHES_2_BLOCKS = 18  # Gemma 3 270M's shapes and formats, 2 blocks (tests/models/count_launches.py)
@@ -171,8 +188,9 @@ def test_single_weights_on_demand(tiny_files):
 
 @pytest.mark.parametrize("device", ["ref", 0])
 def test_decode_past_the_context_is_refused_before_anything_is_queued(device, tiny_files):  # noqa: F811
-    """A decode step writes its keys and values at the cache row of its position: steps past the context would write
-    past the cache (the kernels index it without a bound check), so decode refuses them and queues nothing."""
+    """A decode step writes its keys and values at the cache row of its position: steps past the context have no row
+    (the heads kernel drops such writes: test_the_fused_heads_kernel_is_the_unfused_ops), so decode refuses them
+    and queues nothing."""
     model = Model(read_gguf(tiny_files["gemma3"]), device=device, context=8)
     model.decode_from(5, 5)
     model.decode(3)  # positions 5, 6, 7: the last rows of the cache

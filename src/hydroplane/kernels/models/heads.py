@@ -7,6 +7,9 @@ one head of one token:
 - k: the same with wk, into the cache dk (kv heads, rows, D) at row positions[0] + t;
 - v: rounded to f16 into the cache dv (kv heads, rows, DV) at row positions[0] + t.
 
+A cache row outside 0 .. cache_rows - 1 is not written (a captured decode step replayed past the context, which
+Model.decode refuses on the host, writes nothing past the cache).
+
     y = x[t, h, :] * rsqrt(mean(x[t, h, :]²) + eps) * w      (NORM; else y = x[t, h, :])
     pairs (i0, i1) of the first R elements turned by positions[t] * freq[i]: NEOX (i, i + R/2), else (2i, 2i + 1)
 
@@ -105,10 +108,10 @@ def heads_kernel(NORM: bool, NEOX: bool):
             if is_q:
                 rotate_head(x, base, wq, dq, (h * q_rows + t) * d, angle_of, freq, d, r, scale, NORM, NEOX,
                             THREADS)
-            else:
+            elif 0 <= cache_row and cache_row < cache_rows:
                 rotate_head(x, base, wk, dk, ((h - heads_q) * cache_rows + cache_row) * d, angle_of, freq, d, r,
                             scale, NORM, NEOX, THREADS)
-        else:  # v: rounded into the cache
+        elif 0 <= cache_row and cache_row < cache_rows:  # v: rounded into the cache
             hv = h - heads_q - heads_kv
             base = t * ld + v_col + hv * d_v
             out = (hv * cache_rows + cache_row) * d_v
