@@ -100,6 +100,13 @@ class PlannedLaunch:
     keep: tuple
     label: str
     reference: tuple | None
+    read_keys: tuple = ()  # _access_keys(reads), made once
+    write_keys: tuple = ()
+
+
+def _access_keys(ranges) -> tuple:
+    """((id(buffer), (start, end)), ...) of byte ranges [(buffer, start, size), ...]: the hazard check's keys."""
+    return tuple((id(buf), (start, start + n)) for buf, start, n in ranges)
 
 
 def canonical_device(device) -> DeviceKey:
@@ -501,7 +508,8 @@ class DeviceRuntime:
                                                  for b in bound)) if pipeline.set_layouts else None
         data = None if not push else push + bytes(-len(push) % 4)
         record = vk.dispatch_recorder(pipeline, sets, data, grid)
-        return PlannedLaunch(record, reads, writes, keep + (pipeline, record), label, None)
+        return PlannedLaunch(record, reads, writes, keep + (pipeline, record), label, None, _access_keys(reads),
+                             _access_keys(writes))
 
     def launch_planned(self, planned: PlannedLaunch) -> None:
         """Queue a planned launch (its buffers must still be alive: the PreparedLaunch holding it checks)."""
@@ -509,7 +517,8 @@ class DeviceRuntime:
             self._launch_reference(*planned.reference)
             return
         with self.lock:
-            self._record(planned.record, planned.reads, planned.writes, planned.keep, planned.label)
+            self._record(planned.record, planned.reads, planned.writes, planned.keep, planned.label,
+                         planned.read_keys, planned.write_keys)
 
     def _launch_reference(self, kernel, grid, bound, push) -> None:
         buffers = {(b.set, b.binding): b.buffer if b.offset == 0 and b.nbytes == b.buffer.nbytes else
@@ -523,48 +532,52 @@ class DeviceRuntime:
         self.executor.dispatch(kernel, grid, buffers, push)
 
     def _transfer(self, fn, reads, writes, keep, label) -> None:
-        self._record(fn, list(reads), list(writes), tuple(keep), label)
+        reads, writes = list(reads), list(writes)
+        self._record(fn, reads, writes, tuple(keep), label, _access_keys(reads), _access_keys(writes))
 
-    def _record(self, fn, reads: list, writes: list, keep: tuple, label: str) -> None:
-        """Record `fn(cmd)`, with a barrier before it when its byte ranges conflict with those recorded since the
-        last barrier (a new batch starts with a full barrier, so its list starts empty)."""
+    def _record(self, fn, reads: list, writes: list, keep: tuple, label: str, read_keys: tuple,
+                write_keys: tuple) -> None:
+        """Record `fn(cmd)`, with a barrier before it when its byte ranges (`read_keys`, `write_keys`:
+        _access_keys of `reads`, `writes`) conflict with those recorded since the last barrier (a new batch starts
+        with a full barrier, so its list starts empty)."""
         stream = self.stream
         assert stream is not None
         graph = self.capture
         pending = graph.pending if graph is not None else self._pending
         if graph is None and not stream.recording:
             pending.clear()
-        conflict = False
+        get = pending.get
         if pending:
-            for buf, start, size in reads:
-                ranges = pending.get(id(buf))
-                if ranges and _overlaps(ranges, start, start + size, True):
+            conflict = False
+            for key, (start, end) in read_keys:
+                ranges = get(key)
+                if ranges and _overlaps(ranges, start, end, True):
                     conflict = True
                     break
             else:
-                for buf, start, size in writes:
-                    ranges = pending.get(id(buf))
-                    if ranges and _overlaps(ranges, start, start + size, False):
+                for key, (start, end) in write_keys:
+                    ranges = get(key)
+                    if ranges and _overlaps(ranges, start, end, False):
                         conflict = True
                         break
-        if conflict:
-            pending.clear()
-            if graph is None:
-                stream.barrier()
-            else:
-                vk.full_barrier(graph.commands[0])
-        for b, start, n in reads:
-            ranges = pending.get(id(b))
+            if conflict:
+                pending.clear()
+                if graph is None:
+                    stream.barrier()
+                else:
+                    vk.full_barrier(graph.commands[0])
+        for key, span in read_keys:
+            ranges = get(key)
             if ranges is None:
-                pending[id(b)] = {(start, start + n): False}
-            elif (start, start + n) not in ranges:  # a range read again adds nothing to check
-                ranges[(start, start + n)] = False
-        for b, start, n in writes:
-            ranges = pending.get(id(b))
+                pending[key] = {span: False}
+            elif span not in ranges:  # a range read again adds nothing to check
+                ranges[span] = False
+        for key, span in write_keys:
+            ranges = get(key)
             if ranges is None:
-                pending[id(b)] = {(start, start + n): True}
+                pending[key] = {span: True}
             else:
-                ranges[(start, start + n)] = True
+                ranges[span] = True
         if graph is not None:
             fn(graph.commands[0])
             graph.record(keep, label, reads, writes)
