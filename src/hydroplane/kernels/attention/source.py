@@ -23,6 +23,7 @@ key keeps a zero sum and writes zeros, while a NaN or +inf score reaches the row
 
 import functools
 import math
+from dataclasses import dataclass
 
 from hydroplane.lang import (
     Buffer,
@@ -239,6 +240,39 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
               WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
               GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False,
               QROUNDS: constexpr = 1, KV_DEVICE: constexpr = False, DSPLIT: constexpr = False):
+    """The main pass (attention_body) with Q read from q4."""
+    attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEADS, KV_HEADS, SPLITS, SPLIT_LEN,
+                   scale, WINDOW, Q_LEN, IN, D, QT, SN, QK, WM, SMQ, NS, SG, PAD, CAUSAL, WINDOWED, GROUPED, SPLIT,
+                   GUARD_KV, DIRECT_P, KSPLIT, QROUNDS, KV_DEVICE, DSPLIT, Q_FROM_BUFFER, ())
+
+
+@dataclass(frozen=True)
+class QSource:
+    """Where the main pass's Q comes from when it is not q4 (a kernel of another module passes one to
+    attention_body, with `extra`, a tuple of its own arguments): `enter(extra, k4, v4, kv_base, kv_lo, S_KV,
+    SPLIT_LEN, SPLIT, D, THREADS, NSG, QSRC)` runs first in every workgroup (before a split without keys returns: a
+    decode step's new key and value row written into the cache, read after the Q block's barriers by the workgroup
+    whose split holds it); `fill(smem, extra, q_row0, q0, S_Q, BM, CHUNKS, THREADS, LDS, NSG, QSRC)` writes the Q
+    block, BM rows of CHUNKS V4s LDS apart from smem[0] (row r is the query row q0 + r of the q head
+    q_row0 + q0 + r, rows at or past S_Q zero)."""
+
+    enter: object
+    fill: object
+    NORM: bool = False
+    NEOX: bool = False
+    ON: bool = True
+
+
+Q_FROM_BUFFER = QSource(None, None, ON=False)  # the plain main pass: Q read from q4
+
+
+@func
+def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEADS, KV_HEADS, SPLITS, SPLIT_LEN, scale,
+                   WINDOW, Q_LEN, IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr,
+                   WM: constexpr, SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr, CAUSAL: constexpr,
+                   WINDOWED: constexpr, GROUPED: constexpr, SPLIT: constexpr, GUARD_KV: constexpr,
+                   DIRECT_P: constexpr, KSPLIT: constexpr, QROUNDS: constexpr, KV_DEVICE: constexpr,
+                   DSPLIT: constexpr, QSRC: constexpr, extra):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
@@ -258,7 +292,9 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     flight). With SPLIT, a workgroup whose split holds no key for its rows returns at once (the combining pass reads
     only the splits a row sees).
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
-    that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use."""
+    that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use.
+    QSRC (a QSource, with its `extra` arguments; Q_FROM_BUFFER: Q read from q4): Q made by another kernel's code, one query per
+    head (a decode step: Q_LEN 1, QROUNDS 1)."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
                   "D is a multiple of the tiles QK and SN, which are multiples of 8")
     static_assert(not (KSPLIT and DSPLIT) and (not DSPLIT or (D // SN) % WM == 0),
@@ -279,6 +315,7 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
     TV = coop.Matrix[IN, SN, SN, coop.B]
     TP = coop.Matrix[IN, QT, SN, coop.A]
     TS = coop.Matrix[f32, QT, SN, coop.Accumulator]
+    static_assert(not QSRC.ON or QROUNDS == 1, "Q from a QSource: in one round")
     static_assert(QROUNDS == 1 or (not KSPLIT and not DSPLIT and WM % QROUNDS == 0),
                   "Q rounds of whole subgroups' rows")
     smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT))
@@ -318,14 +355,19 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
         kv_lo = kv_lo + maximum(first_q + diagonal - WINDOW + 1 - kv_lo, 0) // BN * BN
         unmasked_lo = last_q + diagonal - WINDOW + 1
     blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
+    if QSRC.ON:
+        QSRC.enter(extra, k4, v4, kv_base, split * SPLIT_LEN, S_KV, SPLIT_LEN, SPLIT, D, THREADS, WM, QSRC)
     if SPLIT and blocks == 0:  # no key of this split for these rows: the combining pass does not read it
         return
 
     # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
     qa = local_array(TA, SMQ * KD)
     if QROUNDS == 1:
-        fetch_rows(regs, q4, q_base, q0, S_Q, BM, CHUNKS, THREADS, True)
-        put_rows(smem, 0, regs, BM, CHUNKS, THREADS, LDS)
+        if not QSRC.ON:
+            fetch_rows(regs, q4, q_base, q0, S_Q, BM, CHUNKS, THREADS, True)
+            put_rows(smem, 0, regs, BM, CHUNKS, THREADS, LDS)
+        else:
+            QSRC.fill(smem, extra, head * S_Q, q0, S_Q, BM, CHUNKS, THREADS, LDS, WM, QSRC)
         barrier()
         for i in static_range(SMQ):
             for kd in static_range(KD):
