@@ -84,27 +84,38 @@ def _operands(raw) -> tuple[OperandInfo, ...]:
     return tuple(OperandInfo(*o) for o in raw)
 
 
-INSTRUCTIONS: dict[int, InstructionInfo] = {}
-INSTRUCTIONS_BY_NAME: dict[str, InstructionInfo] = {}
-for _opcode, _name, _cls, _ops, _caps, _exts, _ver, _aliases in _g.INSTRUCTIONS:
-    _info = InstructionInfo(_opcode, _name, _cls, _operands(_ops), _caps, _exts, _ver, _aliases)
-    INSTRUCTIONS[_opcode] = _info
-    for _n in (_name, *_aliases):
-        INSTRUCTIONS_BY_NAME[_n] = _info
+# The tables of InstructionInfo, KindInfo and ExtInstInfo records are made on first use (a process that runs kernels
+# its disk cache already holds looks few of them up): `grammar.INSTRUCTIONS`, `grammar.KINDS` ... are built by the
+# module's __getattr__ at their first read and are plain module attributes after it.
+INSTRUCTIONS: dict[int, InstructionInfo]
+INSTRUCTIONS_BY_NAME: dict[str, InstructionInfo]
+KINDS: dict[str, KindInfo]
 
-KINDS: dict[str, KindInfo] = {}
-for _kind, (_cat, _enums, _bases) in _g.OPERAND_KINDS.items():
-    KINDS[_kind] = KindInfo(
-        _kind,
-        _cat,
-        tuple(EnumerantInfo(n, v, _operands(p), c, x, ver, al) for n, v, p, c, x, ver, al in _enums),
-        _bases,
-    )
 
+@cache
+def _instruction_tables() -> tuple[dict[int, InstructionInfo], dict[str, InstructionInfo]]:
+    """(INSTRUCTIONS, INSTRUCTIONS_BY_NAME): every instruction by opcode, and by its name and aliases."""
+    by_opcode: dict[int, InstructionInfo] = {}
+    by_name: dict[str, InstructionInfo] = {}
+    for opcode, name, opclass, operands, caps, exts, version, aliases in _g.INSTRUCTIONS:
+        info = InstructionInfo(opcode, name, opclass, _operands(operands), caps, exts, version, aliases)
+        by_opcode[opcode] = info
+        for spelling in (name, *aliases):
+            by_name[spelling] = info
+    return by_opcode, by_name
+
+
+@cache
+def _kind_info(kind: str) -> KindInfo:
+    """One operand kind's record, made from the generated table the first time it is asked for."""
+    category, enumerants, bases = _g.OPERAND_KINDS[kind]
+    return KindInfo(kind, category,
+                    tuple(EnumerantInfo(n, v, _operands(p), c, x, ver, al) for n, v, p, c, x, ver, al in enumerants),
+                    bases)
 
 
 def _kinds_in(*categories: str) -> frozenset[str]:
-    return frozenset(k for k, info in KINDS.items() if info.category in categories)
+    return frozenset(k for k, (category, _enumerants, _bases) in _g.OPERAND_KINDS.items() if category in categories)
 
 
 # Operand-kind categories, from the grammar's own "category" of each kind.
@@ -118,7 +129,7 @@ ONE_WORD_KINDS = ID_KINDS | (LITERAL_KINDS - VARIABLE_WIDTH_LITERAL_KINDS)
 # calls LiteralInteger, is as wide as the selector's type, so it is read as a context-dependent number.
 COMPOSITE_KINDS: dict[str, tuple[str, ...]] = {
     k: tuple("LiteralContextDependentNumber" if k == "PairLiteralIntegerIdRef" and b == "LiteralInteger" else b
-             for b in KINDS[k].bases)
+             for b in _g.OPERAND_KINDS[k][2])
     for k in sorted(_kinds_in("Composite"))
 }
 
@@ -126,22 +137,22 @@ COMPOSITE_KINDS: dict[str, tuple[str, ...]] = {
 
 def instruction(key: int | str) -> InstructionInfo:
     """The grammar of an instruction, by opcode or name (`OpFAdd` or `FAdd`)."""
+    by_opcode, by_name = _instruction_tables()
     if isinstance(key, int):
         try:
-            return INSTRUCTIONS[key]
+            return by_opcode[key]
         except KeyError:
             raise GrammarError(f"unknown opcode {key}") from None
-    info = INSTRUCTIONS_BY_NAME.get(key) or INSTRUCTIONS_BY_NAME.get("Op" + key)
+    info = by_name.get(key) or by_name.get("Op" + key)
     if info is None:
         raise GrammarError(f"unknown instruction {key!r}")
     return info
 
 
 def operand_kind(kind: str) -> KindInfo:
-    try:
-        return KINDS[kind]
-    except KeyError:
-        raise GrammarError(f"unknown operand kind {kind!r}") from None
+    if kind not in _g.OPERAND_KINDS:
+        raise GrammarError(f"unknown operand kind {kind!r}")
+    return _kind_info(kind)
 
 
 @cache
@@ -182,41 +193,63 @@ class ExtInstInfo:
     extensions: tuple[str, ...]
 
 
-EXTINST: dict[str, dict[int, ExtInstInfo]] = {
-    set_name: {op: ExtInstInfo(op, n, _operands(o), c, x) for op, n, o, c, x in entries}
-    for set_name, entries in _g.EXTINST.items()
-}
-EXTINST_BY_NAME: dict[str, dict[str, ExtInstInfo]] = {
-    set_name: {i.name: i for i in table.values()} for set_name, table in EXTINST.items()
-}
-
-
+EXTINST: dict[str, dict[int, ExtInstInfo]]
+EXTINST_BY_NAME: dict[str, dict[str, ExtInstInfo]]
 GENERATORS: dict[int, str] = {
     tool_id: f"{vendor} {tool}" if tool else vendor for tool_id, (vendor, tool) in _g.GENERATORS.items()
 }
 """Generator ids of the module header (the registry's vendor/tool ids) -> 'Vendor Tool'."""
 
 
+@cache
+def _extinst_tables() -> tuple[dict[str, dict[int, ExtInstInfo]], dict[str, dict[str, ExtInstInfo]]]:
+    """(EXTINST, EXTINST_BY_NAME): each tabulated extended instruction set's instructions by opcode, and by name."""
+    by_opcode = {set_name: {op: ExtInstInfo(op, n, _operands(o), c, x) for op, n, o, c, x in entries}
+                 for set_name, entries in _g.EXTINST.items()}
+    return by_opcode, {set_name: {i.name: i for i in table.values()} for set_name, table in by_opcode.items()}
+
+
+# the tables __getattr__ builds on their first read
+_LAZY_TABLES = {
+    "INSTRUCTIONS": lambda: _instruction_tables()[0],
+    "INSTRUCTIONS_BY_NAME": lambda: _instruction_tables()[1],
+    "KINDS": lambda: {kind: _kind_info(kind) for kind in _g.OPERAND_KINDS},
+    "EXTINST": lambda: _extinst_tables()[0],
+    "EXTINST_BY_NAME": lambda: _extinst_tables()[1],
+}
+
+
+def __getattr__(name: str):
+    """A table of _LAZY_TABLES, built at its first read and kept as a module attribute (PEP 562)."""
+    build = _LAZY_TABLES.get(name)
+    if build is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    table = globals()[name] = build()
+    return table
+
+
 def _versioned_family(set_name: str) -> str | None:
     """'NonSemantic.Shader.DebugInfo.102' -> 'NonSemantic.Shader.DebugInfo' when only the family
     (its newest revision) is tabulated."""
     family, _, revision = set_name.rpartition(".")
-    return family if revision.isdigit() and family in EXTINST else None
+    return family if revision.isdigit() and family in _g.EXTINST else None
 
 
 def extinst_set(set_name: str) -> dict[int, ExtInstInfo] | None:
     """The instructions of an imported set by opcode, or None when it is not tabulated."""
-    table = EXTINST.get(set_name)
+    tables = _extinst_tables()[0]
+    table = tables.get(set_name)
     if table is None and (family := _versioned_family(set_name)):
-        table = EXTINST[family]
+        table = tables[family]
     return table
 
 
 def extinst_set_by_name(set_name: str) -> dict[str, ExtInstInfo] | None:
     """The instructions of an imported set by name, or None when it is not tabulated."""
-    table = EXTINST_BY_NAME.get(set_name)
+    tables = _extinst_tables()[1]
+    table = tables.get(set_name)
     if table is None and (family := _versioned_family(set_name)):
-        table = EXTINST_BY_NAME[family]
+        table = tables[family]
     return table
 
 

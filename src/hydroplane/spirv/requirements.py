@@ -61,7 +61,7 @@ COOP_SCOPE_EXTENSIONS = {
 # Scope enumerant value of Device: with the Vulkan memory model it needs its own capability.
 _SCOPE_DEVICE = grammar.enumerant("Scope", "Device").value
 
-_ENUM_KINDS = frozenset(name for name, kind in grammar.KINDS.items() if kind.is_enum)
+_ENUM_KINDS = grammar.ENUM_KINDS
 
 # A capability that a Vulkan (Shader) module never picks when the grammar offers alternatives.
 _NOT_FOR_SHADERS = frozenset({"Kernel"})
@@ -143,7 +143,7 @@ class _Collector:
         for operand in inst.operands:
             if operand.kind not in _ENUM_KINDS or isinstance(operand.value, str):
                 continue
-            for e in _enumerants(grammar.KINDS[operand.kind], operand.value):
+            for e in _enumerants(grammar.operand_kind(operand.kind), operand.value):
                 # An OpCapability operand's `capabilities` are those it implies, not needs.
                 self.need(() if declares else e.capabilities, e.extensions, e.version)
 

@@ -13,7 +13,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 
 from hydroplane.errors import HydroplaneError
@@ -45,6 +44,8 @@ class ValidatorTooOld(HydroplaneError):
 @functools.lru_cache(maxsize=8)
 def validator_version(validator: str) -> str:
     """The first line of `spirv-val --version` ('SPIRV-Tools v2026.4 ...'), or 'unknown version'."""
+    import subprocess  # here, not at the top: a process whose modules' verdicts are on disk never runs spirv-val
+
     try:
         proc = subprocess.run([validator, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
@@ -101,6 +102,8 @@ def find_validator() -> str:
 
 def validate(words, env: str = "vulkan1.3", extra_args: tuple[str, ...] = ()) -> None:
     """Run spirv-val on the module; raise ValidationError with its message when it fails."""
+    import subprocess  # here, not at the top: a process whose modules' verdicts are on disk never runs spirv-val
+
     binary = to_bytes(as_words(words))
     validator = find_validator()
     with tempfile.NamedTemporaryFile(suffix=".spv") as f:
