@@ -139,7 +139,44 @@ def test_the_fused_heads_kernel_is_the_unfused_ops(arch, device, tiny_files):
         assert (whole[:c.n_head_kv, :10] == -777.0).all() and (whole[c.n_head_kv:] == -777.0).all()
 
 
-DECODE_LAUNCHES_2_BLOCKS = 18  # Gemma 3 270M's shapes and formats, 2 blocks (tests/models/count_launches.py)
+@pytest.mark.vulkan
+def test_the_heads_folded_into_attention_are_the_two_kernels(tmp_path, monkeypatch):
+    """A decode step's heads made in attention's main pass (Model.attention_decode) against the heads kernel and the
+    attention op it replaces (that path is checked against the float64 reference by the prefill tests), on a
+    checkpoint of Gemma 3 270M's shapes (head dim 256, 4 query heads on 1 KV head, window 512) on lavapipe, whose
+    plan splits the keys: the logits and the cache rows written agree at positions in the first split, deep in the
+    cache, past the window and at the cache's last row, over caches filled with the same random keys and values."""
+    import count_launches
+
+    file = read_gguf(count_launches.gemma_shaped(tmp_path, 2))
+    fused, plain = (Model(file, device=0, context=600) for _ in range(2))
+    monkeypatch.setattr(plain, "attention_decode", lambda *args: None)
+    rng = np.random.default_rng(7)
+    for i in range(2):
+        k = rng.standard_normal(fused.cache_k[i].shape).astype(np.float16)
+        v = rng.standard_normal(fused.cache_v[i].shape).astype(np.float16)
+        for model in (fused, plain):
+            model.cache_k[i].write(k)
+            model.cache_v[i].write(v)
+    for pos in (3, 200, 513, 599):
+        token = int(rng.integers(4, fused.config.n_vocab))
+        results = []
+        for model in (fused, plain):
+            model.decode_from(token, pos)
+            logits = model.forward(model.embed(model.token), model.position).numpy()
+            rows = [np.concatenate([model.cache_k[i].numpy()[:, pos], model.cache_v[i].numpy()[:, pos]])
+                    for i in range(2)]
+            results.append((logits, rows))
+        (got, got_rows), (want, want_rows) = results
+        assert np.isfinite(got).all()
+        assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-3, pos
+        for a, b in zip(got_rows, want_rows):
+            np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), rtol=2e-3, atol=2e-3)
+    plans = list(fused._attention_plans.values())
+    assert plans and all(p.splits > 1 for p in plans), "the test must cross splits"
+
+
+DECODE_LAUNCHES_2_BLOCKS = 16  # Gemma 3 270M's shapes and formats, 2 blocks (tests/models/count_launches.py)
 
 
 def test_the_captured_decode_step_launch_count(tmp_path):

@@ -30,8 +30,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from hydroplane.kernels.attention import AttentionProblem, attention_plan, default_config
 from hydroplane.kernels.models.advance import advance_kernel
-from hydroplane.kernels.models.heads import heads_kernel
+from hydroplane.kernels.models.heads import attention_heads_kernel, heads_kernel
 from hydroplane.kernels.models.relayout import THREADS as RELAYOUT_THREADS
 from hydroplane.kernels.models.relayout import relayout_kernel
 from hydroplane.kernels.nn.common import stride_groups
@@ -198,6 +199,8 @@ class Model:
         self.device = canonical_device(device)
         self.runtime = runtime(self.device)
         self._pipelines: dict = {}
+        self._attention_plans: dict = {}  # the decode attention's plan per problem (attention_decode)
+        self._scratches: dict[str, DeviceArray] = {}
 
         def vec(name: str) -> DeviceArray:
             return device_array(file.tensor(name).dequantize().astype(np.float32).reshape(-1), self.device)
@@ -308,6 +311,60 @@ class Model:
                      aliases=aliases) as launch:
             launch.dispatch()
         return dq
+
+    def attention_decode(self, qkv: DeviceArray, block: dict, positions: DeviceArray, layer,
+                         index: int) -> DeviceArray | None:
+        """A decode step's heads and attention (what `heads` and `attention` do for one token) with the heads in the
+        attention's main pass (kernels/models/heads.py, attention_heads_kernel; the combining pass as attention's):
+        o (heads, 1, head_dim) f16. None where that kernel does not serve the plan (Q staged in rounds, key and value
+        heads of two sizes): the caller runs the two ops."""
+        c = self.config
+        problem = AttentionProblem(1, c.n_head, 1, self.context, c.head_dim, "f16", c.n_head_kv, True,
+                                   c.attention_scale, layer.window, True)
+        plan = self._attention_plans.get(problem)
+        if plan is None:
+            target = self.runtime.executor.target
+            plan = self._attention_plans[problem] = attention_plan(problem, default_config(problem, target), target)
+        if c.head_dim_v != c.head_dim or plan.main.constexprs.get("QROUNDS", 1) != 1:
+            return None
+        out = self._empty((c.n_head, 1, c.head_dim), np.float16)
+        if plan.combine is None:
+            partial_o = stats = self._scratch("attention_none", 4)
+        else:
+            partial_o = self._scratch("attention_o", plan.partial_o)
+            stats = self._scratch("attention_stats", plan.partial_stats)
+        k_col = c.n_head * c.head_dim
+        args = {"qkv": qkv.reshape(-1), "positions": positions.reshape(-1),
+                "freq": self._freq[(layer.rope_base, layer.rope_scale)],
+                "k4": self.cache_k[index].reshape(-1).reinterpret(np.uint32),
+                "v4": self.cache_v[index].reshape(-1).reinterpret(np.uint32),
+                "out4": (out if plan.combine is None else stats).reshape(-1).reinterpret(np.uint32),
+                "o_part4": partial_o.reinterpret(np.uint32), "ml_part": stats, "kv_valid": self.kv_len,
+                "k_col": k_col, "v_col": k_col + c.n_head_kv * c.head_dim, "rot": c.n_rot, "eps": float(c.eps),
+                **plan.main.scalars}
+        aliases = None
+        if c.arch.qk_norm:
+            args.update(wq=block["q_norm"], wk=block["k_norm"])
+        else:
+            aliases = {"wq": "qkv", "wk": "qkv"}  # not read
+        kernel = attention_heads_kernel(c.arch.qk_norm, c.arch.rope_style == "neox")
+        spec, checked = self._pipeline(kernel, **plan.main.constexprs)
+        with prepare(self.runtime.executor, checked, spec, plan.main.grid, args, aliases=aliases) as launch:
+            launch.dispatch()
+        if plan.combine is not None:
+            spec, checked = self._pipeline(plan.combine.kernel, **plan.combine.constexprs)
+            args = {"o_part": partial_o, "ml_part": stats, "out": out.reshape(-1), "kv_valid": self.kv_len,
+                    **plan.combine.scalars}
+            with prepare(self.runtime.executor, checked, spec, plan.combine.grid, args) as launch:
+                launch.dispatch()
+        return out
+
+    def _scratch(self, name: str, n: int) -> DeviceArray:
+        """A float32 scratch array of n elements kept by the model (its steps run in order: one serves them all)."""
+        held = self._scratches.get(name)
+        if held is None or held.size < n:
+            held = self._scratches[name] = self._empty((n,), np.float32)
+        return held[:n]
 
     def advance(self, sampled: DeviceArray) -> None:
         """The decode state moved on by one step on the device (kernels/models/advance.py): `sampled` (one int32)
@@ -420,11 +477,13 @@ class Model:
         pending: tuple | None = None
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
             qkv, x = self._normed(block["qkv"], x, pending, block["attn_norm"], decode)
-            q16 = self.heads(qkv, block, positions, layer, i)
-            o16 = attention(q16.reshape(1, c.n_head, T, c.head_dim),
-                            self.cache_k[i].reshape(1, c.n_head_kv, self.context, c.head_dim),
-                            self.cache_v[i].reshape(1, c.n_head_kv, self.context, c.head_dim_v),
-                            causal=True, window=layer.window, scale=c.attention_scale, kv_len=self.kv_len)
+            o16 = self.attention_decode(qkv, block, positions, layer, i) if decode else None
+            if o16 is None:
+                q16 = self.heads(qkv, block, positions, layer, i)
+                o16 = attention(q16.reshape(1, c.n_head, T, c.head_dim),
+                                self.cache_k[i].reshape(1, c.n_head_kv, self.context, c.head_dim),
+                                self.cache_v[i].reshape(1, c.n_head_kv, self.context, c.head_dim_v),
+                                causal=True, window=layer.window, scale=c.attention_scale, kv_len=self.kv_len)
             if decode:  # (heads, 1, dim) is (1, heads * dim) in memory: the f16 rows as they are
                 o_rows = o16.reshape(1, c.n_head * c.head_dim_v)
             else:

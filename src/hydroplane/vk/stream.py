@@ -6,15 +6,15 @@
     stream.wait(seq)                              # flushes the batch if it is still being recorded, then waits
 
 Batches are numbered: `stream.seq` is the number of the batch being recorded (the next one when none is),
-`stream.completed` the highest number known finished. `submit_if_idle()` submits the recorded batch when the
-GPU has nothing left to run (so the GPU never waits for a host still recording), else the work waits for the
-next call, a full batch (`max_commands`) or a wait. One exception: a batch of fewer than `idle_batch` commands
-is held while the last submit is under IDLE_GAP_S old, so a loop of calls each shorter on the GPU than on the host
-makes a submit per `idle_batch` commands, not one per call (each submit costs the host and the GPU some tens of
-microseconds on a discrete GPU), while a call after a pause is submitted at once. Every batch starts with a full memory barrier (work of
-earlier submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the
-objects it uses alive (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the
-calls it held. The stream is not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
+`stream.completed` the highest number known finished. `submit_if_idle()` submits the recorded batch when the GPU has
+nothing left to run (so the GPU never waits for a host still recording), else the work waits for the next call, a full
+batch (`max_commands`) or a wait. One exception: a batch of fewer than `idle_batch` commands is held while the last
+submit is under IDLE_GAP_S old, so a loop of calls each shorter on the GPU than on the host makes a submit per
+`idle_batch` commands, not one per call (each submit costs the host and the GPU some tens of microseconds on a discrete
+GPU), while a call after a pause is submitted at once. Every batch starts with a full memory barrier (work of earlier
+submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the objects it uses alive
+(`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is
+not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
 """
 
 from __future__ import annotations

@@ -249,11 +249,11 @@ def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4,
 @dataclass(frozen=True)
 class QSource:
     """Where the main pass's Q comes from when it is not q4 (a kernel of another module passes one to
-    attention_body, with `extra`, a tuple of its own arguments): `enter(extra, k4, v4, kv_base, kv_lo, S_KV,
-    SPLIT_LEN, SPLIT, D, THREADS, NSG, QSRC)` runs first in every workgroup (before a split without keys returns: a
-    decode step's new key and value row written into the cache, read after the Q block's barriers by the workgroup
-    whose split holds it); `fill(smem, extra, q_row0, q0, S_Q, BM, CHUNKS, THREADS, LDS, NSG, QSRC)` writes the Q
-    block, BM rows of CHUNKS V4s LDS apart from smem[0] (row r is the query row q0 + r of the q head
+    attention_body, with `extra`, a tuple of its own arguments): `enter(extra, k4, v4, kv_head, kv_base, split_lo,
+    S_KV, SPLIT_LEN, SPLIT, D, THREADS, NSG, QSRC)` runs first in every workgroup (before a split without keys
+    returns: a decode step's new key and value row written into the cache, read after the Q block's barriers by the
+    workgroup whose split holds it); `fill(smem, extra, q_row0, q0, S_Q, BM, CHUNKS, THREADS, LDS, NSG, QSRC)`
+    writes the Q block, BM rows of CHUNKS V4s LDS apart from smem[0] (row r is the query row q0 + r of the q head
     q_row0 + q0 + r, rows at or past S_Q zero)."""
 
     enter: object
@@ -293,8 +293,8 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
     only the splits a row sees).
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use.
-    QSRC (a QSource, with its `extra` arguments; Q_FROM_BUFFER: Q read from q4): Q made by another kernel's code, one query per
-    head (a decode step: Q_LEN 1, QROUNDS 1)."""
+    QSRC (a QSource, with its `extra` arguments; Q_FROM_BUFFER: Q read from q4): Q made by another kernel's code,
+    one query per head (a decode step: Q_LEN 1, QROUNDS 1)."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
                   "D is a multiple of the tiles QK and SN, which are multiples of 8")
     static_assert(not (KSPLIT and DSPLIT) and (not DSPLIT or (D // SN) % WM == 0),
@@ -356,7 +356,7 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
         unmasked_lo = last_q + diagonal - WINDOW + 1
     blocks = maximum((kv_hi - kv_lo + BN - 1) // BN, 0)
     if QSRC.ON:
-        QSRC.enter(extra, k4, v4, kv_base, split * SPLIT_LEN, S_KV, SPLIT_LEN, SPLIT, D, THREADS, WM, QSRC)
+        QSRC.enter(extra, k4, v4, kv_head, kv_base, split * SPLIT_LEN, S_KV, SPLIT_LEN, SPLIT, D, THREADS, WM, QSRC)
     if SPLIT and blocks == 0:  # no key of this split for these rows: the combining pass does not read it
         return
 
