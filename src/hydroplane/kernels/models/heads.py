@@ -54,6 +54,19 @@ def heads_threads(constexprs: dict) -> int:
 
 
 @func
+def turned_pair(x, base, w, i0, i1, angle, scale, NORM: constexpr):
+    """Elements i0 and i1 of the head at x[base:] (normed: NORM, times scale and w) turned by `angle`."""
+    x0 = x[base + i0]
+    x1 = x[base + i1]
+    if NORM:
+        x0 = x0 * scale * w[i0]
+        x1 = x1 * scale * w[i1]
+    c = cos(angle)
+    s = sin(angle)
+    return x0 * c - x1 * s, x0 * s + x1 * c
+
+
+@func
 def rotate_head(x, base, w, dst, out, angle_of, freq, d, r, scale, NORM: constexpr, NEOX: constexpr,
                 THREADS: constexpr):
     """One head's d values at x[base:]: normed (NORM: times scale and w), its first r turned, into dst[out:] as f16."""
@@ -65,16 +78,9 @@ def rotate_head(x, base, w, dst, out, angle_of, freq, d, r, scale, NORM: constex
             if not NEOX:
                 i0 = 2 * e
                 i1 = 2 * e + 1
-            x0 = x[base + i0]
-            x1 = x[base + i1]
-            if NORM:
-                x0 = x0 * scale * w[i0]
-                x1 = x1 * scale * w[i1]
-            angle = angle_of * freq[e]
-            c = cos(angle)
-            s = sin(angle)
-            dst[out + i0] = f16(x0 * c - x1 * s)
-            dst[out + i1] = f16(x0 * s + x1 * c)
+            y0, y1 = turned_pair(x, base, w, i0, i1, angle_of * freq[e], scale, NORM)
+            dst[out + i0] = f16(y0)
+            dst[out + i1] = f16(y1)
         else:
             k = r + (e - half)
             y = x[base + k]
@@ -161,18 +167,10 @@ def head_value(x, base, w, angle_of, freq, i, scale, rot, NORM: constexpr, NEOX:
             first = i - 2 * e == 0
             i0 = 2 * e
             i1 = 2 * e + 1
-        x0 = x[base + i0]
-        x1 = x[base + i1]
-        if NORM:
-            x0 = x0 * scale * w[i0]
-            x1 = x1 * scale * w[i1]
-        angle = angle_of * freq[e]
-        c = cos(angle)
-        s = sin(angle)
+        y0, y1 = turned_pair(x, base, w, i0, i1, angle_of * freq[e], scale, NORM)
+        y = y1
         if first:
-            y = x0 * c - x1 * s
-        else:
-            y = x0 * s + x1 * c
+            y = y0
     else:
         y = x[base + i]
         if NORM:
