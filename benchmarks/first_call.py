@@ -7,7 +7,7 @@ MESA_SHADER_CACHE_DISABLE=true for Mesa); `--driver-cache` adds a warm run with 
 to show the driver's part.
 
     PYTHONPATH=src python3 benchmarks/first_call.py [--tiny] [--runs 3] [--calls matmul,attention] [--breakdown]
-        [--driver-cache] [--imports 25] [--json out.json]
+        [--driver-cache] [--imports 25] [--import-costs 9] [--json out.json]
 
 The calls (each f16, DeviceArrays in, `.numpy()` of the result): `matmul` M x N x K (`x @ W.T`), `gemv` 1 x 4096 x
 4096, `attention` causal 1 x 8 x S x 128, `quant` 1 x 4096 x 4096 against a q4_0 weight (hydroplane.quant.quantize).
@@ -21,6 +21,11 @@ the read-back, and the call's host path (the rest); and the exit (writing the pi
 `--imports N` adds one more warm process run with `python -X importtime` (not timed with the others) and prints
 what its imports cost by package (hydroplane's sub-packages, NumPy, the rest) and its N costliest modules, each by
 its own time (the module's code, not the modules it imports).
+`--import-costs N` adds N processes that only import (NumPy, then hydroplane and the calls' modules, no device) and
+prints the medians of what that import is made of: reading and unmarshalling .pyc files (compiling the sources
+that have no fresh one: a read-only or new checkout, PYTHONDONTWRITEBYTECODE), making dataclasses
+(`dataclasses` generating and compiling their methods), making Enum classes (hydroplane.spirv.enums' grammar enums
+above all), and the rest (the modules' own code, other classes, extension modules). `--runs 0` runs only these.
 """
 
 from __future__ import annotations
@@ -161,6 +166,68 @@ def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdow
     return result
 
 
+# An import-only child for --import-costs: the exclusive time of .pyc reads (SourceFileLoader.get_code), compiles of
+# sources without a fresh .pyc (source_to_code), dataclass creation (dataclasses._process_class) and Enum class
+# creation (EnumType.__new__) within the call modules' import.
+IMPORT_COSTS_CHILD = r"""
+import dataclasses, enum, importlib._bootstrap_external as bootstrap, json, sys, time
+import numpy
+parts, counts, stack = {}, {}, []
+
+def timed(part, original):
+    def wrapper(*args, **kwargs):
+        stack.append(0.0)
+        t = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - t
+            inner = stack.pop()
+            parts[part] = parts.get(part, 0.0) + elapsed - inner
+            counts[part] = counts.get(part, 0) + 1
+            if stack:
+                stack[-1] += elapsed
+    return wrapper
+
+bootstrap.SourceFileLoader.get_code = timed("pyc", bootstrap.SourceFileLoader.get_code)
+bootstrap.SourceFileLoader.source_to_code = timed("compile", bootstrap.SourceFileLoader.source_to_code)
+dataclasses._process_class = timed("dataclasses", dataclasses._process_class)
+enum.EnumType.__new__ = staticmethod(timed("enums", enum.EnumType.__new__))
+before = set(sys.modules)
+t = time.perf_counter()
+import hydroplane
+hydroplane.device_array, hydroplane.matmul, hydroplane.attention
+total = time.perf_counter() - t
+print(json.dumps({"total": total, "parts": parts, "counts": counts,
+                  "hydroplane modules": sum(1 for m in set(sys.modules) - before if m.startswith("hydroplane"))}))
+"""
+
+
+def import_costs(runs: int) -> list[dict]:
+    """`runs` new processes that import the call modules (no device): each its import's parts (seconds)."""
+    results = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", IMPORT_COSTS_CHILD], capture_output=True, text=True)
+        if out.returncode:
+            raise SystemExit(f"the import child failed ({out.returncode}):\n{out.stderr[-4000:]}")
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return results
+
+
+def print_import_costs(results: list[dict]) -> None:
+    labels = {"pyc": "modules' code read (.pyc files found and unmarshalled)",
+              "compile": "modules compiled from source (no fresh .pyc file)",
+              "dataclasses": "dataclasses made", "enums": "Enum classes made"}
+    total = median(r["total"] for r in results)
+    print(f"\nimporting hydroplane and the calls' modules ({results[0]['hydroplane modules']} hydroplane modules; "
+          f"median of {len(results)} processes, ms): {total * 1e3:.1f}")
+    rest = [r["total"] - sum(r["parts"].values()) for r in results]
+    for part, label in labels.items():
+        print(f"  {median(r['parts'].get(part, 0.0) for r in results) * 1e3:7.1f}  {label} "
+              f"({results[0]['counts'].get(part, 0)})")
+    print(f"  {median(rest) * 1e3:7.1f}  the rest (the modules' own code, other classes, extension modules)")
+
+
 def import_times(stderr: str) -> dict[str, int]:
     """`-X importtime`'s lines ("import time: SELF | CUMULATIVE | NAME") as {module: its own microseconds}."""
     times = {}
@@ -233,6 +300,8 @@ def main() -> None:
                         help="also a warm process with the driver's own shader cache on")
     parser.add_argument("--imports", type=int, default=0, metavar="N",
                         help="also one warm process under -X importtime: its imports by package and N modules")
+    parser.add_argument("--import-costs", type=int, default=0, metavar="N",
+                        help="also N import-only processes: what importing the calls' modules is made of")
     parser.add_argument("--json", help="also write every process's measurements to this file")
     args = parser.parse_args()
     calls = args.calls.split(",")
@@ -247,6 +316,10 @@ def main() -> None:
     if args.driver_cache:
         kinds["warm, driver cache on"] = []
     imports: dict[str, int] = {}
+    if args.import_costs:
+        print_import_costs(import_costs(args.import_costs))
+    if not args.runs:
+        return
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as cache:
             kinds["cold"].append(child(calls, sizes, cache, True, args.breakdown))
