@@ -39,6 +39,14 @@ def test_lookups_and_tables_give_the_same_records():
     assert grammar.COMPOSITE_KINDS["PairIdRefIdRef"] == grammar.KINDS["PairIdRefIdRef"].bases
 
 
+def test_dir_lists_the_tables_before_they_are_built():
+    out = fresh_process("from hydroplane.spirv import grammar\n"
+                        "names = dir(grammar)\n"
+                        "print(all(n in names for n in ('INSTRUCTIONS', 'KINDS', 'EXTINST', 'instruction')), "
+                        "'KINDS' in vars(grammar))")
+    assert out == "True False"
+
+
 def test_unknown_names_still_fail():
     with pytest.raises(AttributeError, match="NO_SUCH_TABLE"):
         grammar.NO_SUCH_TABLE  # noqa: B018

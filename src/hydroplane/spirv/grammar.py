@@ -228,6 +228,11 @@ def __getattr__(name: str):
     return table
 
 
+def __dir__() -> list[str]:
+    """The module's names, the tables not yet built included (as dir() listed them when they were built at import)."""
+    return sorted({*globals(), *_LAZY_TABLES})
+
+
 def _versioned_family(set_name: str) -> str | None:
     """'NonSemantic.Shader.DebugInfo.102' -> 'NonSemantic.Shader.DebugInfo' when only the family
     (its newest revision) is tabulated."""
