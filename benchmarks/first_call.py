@@ -12,7 +12,8 @@ to show the driver's part.
 The calls (each f16, DeviceArrays in, `.numpy()` of the result): `matmul` M x N x K (`x @ W.T`), `gemv` 1 x 4096 x
 4096, `attention` causal 1 x 8 x S x 128, `quant` 1 x 4096 x 4096 against a q4_0 weight (hydroplane.quant.quantize).
 `--breakdown` prints where each process's time went (medians over the runs): the interpreter's start, importing
-NumPy and hydroplane (the package, then the modules the calls load on first use), opening the device (VkInstance,
+NumPy and hydroplane (the package, then the modules the calls load on first use; and of those imports, the time spent
+compiling sources that have no fresh .pyc file, with their count below the table), opening the device (VkInstance,
 VkDevice, the pipeline cache's file), the benchmark's own inputs (drawn with NumPy and uploaded), then per call:
 the disk cache's key (hashing the package's sources once, then the kernel's text) and its reads, the language
 compiler, lowering and reflecting (spirv.compile_kernel), the launch limits, spirv-val, vkCreateComputePipelines,
@@ -44,6 +45,18 @@ import time
 CHILD = r"""
 import time
 wall0, start = time.time(), time.perf_counter()
+import importlib._bootstrap_external as bootstrap, sys  # loaded with the interpreter already
+compiled = [0, 0.0]  # modules compiled from source in this process (no fresh .pyc file), and the seconds it took
+source_to_code = bootstrap.SourceFileLoader.source_to_code
+
+def counted_source_to_code(*args, **kwargs):
+    t = time.perf_counter()
+    try:
+        return source_to_code(*args, **kwargs)
+    finally:
+        compiled[0] += 1
+        compiled[1] += time.perf_counter() - t
+bootstrap.SourceFileLoader.source_to_code = counted_source_to_code
 import numpy as np
 t_numpy = time.perf_counter()
 import hydroplane
@@ -51,6 +64,7 @@ t_package = time.perf_counter()
 CALLS, SIZES, BREAKDOWN = {calls!r}, {sizes!r}, {breakdown!r}
 hydroplane.device_array, hydroplane.matmul, hydroplane.attention, hydroplane.quant
 t_modules = time.perf_counter()
+compiled_by_imports = list(compiled)
 import importlib
 buckets, stack = {{}}, []
 
@@ -95,7 +109,8 @@ if BREAKDOWN:
             ("hydroplane.launch.runtime", "DeviceRuntime.download", "read-back")]:
         wrap(module, path, bucket)
 phases = {{"numpy import": t_numpy - start, "hydroplane import": t_package - t_numpy,
-          "call modules import": t_modules - t_package}}
+          "call modules import": t_modules - t_package,
+          "  of the imports: sources compiled (no fresh .pyc)": compiled_by_imports[1]}}
 t = time.perf_counter()
 hydroplane.launch.runtime.runtime()  # the default device: VkInstance, VkDevice, the pipeline cache's file
 phases["device open"] = time.perf_counter() - t
@@ -136,7 +151,9 @@ for name in CALLS:
     calls[name] = {{"total": total, **parts}}
 end = time.perf_counter()
 print(json.dumps({{"seconds": end - start, "wall0": wall0, "wall1": wall0 + end - start, "phases": phases,
-                  "calls": calls}}) if BREAKDOWN else end - start)
+                  "calls": calls, "modules compiled by the imports": compiled_by_imports[0],
+                  "python": sys.version.split()[0], "dont_write_bytecode": sys.dont_write_bytecode}})
+      if BREAKDOWN else end - start)
 """
 
 
@@ -287,6 +304,12 @@ def print_breakdown(kinds: dict[str, list[dict]]) -> None:
     print(f"| {'-' * width} | " + " | ".join("-" * len(n) for n in names) + " |")
     for label, values in rows:
         print(f"| {label:<{width}} | " + " | ".join(f"{v:>{len(n)}.0f}" for v, n in zip(values, names)) + " |")
+    # a module without a fresh .pyc file is compiled from source by every process that imports it (a new or read-only
+    # checkout, PYTHONDONTWRITEBYTECODE, site-packages installed without .pyc files): the environment's cost
+    key = "modules compiled by the imports"
+    counts = ", ".join(f"{n} {median(r.get(key, 0) for r in kinds[n]):.0f}" for n in names)
+    print(f"modules compiled from source by the imports (no fresh .pyc; median): {counts}; "
+          f"Python {first.get('python')}, sys.dont_write_bytecode={first.get('dont_write_bytecode')}")
 
 
 def main() -> None:
