@@ -40,6 +40,25 @@ import sys
 import tempfile
 import time
 
+# Both children's wrapper: a function whose exclusive time (its own, less that of the wrapped calls inside it) goes to
+# charge(seconds).
+TIMER = r"""
+stack = []
+
+def timed(original, charge):
+    def wrapper(*args, **kwargs):
+        stack.append(0.0)
+        t = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - t
+            charge(elapsed - stack.pop())
+            if stack:
+                stack[-1] += elapsed
+    return wrapper
+"""
+
 # The child process: the timed part starts before `import numpy`. With BREAKDOWN, functions of the path are wrapped
 # (after the imports, which are timed on their own) to add their exclusive time to a bucket.
 CHILD = r"""
@@ -66,8 +85,8 @@ hydroplane.device_array, hydroplane.matmul, hydroplane.attention, hydroplane.qua
 t_modules = time.perf_counter()
 compiled_by_imports = list(compiled)
 import importlib
-buckets, stack = {{}}, []
-
+buckets = {{}}
+{timer}
 def wrap(module, path, bucket):
     owner = importlib.import_module(module)
     *outer, name = path.split(".")
@@ -77,20 +96,11 @@ def wrap(module, path, bucket):
     if original is None:  # not in this version of the package
         return
 
-    def timed(*args, **kwargs):
-        stack.append(0.0)
-        t = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            elapsed = time.perf_counter() - t
-            inner = stack.pop()
-            buckets[bucket] = buckets.get(bucket, 0.0) + elapsed - inner
-            if stack:
-                stack[-1] += elapsed
-            if bucket == "language compiler":
-                buckets["compiles"] = buckets.get("compiles", 0) + 1
-    setattr(owner, name, timed)
+    def charge(seconds):
+        buckets[bucket] = buckets.get(bucket, 0.0) + seconds
+        if bucket == "language compiler":
+            buckets["compiles"] = buckets.get("compiles", 0) + 1
+    setattr(owner, name, timed(original, charge))
 
 if BREAKDOWN:
     for module, path, bucket in [
@@ -165,7 +175,7 @@ def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdow
     env = dict(os.environ, XDG_CACHE_HOME=cache, HYDROPLANE_DISK_CACHE="1" if disk_cache else "0")
     if not driver_cache:
         env.update(__GL_SHADER_DISK_CACHE="0", MESA_SHADER_CACHE_DISABLE="true")
-    code = "import json\n" + CHILD.format(calls=calls, sizes=sizes, breakdown=breakdown)
+    code = "import json\n" + CHILD.format(calls=calls, sizes=sizes, breakdown=breakdown, timer=TIMER)
     before = time.time()
     out = subprocess.run([sys.executable, *(["-X", "importtime"] if importtime else []), "-c", code], env=env,
                          capture_output=True, text=True)
@@ -189,27 +199,18 @@ def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdow
 IMPORT_COSTS_CHILD = r"""
 import dataclasses, enum, importlib._bootstrap_external as bootstrap, json, sys, time
 import numpy
-parts, counts, stack = {}, {}, []
+parts, counts = {}, {}
+""" + TIMER + r"""
+def charge_to(part):
+    def charge(seconds):
+        parts[part] = parts.get(part, 0.0) + seconds
+        counts[part] = counts.get(part, 0) + 1
+    return charge
 
-def timed(part, original):
-    def wrapper(*args, **kwargs):
-        stack.append(0.0)
-        t = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            elapsed = time.perf_counter() - t
-            inner = stack.pop()
-            parts[part] = parts.get(part, 0.0) + elapsed - inner
-            counts[part] = counts.get(part, 0) + 1
-            if stack:
-                stack[-1] += elapsed
-    return wrapper
-
-bootstrap.SourceFileLoader.get_code = timed("pyc", bootstrap.SourceFileLoader.get_code)
-bootstrap.SourceFileLoader.source_to_code = timed("compile", bootstrap.SourceFileLoader.source_to_code)
-dataclasses._process_class = timed("dataclasses", dataclasses._process_class)
-enum.EnumType.__new__ = staticmethod(timed("enums", enum.EnumType.__new__))
+bootstrap.SourceFileLoader.get_code = timed(bootstrap.SourceFileLoader.get_code, charge_to("pyc"))
+bootstrap.SourceFileLoader.source_to_code = timed(bootstrap.SourceFileLoader.source_to_code, charge_to("compile"))
+dataclasses._process_class = timed(dataclasses._process_class, charge_to("dataclasses"))
+enum.EnumType.__new__ = staticmethod(timed(enum.EnumType.__new__, charge_to("enums")))
 before = set(sys.modules)
 t = time.perf_counter()
 import hydroplane
