@@ -139,6 +139,8 @@ def _names_in(target: ast.AST) -> list[str]:
 
 @dataclass
 class _Loop:
+    """A loop being compiled: where `continue` and `break` branch to, and whether a break leaves it."""
+
     continue_label: int | None  # None: an unrolled loop (no break/continue)
     merge_label: int | None
     broken: bool = False  # a break leaves it

@@ -93,6 +93,8 @@ class TargetQuery(abc.ABC):
 
 @dataclass(frozen=True)
 class SubgroupSizeQuery(TargetQuery):
+    """`target_subgroup_size()`'s marker: the constexpr the target answers with its subgroup size."""
+
     def resolve(self, target) -> int:
         if target is None:
             raise SemanticError("target_subgroup_size() asks the target: compile with target=...")

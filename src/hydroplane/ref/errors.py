@@ -15,6 +15,8 @@ from hydroplane.errors import HydroplaneError
 
 @dataclass
 class Diagnostic:
+    """One problem the reference executor found: its kind, message, where, and which invocations."""
+
     kind: str  # one of DIAGNOSTIC_KINDS
     message: str
     invocations: list[str] = field(default_factory=list)  # 'wg (x,y,z) local (x,y,z)', first few

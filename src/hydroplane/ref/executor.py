@@ -61,6 +61,8 @@ class Buffer:
 
 @dataclass(eq=False)
 class Kernel:
+    """A loaded program's entry point with its local size and subgroup size (None: the executor's)."""
+
     program: Program
     entry: str
     function: int

@@ -17,6 +17,8 @@ from hydroplane.spirv.enums import Scope
 
 @dataclass(eq=False)
 class Lanes:
+    """The invocations of one batch of workgroups as lanes: each lane's workgroup, local index and subgroup."""
+
     subgroup_size: int
     local_size: tuple[int, int, int]
     workgroup_ids: np.ndarray  # (workgroups in batch, 3) uint32: WorkgroupId of each

@@ -29,6 +29,8 @@ Op = grammar.Op
 
 @dataclass(eq=False)
 class Block:
+    """A basic block: its label, phis, body, terminator, and its merge and continue targets."""
+
     label: int
     phis: list[Instr] = field(default_factory=list)
     body: list[Instr] = field(default_factory=list)
@@ -40,6 +42,8 @@ class Block:
 
 @dataclass(eq=False)
 class Function:
+    """A function ready to run: its type, parameters, blocks in structured order and variables."""
+
     id: int
     type: T.Function
     params: list[int]
@@ -51,6 +55,8 @@ class Function:
 
 @dataclass(eq=False)
 class EntryPoint:
+    """An entry point: its name, function, interface ids and execution modes."""
+
     name: str
     function: int
     interface: list[int]

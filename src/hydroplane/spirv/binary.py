@@ -54,6 +54,8 @@ class Operand(NamedTuple):
 
 @dataclass(slots=True)
 class Instruction:
+    """One decoded (or built) instruction: opcode, result type and id, operands, word offset."""
+
     opcode: int
     result_type: int | None = None
     result_id: int | None = None
@@ -89,6 +91,8 @@ class Instruction:
 
 @dataclass(slots=True)
 class Module:
+    """A SPIR-V module as data: the header's fields and its instructions in order."""
+
     version: tuple[int, int] = (1, 6)
     generator: int = 0
     bound: int = 1

@@ -54,6 +54,8 @@ _SECTION_OF_CLASS = {"Annotation": "annotations", "Type-Declaration": "globals",
 
 @dataclass(slots=True)
 class _Function:
+    """A function being built: its head, its Function-storage variables and its body so far."""
+
     head: list[Instruction]  # OpFunction and its parameters
     variables: list[Instruction] = field(default_factory=list)  # Function-storage OpVariables
     body: list[Instruction] = field(default_factory=list)  # labels and everything after
@@ -72,6 +74,8 @@ class _Function:
 
 @dataclass(slots=True)
 class _EntryPoint:
+    """An entry point being built: execution model, function id, name and interface ids."""
+
     model: int
     function: int
     name: str

@@ -28,6 +28,8 @@ class GrammarError(HydroplaneError, KeyError):
 
 @dataclass(frozen=True, slots=True)
 class OperandInfo:
+    """One operand of an instruction or enumerant in the grammar: its kind, quantifier and name."""
+
     kind: str
     quantifier: str  # '' (exactly one), '?' (optional), '*' (any number)
     name: str
@@ -35,6 +37,8 @@ class OperandInfo:
 
 @dataclass(frozen=True, slots=True)
 class InstructionInfo:
+    """One instruction of the grammar: opcode, name, class, operands, and what enables it."""
+
     opcode: int
     name: str  # with the Op prefix, as the grammar spells it
     opclass: str
@@ -55,6 +59,8 @@ class InstructionInfo:
 
 @dataclass(frozen=True, slots=True)
 class EnumerantInfo:
+    """One enumerant of an operand kind: name, value, the operands that follow it, what enables it."""
+
     name: str
     value: int
     parameters: tuple[OperandInfo, ...]
@@ -66,6 +72,8 @@ class EnumerantInfo:
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
+    """One operand kind of the grammar: its category, its enumerants (enums only) and bases (composites)."""
+
     kind: str
     category: str  # BitEnum, ValueEnum, Id, Literal, Composite
     enumerants: tuple[EnumerantInfo, ...]
@@ -186,6 +194,8 @@ def enumerant_values(kind: str) -> dict[int, EnumerantInfo]:
 
 @dataclass(frozen=True, slots=True)
 class ExtInstInfo:
+    """One instruction of an extended instruction set (GLSL.std.450, ...): opcode, name, operands."""
+
     opcode: int
     name: str
     operands: tuple[OperandInfo, ...]

@@ -15,6 +15,8 @@ from hydroplane.spirv.grammar import Op
 
 @dataclass(frozen=True, slots=True)
 class SourceLocation:
+    """A place in a source file: file, line and column (0: the whole line)."""
+
     file: str
     line: int
     column: int = 0

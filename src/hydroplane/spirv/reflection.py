@@ -20,6 +20,8 @@ Op = grammar.Op
 
 @dataclass(frozen=True)
 class EntryPoint:
+    """One entry point: name, execution model, function, interface, local size and execution modes."""
+
     name: str
     execution_model: str
     function_id: int
@@ -31,6 +33,8 @@ class EntryPoint:
 
 @dataclass(frozen=True)
 class Binding:
+    """One descriptor binding: set, binding, descriptor type, the block's size, elements and access."""
+
     set: int
     binding: int
     descriptor_type: str  # 'storage_buffer', 'uniform_buffer', 'storage_image', 'sampled_image', ...
@@ -48,6 +52,8 @@ class Binding:
 
 @dataclass(frozen=True)
 class SpecConstant:
+    """One specialization constant: SpecId, result id, name, scalar type and default value."""
+
     spec_id: int
     result_id: int
     name: str
@@ -71,6 +77,8 @@ class CoopMulAdd:
 
 @dataclass(frozen=True)
 class ModuleInterface:
+    """What a module offers and needs: version, capabilities, extensions, models, entry points, bindings, ..."""
+
     version: tuple[int, int]
     capabilities: tuple[str, ...]
     extensions: tuple[str, ...]

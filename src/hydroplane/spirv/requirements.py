@@ -73,6 +73,8 @@ class RequirementError(SpirvError):
 
 @dataclass(frozen=True, slots=True)
 class Requirements:
+    """The minimal capabilities and the extensions a module needs."""
+
     capabilities: tuple[str, ...]  # minimal, in enumerant-value order
     extensions: tuple[str, ...]  # sorted by name
 

@@ -50,6 +50,8 @@ class Type:
 
 @dataclass(frozen=True, slots=True)
 class Void(Type):
+    """The void type (OpTypeVoid)."""
+
     def __str__(self) -> str:
         return "void"
 
@@ -129,6 +131,8 @@ def scalar_of_dtype(dtype) -> Scalar:
 
 @dataclass(frozen=True, slots=True)
 class Vector(Type):
+    """A vector of `count` scalars (OpTypeVector)."""
+
     component: Scalar
     count: int
 
@@ -176,6 +180,8 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class Struct(Type):
+    """A structure of members (OpTypeStruct); `block` marks an interface block, `name` its debug name."""
+
     members: tuple[Member, ...]
     block: bool = False
     name: str | None = None
@@ -200,6 +206,8 @@ class Forward(Type):
 
 @dataclass(frozen=True, slots=True)
 class Pointer(Type):
+    """A pointer into a storage class (OpTypePointer), with the ArrayStride it carries if any."""
+
     storage: StorageClass
     pointee: Type
     stride: int | None = None  # ArrayStride on the pointer type (for OpPtrAccessChain)
@@ -210,6 +218,8 @@ class Pointer(Type):
 
 @dataclass(frozen=True, slots=True)
 class Function(Type):
+    """A function type (OpTypeFunction): result and parameter types."""
+
     result: Type
     params: tuple[Type, ...] = ()
 
