@@ -20,6 +20,7 @@ Launching lives above this layer (hydroplane.launch.jit).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from array import array
@@ -253,8 +254,12 @@ class Func:
         self.fn = fn
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
-        self.signature = inspect.signature(fn)
         self._source: Source | None = None
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        """The helper's parameters (read on first use: importing the kernels' modules makes ~90 helpers)."""
+        return inspect.signature(self.fn)
 
     @property
     def source(self) -> Source:
@@ -283,11 +288,15 @@ class Kernel:
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.local_size = local_size
-        self.signature = inspect.signature(fn)
         self._source: Source | None = None
         self._cache: dict[tuple, Specialization] = {}
         self._asked: dict[tuple, Specialization] = {}  # the constexprs as asked (before defaults and target queries)
         self._constexpr_names: frozenset[str] | None = None
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        """The kernel's parameters (read on first use, as Func's)."""
+        return inspect.signature(self.fn)
 
     @property
     def source(self) -> Source:
