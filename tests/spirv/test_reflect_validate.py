@@ -1,10 +1,13 @@
 """reflect() on glslang output, and validate() over spirv-val."""
 
 
+import os
+import shutil
+
 import pytest
 from conftest import run_tool
 
-from hydroplane.spirv import ValidationError, ValidatorNotFound, reflect, validate
+from hydroplane.spirv import ValidationError, ValidatorNotFound, reflect, validate, validation
 from hydroplane.spirv.binary import SpirvError, decode, encode
 
 SHADER = """
@@ -72,3 +75,22 @@ def test_missing_validator_is_an_error(shader_words, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ValidatorNotFound, match="spirv-val not found"):
         validate(shader_words)
+
+
+def test_the_validator_is_found_as_shutil_finds_it(monkeypatch, tmp_path):
+    """validation.on_path (spirv-val's look-up, without importing shutil) answers as shutil.which does."""
+    for folder, mode in (("a", 0o755), ("b", 0o644), ("c", 0o755)):
+        (tmp_path / folder).mkdir()
+        tool = tmp_path / folder / "spirv-val"
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(mode)
+    (tmp_path / "d" / "spirv-val").mkdir(parents=True)  # a folder of that name is no executable
+    monkeypatch.chdir(tmp_path / "a")
+    for path in (None, "", ":", str(tmp_path / "b"), f"{tmp_path / 'b'}:{tmp_path / 'c'}:{tmp_path / 'a'}",
+                 f"{tmp_path / 'd'}:{tmp_path / 'd'}:{tmp_path / 'c'}", str(tmp_path / "missing"), os.environ["PATH"]):
+        if path is None:
+            monkeypatch.delenv("PATH", raising=False)
+        else:
+            monkeypatch.setenv("PATH", path)
+        assert validation.on_path("spirv-val") == shutil.which("spirv-val"), path
+        assert validation.on_path("no-such-tool") is None

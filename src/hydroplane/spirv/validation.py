@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
-import tempfile
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import grammar
@@ -84,6 +82,24 @@ GET_SPIRV_VAL = (f"it comes with the spirv-tools package, {NEWEST_NEEDED} or new
                  "conda install spirv-tools; also in the Vulkan SDK)")
 
 
+def on_path(name: str) -> str | None:
+    """`shutil.which(name)` on POSIX: the first executable file `name` in a folder of $PATH. Written out because
+    importing shutil loads bz2, lzma and zstd (about 3 ms), and every launching process looks spirv-val up."""
+    path = os.environ.get("PATH")
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    if not path:
+        return None
+    for folder in dict.fromkeys(os.path.normcase(folder) for folder in path.split(os.pathsep)):
+        candidate = os.path.join(folder, name)
+        if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
 def find_validator() -> str:
     """The spirv-val to run: $HYDROPLANE_SPIRV_VAL, else the one on PATH."""
     configured = os.environ.get("HYDROPLANE_SPIRV_VAL")
@@ -92,7 +108,7 @@ def find_validator() -> str:
             raise ValidatorNotFound(f"HYDROPLANE_SPIRV_VAL={configured} is not an executable file: point it at a "
                                     f"spirv-val ({GET_SPIRV_VAL}), or unset it to use the one on PATH")
         return configured
-    found = shutil.which("spirv-val")
+    found = on_path("spirv-val")
     if not found:
         raise ValidatorNotFound(f"spirv-val not found on PATH: {GET_SPIRV_VAL}; or set HYDROPLANE_SPIRV_VAL to a "
                                 "spirv-val executable. Only validation needs it: kernels still launch without it "
@@ -103,6 +119,7 @@ def find_validator() -> str:
 def validate(words, env: str = "vulkan1.3", extra_args: tuple[str, ...] = ()) -> None:
     """Run spirv-val on the module; raise ValidationError with its message when it fails."""
     import subprocess  # here, not at the top: a process whose modules' verdicts are on disk never runs spirv-val
+    import tempfile
 
     binary = to_bytes(as_words(words))
     validator = find_validator()
