@@ -22,7 +22,7 @@ for s in ${steps//,/ }; do
     case $s in
         model) step 1_model.txt 120 python3 benchmarks/model_h200.py --out /tmp/model_h200.json
                cat /tmp/model_h200.json >> "$OUT/1_model.txt" 2>/dev/null ;;
-        decode) step 2_profile.txt 90 python3 benchmarks/model_profile.py --prompt 16 --depth 4096 --barriers ;;
+        decode) step 2_profile.txt 120 python3 benchmarks/model_profile.py --prompt 16 --depth 4096 --barriers --folds ;;
         prefill) step 2_profile.txt 80 python3 benchmarks/model_profile.py --prompt 512 --depth 0 ;;
         quant) step 3_quant.txt 100 python3 benchmarks/quant_h200.py --out /tmp/quant_h200.json ;;
         attention) step 4_attention.txt 120 python3 benchmarks/attention_h200.py /tmp/att --cases "$GGML_CASES" \

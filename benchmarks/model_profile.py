@@ -9,7 +9,10 @@ timed the same way. The launches' sum against the graph's time says what the bar
 dispatches cost beside the kernels' own time; the table by kernel says which kernels to work on.
 
     PYTHONPATH=src python3 benchmarks/model_profile.py [--gguf FILE] [--device 0] [--prompt 512] [--depth 0]
-        [--top 25] [--json OUT]
+        [--top 25] [--json OUT] [--barriers] [--folds]
+
+--barriers: the decode step again with each kind of barrier between its launches; --folds: with each fold of a
+pass into another kernel undone (the combining pass, the heads), to measure whether the folds pay.
 
 Here (lavapipe, a tiny checkpoint): `--gguf tiny.gguf --prompt 16` runs the same code in seconds.
 """
@@ -96,7 +99,6 @@ def barrier_variants(model, run, reps: int, reset) -> dict:
     from hydroplane.vk import enums as E
     from hydroplane.vk.transfer import barrier
 
-    rt = runtime(model.device)
     shipped = vk.full_barrier
     variants = {
         "shipped": shipped,
@@ -112,21 +114,59 @@ def barrier_variants(model, run, reps: int, reset) -> dict:
         "execution only (no memory barrier)": lambda cmd: _ffi_barrier(cmd),
         "none (wrong results: the floor)": lambda cmd: None,
     }
+    def setter(fn):
+        def set_it(on: bool) -> None:
+            vk.full_barrier = fn if on else shipped
+        return set_it
+
+    return timed_captures(model, run, reps, reset, {name: setter(fn) for name, fn in variants.items()},
+                          "the decode step captured with each barrier between dependent launches")
+
+
+def fold_variants(model, run, reps: int, reset) -> dict:
+    """The decode step captured as shipped and with each fold of a pass into another kernel undone (the combining
+    pass as its own launch after attention's main pass; the heads as their own kernel and attention as the op),
+    each replay timed by GPU timestamps: whether each fold pays at these shapes (the same results, tests/models)."""
+    from hydroplane.models import model as model_module
+
+    shipped_fold = model_module.FOLD_COMBINE
+
+    def combine_apart(on: bool) -> None:
+        model_module.FOLD_COMBINE = shipped_fold and not on
+
+    def heads_apart(on: bool) -> None:
+        if on:
+            model.attention_decode = lambda *args, **kwargs: None
+        else:
+            model.__dict__.pop("attention_decode", None)
+
+    return timed_captures(model, run, reps, reset,
+                          {"shipped": lambda on: None, "combining pass as its own launch": combine_apart,
+                           "heads and combining pass as their own launches": heads_apart},
+                          "the decode step captured with each fold undone")
+
+
+def timed_captures(model, run, reps: int, reset, variants: dict, title: str) -> dict:
+    """For each variant (name -> a setter called with True before the capture and False after it): the step `run`
+    captured once, reset, its replay timed (GPU timestamps, median of `reps` after 10 replays), in microseconds."""
+    rt = runtime(model.device)
     out = {}
-    print("\nthe decode step captured with each barrier between dependent launches (GPU timestamps, median):")
-    for name, fn in variants.items():
-        vk.full_barrier = fn
+    print(f"\n{title} (GPU timestamps, median):")
+    for name, set_variant in variants.items():
+        set_variant(True)
         try:
+            reset()
+            run()  # a new variant's launches planned (a capture cannot plan)
             reset()
             with capture(model.device) as graph:
                 run()
         finally:
-            vk.full_barrier = shipped
+            set_variant(False)
         reset()
         us = statistics.median(rt.time(graph.replay, reps, warmup=10, warmup_s=0.0)) * 1e6
         graph.close()
-        out[name] = us
-        print(f"  {name:40s} {us:8.1f} us")
+        out[name] = {"us": us, "launches": graph.launches}
+        print(f"  {name:48s} {us:8.1f} us  ({graph.launches} launches)")
     return out
 
 
@@ -150,6 +190,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--barriers", action="store_true",
                         help="also time the decode step captured with other barriers between its launches")
+    parser.add_argument("--folds", action="store_true",
+                        help="also time the decode step captured with each fold of a pass into another undone")
     args = parser.parse_args()
     path = args.gguf
     if path is None:
@@ -183,6 +225,9 @@ def main() -> None:
     if args.barriers:
         results["barriers"] = barrier_variants(model, lambda: model._decode_step(sampling), args.reps,
                                                lambda: model.decode_from(5, args.depth))
+    if args.folds:
+        results["folds"] = fold_variants(model, lambda: model._decode_step(sampling), args.reps,
+                                         lambda: model.decode_from(5, args.depth))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

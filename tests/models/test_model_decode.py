@@ -176,7 +176,50 @@ def test_the_heads_folded_into_attention_are_the_two_kernels(tmp_path, monkeypat
     assert plans and all(p.splits > 1 for p in plans), "the test must cross splits"
 
 
-DECODE_LAUNCHES_2_BLOCKS = 16  # Gemma 3 270M's shapes and formats, 2 blocks (tests/models/count_launches.py)
+@pytest.mark.vulkan
+def test_the_combining_pass_folded_into_the_o_projection_gives_its_bits(tmp_path, monkeypatch):
+    """A decode step whose attention combining pass runs in the o projection's GEMV (the "combine" prologue) against
+    the combining kernel and the GEMV of its f16 output, on lavapipe, on a checkpoint of Gemma 3 270M's shapes
+    (splits of a 600-row cache, window 512; a caching of random keys and values): the same merges in the same order,
+    so the logits are bit-identical, at positions in the first split, deep, past the window and at the last row; and
+    the fold takes the combining launches away."""
+    import count_launches
+
+    from hydroplane.models import model as model_module
+
+    file = read_gguf(count_launches.gemma_shaped(tmp_path, 2))
+    folded, plain = (Model(file, device=0, context=600) for _ in range(2))
+    rng = np.random.default_rng(11)
+    for i in range(2):
+        k = (rng.standard_normal(folded.cache_k[i].shape) * 3).astype(np.float16)
+        v = rng.standard_normal(folded.cache_v[i].shape).astype(np.float16)
+        for model in (folded, plain):
+            model.cache_k[i].write(k)
+            model.cache_v[i].write(v)
+    names = {}
+    for pos in (3, 200, 513, 599):
+        token = int(rng.integers(4, folded.config.n_vocab))
+        results = []
+        for model, fold in ((folded, True), (plain, False)):
+            monkeypatch.setattr(model_module, "FOLD_COMBINE", fold)
+            model.decode_from(token, pos)
+            names[fold] = launched = []
+
+            def counted(launch, planned=model.runtime.launch_planned, launched=launched):
+                launched.append(launch.label)
+                return planned(launch)
+
+            monkeypatch.setattr(model.runtime, "launch_planned", counted)
+            results.append(model.forward(model.embed(model.token), model.position).numpy())
+            monkeypatch.delattr(model.runtime, "launch_planned")
+        assert np.isfinite(results[0]).all()
+        np.testing.assert_array_equal(results[0], results[1], err_msg=f"position {pos}")
+    assert not any("combine" in name for name in names[True]), names[True]
+    assert sum("combine" in name for name in names[False]) == 2, names[False]
+    assert all(p.splits > 1 for p in folded._attention_plans.values()), "the test must cross splits"
+
+
+DECODE_LAUNCHES_2_BLOCKS = 14  # Gemma 3 270M's shapes and formats, 2 blocks (tests/models/count_launches.py)
 
 
 def test_the_captured_decode_step_launch_count(tmp_path):

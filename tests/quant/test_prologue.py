@@ -4,6 +4,8 @@ the reference executor and lavapipe: each prologue over the formats of Gemma 3 2
 negatives, zeros and an extreme, outputs and the running sum poisoned first, the columns beside col0's untouched,
 a split K (the reduction after a prologue), and the refusals."""
 
+from dataclasses import replace
+
 import gguf
 import numpy as np
 import pytest
@@ -132,9 +134,24 @@ def test_prologue_refusals():
     with pytest.raises(QuantMatmulError, match="one row of f32"):
         run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
                       prologue=Prologue("softmax", weight=w))
-    with pytest.raises(QuantMatmulError, match="2K=1280"):
+    with pytest.raises(QuantMatmulError, match=r"1280 \(a gated prologue\), K=640"):
         run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
                       prologue=Prologue("gated"))
+    kv_len = device_array(np.array([5], np.int32), "ref")
+    stats = device_array(np.zeros(2 * 4 * 5, np.float32), "ref")
+    split_results = device_array(np.zeros((1, 4 * 640), np.float32), "ref")
+    geometry = (4, 32, 0, 128, 5, 128, 4)  # 4 splits of 32 keys, 5 rows of head dim 128: K = 640
+    combine = Prologue("combine", weight=kv_len, delta=stats, combine=geometry)
+    with pytest.raises(QuantMatmulError, match=r"2560 \(a combine prologue\), K=640"):
+        run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T), prologue=combine)
+    with pytest.raises(QuantMatmulError, match="head dim that divides K=640"):
+        run_quantized(split_results, weight_of(qw.T), prologue=replace(combine, combine=(4, 32, 0, 128, 5, 96, 4)))
+    with pytest.raises(QuantMatmulError, match="head dim that divides K=640"):
+        run_quantized(split_results, weight_of(qw.T), prologue=replace(combine, combine=geometry[:6]))
+    with pytest.raises(QuantMatmulError, match="int32 DeviceArray"):
+        run_quantized(split_results, weight_of(qw.T), prologue=replace(combine, weight=stats))
+    with pytest.raises(QuantMatmulError, match="40 f32 maxima and sums"):
+        run_quantized(split_results, weight_of(qw.T), prologue=replace(combine, delta=stats[:39]))
     with pytest.raises(QuantMatmulError, match="col0"):
         run_quantized(device_array(np.ones((1, 640), np.float32), "ref"), weight_of(qw.T),
                       out=device_array(np.ones((1, 8), np.float32), "ref"), col0=4)

@@ -56,6 +56,7 @@ KINDS = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 DEFAULT_CONTEXT = 2048
 MATRICES = ("q", "k", "v", "o", "gate", "up", "down")  # a block's weights (the others are norm vectors)
 FIRST_BATCH, LAST_BATCH = 1, 16  # decode steps replayed between two reads of the history (doubling between them)
+FOLD_COMBINE = True  # a decode step's attention combining pass runs in the o projection's GEMV where it can
 PREFILL_BUCKET = 16  # the smallest padded prefill (Model.step): prompts of 2 .. 16 tokens share one plan
 
 
@@ -313,11 +314,13 @@ class Model:
         return dq
 
     def attention_decode(self, qkv: DeviceArray, block: dict, positions: DeviceArray, layer,
-                         index: int) -> DeviceArray | None:
+                         index: int, fold: bool = False) -> DeviceArray | tuple[DeviceArray, Prologue] | None:
         """A decode step's heads and attention (what `heads` and `attention` do for one token) with the heads in the
         attention's main pass (kernels/models/heads.py, attention_heads_kernel; the combining pass as attention's):
-        o (heads, 1, head_dim) f16. None where that kernel does not serve the plan (Q staged in rounds, key and value
-        heads of two sizes): the caller runs the two ops."""
+        o (heads, 1, head_dim) f16. With `fold` where the plan splits the keys: (the split results (1, splits *
+        heads * head_dim), the "combine" Prologue of the GEMV that multiplies o): the combining pass runs in that
+        GEMV. None where that kernel does not serve the plan (Q staged in rounds, key and value heads of two sizes):
+        the caller runs the two ops."""
         c = self.config
         problem = AttentionProblem(1, c.n_head, 1, self.context, c.head_dim, "f16", c.n_head_kv, True,
                                    c.attention_scale, layer.window, True)
@@ -351,6 +354,13 @@ class Model:
         spec, checked = self._pipeline(kernel, **plan.main.constexprs)
         with prepare(self.runtime.executor, checked, spec, plan.main.grid, args, aliases=aliases) as launch:
             launch.dispatch()
+        if plan.combine is not None and fold:
+            merge = plan.combine.scalars
+            assert merge["Q_LEN"] == 1 and plan.combine.constexprs["CAUSAL"] and plan.combine.constexprs["KV_DEVICE"]
+            return partial_o.reshape(1, -1), Prologue(
+                "combine", weight=self.kv_len, delta=stats,
+                combine=(merge["SPLITS"], merge["SPLIT_LEN"], merge["WINDOW"], merge["S_KV"], merge["S_Q"], c.head_dim,
+                         plan.combine.constexprs["LANES"]))
         if plan.combine is not None:
             spec, checked = self._pipeline(plan.combine.kernel, **plan.combine.constexprs)
             args = {"o_part": partial_o, "ml_part": stats, "out": out.reshape(-1), "kv_valid": self.kv_len,
@@ -477,19 +487,25 @@ class Model:
         pending: tuple | None = None
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
             qkv, x = self._normed(block["qkv"], x, pending, block["attn_norm"], decode)
-            o16 = self.attention_decode(qkv, block, positions, layer, i) if decode else None
+            o16 = self.attention_decode(qkv, block, positions, layer, i, FOLD_COMBINE and block["o"].takes_prologue()) \
+                if decode else None
+            o_prologue = None
+            if isinstance(o16, tuple):  # the split results, the combining pass in the o projection's GEMV
+                o16, o_prologue = o16
             if o16 is None:
                 q16 = self.heads(qkv, block, positions, layer, i)
                 o16 = attention(q16.reshape(1, c.n_head, T, c.head_dim),
                                 self.cache_k[i].reshape(1, c.n_head_kv, self.context, c.head_dim),
                                 self.cache_v[i].reshape(1, c.n_head_kv, self.context, c.head_dim_v),
                                 causal=True, window=layer.window, scale=c.attention_scale, kv_len=self.kv_len)
-            if decode:  # (heads, 1, dim) is (1, heads * dim) in memory: the f16 rows as they are
+            if o_prologue is not None:
+                o_rows = o16
+            elif decode:  # (heads, 1, dim) is (1, heads * dim) in memory: the f16 rows as they are
                 o_rows = o16.reshape(1, c.n_head * c.head_dim_v)
             else:
                 o_rows = self.relayout(o16.reshape(c.n_head, T, c.head_dim_v), np.float32,
                                        (c.n_head, T, c.head_dim_v), c.n_head, 0).reshape(T, c.n_head * c.head_dim_v)
-            pending = (block["o"].apply(self, o_rows), block.get("post_attn_norm"))
+            pending = (block["o"].apply(self, o_rows, prologue=o_prologue), block.get("post_attn_norm"))
             gate_up, x = self._normed(block["gate_up"], x, pending, block["ffn_norm"], decode)
             down = block["down"]
             if decode and down.takes_prologue():

@@ -104,8 +104,12 @@ class Prologue:
     """What the decode GEMV computes from its inputs, each workgroup for itself, before its dot products (one row of
     x, K <= K_MAX_PROLOGUE; kernels/quant/source.py's PROLOGUES): `kind` "norm" (x's RMS norm times `weight`),
     "add_norm" (s = x + delta, then s's), "postnorm_add_norm" (s = x + rms_norm(delta) * delta_weight, then s's),
-    "gated" (act(x[:K]) * x[K:], x (1, 2K): gate then up; `activation` "gelu_tanh", "gelu" or "silu"). `sum_out`:
-    where s goes (the residual stream's next value), or None. Every array an f32 DeviceArray of the GEMV's device."""
+    "gated" (act(x[:K]) * x[K:], x (1, 2K): gate then up; `activation` "gelu_tanh", "gelu" or "silu"), "combine"
+    (a one-token decode attention's output row from its KV splits, f16-rounded as the combining pass writes it: x
+    (1, splits * K) the main pass's split results, `delta` their maxima and sums, `weight` the keys in use (an s32
+    DeviceArray, read as its bits), `combine` (splits, split length, window or 0, key capacity, rows per KV head,
+    head dim, lanes) from the attention plan's combining pass). `sum_out`: where s goes (the residual stream's next
+    value), or None. Every other array an f32 DeviceArray of the GEMV's device."""
 
     kind: str
     weight: DeviceArray | None = None
@@ -114,6 +118,11 @@ class Prologue:
     delta_weight: DeviceArray | None = None
     sum_out: DeviceArray | None = None
     activation: str = "gelu_tanh"
+    combine: tuple[int, ...] = ()
+
+    def x_length(self, k: int) -> int:
+        """The length of the x row this prologue reads for a weight of K = k."""
+        return k * {"gated": 2, "combine": self.combine[0] if self.combine else 0}.get(self.kind, 1)
 
     def arguments(self) -> tuple[dict, dict, dict]:
         """(buffers, their aliases for the ones not read, constexprs) of the GEMV launch."""
@@ -124,9 +133,29 @@ class Prologue:
                 aliases[name] = "x"
             else:
                 buffers[name] = array.reshape(-1)
+        if self.kind == "combine":
+            buffers["pw"] = self.weight.reshape(-1).reinterpret(np.float32)
         constexprs = {"PRO": self.kind, "PACT": self.activation if self.kind == "gated" else "none",
                       "SUM_OUT": self.sum_out is not None}
+        if self.kind == "combine":
+            constexprs["CMB"] = tuple(self.combine)
         return buffers, aliases, constexprs
+
+    def check(self, k: int) -> None:
+        """A clear error where a "combine" prologue's geometry and arrays do not fit a weight of K = k."""
+        if self.kind != "combine":
+            return
+        if len(self.combine) != 7 or min(self.combine[:2]) < 1 or min(self.combine[3:]) < 1 or self.combine[5] % 4 \
+                or k % self.combine[5] or (k // self.combine[5]) % self.combine[4]:
+            raise QuantMatmulError(f"a combine prologue takes (splits, split length, window, capacity, rows, head dim, "
+                                   f"lanes) with a head dim that divides K={k}; got {self.combine}")
+        if not isinstance(self.weight, DeviceArray) or np.dtype(self.weight.dtype) != np.int32 or \
+                self.weight.size < 1:
+            raise QuantMatmulError("a combine prologue reads the keys in use from an int32 DeviceArray (weight=)")
+        stats = 2 * self.combine[0] * (k // self.combine[5])
+        if not isinstance(self.delta, DeviceArray) or np.dtype(self.delta.dtype) != np.float32 or \
+                self.delta.size < stats:
+            raise QuantMatmulError(f"a combine prologue reads {stats} f32 maxima and sums (delta=)")
 
 
 def prologue_fits(weight_fmt: str, k: int) -> bool:
@@ -338,17 +367,18 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
         except (TypeError, ValueError) as err:
             raise QuantMatmulError(f"x is not an array ({err})") from None
     kind = _float_kind(x, "x")
-    x_k = weight.k * (2 if prologue is not None and prologue.kind == "gated" else 1)
+    x_k = weight.k if prologue is None else prologue.x_length(weight.k)
     if prologue is not None:
         if prologue.kind not in PROLOGUES[1:] or not isinstance(x, DeviceArray) or kind != "f32" or \
                 math.prod(x.shape[:-1]) != 1 or not prologue_fits(weight.fmt, weight.k):
             raise QuantMatmulError(f"a {prologue.kind!r} prologue takes one row of f32 activations on the device and a "
                                    f"weight whose decode GEMV runs it (K <= {K_MAX_PROLOGUE}); got {kind} "
                                    f"{tuple(x.shape)}, a {weight.fmt} weight of K={weight.k}")
+        prologue.check(weight.k)
     if len(x.shape) < 1 or x.shape[-1] != x_k:
         raise QuantMatmulError(f"matmul of x {tuple(x.shape)} and a {weight.fmt} weight.T of shape "
                                f"({weight.k}, {weight.n}): x's last dimension must be "
-                               f"{'K=' if x_k == weight.k else f'2K={x_k} (a gated prologue), K='}{weight.k}")
+                               f"{'K=' if x_k == weight.k else f'{x_k} (a {prologue.kind} prologue), K='}{weight.k}")
     if activation not in ACTIVATIONS:
         raise QuantMatmulError(f"activation is one of {', '.join(ACTIVATIONS)}, not {activation!r}")
     lead = tuple(x.shape[:-1])

@@ -575,6 +575,52 @@ def merged(m, x, y):
     return exp_of(x, m), exp_of(y, m)
 
 
+@func
+def merge_pair(top, total, value, m, s, o):
+    """A running (maximum, rescaled sum, rescaled values) with a partial result (maximum m, sum s, values o)."""
+    new = maximum(top, m)
+    old_w, new_w = merged(new, top, m)
+    return new, total * old_w + s * new_w, value * old_w + o * new_w
+
+
+@func
+def merge_splits(o_part, ml_part, first, row, c, lo, hi, S_Q, CH: constexpr, STEP: constexpr, BITS: constexpr):
+    """Splits lo, lo + STEP, ... below hi of one head's partial results (its split 0 at `first`) merged online for
+    four values (chunk c) of row `row`: (running maximum, rescaled sum, rescaled values). A split that saw no key
+    (maximum -inf, sum 0) weighs 0. BITS: o_part holds the f32 values as u32 bits (V4 of u32)."""
+    top = f32(START)
+    total = f32(0.0)
+    value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+    for split in range(lo, hi, STEP):
+        at = (first + split) * S_Q + row
+        if BITS:
+            part = bitcast(o_part[at * CH + c], f32)
+        else:
+            part = o_part[at * CH + c]
+        top, total, value = merge_pair(top, total, value, ml_part[at * 2], ml_part[at * 2 + 1], part)
+    return top, total, value
+
+
+@func
+def combined_chunk(o_part, ml_part, kv_valid, head, row, c, S_Q, S_KV, SPLITS, SPLIT_LEN, WINDOW, D: constexpr,
+                   LANES: constexpr, WINDOWED: constexpr):
+    """Four values (chunk c) of a one-token decode's output row `row` of KV head `head` (the causal main pass of
+    attention_plan with the keys in use on the device: with GROUPED the rows are the head's query heads), its splits
+    merged by one invocation in the order of `attention_combine`'s LANES lanes, so the result is the bits that pass
+    writes, as f32 (a consumer's prologue: kernels/quant/source.py's "combine"). kv_valid[0]: the keys in use, an
+    s32 read from a 32-bit buffer of another type. o_part: V4 of u32 bits."""
+    kv_end = minimum(maximum(bitcast(kv_valid[0], s32), 0), S_KV)
+    lo, hi = splits_seen(row, 1, kv_end, SPLIT_LEN, SPLITS, WINDOW, True, WINDOWED, True)
+    top, total, value = merge_splits(o_part, ml_part, head * SPLITS, row, c, lo, hi, S_Q, D // 4, LANES, True)
+    for lane in static_range(1, LANES):
+        m, s, o = merge_splits(o_part, ml_part, head * SPLITS, row, c, lo + lane, hi, S_Q, D // 4, LANES, True)
+        top, total, value = merge_pair(top, total, value, m, s, o)
+    result = value / total
+    if not seen_any(row, 1, kv_end, True, True):
+        result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+    return result
+
+
 @functools.cache
 def attention_combine(IN):  # noqa: N803 -- the output's element type, read as the kernel's constant
     """The decode path's second pass, in one pass over the splits: one workgroup per (row, head, batch), LANES lanes
@@ -603,17 +649,7 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
         if KV_DEVICE:
             kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
         lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
-        top = f32(START)
-        total = f32(0.0)
-        value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
-        for split in range(lo + lane, hi, LANES):  # a split that saw no key (maximum -inf, sum 0) weighs 0
-            at = (first + split) * S_Q + row
-            m = ml_part[at * 2]
-            new = maximum(top, m)
-            old_w, new_w = merged(new, top, m)
-            total = total * old_w + ml_part[at * 2 + 1] * new_w
-            value = value * old_w + o_part[at * CH + c] * new_w
-            top = new
+        top, total, value = merge_splits(o_part, ml_part, first, row, c, lo + lane, hi, S_Q, CH, LANES, False)
         shared_o[lane * CH + c] = value
         if c == 0:
             shared_ml[lane * 2] = top
@@ -621,12 +657,8 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
         barrier()
         if lane == 0:
             for other in static_range(1, LANES):
-                m = shared_ml[other * 2]
-                new = maximum(top, m)
-                old_w, new_w = merged(new, top, m)
-                total = total * old_w + shared_ml[other * 2 + 1] * new_w
-                value = value * old_w + shared_o[other * CH + c] * new_w
-                top = new
+                top, total, value = merge_pair(top, total, value, shared_ml[other * 2], shared_ml[other * 2 + 1],
+                                               shared_o[other * CH + c])
             result = value / total
             if not seen_any(row, Q_LEN, kv_end, CAUSAL, GROUPED):
                 result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))

@@ -32,6 +32,7 @@ This module imports only the language (and the GEMM's and nn's kernel helpers).
 import functools
 from dataclasses import dataclass
 
+from hydroplane.kernels.attention.source import combined_chunk
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
@@ -112,20 +113,32 @@ def load_x8(xs, slot: constexpr, x4, at, XDT: constexpr):
 #   "add_norm":          s = x + pd;  h = s * r(s) * pw           a residual add, then the next norm
 #   "postnorm_add_norm": s = x + pd * r(pd) * pdw; h = s * r(s) * pw   (Gemma's post-norm, residual, next norm)
 #   "gated":             h = act(x[0:K]) * x[K:2K]               a gated FFN's activation PACT (x: gate, then up)
+#   "combine":           h = a one-token decode's attention output, its KV splits merged (x4: the main pass's split
+#                        results, pd: their maxima and sums, pw[0]: the keys in use as s32 bits; CMB: (splits,
+#                        split length, window or 0, key capacity, rows per KV head, head dim, the combining pass's
+#                        lanes)): attention_combine's f16 output, its bits (the same merges in the same order)
 # SUM_OUT: workgroup (0, 0, 0) also writes s to ps (the residual stream's next value). The arithmetic is the unfused
 # kernels' (kernels/nn/norm.py, activation.py) in their order; the sums meet as theirs do (`group_sum`).
-PROLOGUES = ("none", "norm", "add_norm", "postnorm_add_norm", "gated")
+PROLOGUES = ("none", "norm", "add_norm", "postnorm_add_norm", "gated", "combine")
 K_MAX_PROLOGUE = 3072  # f32 elements of shared memory for the row: 12 KiB (every Vulkan device offers 16)
 
 
 @func
-def prologue(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO: constexpr, PACT: constexpr, SUM_OUT: constexpr,
-             THREADS: constexpr, NSG: constexpr):
+def prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO: constexpr, PACT: constexpr, SUM_OUT: constexpr,
+             THREADS: constexpr, NSG: constexpr, CMB: constexpr):
     """The prologue PRO's row into sx[0:K] (the comment above; sums: NSG f32 of shared scratch), then a barrier."""
     lid = local_index()
     if PRO == "gated":
         for i in range(lid, K, THREADS):
             sx[i] = act(x[i], PACT) * x[K + i]
+    elif PRO == "combine":
+        CH = CMB[5] // 4
+        for chunk in range(lid, K // 4, THREADS):
+            query = chunk // CH  # query head: (KV head, its row)
+            value = combined_chunk(x4, pd, pw, query // CMB[4], query % CMB[4], chunk % CH, CMB[4], CMB[3], CMB[0],
+                                   CMB[1], CMB[2], CMB[5], CMB[6], CMB[2] > 0)
+            for j in static_range(4):
+                sx[chunk * 4 + j] = f32(f16(value[j]))
     else:
         delta_scale = f32(1.0)
         if PRO == "postnorm_add_norm":
@@ -285,11 +298,11 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          SPAN: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr, NSG: constexpr,
                          SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none",
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
-                         BYTES2: constexpr = 0, SPAN2: constexpr = False):
+                         BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = ()):
         sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
         sums = shared_array(f32, NSG)
         if PRO != "none":
-            prologue(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG)
+            prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG, CMB)
         lane = lane_id()
         sub = lane % LPR
         n0 = ((workgroup_id(0) * NSG + subgroup_id()) * (SG // LPR) + lane // LPR) * ROWS
