@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import zipfile
 
 import pytest
+from conftest import REPO
 
 from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
 from hydroplane.spirv.target import PROFILES, CoopShape, Target, TargetError, UnsupportedOnTarget
@@ -17,6 +22,28 @@ def test_shipped_profiles_load_and_round_trip(name):
     target = Target.profile(name)
     assert target.name == name and target.coop_khr
     assert Target.from_dict(json.loads(target.to_json())) == target
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_shipped_profile_is_the_file_in_the_package(name):
+    shipped = json.loads((REPO / "src/hydroplane/spirv/profiles" / f"{name}.json").read_text(encoding="utf-8"))
+    assert Target.profile(name) == Target.from_dict(shipped)
+
+
+def test_profiles_load_from_a_zipped_package(tmp_path):
+    """Target.profile reads through the package's loader, so a package imported from a zip file finds them too."""
+    archive = tmp_path / "hydroplane.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for path in (REPO / "src/hydroplane").rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zipped.write(path, path.relative_to(REPO / "src").as_posix())
+    code = ("import json\nfrom hydroplane.spirv import target\n"
+            "assert '.zip' in target.__file__, target.__file__\n"
+            "print(json.dumps([target.Target.profile(name).to_json() for name in target.PROFILES]))")
+    env = {**os.environ, "PYTHONPATH": str(archive), "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [Target.profile(name).to_json() for name in PROFILES]
 
 
 def test_live_lavapipe_matches_the_shipped_profile():

@@ -12,9 +12,10 @@ into what a target offers; the launch layer refuses what it cannot.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from hydroplane.spirv.binary import SpirvError
 from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
@@ -26,6 +27,13 @@ NV2_FEATURES = ("cooperativeMatrixWorkgroupScope", "cooperativeMatrixFlexibleDim
                 "cooperativeMatrixTensorAddressing", "cooperativeMatrixBlockLoads")
 EXT_MAINTENANCE1 = "VK_EXT_cooperative_matrix_maintenance1"
 _DEFAULT_WORKGROUP_COUNT = (65535, 65535, 65535)  # Vulkan's required minimum of maxComputeWorkGroupCount
+
+
+def _shipped_text(*parts: str) -> str:
+    """A file shipped in this package (a folder or a zip file: pkgutil.get_data's rule) as UTF-8 text, read through
+    the package's loader; not through importlib.resources, whose import loads tempfile and shutil (about 4.5 ms)."""
+    loader: Any = __spec__.loader
+    return loader.get_data(os.path.join(os.path.dirname(__file__), *parts)).decode("utf-8")
 
 
 class TargetError(SpirvError):
@@ -277,8 +285,7 @@ class Target:
         """A shipped profile: 'lavapipe', 'nvidia-h200' or 'generic-khr'."""
         if name not in PROFILES:
             raise TargetError(f"unknown target profile {name!r}; shipped: {', '.join(PROFILES)}")
-        text = resources.files("hydroplane.spirv").joinpath("profiles", f"{name}.json").read_text()
-        return cls.from_dict(json.loads(text))
+        return cls.from_dict(json.loads(_shipped_text("profiles", f"{name}.json")))
 
     @classmethod
     def reference(cls, subgroup_size: int = 32) -> Target:
