@@ -195,22 +195,26 @@ def child(calls: list[str], sizes: tuple, cache: str, disk_cache: bool, breakdow
 
 # An import-only child for --import-costs: the exclusive time of .pyc reads (SourceFileLoader.get_code), compiles of
 # sources without a fresh .pyc (source_to_code), dataclass creation (dataclasses._process_class) and Enum class
-# creation (EnumType.__new__) within the call modules' import.
+# creation (EnumType.__new__, and for the classes enum._simple_enum makes, as hydroplane.spirv.enums' are, the
+# members it adds after it) within the call modules' import.
 IMPORT_COSTS_CHILD = r"""
 import dataclasses, enum, importlib._bootstrap_external as bootstrap, json, sys, time
 import numpy
 parts, counts = {}, {}
 """ + TIMER + r"""
-def charge_to(part):
+def charge_to(part, count=True):
     def charge(seconds):
         parts[part] = parts.get(part, 0.0) + seconds
-        counts[part] = counts.get(part, 0) + 1
+        counts[part] = counts.get(part, 0) + count
     return charge
 
 bootstrap.SourceFileLoader.get_code = timed(bootstrap.SourceFileLoader.get_code, charge_to("pyc"))
 bootstrap.SourceFileLoader.source_to_code = timed(bootstrap.SourceFileLoader.source_to_code, charge_to("compile"))
 dataclasses._process_class = timed(dataclasses._process_class, charge_to("dataclasses"))
 enum.EnumType.__new__ = staticmethod(timed(enum.EnumType.__new__, charge_to("enums")))
+if hasattr(enum, "_simple_enum"):  # its class is counted at EnumType.__new__, inside the conversion
+    simple_enum = enum._simple_enum
+    enum._simple_enum = lambda *args, **kwargs: timed(simple_enum(*args, **kwargs), charge_to("enums", count=False))
 before = set(sys.modules)
 t = time.perf_counter()
 import hydroplane
