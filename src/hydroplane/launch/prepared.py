@@ -108,6 +108,17 @@ def _contiguous_strides(shape: tuple, itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _c_ordered(shape: tuple, strides: tuple, itemsize: int) -> bool:
+    """Whether elements of these strides lie in C order without gaps (dimensions of size 1 aside; an array of no
+    element is C-ordered whatever its strides: the callers ask that first)."""
+    step = itemsize
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != step:
+            return False
+        step *= n
+    return True
+
+
 class DeviceArray:
     """An array held in a device's buffer: it binds to launches on that device without copies, and views of it
     (`.T`, `reshape`, slices of leading dimensions, `view(dtype)`) share its bytes (docs/runtime.md's table).
@@ -156,8 +167,8 @@ class DeviceArray:
         arr = DeviceArray.__new__(DeviceArray)
         arr.runtime, arr.storage, arr.dtype, arr.shape = self.runtime, self.storage, template.dtype, template.shape
         arr.layout = Layout(offset, template.layout.strides)
-        arr.base, arr.format, arr.size, arr.contiguous = self.base or self, template.format, template.size, \
-            template.contiguous
+        arr.base, arr.format, arr.size, arr.contiguous = self if self.base is None else self.base, template.format, \
+            template.size, template.contiguous
         arr._signature = None
         return arr
 
@@ -293,10 +304,10 @@ class DeviceArray:
         dtype = self.dtype if dtype is None else np.dtype(dtype)
         arr.runtime, arr.storage, arr.dtype, arr.shape = self.runtime, self.storage, dtype, shape
         arr.layout = Layout(self.layout.offset if offset is None else offset, strides)
-        arr.base, arr.format, arr._signature = self.base or self, self.format, None
+        base = self.base
+        arr.base, arr.format, arr._signature = self if base is None else base, self.format, None
         arr.size = size = math.prod(shape)
-        arr.contiguous = contiguous or size <= 1 or all(st == want for st, want, n in zip(
-            strides, _contiguous_strides(shape, dtype.itemsize), shape) if n != 1)
+        arr.contiguous = contiguous or size <= 1 or _c_ordered(shape, strides, dtype.itemsize)
         return arr
 
     def flat(self, dtype=None) -> DeviceArray:
@@ -813,6 +824,30 @@ def places_of(arrays) -> tuple | None:
     return tuple(places)
 
 
+def served_places(inputs: tuple, out) -> tuple | None:
+    """`places_of((*inputs, out))` when a planned call's fast path may take these DeviceArrays (`fast_path_serves`),
+    else None; `out` None: the inputs' places alone (the caller adds its new result's). One pass over the arrays."""
+    places: list[tuple[int, int] | None] = []
+    for x in inputs:
+        if x is None:
+            places.append(None)
+            continue
+        buffer = x.storage.buffer
+        if buffer is None:
+            return None
+        places.append((id(buffer), x.layout.offset))
+    if out is not None:
+        storage = out.storage
+        buffer = storage.buffer
+        if buffer is None:
+            return None
+        for x in inputs:
+            if x is not None and x.storage is storage:
+                return None
+        places.append((id(buffer), out.layout.offset))
+    return tuple(places)
+
+
 def fast_path_serves(inputs: tuple, out) -> bool:
     """Whether a planned call's fast path may take these DeviceArrays (None entries absent): none released, and
     `out` sharing no buffer with an input (the checked path stages that case, or refuses a released one)."""
@@ -870,4 +905,4 @@ def grid_of(grid, constexprs: Mapping | None = None) -> tuple[int, int, int]:
 __all__ = ["KEPT_PLANS", "WARMUP_S", "ArgumentError", "DeviceArray", "Layout", "PreparedLaunch", "ReleasedError",
            "Storage", "WeakStorage", "dispatch_kept", "fast_path_serves", "grid_of", "kept_key", "numpy_dtype",
            "places_of", "planned_of",
-           "prepare", "real_storage", "signature_of"]
+           "prepare", "real_storage", "served_places", "signature_of"]

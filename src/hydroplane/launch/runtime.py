@@ -89,19 +89,39 @@ def words_key(words, entry: str = "main", spec=None) -> tuple:
     return hashlib.sha256(data).hexdigest(), entry, tuple(sorted((spec or {}).items()))
 
 
-@dataclass(frozen=True)
 class PlannedLaunch:
     """A launch ready to queue: its recorded commands (Vulkan) or its arguments (the reference executor), the byte
-    ranges it reads and writes, and what it keeps alive."""
+    ranges it reads and writes, and what it keeps alive. `read_keys`, `write_keys`: _access_keys of the ranges, made
+    once; `self_conflict`: whether a second run must wait for the first (it writes some bytes); `seq`: the batch it
+    was last queued into (the runtime's: that batch already keeps its objects and numbers its buffers)."""
 
-    record: Any
-    reads: list
-    writes: list
-    keep: tuple
-    label: str
-    reference: tuple | None
-    read_keys: tuple = ()  # _access_keys(reads), made once
-    write_keys: tuple = ()
+    __slots__ = ("record", "reads", "writes", "keep", "label", "reference", "read_keys", "write_keys", "self_conflict",
+                 "seq", "_after", "__weakref__")
+
+    def __init__(self, record, reads: list, writes: list, keep: tuple, label: str, reference: tuple | None,
+                 read_keys: tuple = (), write_keys: tuple = ()):
+        self.record, self.reads, self.writes, self.keep, self.label = record, reads, writes, keep, label
+        self.reference, self.read_keys, self.write_keys = reference, read_keys, write_keys
+        self.self_conflict = any(start < end for _, (start, end) in write_keys)
+        self.seq = 0
+        self._after: tuple | None = None  # (a weak reference to a launch, whether this one conflicts with it)
+
+    def conflicts_after(self, other: PlannedLaunch) -> bool:
+        """Whether this launch must wait for `other` (their byte ranges conflict); the answer for the last `other`
+        asked is kept (a loop of calls asks the same pair again and again)."""
+        if other is self:
+            return self.self_conflict
+        after = self._after
+        if after is not None and after[0]() is other:
+            return after[1]
+        pending: dict = {}
+        _add_accesses(pending, other.read_keys, other.write_keys)
+        conflict = _conflicts(pending, self.read_keys, self.write_keys)
+        self._after = (weakref.ref(other), conflict)
+        return conflict
+
+    def __repr__(self) -> str:
+        return f"PlannedLaunch({self.label!r}, reads={self.reads}, writes={self.writes})"
 
 
 def _access_keys(ranges) -> tuple:
@@ -232,6 +252,8 @@ class DeviceRuntime:
         self.graphs: weakref.WeakSet = weakref.WeakSet()  # the graphs not yet closed (they keep their buffers)
         # buffer id -> {(start, end): writes}: the accesses recorded since the last barrier
         self._pending: dict[int, dict[tuple[int, int], bool]] = {}
+        self._pending_only: PlannedLaunch | None = None  # when set: the accesses pending are this launch's alone
+        # (`_pending` is then not kept up to date: `_pending_accesses` makes it so)
         self._timing = False  # while timing, the runs go out in whole batches (no gap between two timestamps)
         self._pool: dict[int, list] = {}  # freed Vulkan buffers by size, for the next alloc of that size: a heap
         # by creation order, so that a step of calls repeated gets the same buffers in the same places (its kept
@@ -498,7 +520,7 @@ class DeviceRuntime:
         written = set(writes)
         reads = [r for r in dict.fromkeys((b.buffer, b.offset, b.nbytes) for b in bound if b.reads)
                  if r not in written]
-        keep = tuple(b.buffer for b in bound)
+        keep = tuple(dict.fromkeys(b.buffer for b in bound))
         if self.stream is None:
             return PlannedLaunch(None, reads, writes, keep, label, (kernel, grid, bound, push))
         pipeline = kernel.native
@@ -513,12 +535,50 @@ class DeviceRuntime:
 
     def launch_planned(self, planned: PlannedLaunch) -> None:
         """Queue a planned launch (its buffers must still be alive: the PreparedLaunch holding it checks)."""
-        if self.stream is None:
+        stream = self.stream
+        if stream is None:
             self._launch_reference(*planned.reference)
             return
         with self.lock:
-            self._record(planned.record, planned.reads, planned.writes, planned.keep, planned.label,
-                         planned.read_keys, planned.write_keys)
+            if self.capture is not None:
+                self._record(planned.record, planned.reads, planned.writes, planned.keep, planned.label,
+                             planned.read_keys, planned.write_keys)
+                return
+            # as _record, with what a planned launch knows: while the accesses pending are one launch's alone (a
+            # chain of dependent launches: each after a barrier), the hazard check is a question of two launches,
+            # whose answer the launch keeps; and in the batch that holds it already nothing more to keep or number
+            only = self._pending_only
+            if not stream.recording:  # a new batch starts with a full barrier: nothing pending (a closed stream
+                self._pending.clear()  # records nothing: its record raises)
+                self._pending_only = planned
+            elif only is not None:
+                if planned.conflicts_after(only):
+                    stream.barrier()
+                    self._pending_only = planned
+                else:
+                    _add_accesses(self._pending_accesses(), planned.read_keys, planned.write_keys)
+            else:
+                pending = self._pending
+                if not pending:
+                    self._pending_only = planned
+                elif _conflicts(pending, planned.read_keys, planned.write_keys):
+                    pending.clear()
+                    stream.barrier()
+                    self._pending_only = planned
+                else:
+                    _add_accesses(pending, planned.read_keys, planned.write_keys)
+            if planned.seq == stream.seq:  # recorded into the batch being recorded (not recording: seq is the next's)
+                stream.record(planned.record, planned.label)
+            else:
+                seq = planned.seq = stream.record(planned.record, planned.label, planned.keep)
+                for buf, _, _ in planned.reads:
+                    buf._hp_access = seq
+                for buf, _, _ in planned.writes:
+                    buf._hp_access = buf._hp_write = seq
+            if self.blocking:
+                stream.wait(planned.seq)
+            elif not self._timing:
+                stream.submit_if_idle()
 
     def _launch_reference(self, kernel, grid, bound, push) -> None:
         buffers = {(b.set, b.binding): b.buffer if b.offset == 0 and b.nbytes == b.buffer.nbytes else
@@ -543,41 +603,21 @@ class DeviceRuntime:
         stream = self.stream
         assert stream is not None
         graph = self.capture
-        pending = graph.pending if graph is not None else self._pending
-        if graph is None and not stream.recording:
+        if graph is not None:
+            pending = graph.pending
+        elif not stream.recording:
+            pending = self._pending
             pending.clear()
-        get = pending.get
-        if pending:
-            conflict = False
-            for key, (start, end) in read_keys:
-                ranges = get(key)
-                if ranges and _overlaps(ranges, start, end, True):
-                    conflict = True
-                    break
+            self._pending_only = None
+        else:
+            pending = self._pending_accesses()
+        if pending and _conflicts(pending, read_keys, write_keys):
+            pending.clear()
+            if graph is None:
+                stream.barrier()
             else:
-                for key, (start, end) in write_keys:
-                    ranges = get(key)
-                    if ranges and _overlaps(ranges, start, end, False):
-                        conflict = True
-                        break
-            if conflict:
-                pending.clear()
-                if graph is None:
-                    stream.barrier()
-                else:
-                    vk.full_barrier(graph.commands[0])
-        for key, span in read_keys:
-            ranges = get(key)
-            if ranges is None:
-                pending[key] = {span: False}
-            elif span not in ranges:  # a range read again adds nothing to check
-                ranges[span] = False
-        for key, span in write_keys:
-            ranges = get(key)
-            if ranges is None:
-                pending[key] = {span: True}
-            else:
-                ranges[span] = True
+                vk.full_barrier(graph.commands[0])
+        _add_accesses(pending, read_keys, write_keys)
         if graph is not None:
             fn(graph.commands[0])
             graph.record(keep, label, reads, writes)
@@ -591,6 +631,16 @@ class DeviceRuntime:
             stream.wait(seq)
         elif not self._timing:
             stream.submit_if_idle()
+
+    def _pending_accesses(self) -> dict:
+        """The accesses recorded since the last barrier, {buffer id: {(start, end): wrote}}, kept up to date from
+        here on (not only one launch's any more)."""
+        pending, only = self._pending, self._pending_only
+        if only is not None:
+            pending.clear()
+            _add_accesses(pending, only.read_keys, only.write_keys)
+            self._pending_only = None
+        return pending
 
     def synchronize(self) -> None:
         """Wait for every queued launch of this device."""
@@ -716,13 +766,40 @@ def _range(b: Bound, exact: bool = False) -> int:
         b.buffer.size - b.offset
 
 
-def _overlaps(ranges: dict, start: int, end: int, reading: bool) -> bool:
-    """Whether [start, end) of a buffer conflicts with one of its pending accesses ({(start, end): wrote}): a read
-    with a write, a write with any."""
-    for (s, e), wrote in ranges.items():
-        if s < end and start < e and (wrote or not reading):
-            return True
+def _conflicts(pending: dict, read_keys: tuple, write_keys: tuple) -> bool:
+    """Whether accesses (_access_keys of the ranges read and written) conflict with the pending ones ({buffer id:
+    {(start, end): wrote}}): a read with a write of overlapping bytes, a write with any access of them."""
+    get = pending.get
+    for key, (start, end) in read_keys:
+        ranges = get(key)
+        if ranges:
+            for (s, e), wrote in ranges.items():
+                if wrote and s < end and start < e:
+                    return True
+    for key, (start, end) in write_keys:
+        ranges = get(key)
+        if ranges:
+            for s, e in ranges:
+                if s < end and start < e:
+                    return True
     return False
+
+
+def _add_accesses(pending: dict, read_keys: tuple, write_keys: tuple) -> None:
+    """Add accesses to the pending ones (a range read again adds nothing to check; a write marks its range)."""
+    get = pending.get
+    for key, span in read_keys:
+        ranges = get(key)
+        if ranges is None:
+            pending[key] = {span: False}
+        elif span not in ranges:
+            ranges[span] = False
+    for key, span in write_keys:
+        ranges = get(key)
+        if ranges is None:
+            pending[key] = {span: True}
+        else:
+            ranges[span] = True
 
 
 class Graph:
@@ -797,6 +874,7 @@ class Graph:
                 if key in self.written:
                     buf._hp_write = seq
             rt._pending.clear()
+            rt._pending_only = None
             if rt.blocking:
                 rt.stream.wait(seq)
 

@@ -45,10 +45,10 @@ from hydroplane.kernels.attention import (
 from hydroplane.launch.prepared import (
     KEPT_PLANS,
     DeviceArray,
-    fast_path_serves,
     places_of,
     planned_of,
     prepare,
+    served_places,
     signature_of,
 )
 from hydroplane.launch.runtime import runtime, runtime_of
@@ -266,12 +266,13 @@ class FastAttention:
         prepared, rt = self.prepared, self.runtime
         if not prepared.passes or rt.closed:
             return None
-        if not fast_path_serves((q, k, v, kv_len), out):
+        places = served_places((q, k, v, kv_len), out)
+        if places is None:
             return None
         if out is None:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
             out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
-        places = places_of((q, k, v, kv_len, out))
+            places += ((id(out.storage.buffer), 0),)
         planned = self.by_place.get(places)
         with rt.lock:  # the plan is shared by the calls of its signature: bound and queued by one thread at a time
             if not prepared.passes:  # evicted meanwhile (by another thread): its scratch may be another's now

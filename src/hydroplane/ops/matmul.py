@@ -38,10 +38,10 @@ from hydroplane.kernels.gemm.route import gemm_route
 from hydroplane.launch.prepared import (
     KEPT_PLANS,
     DeviceArray,
-    fast_path_serves,
     places_of,
     planned_of,
     real_storage,
+    served_places,
     signature_of,
 )
 from hydroplane.launch.runtime import runtime, runtime_of
@@ -366,11 +366,8 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
            acc_dtype=None, device=None):
     """act(alpha * (a @ b) + beta * c + bias) with np.matmul's shapes and NumPy's result dtype, bf16 and the 8-bit
     integers excepted (the module docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
-    if quant_matmul.is_quantized(a) or quant_matmul.is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
-        return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
-                                   out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
-    if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays
-        try:
+    if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays (never of
+        try:  # ggml blocks: their calls take quant_matmul's path below, so no FastCall has their signatures)
             fast = _fast.get((a.signature, b.signature, signature_of(bias), signature_of(out), type(alpha), alpha,
                               type(beta), beta, activation, out_dtype, acc_dtype, device))
         except TypeError:  # an unhashable argument: the checked path says what is wrong with it
@@ -379,6 +376,9 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
             result = fast.run(a, b, bias, out)
             if result is not None:
                 return result
+    if quant_matmul.is_quantized(a) or quant_matmul.is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
+        return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
+                                   out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     call = check_call(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                       out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     try:
@@ -490,13 +490,16 @@ class FastCall:
 
     def run(self, a: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
         plan, rt = self.plan, self.runtime
-        if not plan.gemms or rt.closed or not fast_path_serves((a, b, bias), out):
+        if not plan.gemms or rt.closed:
+            return None
+        places = served_places((a, b, bias), out)
+        if places is None:
             return None
         if out is None:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
             out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+            places += ((id(out.storage.buffer), 0),)
         arrays = (a, b, bias, out)
-        places = places_of(arrays)
         planned = self.by_place.get(places)
         if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
             with rt.lock:

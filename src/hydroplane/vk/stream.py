@@ -15,6 +15,11 @@ GPU), while a call after a pause is submitted at once. Every batch starts with a
 submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the objects it uses alive
 (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is
 not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
+
+A dispatch recorded from a `DispatchRecorder` (`dispatch_recorder`) binds only what the batch's command buffer does
+not have bound already: the same pipeline, descriptor sets and push constants as the batch's last dispatch are not
+bound again (Vulkan keeps them bound across dispatches, barriers and copies in one command buffer); any other command
+recorded through `record` forgets what is bound, so the next dispatch binds everything.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from hydroplane.vk.errors import DeviceLost, UsageError
 from hydroplane.vk.handles import Owned
 from hydroplane.vk.results import check
 from hydroplane.vk.sync import Fence
-from hydroplane.vk.transfer import barrier
+from hydroplane.vk.transfer import barrier, barrier_arguments
 
 # What one dispatch or copy may have written -> what the next may read or write (compute and transfer).
 _WRITES = E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT | E.VK_ACCESS_HOST_WRITE_BIT
@@ -49,6 +54,9 @@ def full_barrier(cmd) -> None:
     barrier(cmd, _WRITES, _READS, _STAGES | E.VK_PIPELINE_STAGE_HOST_BIT, _STAGES)
 
 
+_FULL_BARRIER = barrier_arguments(_WRITES, _READS, _STAGES | E.VK_PIPELINE_STAGE_HOST_BIT, _STAGES)
+
+
 def host_barrier(cmd) -> None:
     """Every earlier shader and transfer write made visible to the host (the end of a batch)."""
     barrier(cmd, E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT, E.VK_ACCESS_HOST_READ_BIT, _STAGES,
@@ -58,10 +66,13 @@ def host_barrier(cmd) -> None:
 class Batch:
     """One command buffer with its fence, what it keeps alive, what runs when it is done, and its calls' names."""
 
-    __slots__ = ("seq", "commands", "fence", "keep", "done", "labels", "count", "submitted", "foreign")
+    __slots__ = ("seq", "commands", "fence", "keep", "done", "labels", "count", "submitted", "foreign", "cmd",
+                 "bound")
 
     def __init__(self, seq: int, commands, fence: Fence):
         self.seq, self.commands, self.fence = seq, commands, fence
+        self.cmd = ctypes.c_void_p(commands[0])  # the command buffer as a call argument, converted once
+        self.bound: DispatchRecorder | None = None  # whose pipeline, sets and push constants are bound (None: unknown)
         self.keep: list = []
         self.done: list = []
         self.labels: list[str] = []
@@ -92,6 +103,7 @@ class Stream(Owned):
         self._begin, self._end, self._submit = core("vkBeginCommandBuffer"), core("vkEndCommandBuffer"), \
             core("vkQueueSubmit")
         self._status, self._reset = core("vkGetFenceStatus"), core("vkResetFences")
+        self._barrier = core("vkCmdPipelineBarrier")
         self._begin_info = S.VkCommandBufferBeginInfo(flags=E.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self._adopt(device)
 
@@ -112,14 +124,20 @@ class Stream(Owned):
         return self._current
 
     def record(self, fn, label: str = "", keep=()) -> int:
-        """Record commands (`fn(cmd)`) into the batch being recorded; returns its number. `keep`: objects the
-        commands use, held until the batch has finished."""
-        self._require_open("Stream")
+        """Record commands (`fn(cmd)`, or a DispatchRecorder's dispatch) into the batch being recorded; returns its
+        number. `keep`: objects the commands use, held until the batch has finished."""
+        if self._closed:
+            self._require_open("Stream")
         if self._failure is not None:
             raise self._failure
-        batch = self._batch()
-        fn(batch.commands[0])
-        batch.keep.extend(keep)
+        batch = self._current or self._batch()
+        if type(fn) is DispatchRecorder:
+            fn.into(batch)
+        else:
+            fn(batch.commands[0])
+            batch.bound = None  # what fn bound is not known
+        if keep:
+            batch.keep.extend(keep)
         if label:
             batch.labels.append(label)
         batch.count += 1
@@ -129,7 +147,8 @@ class Stream(Owned):
 
     def barrier(self) -> None:
         """Order the commands recorded so far before those that follow (inside the current batch)."""
-        full_barrier(self._batch().commands[0])
+        batch = self._current or self._batch()
+        self._barrier(batch.cmd, *_FULL_BARRIER)
 
     @property
     def recording(self) -> bool:
@@ -168,9 +187,9 @@ class Stream(Owned):
         """Submit the recorded batch now if the GPU has nothing left to run, unless the batch is short and the last
         submit recent (IDLE_BATCH, IDLE_GAP_S: the module docstring)."""
         batch = self._current
-        if batch is None or self.busy():
-            return
-        if batch.count < self.idle_batch and _clock() - self._submitted_at < IDLE_GAP_S:
+        if batch is None or (batch.count < self.idle_batch and _clock() - self._submitted_at < IDLE_GAP_S):
+            return  # held either way: the fences are not asked
+        if self.busy():
             return
         self.flush()
 
@@ -407,27 +426,73 @@ def _descriptor_type(kind: str) -> int:
     return E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER if kind == "uniform" else E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
 
 
-def dispatch_recorder(pipeline, sets, push, grid):
-    """`record(cmd)` recording `record_dispatch` of these arguments, with the entry points and argument objects
-    looked up once (a planned launch records it many times)."""
-    core = _ffi.core
-    bind, bind_sets = core("vkCmdBindPipeline"), core("vkCmdBindDescriptorSets")
-    push_constants, dispatch = core("vkCmdPushConstants"), core("vkCmdDispatch")
-    handle, layout, count = pipeline.handle, pipeline.layout, len(pipeline.set_layouts)
-    compute, stage = E.VK_PIPELINE_BIND_POINT_COMPUTE, E.VK_SHADER_STAGE_COMPUTE_BIT
-    data = ctypes.create_string_buffer(push, len(push)) if push else None
-    x, y, z = grid
+class DispatchRecorder:
+    """One dispatch of a pipeline with its descriptor sets, push constants (bytes, padded to 4) and grid, its call
+    arguments converted to ctypes objects once (a planned launch records it many times). `recorder(cmd)` records
+    every bind and the dispatch; a stream's `record` calls `into(batch)`, which binds only what differs from the
+    batch's last dispatch (`Batch.bound`)."""
 
-    def record(cmd) -> None:
-        bind(cmd, compute, handle)
-        if count:
-            bind_sets(cmd, compute, layout, 0, count, sets, 0, None)
-        if data is not None:
-            push_constants(cmd, layout, stage, 0, len(data), data)
-        dispatch(cmd, x, y, z)
+    __slots__ = ("pipeline", "sets", "push", "keep", "_handle", "_layout", "_count", "_data", "_size", "_grid")
 
-    record.keep = (pipeline, sets, data)  # what the function uses stays alive with it
-    return record
+    def __init__(self, pipeline, sets, push: bytes | None, grid):
+        self.pipeline, self.sets, self.push = pipeline, sets, push or None
+        entry = _ENTRY
+        self._handle, self._layout = ctypes.c_void_p(pipeline.handle), ctypes.c_void_p(pipeline.layout)
+        self._count = _argument(entry.bind_sets, 4, len(pipeline.set_layouts)) if pipeline.set_layouts else None
+        self._data = ctypes.create_string_buffer(push, len(push)) if push else None
+        self._size = _argument(entry.push_constants, 4, len(push)) if push else None
+        self._grid = tuple(_argument(entry.dispatch, 1 + i, int(n)) for i, n in enumerate(grid))
+        self.keep = (pipeline, sets, self._data)  # what the recorder uses stays alive with it
+
+    def __call__(self, cmd) -> None:
+        """Record every bind and the dispatch into command buffer `cmd`."""
+        self._record(cmd, None)
+
+    def into(self, batch: Batch) -> None:
+        """Record the dispatch into a stream's batch, binding only what its last dispatch left different."""
+        last = batch.bound
+        self._record(batch.cmd, last)
+        if last is not self:
+            batch.bound = self
+
+    def _record(self, cmd, last: DispatchRecorder | None) -> None:
+        entry = _ENTRY
+        if last is not self:
+            same_layout = last is not None and last.pipeline.layout == self.pipeline.layout
+            if not same_layout or last.pipeline.handle != self.pipeline.handle:
+                entry.bind(cmd, entry.compute, self._handle)
+            if self._count is not None and not (same_layout and last.sets is self.sets):
+                entry.bind_sets(cmd, entry.compute, self._layout, entry.zero, self._count, self.sets, entry.zero,
+                                None)
+            if self._data is not None and not (same_layout and last.push == self.push):
+                entry.push_constants(cmd, self._layout, entry.stage, entry.zero, self._size, self._data)
+        entry.dispatch(cmd, *self._grid)
+
+
+def _argument(func, index: int, value):
+    """`value` as the ctypes object of a function's argument `index` (converted once, passed many times)."""
+    return func.argtypes[index](value)
+
+
+class _Entries:
+    """The dispatch's entry points and constant arguments, made on first use (the loader is loaded then)."""
+
+    def __getattr__(self, name: str):
+        core = _ffi.core
+        self.bind, self.bind_sets = core("vkCmdBindPipeline"), core("vkCmdBindDescriptorSets")
+        self.push_constants, self.dispatch = core("vkCmdPushConstants"), core("vkCmdDispatch")
+        self.compute = _argument(self.bind, 1, E.VK_PIPELINE_BIND_POINT_COMPUTE)
+        self.stage = _argument(self.push_constants, 2, E.VK_SHADER_STAGE_COMPUTE_BIT)
+        self.zero = _argument(self.bind_sets, 3, 0)
+        return self.__dict__[name]
+
+
+_ENTRY = _Entries()
+
+
+def dispatch_recorder(pipeline, sets, push, grid) -> DispatchRecorder:
+    """A DispatchRecorder of these arguments: `record(cmd)` records `record_dispatch` of them."""
+    return DispatchRecorder(pipeline, sets, push, grid)
 
 
 def record_dispatch(cmd, pipeline, sets, push, grid) -> None:

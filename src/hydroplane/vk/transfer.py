@@ -30,16 +30,24 @@ def one_time_submit(device, record) -> None:
 
 
 def barrier(cmd, src_access: int, dst_access: int, src_stage: int, dst_stage: int) -> None:
-    """A global memory barrier (its struct made once per access pair: a queued call records one or more)."""
-    key = (src_access, dst_access)
-    info = _BARRIERS.get(key)
-    if info is None:
+    """A global memory barrier (its arguments made once per accesses and stages: a queued call records one or more)."""
+    _ffi.core("vkCmdPipelineBarrier")(cmd, *barrier_arguments(src_access, dst_access, src_stage, dst_stage))
+
+
+def barrier_arguments(src_access: int, dst_access: int, src_stage: int, dst_stage: int) -> tuple:
+    """vkCmdPipelineBarrier's arguments after the command buffer for one global memory barrier, as ctypes objects
+    made once (read-only: the same tuple serves every call)."""
+    key = (src_access, dst_access, src_stage, dst_stage)
+    found = _BARRIERS.get(key)
+    if found is None:
         struct = S.VkMemoryBarrier(srcAccessMask=src_access, dstAccessMask=dst_access)
-        info = _BARRIERS[key] = (struct, ctypes.byref(struct))
-    _ffi.core("vkCmdPipelineBarrier")(cmd, src_stage, dst_stage, 0, 1, info[1], 0, None, 0, None)
+        zero, one = ctypes.c_uint32(0), ctypes.c_uint32(1)
+        found = _BARRIERS[key] = (ctypes.c_uint32(src_stage), ctypes.c_uint32(dst_stage), zero, one,
+                                  ctypes.pointer(struct), zero, None, zero, None)
+    return found
 
 
-_BARRIERS: dict = {}  # (src access, dst access) -> (VkMemoryBarrier, a pointer to it): read-only once made
+_BARRIERS: dict = {}  # (accesses, stages) -> vkCmdPipelineBarrier's arguments after the command buffer
 
 
 def copy_buffer(device, src, dst, src_offset: int, dst_offset: int, nbytes: int) -> None:
