@@ -125,11 +125,20 @@ def barrier_variants(model, run, reps: int, reset) -> dict:
 
 def fold_variants(model, run, reps: int, reset) -> dict:
     """The decode step captured as shipped and with each fold of a pass into another kernel undone (the combining
-    pass as its own launch after attention's main pass; the heads as their own kernel and attention as the op),
-    each replay timed by GPU timestamps: whether each fold pays at these shapes (the same results, tests/models)."""
+    pass as its own launch after attention's main pass; the heads as their own kernel and attention as the op; the
+    GEMVs' norm prologues loading their inputs in three rounds instead of holding them in registers; the GEMVs'
+    first weights loaded after the prologue instead of before it), each replay timed by GPU timestamps: whether each
+    pays at these shapes (the same results: tests/models, tests/quant)."""
     from hydroplane.models import model as model_module
+    from hydroplane.ops import quant_matmul
 
-    shipped_fold = model_module.FOLD_COMBINE
+    shipped_fold, shipped_held = model_module.FOLD_COMBINE, quant_matmul.PROLOGUE_HELD
+
+    def rounds(on: bool) -> None:
+        quant_matmul.PROLOGUE_HELD = 0 if on else shipped_held
+
+    def after(on: bool) -> None:
+        quant_matmul.PROLOGUE_PRELOAD = not on
 
     def combine_apart(on: bool) -> None:
         model_module.FOLD_COMBINE = shipped_fold and not on
@@ -142,7 +151,9 @@ def fold_variants(model, run, reps: int, reset) -> dict:
 
     return timed_captures(model, run, reps, reset,
                           {"shipped": lambda on: None, "combining pass as its own launch": combine_apart,
-                           "heads and combining pass as their own launches": heads_apart},
+                           "heads and combining pass as their own launches": heads_apart,
+                           "norm prologues loading in three rounds": rounds,
+                           "GEMVs' weights loaded after their prologues": after},
                           "the decode step captured with each fold undone")
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hydroplane.launch.jit import device_array
+from hydroplane.launch.runtime import runtime
 from hydroplane.ops import nn, quant_matmul
 from hydroplane.ops.quant_matmul import Prologue, QuantMatmulError, prologue_fits, run_quantized, weight_of
 from hydroplane.quant import FORMATS, quantize
@@ -46,7 +47,10 @@ def rel(got, want) -> float:
     return float(np.linalg.norm(np.asarray(got, np.float64) - want) / np.linalg.norm(want))
 
 
-PROJECTIONS = [("q5_0", 96, 640), ("q8_0", 64, 640), ("q4_k", 40, 1024), ("q6_k", 24, 512), ("q4_0", 33, 256)]
+# K <= 8 x 128 (the unit GEMV's invocations): the norms' inputs held in registers (quant_matmul.PROLOGUE_HELD); 1536:
+# the loop form
+PROJECTIONS = [("q5_0", 96, 640), ("q8_0", 64, 640), ("q4_k", 40, 1024), ("q6_k", 24, 512), ("q4_0", 33, 256),
+               ("q8_0", 16, 1536)]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -74,6 +78,37 @@ def test_norm_prologues(device, kind, fmt, n, k):
     assert rel(got.numpy()[0], want) < BOUND
     if sum_out is not None:
         np.testing.assert_allclose(sum_out.numpy(), total, rtol=1e-5, atol=1e-5 * np.abs(total).max())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["norm", "add_norm", "postnorm_add_norm"])
+def test_norm_prologues_held_in_registers_are_the_loop_form(device, kind, monkeypatch):
+    """The norms' inputs loaded at once into registers (HELD, K = 704: 6 a row per invocation, the last partly past
+    K) give the loop form's bits: the same arithmetic in the same order, the result and the running sum."""
+    eps, k, n = 1e-6, 704, 16
+    sg = runtime(device).executor.target.subgroup_size
+    monkeypatch.setitem(quant_matmul.UNITS_TUNING, ("q8_0", 1, n, k), {"nsg": max(1, 128 // sg)})  # 128 invocations
+    qw, _ = table("q8_0", n, k)
+    arrays = {name: device_array(v, device) for name, v in
+              (("x", row(k, 3.0)[None]), ("w", row(k) + 1.0), ("delta", row(k, 0.5)), ("dw", row(k) + 1.0))}
+    launched = []
+    launch = quant_matmul._launch
+    monkeypatch.setattr(quant_matmul, "_launch", lambda rt, kernel, constexprs, *rest: (
+        launched.append(constexprs.get("HELD", 0)), launch(rt, kernel, constexprs, *rest))[1])
+    results = []
+    for held in (quant_matmul.PROLOGUE_HELD, 0):
+        monkeypatch.setattr(quant_matmul, "PROLOGUE_HELD", held)
+        out = device_array(np.full((1, n), POISON, np.float32), device)
+        sum_out = device_array(np.full(k, POISON, np.float32), device) if kind != "norm" else None
+        prologue = Prologue(kind, weight=arrays["w"], eps=eps, delta=arrays["delta"] if kind != "norm" else None,
+                            delta_weight=arrays["dw"] if kind == "postnorm_add_norm" else None, sum_out=sum_out)
+        run_quantized(arrays["x"], weight_of(qw.T), out=out, prologue=prologue)
+        results.append((out.numpy(), None if sum_out is None else sum_out.numpy()))
+    assert launched[0] == -(-k // (max(1, 128 // sg) * sg)) and launched[-1] == 0, launched
+    assert np.isfinite(results[0][0]).all()
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    if kind != "norm":
+        np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -160,8 +195,9 @@ def test_prologue_refusals():
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt_a, fmt_b, k", [("q5_0", "q8_0", 640), ("q8_0", "q4_0", 512), ("q4_0", "q5_0", 1024)])
-def test_two_weights_of_two_formats_in_one_launch(device, fmt_a, fmt_b, k):
-    """q | k in Q5_0 and v in Q8_0 (Gemma 3 270M's blocks): one unit GEMV for both, with and without a prologue."""
+def test_two_weights_of_two_formats_in_one_launch(device, fmt_a, fmt_b, k, monkeypatch):
+    """q | k in Q5_0 and v in Q8_0 (Gemma 3 270M's blocks): one unit GEMV for both, with and without a prologue; the
+    weights' first units loaded before the prologue or after it (PROLOGUE_PRELOAD) give the same bits."""
     from hydroplane.launch.runtime import capture, runtime
 
     (qa, wa), (qb, wb) = table(fmt_a, 64, k), table(fmt_b, 32, k)
@@ -183,6 +219,10 @@ def test_two_weights_of_two_formats_in_one_launch(device, fmt_a, fmt_b, k):
     assert graph.launches == 1
     graph.replay()
     assert rel(out.numpy()[0], want) < BOUND
+    monkeypatch.setattr(quant_matmul, "PROLOGUE_PRELOAD", False)
+    later = device_array(np.full((1, 96), POISON, np.float32), device)
+    run_quantized(dx, a, second=b, out=later, prologue=prologue)
+    np.testing.assert_array_equal(later.numpy(), out.numpy())
 
 
 def test_two_weights_that_cannot_share_a_launch_take_two():

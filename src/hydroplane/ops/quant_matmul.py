@@ -158,6 +158,15 @@ class Prologue:
             raise QuantMatmulError(f"a combine prologue reads {stats} f32 maxima and sums (delta=)")
 
 
+NORM_PROLOGUES = ("norm", "add_norm", "postnorm_add_norm")
+# A norm prologue loads all its inputs at once into registers where each invocation holds at most this many of a row
+# (kernels/quant/source.py's HELD; Gemma 3 270M's K = 640 is 5 with 128 invocations); else it loops in three rounds.
+PROLOGUE_HELD = 8
+# With a prologue, the unit GEMV loads its lanes' first unit of W (where a unit is loaded whole) before the prologue,
+# so the weights' memory latency runs beside the prologue's (kernels/quant/source.py's PRELOAD)
+PROLOGUE_PRELOAD = True
+
+
 def prologue_fits(weight_fmt: str, k: int) -> bool:
     """Whether the decode GEMV of a (N, k) weight of this format takes a prologue (its unit GEMV runs it)."""
     return k <= K_MAX_PROLOGUE and units_plan(weight_fmt, 1, 1, k, 32, False) is not None
@@ -753,6 +762,14 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
         args.update(buffers, eps=float(prologue.eps))
         aliases.update(unread)
         constexprs.update(pro_constexprs)
+        threads = plan.nsg * rt.executor.target.subgroup_size
+        held = ceil_div(weight.k, threads)
+        if prologue.kind in NORM_PROLOGUES and held <= PROLOGUE_HELD:
+            constexprs["HELD"] = held
+        elif prologue.kind == "combine":  # each invocation's chunks of four values
+            constexprs["HELD"] = ceil_div(weight.k // 4, threads)
+        if not PROLOGUE_PRELOAD:
+            constexprs["PRELOAD"] = False
     part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
     _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,

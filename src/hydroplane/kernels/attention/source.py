@@ -32,6 +32,7 @@ from hydroplane.lang import (
     constexpr,
     coop,
     exp2,
+    f16,
     f32,
     func,
     kernel_source,
@@ -42,6 +43,7 @@ from hydroplane.lang import (
     minimum,
     readonly,
     s32,
+    select,
     shared_array,
     static_assert,
     static_range,
@@ -584,41 +586,74 @@ def merge_pair(top, total, value, m, s, o):
 
 
 @func
-def merge_splits(o_part, ml_part, first, row, c, lo, hi, S_Q, CH: constexpr, STEP: constexpr, BITS: constexpr):
+def merge_splits(o_part, ml_part, first, row, c, lo, hi, S_Q, CH: constexpr, STEP: constexpr):
     """Splits lo, lo + STEP, ... below hi of one head's partial results (its split 0 at `first`) merged online for
     four values (chunk c) of row `row`: (running maximum, rescaled sum, rescaled values). A split that saw no key
-    (maximum -inf, sum 0) weighs 0. BITS: o_part holds the f32 values as u32 bits (V4 of u32)."""
+    (maximum -inf, sum 0) weighs 0."""
     top = f32(START)
     total = f32(0.0)
     value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
     for split in range(lo, hi, STEP):
         at = (first + split) * S_Q + row
-        if BITS:
-            part = bitcast(o_part[at * CH + c], f32)
-        else:
-            part = o_part[at * CH + c]
-        top, total, value = merge_pair(top, total, value, ml_part[at * 2], ml_part[at * 2 + 1], part)
+        top, total, value = merge_pair(top, total, value, ml_part[at * 2], ml_part[at * 2 + 1], o_part[at * CH + c])
     return top, total, value
 
 
 @func
-def combined_chunk(o_part, ml_part, kv_valid, head, row, c, S_Q, S_KV, SPLITS, SPLIT_LEN, WINDOW, D: constexpr,
-                   LANES: constexpr, WINDOWED: constexpr):
-    """Four values (chunk c) of a one-token decode's output row `row` of KV head `head` (the causal main pass of
-    attention_plan with the keys in use on the device: with GROUPED the rows are the head's query heads), its splits
-    merged by one invocation in the order of `attention_combine`'s LANES lanes, so the result is the bits that pass
-    writes, as f32 (a consumer's prologue: kernels/quant/source.py's "combine"). kv_valid[0]: the keys in use, an
-    s32 read from a 32-bit buffer of another type. o_part: V4 of u32 bits."""
+def combined_rows(sx, o_part, ml_part, kv_valid, K, SPLITS, SPLIT_LEN, WINDOW, S_KV, ROWS: constexpr, D: constexpr,
+                  LANES: constexpr, WINDOWED: constexpr, THREADS: constexpr, CPT: constexpr):
+    """A one-token decode's output (K = KV heads x ROWS x D values, query head after query head: the causal main
+    pass of attention_plan with the keys in use on the device; with GROUPED a KV head's ROWS rows are its query
+    heads) merged from the main pass's split results by a workgroup of THREADS invocations, CPT chunks of four values
+    each, into sx[0:K] as f16-rounded f32: the bits `attention_combine(f16)` writes, for the merges run in its order
+    (lane l of LANES: splits l, l + LANES, ...; then the lanes in turn). The CPT x LANES merges advance together, so
+    their loads are in flight at once. o_part: V4 of u32 bits; kv_valid[0]: an s32 read from a 32-bit buffer of
+    another type. A consumer's prologue (kernels/quant/source.py's "combine")."""
+    CH = D // 4
+    lid = local_index()
     kv_end = minimum(maximum(bitcast(kv_valid[0], s32), 0), S_KV)
-    lo, hi = splits_seen(row, 1, kv_end, SPLIT_LEN, SPLITS, WINDOW, True, WINDOWED, True)
-    top, total, value = merge_splits(o_part, ml_part, head * SPLITS, row, c, lo, hi, S_Q, D // 4, LANES, True)
-    for lane in static_range(1, LANES):
-        m, s, o = merge_splits(o_part, ml_part, head * SPLITS, row, c, lo + lane, hi, S_Q, D // 4, LANES, True)
-        top, total, value = merge_pair(top, total, value, m, s, o)
-    result = value / total
-    if not seen_any(row, 1, kv_end, True, True):
-        result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
-    return result
+    lo, hi = splits_seen(0, 1, kv_end, SPLIT_LEN, SPLITS, WINDOW, True, WINDOWED, True)  # every row: one query
+    tops = local_array(f32, CPT * LANES)
+    totals = local_array(f32, CPT * LANES)
+    values = local_array(V4F, CPT * LANES)
+    firsts = local_array(s32, CPT)  # (split 0 of the chunk's KV head) x ROWS + its row
+    columns = local_array(s32, CPT)
+    for i in static_range(CPT * LANES):
+        tops[i] = f32(START)
+        totals[i] = f32(0.0)
+        values[i] = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+    for t in static_range(CPT):
+        chunk = minimum(lid + t * THREADS, K // 4 - 1)
+        query = chunk // CH
+        firsts[t] = query // ROWS * SPLITS * ROWS + query % ROWS
+        columns[t] = chunk % CH
+    for group in range(lo, hi, LANES):
+        for lane in static_range(LANES):
+            split = minimum(group + lane, hi - 1)
+            valid = group + lane < hi
+            for t in static_range(CPT):
+                at = firsts[t] + split * ROWS
+                i = t * LANES + lane
+                top, total, value = merge_pair(tops[i], totals[i], values[i], ml_part[at * 2], ml_part[at * 2 + 1],
+                                               bitcast(o_part[at * CH + columns[t]], f32))
+                tops[i] = select(valid, top, tops[i])
+                totals[i] = select(valid, total, totals[i])
+                values[i] = select(valid, value, values[i])
+    seen = seen_any(0, 1, kv_end, True, True)
+    for t in static_range(CPT):
+        top = tops[t * LANES]
+        total = totals[t * LANES]
+        value = values[t * LANES]
+        for lane in static_range(1, LANES):
+            top, total, value = merge_pair(top, total, value, tops[t * LANES + lane], totals[t * LANES + lane],
+                                           values[t * LANES + lane])
+        result = value / total
+        if not seen:
+            result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+        chunk = lid + t * THREADS
+        if chunk < K // 4:
+            for j in static_range(4):
+                sx[chunk * 4 + j] = f32(f16(result[j]))
 
 
 @functools.cache
@@ -649,7 +684,7 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
         if KV_DEVICE:
             kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
         lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
-        top, total, value = merge_splits(o_part, ml_part, first, row, c, lo + lane, hi, S_Q, CH, LANES, False)
+        top, total, value = merge_splits(o_part, ml_part, first, row, c, lo + lane, hi, S_Q, CH, LANES)
         shared_o[lane * CH + c] = value
         if c == 0:
             shared_ml[lane * 2] = top

@@ -9,6 +9,9 @@ GEMM's staging (`store_block32`, `store_k4`, `store_k6`), the format a constexpr
   x), in f32; the lanes' sums meet in subgroup adds. NSG subgroups per workgroup. With SPLIT K ranges (grid z,
   for a small N) each range writes its f32 partial sums to `part` and `reduce_kernel` adds them and applies the
   epilogue.
+- `gemv_units_kernel(XDT, ODT)`: the decode GEMV over whole units of blocks, with an optional prologue (PRO: the
+  row it multiplies computed by each workgroup from its inputs: norms, residual adds, gating, attention's combining
+  pass); with a prologue the lanes' first unit of W is loaded before it (PRELOAD), so both latencies overlap.
 - `gemm_kernel(XDT, ODT)` (prefill): the cooperative-matrix GEMM's staged K loop (kernels.gemm.source's
   `staged_k_loop`, with this module's `QUANT_STAGING`): per K step `fetch_quant` loads the BM x BK block of x and
   the words of W's BN x BK block into registers (every load of the step issued at once, none used there) and
@@ -32,7 +35,7 @@ This module imports only the language (and the GEMM's and nn's kernel helpers).
 import functools
 from dataclasses import dataclass
 
-from hydroplane.kernels.attention.source import combined_chunk
+from hydroplane.kernels.attention.source import combined_rows
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
@@ -116,7 +119,9 @@ def load_x8(xs, slot: constexpr, x4, at, XDT: constexpr):
 #   "combine":           h = a one-token decode's attention output, its KV splits merged (x4: the main pass's split
 #                        results, pd: their maxima and sums, pw[0]: the keys in use as s32 bits; CMB: (splits,
 #                        split length, window or 0, key capacity, rows per KV head, head dim, the combining pass's
-#                        lanes)): attention_combine's f16 output, its bits (the same merges in the same order)
+#                        lanes); HELD: chunks of four values an invocation): attention_combine's f16 output, its
+#                        bits (the same merges in the same order; kernels/attention/source.py `combined_rows`)
+# HELD > 0 (the norms, K <= HELD x the workgroup's invocations): every input loaded at once (`norm_row_held`).
 # SUM_OUT: workgroup (0, 0, 0) also writes s to ps (the residual stream's next value). The arithmetic is the unfused
 # kernels' (kernels/nn/norm.py, activation.py) in their order; the sums meet as theirs do (`group_sum`).
 PROLOGUES = ("none", "norm", "add_norm", "postnorm_add_norm", "gated", "combine")
@@ -125,20 +130,18 @@ K_MAX_PROLOGUE = 3072  # f32 elements of shared memory for the row: 12 KiB (ever
 
 @func
 def prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO: constexpr, PACT: constexpr, SUM_OUT: constexpr,
-             THREADS: constexpr, NSG: constexpr, CMB: constexpr):
-    """The prologue PRO's row into sx[0:K] (the comment above; sums: NSG f32 of shared scratch), then a barrier."""
+             THREADS: constexpr, NSG: constexpr, CMB: constexpr, HELD: constexpr):
+    """The prologue PRO's row into sx[0:K] (the comment above; sums: NSG f32 of shared scratch), then a barrier.
+    HELD > 0 (the norms, K <= HELD * THREADS): `norm_row_held`; "combine": each invocation's chunks of 4 values."""
     lid = local_index()
     if PRO == "gated":
         for i in range(lid, K, THREADS):
             sx[i] = act(x[i], PACT) * x[K + i]
     elif PRO == "combine":
-        CH = CMB[5] // 4
-        for chunk in range(lid, K // 4, THREADS):
-            query = chunk // CH  # query head: (KV head, its row)
-            value = combined_chunk(x4, pd, pw, query // CMB[4], query % CMB[4], chunk % CH, CMB[4], CMB[3], CMB[0],
-                                   CMB[1], CMB[2], CMB[5], CMB[6], CMB[2] > 0)
-            for j in static_range(4):
-                sx[chunk * 4 + j] = f32(f16(value[j]))
+        combined_rows(sx, x4, pd, pw, K, CMB[0], CMB[1], CMB[2], CMB[3], CMB[4], CMB[5], CMB[6], CMB[2] > 0, THREADS,
+                      HELD)
+    elif HELD > 0:
+        norm_row_held(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO, SUM_OUT, THREADS, NSG, HELD)
     else:
         delta_scale = f32(1.0)
         if PRO == "postnorm_add_norm":
@@ -165,6 +168,54 @@ def prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO: constexpr, PACT: con
                     ps[i] = s
             sx[i] = s * scale * pw[i]
     barrier()
+
+
+@func
+def norm_row_held(sx, sums, x, pw, pd, pdw, ps, K, eps, PRO: constexpr, SUM_OUT: constexpr, THREADS: constexpr,
+                  NSG: constexpr, HELD: constexpr):
+    """The norm prologues ("norm", "add_norm", "postnorm_add_norm") with every input an invocation needs (its HELD
+    elements i = lid, lid + THREADS, ... of x, pw and pd, pdw) loaded at once into registers: one round of memory
+    latency before the sums, where the loop form waits for three (pd; then x and pdw; then pw). The same arithmetic
+    in the same order as the loop form."""
+    lid = local_index()
+    xv = local_array(f32, HELD)
+    wv = local_array(f32, HELD)
+    dv = local_array(f32, HELD)
+    dwv = local_array(f32, HELD)
+    for j in static_range(HELD):
+        i = minimum(lid + j * THREADS, K - 1)  # past K: a repeated load, never used
+        xv[j] = x[i]
+        wv[j] = pw[i]
+        if PRO != "norm":
+            dv[j] = pd[i]
+        if PRO == "postnorm_add_norm":
+            dwv[j] = pdw[i]
+    delta_scale = f32(1.0)
+    if PRO == "postnorm_add_norm":
+        acc = f32(0.0)
+        for j in static_range(HELD):
+            if lid + j * THREADS < K:
+                acc += dv[j] * dv[j]
+        delta_scale = rsqrt(group_sum(acc, sums, NSG) / f32(K) + eps)
+    total = f32(0.0)
+    for j in static_range(HELD):
+        s = xv[j]
+        if PRO == "add_norm":
+            s = dv[j] + s
+        if PRO == "postnorm_add_norm":
+            s = dv[j] * delta_scale * dwv[j] + s
+        xv[j] = s
+        if lid + j * THREADS < K:
+            total += s * s
+    scale = rsqrt(group_sum(total, sums, NSG) / f32(K) + eps)
+    first = workgroup_id(0) == 0 and workgroup_id(1) == 0 and workgroup_id(2) == 0
+    for j in static_range(HELD):
+        i = lid + j * THREADS
+        if i < K:
+            if SUM_OUT:
+                if first:
+                    ps[i] = xv[j]
+            sx[i] = xv[j] * scale * wv[j]
 
 
 @func
@@ -249,19 +300,32 @@ def load_words(words, BASE: constexpr, w4, w2, w1, chunk0, FIRST: constexpr, COU
 
 
 @func
+def load_unit(words, w4, w2, w, rowc, u, BYTES: constexpr, UB: constexpr, LW: constexpr, ROWS: constexpr):
+    """Unit u of the ROWS rows of W whose first units rowc[] holds, whole (SPAN), into words (row r at r x the
+    unit's words), in independent loads."""
+    UNIT_CHUNKS = UB * BYTES // (4 * LW)
+    for r in static_range(ROWS):
+        load_words(words, r * UNIT_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, 0, UNIT_CHUNKS, LW)
+
+
+@func
 def unit_loop(acc, words, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub, FMT: constexpr,
               BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr, MR: constexpr,
-              ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr):
+              ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr, PRELOADED: constexpr):
     """acc += the lane's units u_begin + sub, + LPR, ... < u_end of the ROWS rows of W (in FMT) whose first units
-    rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop)."""
+    rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop). PRELOADED (SPAN): the
+    first unit's words are in `words` already (`load_unit` before the prologue)."""
     CB = 4 * LW  # bytes per load
     UNIT_CHUNKS = UB * BYTES // CB
     SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
     for u in range(u_begin + sub, u_end, LPR):
         e0 = u * UB * BLOCK
         if SPAN:
-            for r in static_range(ROWS):
-                load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, 0, UNIT_CHUNKS, LW)
+            if PRELOADED:
+                if u != u_begin + sub:
+                    load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
+            else:
+                load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
             for b in static_range(UB):
                 block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff, e0 + b * BLOCK,
                           FMT, MR, ROWS, XDT, load_x)
@@ -298,11 +362,10 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          SPAN: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr, NSG: constexpr,
                          SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none",
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
-                         BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = ()):
+                         BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = (), HELD: constexpr = 0,
+                         PRELOAD: constexpr = True):
         sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
         sums = shared_array(f32, NSG)
-        if PRO != "none":
-            prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG, CMB)
         lane = lane_id()
         sub = lane % LPR
         n0 = ((workgroup_id(0) * NSG + subgroup_id()) * (SG // LPR) + lane // LPR) * ROWS
@@ -325,24 +388,32 @@ def gemv_units_kernel(XDT: str, ODT: str):
         for m in static_range(MR):
             xoff[m] = minimum(m0 + m, M - 1) * K
         rowc = local_array(s32, ROWS)
-        if FMT2 == "":
-            for r in static_range(ROWS):
+        for r in static_range(ROWS):
+            if FMT2 == "":
                 rowc[r] = minimum(n0 + r, N - 1) * row_units
-            unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc, u_begin,
-                      u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8)
-        elif n0 < n_first:  # rows of w (FMT) ...
-            for r in static_range(ROWS):
+            elif n0 < n_first:  # rows of w (FMT) ...
                 rowc[r] = minimum(n0 + r, n_first - 1) * row_units
+            else:  # ... or of wb (FMT2), the rows after them
+                rowc[r] = minimum(n0 - n_first + r, N - n_first - 1) * row_units
+        # with a prologue, the first unit's words (a unit loaded whole) are in flight while it runs (PRELOAD)
+        PRE1 = PRELOAD and PRO != "none" and SPAN
+        PRE2 = PRELOAD and PRO != "none" and FMT2 != "" and SPAN2
+        if PRO != "none":
+            if u_begin + sub < u_end:
+                if FMT2 == "" or n0 < n_first:
+                    if PRE1:
+                        load_unit(words, w4, w2, w, rowc, u_begin + sub, BYTES, UB, LW, ROWS)
+                elif PRE2:
+                    load_unit(words, wb4, wb2, wb, rowc, u_begin + sub, BYTES2, UB, LW, ROWS)
+            prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG, CMB, HELD)
+        if FMT2 == "" or n0 < n_first:
             unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc, u_begin,
                       u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8)
-        else:  # ... or of wb (FMT2), the rows after them
-            for r in static_range(ROWS):
-                rowc[r] = minimum(n0 - n_first + r, N - n_first - 1) * row_units
+                      load_x8_shared if PRO != "none" else load_x8, PRE1)
+        else:
             unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, wb4, wb2, wb, rowc,
                       u_begin, u_end, sub, FMT2, BLOCK, BYTES2, UB, LW, SPAN2, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8)
+                      load_x8_shared if PRO != "none" else load_x8, PRE2)
         for s in static_range(log2_exact(LPR)):
             for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
