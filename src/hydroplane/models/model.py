@@ -330,7 +330,8 @@ class Model:
             plan = self._attention_plans[problem] = attention_plan(problem, default_config(problem, target), target)
         if c.head_dim_v != c.head_dim or plan.main.constexprs.get("QROUNDS", 1) != 1:
             return None
-        out = self._empty((c.n_head, 1, c.head_dim), np.float16)
+        fold = fold and plan.combine is not None
+        out = None if fold else self._empty((c.n_head, 1, c.head_dim), np.float16)  # folded: the GEMV's prologue
         if plan.combine is None:
             partial_o = stats = self._scratch("attention_none", 4)
         else:
@@ -354,13 +355,15 @@ class Model:
         spec, checked = self._pipeline(kernel, **plan.main.constexprs)
         with prepare(self.runtime.executor, checked, spec, plan.main.grid, args, aliases=aliases) as launch:
             launch.dispatch()
-        if plan.combine is not None and fold:
+        if fold:
+            assert plan.combine is not None
             merge = plan.combine.scalars
             assert merge["Q_LEN"] == 1 and plan.combine.constexprs["CAUSAL"] and plan.combine.constexprs["KV_DEVICE"]
             return partial_o.reshape(1, -1), Prologue(
                 "combine", weight=self.kv_len, delta=stats,
                 combine=(merge["SPLITS"], merge["SPLIT_LEN"], merge["WINDOW"], merge["S_KV"], merge["S_Q"], c.head_dim,
                          plan.combine.constexprs["LANES"]))
+        assert out is not None
         if plan.combine is not None:
             spec, checked = self._pipeline(plan.combine.kernel, **plan.combine.constexprs)
             args = {"o_part": partial_o, "ml_part": stats, "out": out.reshape(-1), "kv_valid": self.kv_len,
