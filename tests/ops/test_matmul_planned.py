@@ -168,16 +168,18 @@ def test_reusing_a_freed_buffer_records_a_barrier_after_its_last_reader(monkeypa
     hydroplane.synchronize()
     events: list[str] = []
     stream = rt.stream
-    record, barrier = stream.record, stream.barrier
+    record, stream_barrier = stream.record, stream.barrier
     monkeypatch.setattr(stream, "submit_if_idle", lambda: None)  # one batch, flushed by the wait
 
-    def logged_record(fn, label="", keep=()):
+    def logged_record(fn, label="", keep=(), barrier=False):  # barrier: one recorded before the commands
+        if barrier:
+            events.append("barrier")
         events.append(f"launch {id(keep[0]) if keep else None}")
-        return record(fn, label, keep)
+        return record(fn, label, keep, barrier)
 
     def logged_barrier():
         events.append("barrier")
-        barrier()
+        stream_barrier()
 
     monkeypatch.setattr(stream, "record", logged_record)
     monkeypatch.setattr(stream, "barrier", logged_barrier)

@@ -547,13 +547,13 @@ class DeviceRuntime:
             # as _record, with what a planned launch knows: while the accesses pending are one launch's alone (a
             # chain of dependent launches: each after a barrier), the hazard check is a question of two launches,
             # whose answer the launch keeps; and in the batch that holds it already nothing more to keep or number
-            only = self._pending_only
+            only, barrier = self._pending_only, False
             if not stream.recording:  # a new batch starts with a full barrier: nothing pending (a closed stream
                 self._pending.clear()  # records nothing: its record raises)
                 self._pending_only = planned
             elif only is not None:
                 if planned.conflicts_after(only):
-                    stream.barrier()
+                    barrier = True
                     self._pending_only = planned
                 else:
                     _add_accesses(self._pending_accesses(), planned.read_keys, planned.write_keys)
@@ -563,14 +563,14 @@ class DeviceRuntime:
                     self._pending_only = planned
                 elif _conflicts(pending, planned.read_keys, planned.write_keys):
                     pending.clear()
-                    stream.barrier()
+                    barrier = True
                     self._pending_only = planned
                 else:
                     _add_accesses(pending, planned.read_keys, planned.write_keys)
             if planned.seq == stream.seq:  # recorded into the batch being recorded (not recording: seq is the next's)
-                stream.record(planned.record, planned.label)
+                stream.record(planned.record, planned.label, (), barrier)
             else:
-                seq = planned.seq = stream.record(planned.record, planned.label, planned.keep)
+                seq = planned.seq = stream.record(planned.record, planned.label, planned.keep, barrier)
                 for buf, _, _ in planned.reads:
                     buf._hp_access = seq
                 for buf, _, _ in planned.writes:

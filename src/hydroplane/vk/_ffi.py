@@ -254,6 +254,24 @@ def core(name: str):
     return func
 
 
+def recording(name: str):
+    """A core entry point that only records into a command buffer (vkCmd*), typed from its prototype like `core`'s,
+    called without releasing the GIL: such a call returns at once, and a queued call makes several (a debug
+    messenger's Python callback still runs: ctypes takes the GIL it holds)."""
+    if not name.startswith("vkCmd"):
+        raise VulkanError(f"{name} is not a command-recording entry point")
+    found = _recording.get(name)
+    if found is None:
+        typed = core(name)
+        found = ctypes.PyDLL(library()._name)[name]
+        found.restype, found.argtypes = typed.restype, typed.argtypes
+        _recording[name] = found
+    return found
+
+
+_recording: dict = {}
+
+
 def proc(name: str, address: int | None):
     """Wrap an address from vkGet*ProcAddr in the prototype of `name`; None when the driver lacks it."""
     if not address:

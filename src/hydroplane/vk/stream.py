@@ -103,7 +103,7 @@ class Stream(Owned):
         self._begin, self._end, self._submit = core("vkBeginCommandBuffer"), core("vkEndCommandBuffer"), \
             core("vkQueueSubmit")
         self._status, self._reset = core("vkGetFenceStatus"), core("vkResetFences")
-        self._barrier = core("vkCmdPipelineBarrier")
+        self._barrier = _ffi.recording("vkCmdPipelineBarrier")
         self._begin_info = S.VkCommandBufferBeginInfo(flags=E.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         self._adopt(device)
 
@@ -123,14 +123,17 @@ class Stream(Owned):
             self._current = Batch(self.seq, commands, fence)
         return self._current
 
-    def record(self, fn, label: str = "", keep=()) -> int:
+    def record(self, fn, label: str = "", keep=(), barrier: bool = False) -> int:
         """Record commands (`fn(cmd)`, or a DispatchRecorder's dispatch) into the batch being recorded; returns its
-        number. `keep`: objects the commands use, held until the batch has finished."""
+        number. `keep`: objects the commands use, held until the batch has finished; `barrier`: after the commands
+        recorded so far (as `barrier()` first)."""
         if self._closed:
             self._require_open("Stream")
         if self._failure is not None:
             raise self._failure
         batch = self._current or self._batch()
+        if barrier:
+            self._barrier(batch.cmd, *_FULL_BARRIER)
         if type(fn) is DispatchRecorder:
             fn.into(batch)
         else:
@@ -446,17 +449,17 @@ class DispatchRecorder:
 
     def __call__(self, cmd) -> None:
         """Record every bind and the dispatch into command buffer `cmd`."""
-        self._record(cmd, None)
+        entry = _ENTRY
+        entry.bind(cmd, entry.compute, self._handle)
+        if self._count is not None:
+            entry.bind_sets(cmd, entry.compute, self._layout, entry.zero, self._count, self.sets, entry.zero, None)
+        if self._data is not None:
+            entry.push_constants(cmd, self._layout, entry.stage, entry.zero, self._size, self._data)
+        entry.dispatch(cmd, *self._grid)
 
     def into(self, batch: Batch) -> None:
         """Record the dispatch into a stream's batch, binding only what its last dispatch left different."""
-        last = batch.bound
-        self._record(batch.cmd, last)
-        if last is not self:
-            batch.bound = self
-
-    def _record(self, cmd, last: DispatchRecorder | None) -> None:
-        entry = _ENTRY
+        entry, cmd, last = _ENTRY, batch.cmd, batch.bound
         if last is not self:
             same_layout = last is not None and last.pipeline.layout == self.pipeline.layout
             if not same_layout or last.pipeline.handle != self.pipeline.handle:
@@ -466,6 +469,7 @@ class DispatchRecorder:
                                 None)
             if self._data is not None and not (same_layout and last.push == self.push):
                 entry.push_constants(cmd, self._layout, entry.stage, entry.zero, self._size, self._data)
+            batch.bound = self
         entry.dispatch(cmd, *self._grid)
 
 
@@ -478,9 +482,9 @@ class _Entries:
     """The dispatch's entry points and constant arguments, made on first use (the loader is loaded then)."""
 
     def __getattr__(self, name: str):
-        core = _ffi.core
-        self.bind, self.bind_sets = core("vkCmdBindPipeline"), core("vkCmdBindDescriptorSets")
-        self.push_constants, self.dispatch = core("vkCmdPushConstants"), core("vkCmdDispatch")
+        entry = _ffi.recording
+        self.bind, self.bind_sets = entry("vkCmdBindPipeline"), entry("vkCmdBindDescriptorSets")
+        self.push_constants, self.dispatch = entry("vkCmdPushConstants"), entry("vkCmdDispatch")
         self.compute = _argument(self.bind, 1, E.VK_PIPELINE_BIND_POINT_COMPUTE)
         self.stage = _argument(self.push_constants, 2, E.VK_SHADER_STAGE_COMPUTE_BIT)
         self.zero = _argument(self.bind_sets, 3, 0)

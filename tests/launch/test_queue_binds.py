@@ -1,0 +1,125 @@
+"""What a queued launch records into its batch (launch.runtime.launch_planned, vk.stream.DispatchRecorder): only the
+binds its batch's last dispatch left different, and a barrier exactly where the byte ranges of the launches pending
+conflict, whether the pending accesses are one launch's (the kept answer of two launches) or several's (the range
+comparison). On lavapipe, one batch held on the host (a clock that stands still, a long idle batch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hydroplane
+from hydroplane.lang import Buffer, f32, global_id, readonly, s32
+from hydroplane.launch.executors import VulkanExecutor
+from hydroplane.launch.prepared import DeviceArray
+from hydroplane.launch.runtime import DeviceRuntime
+
+pytestmark = pytest.mark.vulkan
+
+
+@hydroplane.kernel(local_size=64)
+def axpy(x: Buffer[f32, readonly], y: Buffer[f32, readonly], out: Buffer[f32], alpha: f32, n: s32):
+    i = global_id()
+    if i < n:
+        out[i] = alpha * x[i] + y[i]
+
+
+@hydroplane.kernel(local_size=64)
+def scale(x: Buffer[f32, readonly], out: Buffer[f32], alpha: f32, n: s32):
+    i = global_id()
+    if i < n:
+        out[i] = alpha * x[i]
+
+
+N = 1000
+GRID = (-(-N // 64),)
+
+
+def _counting(monkeypatch, owner, name: str, counts: dict) -> None:
+    real = getattr(owner, name)
+
+    def counted(*args):
+        counts[name] = counts.get(name, 0) + 1
+        return real(*args)
+
+    counted.argtypes = getattr(real, "argtypes", None)  # type: ignore[attr-defined] - DispatchRecorder converts by it
+    monkeypatch.setattr(owner, name, counted)
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """A private device runtime whose batch is held on the host until a wait, and the counts of its barriers and of
+    the binds and dispatches its DispatchRecorders record."""
+    from hydroplane.vk import stream as stream_module
+
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    rng = np.random.default_rng(7)
+    arrays = {}
+    for name in "abcdef":
+        arrays[name] = DeviceArray(0, rt.executor, rt.alloc(N * 4), np.float32, (N,))
+        arrays[name].write(rng.standard_normal(N).astype(np.float32))
+    rt.stream.wait()
+    counts: dict = {}
+    axpy[GRID](arrays["a"], arrays["b"], arrays["f"], 1.0, N)  # the entry points looked up, then counted
+    rt.stream.wait()
+    entry = stream_module._ENTRY
+    for name in ("bind", "bind_sets", "push_constants", "dispatch"):
+        _counting(monkeypatch, entry, name, counts)
+    _counting(monkeypatch, rt.stream, "_barrier", counts)
+    monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)
+    monkeypatch.setattr(rt.stream, "idle_batch", 10 ** 6)
+    try:
+        yield rt, arrays, counts
+    finally:
+        rt.close()
+        rt.executor.close()
+
+
+def test_a_chain_gets_a_barrier_exactly_where_the_ranges_conflict_and_one_pipeline_bind(held):
+    rt, d, counts = held
+    host = {name: arr.numpy() for name, arr in d.items()}
+    for warm in (True, False):  # the first round binds each place's launch; the second queues the planned ones
+        counts.clear()
+        rt.stream._submitted_at = 1.0
+        for _ in range(3):
+            axpy[GRID](d["a"], d["b"], d["c"], 0.5, N)  # c: after e's launch read it (write-after-read)
+            axpy[GRID](d["a"], d["b"], d["d"], 0.5, N)  # d: independent of c's launch, not of e's
+            axpy[GRID](d["c"], d["d"], d["e"], 0.5, N)  # e: reads c and d (read-after-write)
+        assert rt.stream.recording, "the batch is held on the host"
+        # round 1: the batch starts clean, e waits for c and d; rounds 2 and 3: c waits for e, e for c and d
+        assert counts["_barrier"] == 5, counts
+        if not warm:
+            assert counts["dispatch"] == 9 and counts["bind"] == 1 and counts["push_constants"] == 1, counts
+            assert counts["bind_sets"] == 9, counts
+        rt.stream.wait()
+    c = np.float32(0.5) * host["a"] + host["b"]
+    np.testing.assert_allclose(d["c"].numpy(), c, rtol=1e-6)
+    np.testing.assert_allclose(d["d"].numpy(), c, rtol=1e-6)
+    np.testing.assert_allclose(d["e"].numpy(), np.float32(0.5) * c + c, rtol=1e-6)
+
+
+def test_a_launch_after_another_pipeline_or_a_copy_binds_everything_again(held):
+    rt, d, counts = held
+    host = {name: arr.numpy() for name, arr in d.items()}
+    for _ in range(2):  # plan every launch once
+        axpy[GRID](d["a"], d["b"], d["c"], 2.0, N)
+        scale[GRID](d["c"], d["d"], 3.0, N)
+        axpy[GRID](d["a"], d["b"], d["c"], 2.0, N)
+        rt.copy(d["b"].buffer, 0, d["e"].buffer, 0, N * 4)
+        axpy[GRID](d["e"], d["a"], d["f"], 2.0, N)
+        rt.stream.wait()
+    counts.clear()
+    rt.stream._submitted_at = 1.0
+    axpy[GRID](d["a"], d["b"], d["c"], 2.0, N)
+    scale[GRID](d["c"], d["d"], 3.0, N)  # another pipeline (and layout): every bind
+    axpy[GRID](d["a"], d["b"], d["c"], 2.0, N)  # back: every bind again
+    rt.copy(d["b"].buffer, 0, d["e"].buffer, 0, N * 4)  # a command the stream does not know: forgets the binds
+    axpy[GRID](d["e"], d["a"], d["f"], 2.0, N)
+    assert rt.stream.recording
+    assert counts["dispatch"] == 4 and counts["bind"] == 4 and counts["bind_sets"] == 4, counts
+    assert counts["push_constants"] == 4, counts
+    rt.stream.wait()
+    c = np.float32(2.0) * host["a"] + host["b"]
+    np.testing.assert_allclose(d["c"].numpy(), c, rtol=1e-6)
+    np.testing.assert_allclose(d["d"].numpy(), np.float32(3.0) * c, rtol=1e-6)
+    np.testing.assert_allclose(d["f"].numpy(), np.float32(2.0) * host["b"] + host["a"], rtol=1e-6)
