@@ -29,7 +29,6 @@ This module sits above `lang` and `launch` (it imports both, and spirv).
 from __future__ import annotations
 
 import linecache
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +41,16 @@ from hydroplane.launch.checks import PushConstantError
 from hydroplane.launch.prepared import ArgumentError, DeviceArray, PreparedLaunch, grid_of, prepare
 from hydroplane.spirv.compiled import CompiledKernel
 
-log = logging.getLogger("hydroplane.launch.jit")
+_logger = None  # logging.getLogger("hydroplane.launch.jit"), made at the first launch (importing logging: ~5 ms)
+
+
+def _log_run(name: str, grid, label: str, lowered: bool) -> None:
+    """The device a launch runs on, at INFO on the logger "hydroplane.launch.jit" (docs/language.md)."""
+    global _logger
+    if _logger is None:
+        import logging
+        _logger = logging.getLogger("hydroplane.launch.jit")
+    _logger.info("%s%s runs on %s%s", name, grid, label, " (EXT lowered to NV2)" if lowered else "")
 
 JitLaunchError = ArgumentError  # a launch whose arguments do not fit the kernel, or a device that cannot run it
 
@@ -239,8 +247,7 @@ class JitKernel:
 
     def _run(self, prepared: PreparedLaunch, device, lowered: bool) -> LaunchResult:
         label = _device_label(device, prepared.executor)
-        log.info("%s%s runs on %s%s", self.kernel.name, prepared.grid, label,
-                 " (EXT lowered to NV2)" if lowered else "")
+        _log_run(self.kernel.name, prepared.grid, label, lowered)
         result = LaunchResult(label, self.kernel.name, prepared.grid, lowered=lowered,
                               robustness=prepared.kernel.robustness)
         try:
@@ -254,8 +261,7 @@ class JitKernel:
         """`_run` of a kept launch whose arrays lie where an earlier call's did: its planned launch queued again
         (device arrays only: nothing to write back)."""
         label = _device_label(rt.key, rt.executor)
-        log.info("%s%s runs on %s%s", self.kernel.name, prepared.grid, label,
-                 " (EXT lowered to NV2)" if lowered else "")
+        _log_run(self.kernel.name, prepared.grid, label, lowered)
         result = LaunchResult(label, self.kernel.name, prepared.grid, lowered=lowered,
                               robustness=prepared.kernel.robustness)
         try:

@@ -18,7 +18,6 @@ This layer sits above kernels, lang, launch and vk.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -394,6 +393,7 @@ class AttentionRunner(DeviceRunner):
             first = time.perf_counter() - start
             out = prepared.read()
             times = [first] if self.is_reference and repeat <= 1 else prepared.time(repeat)
+        import statistics  # only when timing (~2 ms of import)
         result = AttentionResult(problem, prepared.plan.config, self.name, statistics.median(times),
                                  "wall time" if self.is_reference else "GPU timestamps", len(times), output=out,
                                  note=self.note)

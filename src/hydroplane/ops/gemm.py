@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field, fields
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -210,6 +208,7 @@ class GemmRunner(DeviceRunner):
             first = time.perf_counter() - start
             d = prepared.read()
             times = [first] if self.is_reference and repeat <= 1 else prepared.time(repeat, max(warmup - 1, 0))
+        import statistics  # only when timing (~2 ms of import)
         result = GemmResult(problem, config, self.name, statistics.median(times),
                             "wall time" if self.is_reference else "GPU timestamps", len(times), output=d,
                             note=self.note)
@@ -458,7 +457,10 @@ def load_cache() -> dict:
 def shipped_table() -> dict:
     """The winners shipped with the package (ops/gemm_table.json): {device key: {problem key: entry}}."""
     try:
-        text = resources.files("hydroplane.ops").joinpath("gemm_table.json").read_text(encoding="utf-8")
+        # through the package's loader (a folder or a zip: pkgutil.get_data's rule); importlib.resources would
+        # import tempfile and shutil on every process's path (about 4 ms)
+        loader: Any = __spec__.loader
+        text = loader.get_data(os.path.join(os.path.dirname(__file__), "gemm_table.json")).decode("utf-8")
         data = json.loads(text)
     except (OSError, ValueError) as err:
         _cache_warning(f"cannot read the shipped GEMM table ops/gemm_table.json ({_reason(err)}); ignored")
@@ -557,6 +559,7 @@ def store_winner(device_key: str, problem_key: str, result: GemmResult) -> None:
     try:
         path = cache_path()
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only where the cache is written (its import loads shutil and random: ~3 ms)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(cache, indent=1, sort_keys=True) + "\n")

@@ -9,7 +9,6 @@ memory, ... as the driver names them) where the device offers it.
 from __future__ import annotations
 
 import ctypes
-import statistics
 import time
 from dataclasses import dataclass
 
@@ -66,6 +65,7 @@ def bench(fn, warmup: int = 3, reps: int = 20, warmup_s: float = 0.0) -> BenchRe
         start = time.perf_counter_ns()
         device.append(float(fn()))
         host.append(time.perf_counter_ns() - start)
+    import statistics  # only when timing (~2 ms of import)
     return BenchResult(min(device), statistics.median(device), max(device), reps, statistics.median(host))
 
 
