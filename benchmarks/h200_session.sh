@@ -28,7 +28,8 @@ for s in ${steps//,/ }; do
         attention) step 4_attention.txt 120 python3 benchmarks/attention_h200.py /tmp/att --cases "$GGML_CASES" \
                        --max-configs 1 --per-tile 0 --no-parity --no-arithmetic ;;
         peer) step 5_peer.txt 90 python3 benchmarks/llama_peer.py /tmp/lp ;;
-        user) step 6_user_path.txt 100 python3 benchmarks/user_path.py ;;
+        user) step 6_user_path.txt 100 python3 benchmarks/user_path.py
+              step 6_user_path.txt 60 python3 benchmarks/host_cost.py --device 0 --calls 200 --wall ;;
         first) step 7_first_call.txt 90 python3 benchmarks/first_call.py --runs 1 --breakdown --import-costs 5
                # again with every module's .pyc written first, as an installed package has them
                python3 -m compileall -q src >> "$OUT/7_first_call.txt" 2>&1
