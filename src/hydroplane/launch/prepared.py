@@ -826,26 +826,14 @@ def places_of(arrays) -> tuple | None:
 
 def served_places(inputs: tuple, out) -> tuple | None:
     """`places_of((*inputs, out))` when a planned call's fast path may take these DeviceArrays (`fast_path_serves`),
-    else None; `out` None: the inputs' places alone (the caller adds its new result's). One pass over the arrays."""
-    places: list[tuple[int, int] | None] = []
-    for x in inputs:
-        if x is None:
-            places.append(None)
-            continue
-        buffer = x.storage.buffer
-        if buffer is None:
-            return None
-        places.append((id(buffer), x.layout.offset))
-    if out is not None:
-        storage = out.storage
-        buffer = storage.buffer
-        if buffer is None:
-            return None
-        for x in inputs:
-            if x is not None and x.storage is storage:
-                return None
-        places.append((id(buffer), out.layout.offset))
-    return tuple(places)
+    else None; `out` None: the inputs' places alone (the caller adds its new result's)."""
+    places = places_of(inputs)
+    if places is None or out is None:
+        return places
+    storage = out.storage
+    if storage.buffer is None or any(x is not None and x.storage is storage for x in inputs):
+        return None
+    return (*places, (id(storage.buffer), out.layout.offset))
 
 
 def fast_path_serves(inputs: tuple, out) -> bool:
