@@ -176,19 +176,19 @@ def test_the_heads_folded_into_attention_are_the_two_kernels(tmp_path, monkeypat
     assert plans and all(p.splits > 1 for p in plans), "the test must cross splits"
 
 
-@pytest.mark.vulkan
-def test_the_combining_pass_folded_into_the_o_projection_gives_its_bits(tmp_path, monkeypatch):
+@pytest.mark.parametrize("device", [pytest.param(0, marks=pytest.mark.vulkan), "ref"])
+def test_the_combining_pass_folded_into_the_o_projection_gives_its_bits(tmp_path, monkeypatch, device):
     """A decode step whose attention combining pass runs in the o projection's GEMV (the "combine" prologue) against
-    the combining kernel and the GEMV of its f16 output, on lavapipe, on a checkpoint of Gemma 3 270M's shapes
-    (splits of a 600-row cache, window 512; a caching of random keys and values): the same merges in the same order,
-    so the logits are bit-identical, at positions in the first split, deep, past the window and at the last row; and
-    the fold takes the combining launches away."""
+    the combining kernel and the GEMV of its f16 output, on lavapipe and the reference executor, on a checkpoint of
+    Gemma 3 270M's shapes (splits of a 600-row cache, window 512; the caches filled with random keys and values):
+    the same merges in the same order, so the logits are bit-identical, at positions in the first split, deep, past
+    the window and at the last row; and the fold takes the combining launches away."""
     import count_launches
 
     from hydroplane.models import model as model_module
 
     file = read_gguf(count_launches.gemma_shaped(tmp_path, 2))
-    folded, plain = (Model(file, device=0, context=600) for _ in range(2))
+    folded, plain = (Model(file, device=device, context=600) for _ in range(2))
     rng = np.random.default_rng(11)
     for i in range(2):
         k = (rng.standard_normal(folded.cache_k[i].shape) * 3).astype(np.float16)
