@@ -38,7 +38,7 @@ from hydroplane.lang import kernel_source
 from hydroplane.lang.compiler import Func, Kernel, Specialization
 from hydroplane.launch import runtime
 from hydroplane.launch.checks import PushConstantError
-from hydroplane.launch.prepared import ArgumentError, DeviceArray, PreparedLaunch, grid_of, prepare
+from hydroplane.launch.prepared import ArgumentError, DeviceArray, PreparedLaunch, grid_of, places_of, prepare
 from hydroplane.spirv.compiled import CompiledKernel
 
 _logger = None  # logging.getLogger("hydroplane.launch.jit"), made at the first launch (importing logging: ~5 ms)
@@ -318,14 +318,7 @@ def _places(names, values) -> tuple | None:
     """Where each device array argument lies ((buffer id, byte offset) for each named position; `names` as a kept
     launch has them), None when one was released (the checked path raises). A plan kept under these places holds
     their buffers, so the ids stay unique while it lives."""
-    places = []
-    for name, value in zip(names, values):
-        if name is not None:
-            buffer = value.storage.buffer
-            if buffer is None:
-                return None
-            places.append((id(buffer), value.layout.offset))
-    return tuple(places)
+    return places_of([value for name, value in zip(names, values) if name is not None])
 
 
 def _at_python_line(name: str, compiled: CompiledKernel, err: HydroplaneError) -> HydroplaneError:
