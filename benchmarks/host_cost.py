@@ -3,7 +3,7 @@
 that is busy, does not count. Each case: 5 warm-up calls, then the best of 3 loops of N calls (each loop closed by
 a synchronize outside the timing). Cases: hydroplane.matmul on DeviceArrays (with out= and a new result each
 call, a decode GEMV rotating over 4 weights), a decode attention, nn.rms_norm, a quantized GEMV and GEMM, a user's
-kernel[grid], and a prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py): as calls
+kernel[grid], and a prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py; without the gguf package, tools/make_benchmark_gguf.py's Gemma 3 270M): as calls
 (`step(ids, last_only=False)`: every launch queued by the host) and as the replay of its bucket's captured graph.
 
     PYTHONPATH=src python3 benchmarks/host_cost.py [--device 0|ref] [--calls 200] [--json OUT]
@@ -199,12 +199,18 @@ def main() -> None:
     a, b, c = arr(np.float32, 4096), arr(np.float32, 4096), arr(np.float32, 4096)
     case("kernel[grid] scaled add, 4096", lambda: scaled_add[(64,)](a, b, c, 0.5, 4096))
 
-    import tiny  # noqa: PLC0415 - the tests' checkpoint writer (needs the gguf package)
-
     from hydroplane.launch.runtime import runtime  # noqa: PLC0415
     from hydroplane.models import load  # noqa: PLC0415
 
-    path = tiny.write(Path("/tmp/hydroplane_host_cost.gguf"), "gemma3", n_layer=18)
+    try:
+        import tiny  # noqa: PLC0415 - the tests' checkpoint writer (needs the gguf package)
+        path = tiny.write(Path("/tmp/hydroplane_host_cost.gguf"), "gemma3", n_layer=18)
+    except ModuleNotFoundError:  # no gguf package (the H200 machine): Gemma 3 270M's own layout, generated weights
+        path = Path("/tmp/gemma3_270m_benchmark.gguf")
+        if not path.exists():
+            import subprocess  # noqa: PLC0415
+            subprocess.run([sys.executable, str(ROOT / "tools" / "make_benchmark_gguf.py"), str(path)], check=True)
+        print(f"(no gguf package: the model cases run on {path.name}, Gemma 3 270M's layout and vocabulary)")
     model = load(str(path), context=256)
     ids = rng.integers(0, model.config.n_vocab, 32)
     rt = runtime(model.device)

@@ -39,6 +39,30 @@ except ImportError:  # lavapipe runs: no torch
     torch, HAVE_CUDA = None, False
 
 CALLS = 100
+PROFILE = [0]  # --profile N: the top N functions of a cProfile of each case's out= loop (0: none)
+
+
+def _profile(name: str, call, calls=CALLS) -> None:
+    """cProfile of `calls` queued calls (the out= loop, warm), the functions with the most own time, per call."""
+    if not PROFILE[0]:
+        return
+    import cProfile  # noqa: PLC0415 - only with --profile
+    call()
+    hydroplane.synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        call()
+    prof.disable()
+    hydroplane.synchronize()
+    prof.create_stats()
+    rows = sorted(prof.stats.items(), key=lambda kv: -kv[1][2])[:PROFILE[0]]
+    total = sum(v[2] for v in prof.stats.values()) / calls * 1e6
+    print(f"  profile of {name}: {total:.1f} us of own time per call (under cProfile); the largest:")
+    for (file, line, func), (_cc, nc, tt, ct, _callers) in rows:
+        where = f"{Path(file).parent.name}/{Path(file).name}:{line}" if line else file
+        print(f"    {tt / calls * 1e6:7.2f} us own {ct / calls * 1e6:8.2f} us with callees {nc / calls:6.2f} calls  "
+              f"{func} ({where})")
 
 
 def _loop(call, sync, calls=CALLS) -> tuple[float, float]:
@@ -107,6 +131,7 @@ def matmul_case(m, n, k, copies=1, label=None) -> dict:
     user, _ = _loop(call_new, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
+    _profile(f"matmul {m}x{n}x{k}", call_out)
     torch_s = None
     if HAVE_CUDA:
         tx = torch.from_numpy(x.numpy()).cuda()
@@ -142,6 +167,7 @@ def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
     user, _ = _loop(call_new, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
+    _profile(f"attention {b}x{h}x{s_q}x{s_kv}x{d}", call_out)
     torch_s = None
     if HAVE_CUDA:
         tq, tk, tv = (torch.from_numpy(a.numpy()).cuda() for a in (q, k, v))
@@ -215,32 +241,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="small shapes (lavapipe)")
     parser.add_argument("--out", help="write the rows as JSON here")
+    parser.add_argument("--only", help="run only the cases whose kind and size start with one of these "
+                        "(comma-separated, e.g. 'matmul 1x,attention 1x'; matmul M means an M x ... case)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the N functions with the most own time in each case's out= loop (cProfile)")
     args = parser.parse_args()
+    PROFILE[0] = args.profile
     rt = runtime_module.runtime(None)
     print(f"device: {rt.name}; driver {getattr(rt.executor, 'info', None) and rt.executor.info.driver_version}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; torch {'CUDA' if HAVE_CUDA else 'absent'}",
           flush=True)
-    rows = []
     if args.tiny:
-        rows.append(matmul_case(64, 64, 64))
-        rows.append(matmul_case(1, 256, 256, copies=2))
-        rows.append(attention_case(1, 2, 64, 64, 64, causal=True))
-        rows.append(attention_case(1, 4, 1, 128, 64, kv_heads=2))
-        rows.append(kernel_case(4096))
-        rows.append(replay_case(64, 20))
+        cases = [("matmul 64x", lambda: matmul_case(64, 64, 64)),
+                 ("matmul 1x", lambda: matmul_case(1, 256, 256, copies=2)),
+                 ("attention 1x2x64", lambda: attention_case(1, 2, 64, 64, 64, causal=True)),
+                 ("attention 1x4x1", lambda: attention_case(1, 4, 1, 128, 64, kv_heads=2)),
+                 ("kernel", lambda: kernel_case(4096)),
+                 ("replay", lambda: replay_case(64, 20))]
     else:
-        for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096), (512, 4096, 14336)):
-            rows.append(matmul_case(m, n, k))
-        rows.append(matmul_case(1, 4096, 14336, copies=8))
-        for m in (8, 16, 64):
-            rows.append(matmul_case(m, 4096, 4096, copies=16))
-        rows.append(attention_case(4, 16, 4096, 4096, 128))
-        rows.append(attention_case(4, 16, 4096, 4096, 128, causal=True))
-        rows.append(attention_case(4, 32, 4096, 4096, 128, kv_heads=8, causal=True))
-        rows.append(attention_case(16, 32, 1, 8192, 128))
-        rows.append(attention_case(1, 32, 1, 8192, 128, kv_heads=8))
-        rows.append(kernel_case(1 << 24))
-        rows.append(replay_case())
+        cases = [(f"matmul {m}x", lambda m=m, n=n, k=k: matmul_case(m, n, k))
+                 for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 11008, 4096), (512, 4096, 14336))]
+        cases.append(("matmul 1x", lambda: matmul_case(1, 4096, 14336, copies=8)))
+        cases += [(f"matmul {m}x", lambda m=m: matmul_case(m, 4096, 4096, copies=16)) for m in (8, 16, 64)]
+        cases += [("attention 4x16x4096", lambda: attention_case(4, 16, 4096, 4096, 128)),
+                  ("attention 4x16x4096", lambda: attention_case(4, 16, 4096, 4096, 128, causal=True)),
+                  ("attention 4x32x4096", lambda: attention_case(4, 32, 4096, 4096, 128, kv_heads=8, causal=True)),
+                  ("attention 16x32x1", lambda: attention_case(16, 32, 1, 8192, 128)),
+                  ("attention 1x32x1", lambda: attention_case(1, 32, 1, 8192, 128, kv_heads=8)),
+                  ("kernel", lambda: kernel_case(1 << 24)),
+                  ("replay", replay_case)]
+    only = [o.strip() for o in args.only.split(",")] if args.only else None
+    rows = [run() for tag, run in cases if only is None or any(tag.startswith(o) for o in only)]
     if args.out:
         Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
 

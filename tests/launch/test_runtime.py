@@ -268,7 +268,7 @@ def test_blocking_mode_and_queued_mode_give_identical_answers(monkeypatch):
 
 @pytest.mark.vulkan
 def test_a_loop_of_short_calls_submits_once_per_idle_batch_and_a_call_after_a_pause_at_once(monkeypatch):
-    """A GPU that finishes each call before the host queues the next (busy() always False here) and calls closer
+    """A GPU that finishes each call before the host queues the next (in_flight() always 0 here) and calls closer
     together than IDLE_GAP_S (a clock that stands still): one submit for the first call, then one per IDLE_BATCH
     commands, not one per call; a call after a pause is submitted at once; the answers are those of NumPy."""
     from hydroplane.vk import stream as stream_module
@@ -295,7 +295,7 @@ def test_a_loop_of_short_calls_submits_once_per_idle_batch_and_a_call_after_a_pa
 
         now = [1.0]
         monkeypatch.setattr(stream, "_submit", counted)
-        monkeypatch.setattr(stream, "busy", lambda: False)
+        monkeypatch.setattr(stream, "in_flight", lambda: 0)
         monkeypatch.setattr(stream_module, "_clock", lambda: now[0])
         stream._submitted_at = float("-inf")
         calls = 4 * stream_module.IDLE_BATCH + 3
@@ -312,6 +312,52 @@ def test_a_loop_of_short_calls_submits_once_per_idle_batch_and_a_call_after_a_pa
             with np.errstate(over="ignore"):  # extremes overflow to inf on both sides
                 want = np.float32(last) * x + y
             np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    finally:
+        rt.close()
+        rt.executor.close()
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("running", [1, 2])
+def test_a_batch_is_queued_behind_the_one_the_gpu_runs_but_not_behind_two(monkeypatch, running):
+    """With one submit unfinished, a batch of IDLE_BATCH commands is submitted behind it (the GPU finds it queued
+    when the running one ends, instead of idling until the host's next call); with MAX_IN_FLIGHT (2) unfinished it
+    is held and collects the calls that follow; the answers are NumPy's either way."""
+    from hydroplane.vk import stream as stream_module
+
+    assert stream_module.MAX_IN_FLIGHT == 2
+    rng = np.random.default_rng()
+    n = 512
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    try:
+        dx, dy = (DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(2))
+        x, y = _fresh(rng, n), _fresh(rng, n)
+        dx.write(x)
+        dy.write(y)
+        out = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+        out.write(np.full(n, np.nan, np.float32))  # poisoned
+        rt.stream.wait()
+        stream = rt.stream
+        submits = []
+        submit = stream._submit
+
+        def counted(*args):
+            submits.append(stream.seq)
+            return submit(*args)
+
+        monkeypatch.setattr(stream, "_submit", counted)
+        monkeypatch.setattr(stream, "in_flight", lambda: running)
+        monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)
+        stream._submitted_at = 1.0  # a recent submit: short batches are held
+        for i in range(stream_module.IDLE_BATCH):
+            axpy[_grid(n)](dx, dy, out, float(i), n)
+        assert len(submits) == (1 if running < 2 else 0)
+        assert stream.recording == (running == 2)
+        monkeypatch.undo()
+        rt.stream.wait()
+        with np.errstate(over="ignore"):
+            want = np.float32(stream_module.IDLE_BATCH - 1) * x + y
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
     finally:
         rt.close()
         rt.executor.close()

@@ -6,12 +6,14 @@
     stream.wait(seq)                              # flushes the batch if it is still being recorded, then waits
 
 Batches are numbered: `stream.seq` is the number of the batch being recorded (the next one when none is),
-`stream.completed` the highest number known finished. `submit_if_idle()` submits the recorded batch when the GPU has
-nothing left to run (so the GPU never waits for a host still recording), else the work waits for the next call, a full
-batch (`max_commands`) or a wait. One exception: a batch of fewer than `idle_batch` commands is held while the last
-submit is under IDLE_GAP_S old, so a loop of calls each shorter on the GPU than on the host makes a submit per
-`idle_batch` commands, not one per call (each submit costs the host and the GPU some tens of microseconds on a discrete
-GPU), while a call after a pause is submitted at once. Every batch starts with a full memory barrier (work of earlier
+`stream.completed` the highest number known finished. `submit_if_idle()` submits the recorded batch when fewer than
+`max_in_flight` (2) submits are unfinished: when the GPU is idle, and also while it runs one batch, so that the next
+batch is queued behind it and the GPU does not idle between the end of one batch and the host's next look at its fence
+(the GPU never waits for a host still recording). Else the work waits for the next call, a full batch (`max_commands`)
+or a wait. One exception: a batch of fewer than `idle_batch` commands is held while the last submit is under IDLE_GAP_S
+old, so a loop of calls each shorter on the GPU than on the host makes a submit per `idle_batch` commands, not one per
+call (each submit costs the host and the GPU some tens of microseconds on a discrete GPU), while a call after a pause
+is submitted at once. Every batch starts with a full memory barrier (work of earlier
 submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the objects it uses alive
 (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is
 not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
@@ -45,6 +47,7 @@ _READS = (E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCE
 _STAGES = E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT
 SUCCESS, NOT_READY = 0, 1
 IDLE_BATCH = 8  # commands a batch holds before a call that finds the GPU idle submits it soon after the last submit
+MAX_IN_FLIGHT = 2  # unfinished submits: the batch the GPU runs and the one queued behind it
 IDLE_GAP_S = 200e-6  # "soon": a call this long after the last submit submits whatever the batch holds
 _clock = time.perf_counter  # the clock of IDLE_GAP_S (a test sets it)
 
@@ -84,11 +87,13 @@ class Batch:
 class Stream(Owned):
     """The device's one queue of recorded work (docs/runtime.md)."""
 
-    def __init__(self, device, *, max_commands: int = 256, idle_batch: int = IDLE_BATCH):
+    def __init__(self, device, *, max_commands: int = 256, idle_batch: int = IDLE_BATCH,
+                 max_in_flight: int = MAX_IN_FLIGHT):
         device._require_open("Device")
         self.device = device
         self.max_commands = max_commands
         self.idle_batch = idle_batch
+        self.max_in_flight = max_in_flight
         self._submitted_at = float("-inf")  # _clock() at the last submit
         self.lock = threading.RLock()
         self.seq = 1
@@ -181,18 +186,22 @@ class Stream(Owned):
         self._in_flight.append(batch)
         self._submitted_at = _clock()
 
-    def busy(self) -> bool:
-        """Whether submitted work is still running (finished batches are retired on the way)."""
+    def in_flight(self) -> int:
+        """Submitted batches still unfinished (finished ones are retired on the way)."""
         self.poll()
-        return bool(self._in_flight)
+        return len(self._in_flight)
+
+    def busy(self) -> bool:
+        """Whether submitted work is still running."""
+        return self.in_flight() > 0
 
     def submit_if_idle(self) -> None:
-        """Submit the recorded batch now if the GPU has nothing left to run, unless the batch is short and the last
-        submit recent (IDLE_BATCH, IDLE_GAP_S: the module docstring)."""
+        """Submit the recorded batch now if fewer than `max_in_flight` submits are unfinished, unless the batch is
+        short and the last submit recent (MAX_IN_FLIGHT, IDLE_BATCH, IDLE_GAP_S: the module docstring)."""
         batch = self._current
         if batch is None or (batch.count < self.idle_batch and _clock() - self._submitted_at < IDLE_GAP_S):
             return  # held either way: the fences are not asked
-        if self.busy():
+        if self.in_flight() >= self.max_in_flight:
             return
         self.flush()
 
