@@ -3,8 +3,9 @@
 that is busy, does not count. Each case: 5 warm-up calls, then the best of 3 loops of N calls (each loop closed by
 a synchronize outside the timing). Cases: hydroplane.matmul on DeviceArrays (with out= and a new result each
 call, a decode GEMV rotating over 4 weights), a decode attention, nn.rms_norm, a quantized GEMV and GEMM, a user's
-kernel[grid], and a prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py; without the gguf package, tools/make_benchmark_gguf.py's Gemma 3 270M): as calls
-(`step(ids, last_only=False)`: every launch queued by the host) and as the replay of its bucket's captured graph.
+kernel[grid], and a prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py; without the
+gguf package, tools/make_benchmark_gguf.py's Gemma 3 270M): as calls (`step(ids, last_only=False)`: every launch
+queued by the host) and as the replay of its bucket's captured graph.
 
     PYTHONPATH=src python3 benchmarks/host_cost.py [--device 0|ref] [--calls 200] [--json OUT]
 
