@@ -266,6 +266,33 @@ def test_blocking_mode_and_queued_mode_give_identical_answers(monkeypatch):
     np.testing.assert_array_equal(answers[0], answers[1])
 
 
+def _queue_of_axpys(rng, n: int, outs: int):
+    """A private runtime on device 0 with x and y of fresh values written, `outs` poisoned outputs, the queue
+    drained, and a list that counts the stream's submits (the batch number of each)."""
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    dx, dy = (DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(2))
+    x, y = _fresh(rng, n), _fresh(rng, n)
+    dx.write(x)
+    dy.write(y)
+    results = [DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(outs)]
+    for out in results:
+        out.write(np.full(n, np.nan, np.float32))  # poisoned
+    rt.stream.wait()
+    return rt, dx, dy, x, y, results
+
+
+def _count_submits(monkeypatch, stream) -> list:
+    submits = []
+    submit = stream._submit
+
+    def counted(*args):
+        submits.append(stream.seq)
+        return submit(*args)
+
+    monkeypatch.setattr(stream, "_submit", counted)
+    return submits
+
+
 @pytest.mark.vulkan
 def test_a_loop_of_short_calls_submits_once_per_idle_batch_and_a_call_after_a_pause_at_once(monkeypatch):
     """A GPU that finishes each call before the host queues the next (in_flight() always 0 here) and calls closer
@@ -275,26 +302,11 @@ def test_a_loop_of_short_calls_submits_once_per_idle_batch_and_a_call_after_a_pa
 
     rng = np.random.default_rng()
     n = 1024
-    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    rt, dx, dy, x, y, outs = _queue_of_axpys(rng, n, 5)
     try:
-        dx, dy = (DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(2))
-        x, y = _fresh(rng, n), _fresh(rng, n)
-        dx.write(x)
-        dy.write(y)
-        outs = [DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(5)]
-        for out in outs:
-            out.write(np.full(n, np.nan, np.float32))  # poisoned
-        rt.stream.wait()
         stream = rt.stream
-        submits = []
-        submit = stream._submit
-
-        def counted(*args):
-            submits.append(stream.seq)
-            return submit(*args)
-
+        submits = _count_submits(monkeypatch, stream)
         now = [1.0]
-        monkeypatch.setattr(stream, "_submit", counted)
         monkeypatch.setattr(stream, "in_flight", lambda: 0)
         monkeypatch.setattr(stream_module, "_clock", lambda: now[0])
         stream._submitted_at = float("-inf")
@@ -328,24 +340,10 @@ def test_a_batch_is_queued_behind_the_one_the_gpu_runs_but_not_behind_two(monkey
     assert stream_module.MAX_IN_FLIGHT == 2
     rng = np.random.default_rng()
     n = 512
-    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    rt, dx, dy, x, y, (out,) = _queue_of_axpys(rng, n, 1)
     try:
-        dx, dy = (DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(2))
-        x, y = _fresh(rng, n), _fresh(rng, n)
-        dx.write(x)
-        dy.write(y)
-        out = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
-        out.write(np.full(n, np.nan, np.float32))  # poisoned
-        rt.stream.wait()
         stream = rt.stream
-        submits = []
-        submit = stream._submit
-
-        def counted(*args):
-            submits.append(stream.seq)
-            return submit(*args)
-
-        monkeypatch.setattr(stream, "_submit", counted)
+        submits = _count_submits(monkeypatch, stream)
         monkeypatch.setattr(stream, "in_flight", lambda: running)
         monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)
         stream._submitted_at = 1.0  # a recent submit: short batches are held
