@@ -46,7 +46,7 @@ _READS = (E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCE
           | E.VK_ACCESS_TRANSFER_WRITE_BIT)
 _STAGES = E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT
 SUCCESS, NOT_READY = 0, 1
-IDLE_BATCH = 8  # commands a batch holds before a call that finds the GPU idle submits it soon after the last submit
+IDLE_BATCH = 8  # commands a batch holds before a call submits it soon after the last submit (submit_if_idle)
 MAX_IN_FLIGHT = 2  # unfinished submits: the batch the GPU runs and the one queued behind it
 IDLE_GAP_S = 200e-6  # "soon": a call this long after the last submit submits whatever the batch holds
 _clock = time.perf_counter  # the clock of IDLE_GAP_S (a test sets it)
