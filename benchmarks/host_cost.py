@@ -20,10 +20,6 @@ of 100 calls after ONE warm-up call, over 8 weights the out= call has not seen (
 arrays and makes its descriptor sets inside the loop).
 
     PYTHONPATH=src python3 benchmarks/host_cost.py --device 0 --calls 200 --wall
-
-`--driver` (a Vulkan device) runs only the first cases with every Vulkan entry point the queue calls per call
-wrapped in a timer: the microseconds per call spent inside each (vkCmdBindPipeline, ..., vkGetFenceStatus,
-vkQueueSubmit, vkCmdPipelineBarrier), so the rest is Python's.
 """
 
 from __future__ import annotations
@@ -119,56 +115,6 @@ def wall(call, calls: int, warmups: int = 5, rounds: int = 3) -> dict:
     return best
 
 
-def driver_split(call, calls: int) -> dict:
-    """Microseconds per call inside each Vulkan entry point the queue calls (wrapped in perf_counter timers for one
-    loop of `calls` calls after 5 warm-ups), and the whole call's wall time in the same loop."""
-    from hydroplane.launch.runtime import runtime  # noqa: PLC0415
-    from hydroplane.vk import stream as stream_module  # noqa: PLC0415
-
-    stream = runtime(None).stream
-    for _ in range(5):
-        call()
-    hydroplane.synchronize()
-    spent: dict = {}
-    clock = time.perf_counter
-
-    def timed(name, fn):
-        def wrapper(*args):
-            start = clock()
-            try:
-                return fn(*args)
-            finally:
-                spent[name] = spent.get(name, 0.0) + clock() - start
-        return wrapper
-
-    entry = stream_module._ENTRY
-    names = {"bind": "vkCmdBindPipeline", "bind_sets": "vkCmdBindDescriptorSets",
-             "push_constants": "vkCmdPushConstants", "dispatch": "vkCmdDispatch"}
-    saved_entry = {k: getattr(entry, k) for k in names}
-    saved_stream = {k: getattr(stream, k) for k in ("_begin", "_end", "_submit", "_status", "_reset", "_barrier")}
-    vk_names = {"_begin": "vkBeginCommandBuffer", "_end": "vkEndCommandBuffer", "_submit": "vkQueueSubmit",
-                "_status": "vkGetFenceStatus", "_reset": "vkResetFences", "_barrier": "vkCmdPipelineBarrier"}
-    try:
-        for k, name in names.items():
-            setattr(entry, k, timed(name, saved_entry[k]))
-        for k, name in vk_names.items():
-            setattr(stream, k, timed(name, saved_stream[k]))
-        start = clock()
-        for _ in range(calls):
-            call()
-        whole = clock() - start
-    finally:
-        for k, fn in saved_entry.items():
-            setattr(entry, k, fn)
-        for k, fn in saved_stream.items():
-            setattr(stream, k, fn)
-    hydroplane.synchronize()
-    row = {name: t / calls * 1e6 for name, t in sorted(spent.items(), key=lambda kv: -kv[1])}
-    row["inside Vulkan"] = sum(spent.values()) / calls * 1e6
-    row["whole call (timers included)"] = whole / calls * 1e6
-    return row
-
-
 def first_places_loop(make, calls: int = 100, rounds: int = 3) -> dict:
     """user_path's protocol: `call = make()` (new arrays each round), one warm-up call and a synchronize, then
     `calls` calls timed by the wall clock around the whole loop (its `record`) and by this thread's CPU time."""
@@ -195,8 +141,6 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--wall", action="store_true", help="also the wall clock per call of each loop (module doc)")
-    parser.add_argument("--driver", action="store_true",
-                        help="only the first cases, with the time inside each Vulkan entry point (module doc)")
     args = parser.parse_args()
     if args.wall:
         gc.callbacks.append(_gc_callback)
@@ -210,10 +154,6 @@ def main() -> None:
     results: dict = {}
 
     def case(name: str, call, calls: int | None = None) -> None:
-        if args.driver:
-            row = results[f"{name}, driver"] = driver_split(call, calls or args.calls)
-            print(f"{name}: " + ", ".join(f"{k} {v:.2f}" for k, v in row.items()) + " (us per call)", flush=True)
-            return
         results[name] = cost(call, calls or args.calls)
         if not args.wall:
             print(f"{name:48s} {results[name]:9.1f} us", flush=True)
@@ -251,8 +191,6 @@ def main() -> None:
     q, k, v, oo = arr(np.float16, 1, 4, 1, 64), arr(np.float16, 1, 4, 256, 64), arr(np.float16, 1, 4, 256, 64), \
         arr(np.float16, 1, 4, 1, 64)
     case("attention decode (1,4,1|256,64), out=", lambda: hydroplane.attention(q, k, v, out=oo))
-    if args.driver:
-        return
     xr, wr = arr(np.float32, 4, 640), arr(np.float32, 640)
     case("nn.rms_norm (4, 640), new result", lambda: nn.rms_norm(xr, 640, wr))
     qw = hydroplane.device_array(quantize(rng.uniform(-1, 1, (256, 640)).astype(np.float32), "q8_0"))

@@ -1,6 +1,7 @@
 """Where the host time of a queued call goes (issue 22): per-call queue time and a cProfile of a loop of calls on
 DeviceArrays, for a large matmul (the GPU busy: calls batch), a decode GEMV (the GPU often idle: calls submit)
-and a decode attention; plus the cost of the Vulkan calls a queued call makes (fence status, a submit) and of
+and a decode attention, with the time per call inside each Vulkan entry point the queue calls in the same kind
+of loop (the rest is Python's); plus the cost of the Vulkan calls a queued call makes (fence status, a submit) and of
 plain Python on this host, so that hosts can be compared.
 
     PYTHONPATH=src python3 benchmarks/host_profile.py [--tiny] [--top 18]
@@ -59,6 +60,60 @@ def profile(name: str, call, calls: int, top: int) -> None:
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(top)
     print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:6000], flush=True)
+    split = driver_split(call, calls)
+    if split:
+        print("inside Vulkan, us per call: " + ", ".join(f"{k} {v:.2f}" for k, v in split.items()), flush=True)
+
+
+def driver_split(call, calls: int) -> dict:
+    """Microseconds per call inside each Vulkan entry point the queue calls (wrapped in perf_counter timers for one
+    loop of `calls` calls after 5 warm-ups), and the whole call's wall time in the same loop."""
+    from hydroplane.vk import stream as stream_module  # noqa: PLC0415
+
+    stream = runtime_module.runtime(None).stream
+    if stream is None:  # the reference executor
+        return {}
+    for _ in range(5):
+        call()
+    hydroplane.synchronize()
+    spent: dict = {}
+    clock = time.perf_counter
+
+    def timed(name, fn):
+        def wrapper(*args):
+            start = clock()
+            try:
+                return fn(*args)
+            finally:
+                spent[name] = spent.get(name, 0.0) + clock() - start
+        return wrapper
+
+    entry = stream_module._ENTRY
+    names = {"bind": "vkCmdBindPipeline", "bind_sets": "vkCmdBindDescriptorSets",
+             "push_constants": "vkCmdPushConstants", "dispatch": "vkCmdDispatch"}
+    saved_entry = {k: getattr(entry, k) for k in names}
+    saved_stream = {k: getattr(stream, k) for k in ("_begin", "_end", "_submit", "_status", "_reset", "_barrier")}
+    vk_names = {"_begin": "vkBeginCommandBuffer", "_end": "vkEndCommandBuffer", "_submit": "vkQueueSubmit",
+                "_status": "vkGetFenceStatus", "_reset": "vkResetFences", "_barrier": "vkCmdPipelineBarrier"}
+    try:
+        for k, name in names.items():
+            setattr(entry, k, timed(name, saved_entry[k]))
+        for k, name in vk_names.items():
+            setattr(stream, k, timed(name, saved_stream[k]))
+        start = clock()
+        for _ in range(calls):
+            call()
+        whole = clock() - start
+    finally:
+        for k, fn in saved_entry.items():
+            setattr(entry, k, fn)
+        for k, fn in saved_stream.items():
+            setattr(stream, k, fn)
+    hydroplane.synchronize()
+    row = {name: t / calls * 1e6 for name, t in sorted(spent.items(), key=lambda kv: -kv[1])}
+    row["inside Vulkan"] = sum(spent.values()) / calls * 1e6
+    row["whole call (timers included)"] = whole / calls * 1e6
+    return row
 
 
 def vulkan_costs(rt) -> None:

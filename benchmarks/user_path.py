@@ -39,30 +39,6 @@ except ImportError:  # lavapipe runs: no torch
     torch, HAVE_CUDA = None, False
 
 CALLS = 100
-PROFILE = [0]  # --profile N: the top N functions of a cProfile of each case's out= loop (0: none)
-
-
-def _profile(name: str, call, calls=CALLS) -> None:
-    """cProfile of `calls` queued calls (the out= loop, warm), the functions with the most own time, per call."""
-    if not PROFILE[0]:
-        return
-    import cProfile  # noqa: PLC0415 - only with --profile
-    call()
-    hydroplane.synchronize()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(calls):
-        call()
-    prof.disable()
-    hydroplane.synchronize()
-    prof.create_stats()
-    rows = sorted(prof.stats.items(), key=lambda kv: -kv[1][2])[:PROFILE[0]]
-    total = sum(v[2] for v in prof.stats.values()) / calls * 1e6
-    print(f"  profile of {name}: {total:.1f} us of own time per call (under cProfile); the largest:")
-    for (file, line, func), (_cc, nc, tt, ct, _callers) in rows:
-        where = f"{Path(file).parent.name}/{Path(file).name}:{line}" if line else file
-        print(f"    {tt / calls * 1e6:7.2f} us own {ct / calls * 1e6:8.2f} us with callees {nc / calls:6.2f} calls  "
-              f"{func} ({where})")
 
 
 def _loop(call, sync, calls=CALLS) -> tuple[float, float]:
@@ -131,7 +107,6 @@ def matmul_case(m, n, k, copies=1, label=None) -> dict:
     user, _ = _loop(call_new, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
-    _profile(f"matmul {m}x{n}x{k}", call_out)
     torch_s = None
     if HAVE_CUDA:
         tx = torch.from_numpy(x.numpy()).cuda()
@@ -167,7 +142,6 @@ def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
     user, _ = _loop(call_new, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
-    _profile(f"attention {b}x{h}x{s_q}x{s_kv}x{d}", call_out)
     torch_s = None
     if HAVE_CUDA:
         tq, tk, tv = (torch.from_numpy(a.numpy()).cuda() for a in (q, k, v))
@@ -243,10 +217,7 @@ def main() -> None:
     parser.add_argument("--out", help="write the rows as JSON here")
     parser.add_argument("--only", help="run only the cases whose kind and size start with one of these "
                         "(comma-separated, e.g. 'matmul 1x,attention 1x'; matmul M means an M x ... case)")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="print the N functions with the most own time in each case's out= loop (cProfile)")
     args = parser.parse_args()
-    PROFILE[0] = args.profile
     rt = runtime_module.runtime(None)
     print(f"device: {rt.name}; driver {getattr(rt.executor, 'info', None) and rt.executor.info.driver_version}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; torch {'CUDA' if HAVE_CUDA else 'absent'}",

@@ -13,10 +13,10 @@ batch is queued behind it and the GPU does not idle between the end of one batch
 or a wait. One exception: a batch of fewer than `idle_batch` commands is held while the last submit is under IDLE_GAP_S
 old, so a loop of calls each shorter on the GPU than on the host makes a submit per `idle_batch` commands, not one per
 call (each submit costs the host and the GPU some tens of microseconds on a discrete GPU), while a call after a pause
-is submitted at once. Every batch starts with a full memory barrier (work of earlier
-submits, host writes -> this batch); `barrier()` orders commands inside a batch. A batch keeps the objects it uses alive
-(`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is
-not thread-safe by itself: `lock` is for its caller (the launch layer's runtime).
+is submitted at once. Every batch starts with a full memory barrier (work of earlier submits, host writes -> this
+batch); `barrier()` orders commands inside a batch. A batch keeps the objects it uses alive (`keep`) until its fence
+signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is not thread-safe by
+itself: `lock` is for its caller (the launch layer's runtime).
 
 A dispatch recorded from a `DispatchRecorder` (`dispatch_recorder`) binds only what the batch's command buffer does
 not have bound already: the same pipeline, descriptor sets and push constants as the batch's last dispatch are not
