@@ -6,6 +6,10 @@ helpers), each checked against float64 NumPy on its first columns. One JSON line
     VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src \\
         python3 benchmarks/quant_sweep.py --out $OUT/quant_sweep.jsonl
         python3 benchmarks/quant_sweep.py --only prefill --seconds 200 --out $OUT/prefill.jsonl
+        python3 benchmarks/quant_sweep.py --only decode --pipe --decode-seconds 240 --best $OUT/best.json
+
+`--pipe` adds to the decode grid one row a lane and each plan with PIPE (kernels/quant/source.py: each lane's next
+unit of blocks loaded while this one is multiplied), after the shipped plan without and with PIPE.
 
 The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped rule: ops.quant_matmul.gemm_plan) at
 PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
@@ -113,7 +117,10 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--only", default="decode,prefill")
     parser.add_argument("--seconds", type=float, default=None, help="stop the prefill sweep after this long")
-    parser.add_argument("--decode-seconds", type=float, default=60.0, help="stop the gemma_decode sweep after this")
+    parser.add_argument("--decode-seconds", type=float, default=60.0, help="stop the gemma_decode sweep after this "
+                        "(with --pipe: the decode sweep's cases, each an equal share)")
+    parser.add_argument("--pipe", action="store_true", help="decode: also each plan with PIPE (the next unit's "
+                        "loads issued before this one is multiplied), one row a lane, and the shipped plans first")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
     args = parser.parse_args(argv)
@@ -132,28 +139,39 @@ def main(argv=None) -> int:
         print(rt.name, "copy bandwidth", bandwidth, flush=True)
         if "decode" in args.only:
             shapes = [(512, 64)] if args.tiny else DECODE_SHAPES
+            shipped = dict(quant_matmul.UNITS_TUNING)
+            pipes = (False, True) if args.pipe else (False,)
             for k, n in shapes:
                 for fmt in bench.FORMAT_ORDER:
+                    # --pipe: each case gets its share of --decode-seconds
+                    deadline = time.monotonic() + args.decode_seconds / len(shapes) / len(bench.FORMAT_ORDER) \
+                        if args.pipe else None
                     variants, plans = [], set()
-                    for rows in ROWS:
+                    # --pipe: the shipped plan first, without and with PIPE, then the grid with one row a lane too
+                    candidates = [dict(shipped.get((fmt, 1, n, k), {}), pipe=p) for p in pipes] if args.pipe else []
+                    for rows in ((1, *ROWS) if args.pipe else ROWS):
                         for lpr in ((4, 8) if args.tiny else LPRS):
                             for split in (0, 1):
-                                v = dict(rows=rows, lpr=lpr, nsg=4, split=split)
-                                plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
-                                                               rt.is_reference, v)
-                                if plan is not None and plan not in plans:
-                                    plans.add(plan)
-                                    variants.append(v)
+                                for pipe in pipes:
+                                    v = dict(rows=rows, lpr=lpr, nsg=4, split=split)
+                                    candidates.append(dict(v, pipe=True) if pipe else v)
+                    for v in candidates:
+                        plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
+                                                       rt.is_reference, v)
+                        if plan is not None and plan not in plans:
+                            plans.add(plan)
+                            variants.append(v)
 
                     def apply(v, fmt=fmt, k=k, n=n):
                         quant_matmul.UNITS_TUNING.clear()
                         quant_matmul.UNITS_TUNING[(fmt, 1, n, k)] = v
 
-                    found = timed(rt, device, fmt, 1, k, n, rotate, reps, rng, apply, variants, out)
-                    done = [r for r in found if "us" in r and r["error"] <= bench.BOUND]
+                    found = timed(rt, device, fmt, 1, k, n, rotate, reps, rng, apply, variants, out,
+                                  deadline=deadline)
+                    done = [i for i, r in enumerate(found) if "us" in r and r["error"] <= bench.BOUND]
                     if done:
-                        fastest = min(done, key=lambda r: r["us"])
-                        best.append([fmt, 1, n, k, {key: fastest[key] for key in variants[0]}])
+                        fastest = min(done, key=lambda i: found[i]["us"])
+                        best.append([fmt, 1, n, k, variants[fastest]])
                         if args.best:  # after every case: a run cut off by its time limit keeps what it found
                             Path(args.best).write_text(json.dumps(best))
             quant_matmul.UNITS_TUNING.clear()

@@ -248,6 +248,31 @@ def test_the_unit_gemv_at_every_load_width(device, fmt, monkeypatch):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k"])
+def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
+    """PIPE (each lane's next unit loaded while this one is multiplied) adds the same products in the same order as
+    the plain loop: the same bits, with and without a K split, lanes taking 2-3 units or none of a range."""
+    block = FORMATS[fmt].block
+    k = 2048 if block == 256 else 16 * block * 5  # 10 units a row (16-byte loads: 8 blocks), or 8 (q4_k: 1 block)
+    n = 12 if device == "ref" else 40
+    qw, w64 = table(fmt, n, k)
+    sg = runtime(device).executor.target.subgroup_size
+    x = activations((3, k), np.float16)
+    for lpr, split in ((2, 1), (2, 2), (4, 3)):
+        results = []
+        for pipe in (False, True):
+            tuned = {"lw": 4, "lpr": lpr, "split": split, "rows": 1, "pipe": pipe}
+            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 3, n, k), tuned)
+            plan = quant_matmul.units_plan(fmt, 3, n, k, sg, device == "ref", tuned)
+            assert plan.span and plan.pipe == pipe and plan.split == split
+            out = np.full((3, n), -777.0, np.float16)
+            results.append(hydroplane.matmul(x, qw.T, out=out, device=device))
+        assert_close(results[1], expected(x, w64), np.float16)
+        np.testing.assert_array_equal(results[1], results[0])
+    assert not quant_matmul.units_plan("q6_k", 1, n, 2048, sg, True, {"pipe": True}).pipe  # no unit loaded whole
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_prefill_block_shapes(device, monkeypatch):
     """The prefill GEMM's other block shapes (two tiles a side per subgroup, 4-tile K steps, padded shared rows) on
     the small-tile targets, with M, N and K edges."""

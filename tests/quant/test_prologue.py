@@ -219,6 +219,10 @@ def test_two_weights_of_two_formats_in_one_launch(device, fmt_a, fmt_b, k, monke
     assert graph.launches == 1
     graph.replay()
     assert rel(out.numpy()[0], want) < BOUND
+    monkeypatch.setattr(quant_matmul, "UNITS_PIPE", True)  # each lane's next unit loaded ahead: the same bits
+    piped = device_array(np.full((1, 96), POISON, np.float32), device)
+    run_quantized(dx, a, second=b, out=piped, prologue=prologue)
+    np.testing.assert_array_equal(piped.numpy(), out.numpy())
     monkeypatch.setattr(quant_matmul, "PROLOGUE_PRELOAD", False)
     later = device_array(np.full((1, 96), POISON, np.float32), device)
     run_quantized(dx, a, second=b, out=later, prologue=prologue)

@@ -594,7 +594,8 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
 class UnitsPlan:
     """The unit GEMV's launch (kernels/quant/source.py: gemv_units_kernel): loads of LW words, UB blocks a unit
     (SPAN: loaded whole, else block by block), ROWS rows of W a lane, LPR lanes a row group, NSG subgroups a
-    workgroup, MR rows of x, SPLIT K ranges of split_units units."""
+    workgroup, MR rows of x, SPLIT K ranges of split_units units; PIPE: each lane's next unit loaded while this one
+    is multiplied (SPAN only)."""
 
     lw: int
     ub: int
@@ -607,12 +608,14 @@ class UnitsPlan:
     split_units: int
     row_units: int
     grid: tuple
+    pipe: bool = False
 
 
 UNITS_LOAD_WORDS = (4, 2, 1)  # the widest load whose unit of whole blocks divides a row
 UNITS_MAX_LOAD_WORDS = {"q6_k": 1}  # q6_k: 4-byte loads (units of 2 blocks) were the fastest on the H200
 UNITS_SPAN_BYTES = 288  # a unit of at most this many bytes (all ROWS rows) is loaded at once; else block by block
 UNITS_SUBGROUPS = 4
+UNITS_PIPE = False  # the next unit's loads issued before this one is multiplied (where a unit is loaded whole)
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
@@ -664,8 +667,9 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
         split = max(1, min(ceil_div(target, lanes), row_units // lpr, 64)) if lanes < target else 1
     split_units = ceil_div(row_units, split)
     split = ceil_div(row_units, split_units)
-    return UnitsPlan(lw, ub, ub * nbytes * rows <= UNITS_SPAN_BYTES, mr, rows, lpr, nsg, split, split_units,
-                     row_units, (groups, tiles, split))
+    span = ub * nbytes * rows <= UNITS_SPAN_BYTES
+    return UnitsPlan(lw, ub, span, mr, rows, lpr, nsg, split, split_units, row_units, (groups, tiles, split),
+                     span and tuned.get("pipe", UNITS_PIPE))
 
 
 def pair_plan(a: Weight, b: Weight, m: int, sg: int, reference: bool) -> UnitsPlan | None:
@@ -770,6 +774,8 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
             constexprs["HELD"] = ceil_div(weight.k // 4, threads)
         if not PROLOGUE_PRELOAD:
             constexprs["PRELOAD"] = False
+    if plan.pipe:
+        constexprs["PIPE"] = True
     part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
     _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,

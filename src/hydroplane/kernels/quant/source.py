@@ -309,34 +309,52 @@ def load_unit(words, w4, w2, w, rowc, u, BYTES: constexpr, UB: constexpr, LW: co
 
 
 @func
-def unit_loop(acc, words, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub, FMT: constexpr,
-              BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr, MR: constexpr,
-              ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr, PRELOADED: constexpr):
+def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub,
+              FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr,
+              MR: constexpr, ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr,
+              PRELOADED: constexpr, PIPE: constexpr):
     """acc += the lane's units u_begin + sub, + LPR, ... < u_end of the ROWS rows of W (in FMT) whose first units
     rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop). PRELOADED (SPAN): the
-    first unit's words are in `words` already (`load_unit` before the prologue)."""
+    first unit's words are in `words` already (`load_unit` before the prologue). PIPE (SPAN): the lane's next unit
+    is loaded into `ahead` before this one is multiplied, so that its loads are in flight during the arithmetic
+    (twice the words in registers)."""
     CB = 4 * LW  # bytes per load
     UNIT_CHUNKS = UB * BYTES // CB
     SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
-    for u in range(u_begin + sub, u_end, LPR):
-        e0 = u * UB * BLOCK
-        if SPAN:
-            if PRELOADED:
-                if u != u_begin + sub:
+    if SPAN and PIPE:
+        first = u_begin + sub
+        if not PRELOADED:
+            if first < u_end:
+                load_unit(words, w4, w2, w, rowc, first, BYTES, UB, LW, ROWS)
+        for u in range(first, u_end, LPR):
+            if u + LPR < u_end:
+                load_unit(ahead, w4, w2, w, rowc, u + LPR, BYTES, UB, LW, ROWS)
+            for b in static_range(UB):
+                block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
+                          u * UB * BLOCK + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
+            if u + LPR < u_end:
+                for i in static_range(ROWS * UNIT_CHUNKS * LW):
+                    words[i] = ahead[i]
+    else:
+        for u in range(u_begin + sub, u_end, LPR):
+            e0 = u * UB * BLOCK
+            if SPAN:
+                if PRELOADED:
+                    if u != u_begin + sub:
+                        load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
+                else:
                     load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
+                for b in static_range(UB):
+                    block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
+                              e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
             else:
-                load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
-            for b in static_range(UB):
-                block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff, e0 + b * BLOCK,
-                          FMT, MR, ROWS, XDT, load_x)
-        else:
-            for b in static_range(UB):
-                FIRST = b * BYTES // CB
-                for r in static_range(ROWS):
-                    load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
-                               (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
-                block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
-                          e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
+                for b in static_range(UB):
+                    FIRST = b * BYTES // CB
+                    for r in static_range(ROWS):
+                        load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
+                                   (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
+                    block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc,
+                              xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
 
 
 @functools.cache
@@ -363,7 +381,7 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none",
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
                          BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = (), HELD: constexpr = 0,
-                         PRELOAD: constexpr = True):
+                         PRELOAD: constexpr = True, PIPE: constexpr = False):
         sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
         sums = shared_array(f32, NSG)
         lane = lane_id()
@@ -384,6 +402,7 @@ def gemv_units_kernel(XDT: str, ODT: str):
         CHUNKS = UB * BYTES // CB if SPAN else (BYTES + 2 * CB - 2) // CB
         CHUNKS2 = (UB * BYTES2 // CB if SPAN2 else (BYTES2 + 2 * CB - 2) // CB) if FMT2 != "" else 1
         words = local_array(u32, ROWS * (CHUNKS if CHUNKS > CHUNKS2 else CHUNKS2) * LW)
+        ahead = local_array(u32, ROWS * (CHUNKS if CHUNKS > CHUNKS2 else CHUNKS2) * LW if PIPE else 1)
         xoff = local_array(s32, MR)
         for m in static_range(MR):
             xoff[m] = minimum(m0 + m, M - 1) * K
@@ -407,13 +426,13 @@ def gemv_units_kernel(XDT: str, ODT: str):
                     load_unit(words, wb4, wb2, wb, rowc, u_begin + sub, BYTES2, UB, LW, ROWS)
             prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG, CMB, HELD)
         if FMT2 == "" or n0 < n_first:
-            unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc, u_begin,
-                      u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8, PRE1)
+            unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc,
+                      u_begin, u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
+                      load_x8_shared if PRO != "none" else load_x8, PRE1, PIPE)
         else:
-            unit_loop(acc, words, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, wb4, wb2, wb, rowc,
-                      u_begin, u_end, sub, FMT2, BLOCK, BYTES2, UB, LW, SPAN2, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8, PRE2)
+            unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, wb4, wb2, wb,
+                      rowc, u_begin, u_end, sub, FMT2, BLOCK, BYTES2, UB, LW, SPAN2, MR, ROWS, LPR, XDT,
+                      load_x8_shared if PRO != "none" else load_x8, PRE2, PIPE)
         for s in static_range(log2_exact(LPR)):
             for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
