@@ -193,3 +193,24 @@ def test_cli_cache_listing_of_a_broken_cache(tmp_path):
     assert proc.stdout.startswith(f"autotune cache: {home / 'hydroplane' / 'gemm.json'}")
     assert proc.stderr.count("hydroplane: warning: cannot read the autotune cache") == 1
     assert "Traceback" not in proc.stderr
+
+
+def test_an_output_type_without_entries_takes_its_accumulators_winner(ref, fresh):
+    """f16:f32:f16 with no winner of its own runs f16:f32's (the same kernels; only the epilogue rounds to f16); a
+    winner of its own comes first."""
+    from hydroplane.kernels.gemm.route import route_candidates
+
+    narrow = GemmProblem(24, 20, 28, parse_dtype("f16:f32:f16"), "nt", beta=1.0)
+    default = ref.tuned_config(narrow)
+    others = [c for c in route_candidates(narrow, ref.target) if c != default]
+    assert len(others) >= 2
+    wide_key = ref.cache_key(PROBLEM)
+    assert ref.cache_key(narrow) == wide_key.replace("f16:f32", "f16:f32:f16", 1)
+    entry = {"seconds": 1.0, "tflops": 0.1}
+    fresh.parent.mkdir(parents=True)
+    fresh.write_text(json.dumps({"ref": {wide_key: dict(entry, config=others[0].to_dict())}}))
+    assert ref.tuned_config(narrow) == others[0]
+    fresh.write_text(json.dumps({"ref": {wide_key: dict(entry, config=others[0].to_dict()),
+                                         ref.cache_key(narrow): dict(entry, config=others[1].to_dict())}}))
+    assert ref.tuned_config(narrow) == others[1]
+    assert ref.tuned_config(PROBLEM) == others[0]

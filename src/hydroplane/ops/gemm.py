@@ -226,16 +226,22 @@ class GemmRunner(DeviceRunner):
 
     def tuned_config(self, problem: GemmProblem) -> GemmConfig | GemvConfig:
         """The cached winner for this device and problem class, else the shipped table's, else the default (the
-        skinny kernels for few rows of A)."""
-        for table in (load_cache(), shipped_table()):
-            found = table.get(self.device_key(), {}).get(self.cache_key(problem))
-            if found:
-                try:
-                    config = config_from_dict(found["config"])
-                    gemm_route(problem, config, self.target)  # still valid here
-                    return config
-                except HydroplaneError:
-                    continue
+        skinny kernels for few rows of A). A problem whose output type is not its accumulator's (f16:f32:f16) with
+        no entry of its own takes its accumulator type's winner (f16:f32: the same kernels and loads, only the
+        epilogue rounds differently)."""
+        keys = [self.cache_key(problem)]
+        if problem.dtype.out != problem.dtype.acc:
+            keys.append(f"{problem.dtype.a}:{problem.dtype.acc} {problem.layout} {shape_class(problem)}")
+        for key in keys:
+            for table in (load_cache(), shipped_table()):
+                found = table.get(self.device_key(), {}).get(key)
+                if found:
+                    try:
+                        config = config_from_dict(found["config"])
+                        gemm_route(problem, config, self.target)  # still valid here
+                        return config
+                    except HydroplaneError:
+                        continue
         return route_default_config(problem, self.target)
 
     def tune(self, problem: GemmProblem, *, repeat: int = 5, progress=None, limit: int | None = None) -> GemmResult:
