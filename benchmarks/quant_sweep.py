@@ -84,6 +84,7 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
         found.append(record)
         try:
             apply(variant)
+            seen = set(quant_matmul._pipelines.get(rt.executor, {}))
             # a call of DeviceArrays replays the launches its signature's first call recorded (ops.quant_matmul's
             # fast path): without this every variant after the first would time the first one's plan again
             quant_matmul._fast.clear()
@@ -91,6 +92,10 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
             hydroplane.matmul(dx, dws[0].T, out=dout)
             error = bench.check(dout.numpy(), x, qw)
             record["compile_s"] = time.perf_counter() - started
+            if getattr(rt.executor, "capture_statistics", False):  # --stats: the new pipelines' registers, spills
+                made = quant_matmul._pipelines.get(rt.executor, {})
+                record["stats"] = [f"{made[key][0].name}: {statistics_text(made[key][1])}"
+                                   for key in made if key not in seen]
             # 0.3 s of back-to-back runs first: a case's first variant follows seconds of weight making, uploads and
             # compiling, after which the H200 idles at 345 MHz (docs/perf.md); 0.05 s did not bring it back for sure
             seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.3))
@@ -109,6 +114,18 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
     return found
 
 
+def statistics_text(kernel) -> str:
+    """The driver's register count, local (spilled) and shared memory of a kernel's pipeline."""
+    from hydroplane import vk
+
+    try:
+        found = vk.pipeline_statistics(kernel.native)
+    except vk.VulkanError as err:
+        return f"(no statistics: {err})"
+    keep = ("Register Count", "Local Memory Size", "Shared Memory Size", "Stack Size")
+    return "; ".join(", ".join(f"{k}={v}" for k, v in e.statistics.items() if k in keep) for e in found)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None)
@@ -123,10 +140,14 @@ def main(argv=None) -> int:
                         "loads issued before this one is multiplied), one row a lane, and the shipped plans first")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
+    parser.add_argument("--stats", action="store_true", help="record each variant's new pipelines' driver "
+                        "statistics (registers, local and shared memory: VK_KHR_pipeline_executable_properties)")
     args = parser.parse_args(argv)
     device = args.device if args.device == "ref" else int(args.device)
     reps = args.reps or (2 if args.tiny else 10)
     rt = runtime(device)
+    if args.stats and not rt.is_reference:
+        rt.executor.capture_statistics = True
     rng = np.random.default_rng(0)
     path = Path(args.out or Path(os.environ.get("OUT", ".")) / "quant_sweep.jsonl")
     torch = None if args.tiny or "decode" not in args.only else bench.torch_or_none()
