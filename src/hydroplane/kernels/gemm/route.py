@@ -38,6 +38,7 @@ from hydroplane.spirv import types
 from hydroplane.spirv.target import Target
 
 SKINNY_M = 64  # rows of A up to which a problem is skinny: B streamed once, the skinny kernels' case
+GEMV_ROWS = 8  # rows of A the skinny kernels multiply in one pass over B (more rows: more passes)
 WAVE = 264  # workgroups that keep a large GPU busy (the H200: 132 SMs, two workgroups each)
 PAD_WASTE = 1.0625  # padding to whole blocks is taken where it adds at most this factor of work
 
@@ -390,7 +391,7 @@ def gemv_configs(problem: GemmProblem, target: Target) -> list[GemvConfig]:
     runs there."""
     sg = target.subgroup_size
     m, k = problem.m, problem.k
-    rows = min(m, 8)
+    rows = min(m, GEMV_ROWS)
     found = []
     if problem.b_transposed:
         lanes = min(sg, 32)
@@ -662,7 +663,16 @@ def route_candidates(problem: GemmProblem, target: Target) -> list[GemmConfig | 
 
 
 def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | GemvConfig:
-    """The configuration without tuning: the skinny kernels' first for a skinny problem, else plan.default_config."""
+    """The configuration without tuning: the skinny kernels' first for a skinny problem (the thin tensor-core one
+    for 9 to THIN_M rows on a target with 16-row tiles), else plan.default_config."""
+    if GEMV_ROWS < problem.m <= THIN_M and is_skinny(problem):
+        # past GEMV_ROWS rows the skinny kernels read B once per GEMV_ROWS rows of A; one tile row of the tensor
+        # cores reads it once (the H200, 2026-12-05: 16 x 4096 x 4096 as the GEMV 55 us, twice its 8 rows' 30 us;
+        # the thin block at 8 x 4096 x 14336 65.5 us against the GEMV's 55.8). The middle of its splits: about a wave.
+        thin = thin_configs(problem, target)
+        if thin:
+            first = sorted((c for c in thin if c.block == thin[0].block), key=lambda c: c.split)
+            return first[len(first) // 2]
     if is_skinny(problem):
         skinny = gemv_configs(problem, target)
         if skinny:
