@@ -8,8 +8,9 @@ helpers), each checked against float64 NumPy on its first columns. One JSON line
         python3 benchmarks/quant_sweep.py --only prefill --seconds 200 --out $OUT/prefill.jsonl
         python3 benchmarks/quant_sweep.py --only decode --pipe --decode-seconds 240 --best $OUT/best.json
 
-`--pipe` adds to the decode grid one row a lane and each plan with PIPE (kernels/quant/source.py: each lane's next
-unit of blocks loaded while this one is multiplied), after the shipped plan without and with PIPE.
+`--pipe` adds to the decode grid one row a lane and each plan with PIPE and XSH (kernels/quant/source.py: each
+lane's next unit of blocks loaded while this one is multiplied; x converted to f32 into shared memory once per
+workgroup), after the shipped plan as it is, with each and with both.
 
 The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped rule: ops.quant_matmul.gemm_plan) at
 PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
@@ -136,8 +137,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="stop the prefill sweep after this long")
     parser.add_argument("--decode-seconds", type=float, default=60.0, help="stop the gemma_decode sweep after this "
                         "(with --pipe: the decode sweep's cases, each an equal share)")
-    parser.add_argument("--pipe", action="store_true", help="decode: also each plan with PIPE (the next unit's "
-                        "loads issued before this one is multiplied), one row a lane, and the shipped plans first")
+    parser.add_argument("--pipe", action="store_true", help="decode: also each plan with PIPE and XSH (the next "
+                        "unit's loads issued before this one is multiplied; x staged in shared memory), one row a "
+                        "lane, and the shipped plans first")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
     parser.add_argument("--stats", action="store_true", help="record each variant's new pipelines' driver "
@@ -168,14 +170,17 @@ def main(argv=None) -> int:
                     deadline = time.monotonic() + args.decode_seconds / len(shapes) / len(bench.FORMAT_ORDER) \
                         if args.pipe else None
                     variants, plans = [], set()
-                    # --pipe: the shipped plan first, without and with PIPE, then the grid with one row a lane too
-                    candidates = [dict(shipped.get((fmt, 1, n, k), {}), pipe=p) for p in pipes] if args.pipe else []
-                    for rows in ((1, *ROWS) if args.pipe else ROWS):
-                        for lpr in ((4, 8) if args.tiny else LPRS):
-                            for split in (0, 1):
-                                for pipe in pipes:
+                    # --pipe: the shipped plan first, as it is and with PIPE and XSH (x in shared memory) each and
+                    # both, then the grid (one row a lane too) with both, then without
+                    candidates = [dict(shipped.get((fmt, 1, n, k), {}), pipe=p, xsh=x)
+                                  for p, x in ((False, False), (True, False), (False, True), (True, True))] \
+                        if args.pipe else []
+                    for both in pipes[::-1]:
+                        for rows in ((1, *ROWS) if args.pipe else ROWS):
+                            for lpr in ((4, 8) if args.tiny else LPRS):
+                                for split in (0, 1):
                                     v = dict(rows=rows, lpr=lpr, nsg=4, split=split)
-                                    candidates.append(dict(v, pipe=True) if pipe else v)
+                                    candidates.append(dict(v, pipe=True, xsh=True) if both else v)
                     for v in candidates:
                         plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
                                                        rt.is_reference, v)

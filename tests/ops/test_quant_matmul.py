@@ -250,25 +250,33 @@ def test_the_unit_gemv_at_every_load_width(device, fmt, monkeypatch):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k"])
 def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
-    """PIPE (each lane's next unit loaded while this one is multiplied) adds the same products in the same order as
-    the plain loop: the same bits, with and without a K split, lanes taking 2-3 units or none of a range."""
+    """PIPE (each lane's next unit loaded while this one is multiplied) and XSH (one row of x converted into shared
+    memory once per workgroup, in chunks: here of 2 or 3 units) add the same products in the same order as the plain
+    loop: the same bits, with and without a K split, lanes taking 2-3 units or none of a range."""
     block = FORMATS[fmt].block
     k = 2048 if block == 256 else 16 * block * 5  # 10 units a row (16-byte loads: 8 blocks), or 8 (q4_k: 1 block)
     n = 12 if device == "ref" else 40
     qw, w64 = table(fmt, n, k)
     sg = runtime(device).executor.target.subgroup_size
-    x = activations((3, k), np.float16)
-    for lpr, split in ((2, 1), (2, 2), (4, 3)):
-        results = []
-        for pipe in (False, True):
-            tuned = {"lw": 4, "lpr": lpr, "split": split, "rows": 1, "pipe": pipe}
-            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 3, n, k), tuned)
-            plan = quant_matmul.units_plan(fmt, 3, n, k, sg, device == "ref", tuned)
-            assert plan.span and plan.pipe == pipe and plan.split == split
-            out = np.full((3, n), -777.0, np.float16)
-            results.append(hydroplane.matmul(x, qw.T, out=out, device=device))
-        assert_close(results[1], expected(x, w64), np.float16)
-        np.testing.assert_array_equal(results[1], results[0])
+    monkeypatch.setattr(quant_matmul, "UNITS_X_SHARED_BYTES", 3 * 256 * 4)  # 3 units of 256 weights as f32
+    for m in (1, 3):
+        x = activations((m, k), np.float16)
+        for lpr, split in ((2, 1), (2, 2), (4, 3)):
+            results = []
+            for pipe, xsh in ((False, False), (True, False), (False, True), (True, True)):
+                if xsh and m > 1:
+                    continue
+                tuned = {"lw": 4, "lpr": lpr, "split": split, "rows": 1, "pipe": pipe, "xsh": xsh}
+                monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, m, n, k), tuned)
+                plan = quant_matmul.units_plan(fmt, m, n, k, sg, device == "ref", tuned)
+                assert plan.span and (plan.pipe, plan.xsh) == (pipe, xsh) and plan.split == split
+                if xsh:
+                    assert quant_matmul.units_x_chunk(plan, block, 1 << 20) == (2 if lpr == 2 else 3) * 256
+                out = np.full((m, n), -777.0, np.float16)
+                results.append(hydroplane.matmul(x, qw.T, out=out, device=device))
+            assert_close(results[0], expected(x, w64), np.float16)
+            for other in results[1:]:
+                np.testing.assert_array_equal(other, results[0])
     assert not quant_matmul.units_plan("q6_k", 1, n, 2048, sg, True, {"pipe": True}).pipe  # no unit loaded whole
 
 

@@ -595,7 +595,7 @@ class UnitsPlan:
     """The unit GEMV's launch (kernels/quant/source.py: gemv_units_kernel): loads of LW words, UB blocks a unit
     (SPAN: loaded whole, else block by block), ROWS rows of W a lane, LPR lanes a row group, NSG subgroups a
     workgroup, MR rows of x, SPLIT K ranges of split_units units; PIPE: each lane's next unit loaded while this one
-    is multiplied (SPAN only)."""
+    is multiplied (SPAN only); XSH: x converted to f32 into shared memory once per workgroup (M = 1: units_x_chunk)."""
 
     lw: int
     ub: int
@@ -609,6 +609,7 @@ class UnitsPlan:
     row_units: int
     grid: tuple
     pipe: bool = False
+    xsh: bool = False
 
 
 UNITS_LOAD_WORDS = (4, 2, 1)  # the widest load whose unit of whole blocks divides a row
@@ -616,6 +617,8 @@ UNITS_MAX_LOAD_WORDS = {"q6_k": 1}  # q6_k: 4-byte loads (units of 2 blocks) wer
 UNITS_SPAN_BYTES = 288  # a unit of at most this many bytes (all ROWS rows) is loaded at once; else block by block
 UNITS_SUBGROUPS = 4
 UNITS_PIPE = False  # the next unit's loads issued before this one is multiplied (where a unit is loaded whole)
+UNITS_X_SHARED = False  # M = 1: x converted to f32 once per workgroup into shared memory (XSH), in chunks of
+UNITS_X_SHARED_BYTES = 32768  # at most this many bytes
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
@@ -669,7 +672,17 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
     split = ceil_div(row_units, split_units)
     span = ub * nbytes * rows <= UNITS_SPAN_BYTES
     return UnitsPlan(lw, ub, span, mr, rows, lpr, nsg, split, split_units, row_units, (groups, tiles, split),
-                     span and tuned.get("pipe", UNITS_PIPE))
+                     span and tuned.get("pipe", UNITS_PIPE), m == 1 and tuned.get("xsh", UNITS_X_SHARED))
+
+
+def units_x_chunk(plan: UnitsPlan, block: int, shared_memory: int) -> int:
+    """XSH's chunk: the activations (whole units; a multiple of LPR units where that fits) staged in shared memory
+    as f32 at a time, in at most UNITS_X_SHARED_BYTES and the target's shared memory less 1 KiB."""
+    unit = plan.ub * block
+    units = max(1, min(UNITS_X_SHARED_BYTES, shared_memory - 1024) // (4 * unit))
+    if units >= plan.lpr:
+        units -= units % plan.lpr
+    return min(units, plan.split_units) * unit
 
 
 def pair_plan(a: Weight, b: Weight, m: int, sg: int, reference: bool) -> UnitsPlan | None:
@@ -776,6 +789,8 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
             constexprs["PRELOAD"] = False
     if plan.pipe:
         constexprs["PIPE"] = True
+    if plan.xsh and prologue is None and second is None:
+        constexprs["XCH"] = units_x_chunk(plan, block, rt.executor.target.shared_memory)
     part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
     _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,

@@ -366,7 +366,9 @@ def gemv_units_kernel(XDT: str, ODT: str):
     against MR rows of x, each activation read once for the ROWS rows. The LPR lanes' sums meet in shuffles; with
     SPLIT K ranges (grid z) the partial sums go to `part` for reduce_kernel. FMT2: a second weight wb (its own
     format, BYTES2 and SPAN2; the same BLOCK, UB and LW) whose rows follow w's n_first rows in the output (one
-    launch for two weights of different formats: n_first a multiple of ROWS)."""
+    launch for two weights of different formats: n_first a multiple of ROWS). XCH > 0 (M = 1, no prologue, one
+    weight): the workgroup converts x to f32 into shared memory once, XCH activations (whole units) at a time, and
+    the lanes read it from there, not each converting it again for its rows. PIPE: `unit_loop`."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
@@ -381,8 +383,8 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none",
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
                          BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = (), HELD: constexpr = 0,
-                         PRELOAD: constexpr = True, PIPE: constexpr = False):
-        sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
+                         PRELOAD: constexpr = True, PIPE: constexpr = False, XCH: constexpr = 0):
+        sx = shared_array(f32, XCH if XCH > 0 else (K_MAX_PROLOGUE if PRO != "none" else 1))
         sums = shared_array(f32, NSG)
         lane = lane_id()
         sub = lane % LPR
@@ -425,7 +427,19 @@ def gemv_units_kernel(XDT: str, ODT: str):
                 elif PRE2:
                     load_unit(words, wb4, wb2, wb, rowc, u_begin + sub, BYTES2, UB, LW, ROWS)
             prologue(sx, sums, x, x4, pw, pd, pdw, ps, K, eps, PRO, PACT, SUM_OUT, NSG * SG, NSG, CMB, HELD)
-        if FMT2 == "" or n0 < n_first:
+        if XCH > 0:  # x staged (M = 1, no prologue): chunks of XCH activations as f32 in shared memory, in turn
+            CHUNK_UNITS = XCH // (UB * BLOCK)
+            for c0 in range(u_begin, u_end, CHUNK_UNITS):
+                c1 = minimum(u_end, c0 + CHUNK_UNITS)
+                e0 = c0 * UB * BLOCK
+                barrier()  # the last chunk's reads are done
+                for i in range(local_index(), (c1 - c0) * UB * BLOCK, NSG * SG):
+                    sx[i] = load(x, e0 + i, XDT)
+                barrier()
+                xoff[0] = -e0
+                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx, xoff, w4, w2, w, rowc, c0, c1, sub, FMT, BLOCK,
+                          BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_shared, False, PIPE)
+        elif FMT2 == "" or n0 < n_first:
             unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc,
                       u_begin, u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
                       load_x8_shared if PRO != "none" else load_x8, PRE1, PIPE)
