@@ -1,6 +1,10 @@
 """The layers import one way (DESIGN.md, docs/architecture.md): checked on the real import graph."""
 
 import ast
+import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import REPO
@@ -179,15 +183,70 @@ def dynamic_imports(path: Path) -> list[int]:
         or isinstance(node.func, ast.Name) and node.func.id == "__import__")]
 
 
+def lazy_table(path: Path) -> dict[str, str] | None:
+    """A module's `_LAZY = {name: module}` (the names its module-level `__getattr__` loads on first use), or None."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def lazy_loader_lines(path: Path) -> set[int]:
+    """Lines of the module-level `__getattr__` (PEP 562) of a module that declares a `_LAZY` table."""
+    if lazy_table(path) is None:
+        return set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {line for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+            for line in range(node.lineno, node.end_lineno + 1)}
+
+
 def test_no_function_level_imports_of_hydroplane():
     local = import_graph()[1]
     # the command line alone loads each layer's optional commands module by name (cli.COMMAND_MODULES),
     # and the package loads the language's entry points (hydroplane.kernel, .func, .coop) on first use
-    # so that `import hydroplane.isa` does not pay for NumPy, ml_dtypes, the grammar and Vulkan
+    # so that `import hydroplane.isa` does not pay for NumPy, ml_dtypes, the grammar and Vulkan; elsewhere a module
+    # may load the names of its declared `_LAZY` table in its `__getattr__` (checked by test_lazy_names_point_one_way)
     by_name = (PACKAGE / "cli.py", PACKAGE / "__init__.py")
     local += [f"{path.relative_to(REPO)}:{line}: dynamic import" for path in sorted(PACKAGE.rglob("*.py"))
-              if path not in by_name for line in dynamic_imports(path)]
+              if path not in by_name for line in dynamic_imports(path) if line not in lazy_loader_lines(path)]
     assert not local, "hydroplane modules imported inside functions (import at the top):\n" + "\n".join(local)
+
+
+def test_lazy_names_point_one_way():
+    """A `_LAZY` table (names a module loads on first use, so that a process that never uses them does not import
+    their modules) names modules of layers its own may import, and each name resolves to that module's object."""
+    violations, tables = [], 0
+    for path in sorted(PACKAGE.rglob("*.py")):
+        table = lazy_table(path)
+        if table is None or path == PACKAGE / "__init__.py":  # the package's own: test_the_package_loads_...
+            continue
+        tables += 1
+        layer, module = layer_of(path), importlib.import_module(module_name(path))
+        for name, target in table.items():
+            target_layer = target.split(".")[1]
+            if target_layer not in (layer, "errors") and target_layer not in ALLOWED[layer]:
+                violations.append(f"{path.relative_to(REPO)}: {layer} loads {target} ({name})")
+            assert getattr(module, name) is getattr(importlib.import_module(target), name)
+    assert tables >= 3
+    assert not violations, "layer violations of lazy names:\n" + "\n".join(violations)
+
+
+def test_a_vulkan_call_path_imports_neither_the_reference_executor_nor_the_text_form():
+    """The modules behind hydroplane.matmul, .attention and .device_array on a Vulkan device (docs/perf.md, "The warm
+    first call's imports") leave `hydroplane.ref` (the CPU interpreter) and SPIR-V's text form unimported: they load
+    when `get_executor("ref")`, `device="ref"` or `.asm()` first asks for them."""
+    code = ("import sys, hydroplane\n"
+            "hydroplane.device_array, hydroplane.matmul, hydroplane.attention, hydroplane.synchronize\n"
+            "import hydroplane.launch, hydroplane.launch.runtime\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('hydroplane.ref', 'hydroplane.launch.reference',"
+            " 'hydroplane.spirv.assembler', 'hydroplane.spirv.disassembler', 'hydroplane.spirv.text'))))\n"
+            "hydroplane.launch.get_executor('ref')\n"
+            "print('hydroplane.ref.executor' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["[]", "True"]
 
 
 # where the exception classes hydroplane exports come from (issue 23: one hierarchy under HydroplaneError)

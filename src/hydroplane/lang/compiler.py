@@ -26,6 +26,7 @@ import sys
 from array import array
 from dataclasses import dataclass, field, replace
 
+from hydroplane import spirv as spirv_layer
 from hydroplane.lang import core, disk_cache
 from hydroplane.lang.codegen import CodeGenerator, Source
 from hydroplane.lang.coop_semantic import CoopSemantic
@@ -37,7 +38,6 @@ from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.enums import StorageClass
 from hydroplane.spirv.locations import SourceLocation, source_locations
 from hydroplane.spirv.target import Target
-from hydroplane.spirv.text import disassemble
 
 Op = grammar.Op
 # How many helper specializations may be in compilation inside one another (a call chain of @funcs).
@@ -72,7 +72,7 @@ class Specialization:
     _locations: dict | None = field(default=None, repr=False, compare=False)
 
     def asm(self) -> str:
-        return disassemble(self.words)
+        return spirv_layer.disassemble(self.words)  # the text form loads on first use
 
     def compiled(self, target: Target | None = None) -> CompiledKernel:
         """The spirv layer's CompiledKernel of these words for a target (lowered, checked, reflected, with

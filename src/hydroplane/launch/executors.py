@@ -8,15 +8,17 @@ device) offer the same small interface, so one call runs the same SPIR-V on eith
 
 Both run the same launch checks before any work (`hydroplane.launch.checks`: bindings, element
 types, push-constant size, spec constants packed by their declared types, grid limits): the
-reference executor as `ReferenceExecutor` (a checking `hydroplane.ref.Executor`), a Vulkan device
-as `VulkanExecutor`. Options are explicit keywords; a misspelled one is a TypeError.
+reference executor as `ReferenceExecutor` (a checking `hydroplane.ref.Executor`, in launch/reference.py,
+loaded on first use), a Vulkan device as `VulkanExecutor`. Options are explicit keywords; a misspelled one is a
+TypeError.
 
-This module sits above `ref` and `vk`; it imports spirv (reflection), ref, vk, launch.checks/limits and
-lang.disk_cache (what earlier processes lowered).
+This module sits above `ref` and `vk`; it imports spirv (reflection), vk, launch.checks/limits and
+lang.disk_cache (what earlier processes lowered), and `ref` only through `ReferenceExecutor` when first asked for.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,24 +52,33 @@ from hydroplane.launch.limits import (
     check_buffer_sizes,
     check_target_limits,
     check_with_validator,
-    effective_local_size,
 )
-from hydroplane.ref import Executor as _RefExecutor
 from hydroplane.spirv.compiled import CompiledKernel, compile_kernel
 from hydroplane.spirv.reflection import ModuleInterface
 from hydroplane.spirv.target import Target, UnsupportedOnTarget
 
+# Names loaded on first use, by the module that holds them: the reference executor's class (launch/reference.py)
+# brings the `ref` layer, which a process that runs on a Vulkan device never needs (docs/perf.md).
+_LAZY = {"ReferenceExecutor": "hydroplane.launch.reference"}
+
 __all__ = [
     "BindingError", "CheckedKernel", "Executor", "GridError", "LaunchError", "LimitError", "OutputPathError",
     "PushConstantError",
-    "RawBytes", "ReferenceExecutor", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
-    "device_index", "run", "terminal_progress",
+    "RawBytes", "SpecConstantError", "UnsupportedOnTarget", "VulkanExecutor", "get_executor",
+    "device_index", "run", "terminal_progress", *_LAZY,
 ]
 
 Words = bytes | Sequence[int] | np.ndarray | CompiledKernel
 BindingKey = int | tuple[int, int]
 SpecValue = bool | int | float | bytes | np.generic
 PushData = bytes | bytearray | np.ndarray | np.generic | Sequence[int | float] | None
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)  # found once
+    return value
 
 
 @runtime_checkable
@@ -134,47 +145,6 @@ def _checked_dispatch(kernel: CheckedKernel, grid, buffers: Mapping | None, push
     data = _push_bytes(push)
     check_push_constants(kernel.interface, data)
     return check_grid(grid, limit), data
-
-
-class ReferenceExecutor(_RefExecutor):
-    """`hydroplane.ref.Executor` with the launch checks (bindings, push constants, grid, typed spec constants),
-    taking CompiledKernels (or words, compiled for `Target.reference()`)."""
-
-    @property
-    def target(self) -> Target:
-        """The reference executor at its subgroup size (what `target_subgroup_size()` constexprs answer)."""
-        return Target.reference(self.subgroup_size)
-
-    def release(self, buf: Any) -> None:
-        """Free a buffer now: it leaves the executor's list (device addresses included) and its bytes go."""
-        buf.release()
-        if buf in self.buffers:
-            self.buffers.remove(buf)
-        buf.data = buf.data[:0]
-
-    # every out-of-bounds buffer access is a diagnostic (raised, or collected: the read gives zero, the write is
-    # dropped), for library and users' kernels alike
-    user_kernel_robustness = "diagnosed"
-
-    # The overrides take and return CheckedKernel where hydroplane.ref.Executor has its own Kernel: a
-    # ReferenceExecutor is a ref Executor (its options and reports) whose kernels carry their CompiledKernel.
-    def kernel(self, words: Words, entry: str = "main",  # type: ignore[override]
-               spec: Mapping[int, SpecValue] | None = None, subgroup_size: int | None = None, *,
-               validate: bool = True, robust: bool = False) -> CheckedKernel:
-        """`validate` and `robust` are the Vulkan executor's (spirv-val before the driver; robust buffer access for
-        the pipeline); the reference executor runs any module and diagnoses it itself, out-of-bounds accesses
-        included: it takes the keywords, so one call fits both, and ignores them."""
-        compiled = disk_cache.compiled_kernel(words, self.target, entry)
-        packed = pack_spec_constants(compiled.interface, spec)
-        check_target_limits(compiled, self.target, packed)
-        native = super().kernel(compiled.words, entry=entry, spec=packed, subgroup_size=subgroup_size,
-                                local_size=effective_local_size(compiled, packed))
-        return CheckedKernel(native, compiled, self.user_kernel_robustness)
-
-    def dispatch(self, kernel: CheckedKernel, grid: Sequence[int] = (1, 1, 1),  # type: ignore[override]
-                 buffers: Mapping[BindingKey, Any] | None = None, push: PushData = None) -> object:
-        dims, data = _checked_dispatch(kernel, grid, buffers, push, self.max_workgroup_count)
-        return super().dispatch(kernel.native, dims, dict(buffers or {}), data)
 
 
 def terminal_progress(stream: TextIO | None = None, every_s: float = 0.2) -> Callable[[int, int], None] | None:
@@ -321,7 +291,7 @@ def get_executor(device: str | int | None = "ref", *, subgroup_size: int | None 
                                    "coopmat_distribution": coopmat_distribution, "progress": progress}
     given = {k: v for k, v in ref_options.items() if v is not None}
     if device is None or device == "ref":
-        return ReferenceExecutor(**given, time_limit=timeout)
+        return __getattr__("ReferenceExecutor")(**given, time_limit=timeout)
     index = device_index(device)
     if given:
         raise LaunchError(f"options {sorted(given)} only apply to the reference executor")

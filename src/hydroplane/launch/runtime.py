@@ -43,10 +43,11 @@ from hydroplane.errors import HydroplaneError
 from hydroplane.lang import disk_cache
 from hydroplane.launch.executors import (
     CheckedKernel,
+    Executor,
     LaunchError,
-    ReferenceExecutor,
     VulkanExecutor,
     device_index,
+    get_executor,
 )
 from hydroplane.vk import _ffi
 from hydroplane.vk import enums as E
@@ -239,7 +240,7 @@ atexit.register(_at_exit)
 class DeviceRuntime:
     """One device: its executor, kernel cache, queue and the state of its buffers (who wrote them last)."""
 
-    def __init__(self, key: DeviceKey, executor: ReferenceExecutor | VulkanExecutor | None = None):
+    def __init__(self, key: DeviceKey, executor: Executor | None = None):
         """`executor`: wrap an executor made elsewhere (`executors.get_executor`) instead of opening the device;
         such a runtime is private to its executor (`runtime_of`) and closing it leaves the executor open."""
         self.key = key
@@ -268,7 +269,7 @@ class DeviceRuntime:
         if executor is not None:
             self.executor = executor
         elif key == "ref":
-            self.executor = ReferenceExecutor()
+            self.executor = get_executor("ref")  # a ReferenceExecutor (the `ref` layer loads now, not before)
         else:
             try:
                 self.executor = VulkanExecutor(int(key), robust=False, pipeline_cache=self._load_pipeline_cache)

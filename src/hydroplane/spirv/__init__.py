@@ -4,14 +4,26 @@ This layer imports nothing of hydroplane's but `hydroplane.errors`. The function
 `validate` and `reflect` live in the modules `validation` and `reflection`.
 """
 
-from hydroplane.spirv.assembler import AssemblyError, assemble
+import importlib
+
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, decode, encode, to_bytes
 from hydroplane.spirv.build_error import BuildError
 from hydroplane.spirv.builder import ModuleBuilder
-from hydroplane.spirv.disassembler import disassemble
 from hydroplane.spirv.grammar import GrammarError, Op
 from hydroplane.spirv.reflection import Binding, EntryPoint, ModuleInterface, SpecConstant, reflect
 from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, validate
+
+# The text form loads on first use (five modules a launch never needs; docs/perf.md): name -> its module.
+_LAZY = {"AssemblyError": "hydroplane.spirv.assembler", "assemble": "hydroplane.spirv.assembler",
+         "disassemble": "hydroplane.spirv.disassembler"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)  # found once
+    return value
+
 
 __all__ = [
     "AssemblyError", "assemble", "disassemble",
