@@ -8,9 +8,9 @@ helpers), each checked against float64 NumPy on its first columns. One JSON line
         python3 benchmarks/quant_sweep.py --only prefill --seconds 200 --out $OUT/prefill.jsonl
         python3 benchmarks/quant_sweep.py --only decode --pipe --decode-seconds 240 --best $OUT/best.json
 
-`--pipe` adds to the decode grid one row a lane and each plan with PIPE and XSH (kernels/quant/source.py: each
-lane's next unit of blocks loaded while this one is multiplied; x converted to f32 into shared memory once per
-workgroup), after the shipped plan as it is, with each and with both.
+`--pipe` tries the shipped plan as it is, with XSH and PIPE (kernels/quant/source.py: x converted to f32 into
+shared memory once per workgroup; each lane's next unit of blocks loaded while this one is multiplied) each and
+both, then the grid with XSH (one row a lane too), then the grid as it is.
 
 The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped rule: ops.quant_matmul.gemm_plan) at
 PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
@@ -170,17 +170,17 @@ def main(argv=None) -> int:
                     deadline = time.monotonic() + args.decode_seconds / len(shapes) / len(bench.FORMAT_ORDER) \
                         if args.pipe else None
                     variants, plans = [], set()
-                    # --pipe: the shipped plan first, as it is and with PIPE and XSH (x in shared memory) each and
-                    # both, then the grid (one row a lane too) with both, then without
+                    # --pipe: the shipped plan first, as it is and with XSH (x in shared memory) and PIPE each and
+                    # both, then the grid with XSH (more rows a lane first; one row too), then without
                     candidates = [dict(shipped.get((fmt, 1, n, k), {}), pipe=p, xsh=x)
-                                  for p, x in ((False, False), (True, False), (False, True), (True, True))] \
+                                  for p, x in ((False, False), (False, True), (True, False), (True, True))] \
                         if args.pipe else []
-                    for both in pipes[::-1]:
-                        for rows in ((1, *ROWS) if args.pipe else ROWS):
+                    for staged in pipes[::-1]:
+                        for rows in ((4, 2, 1) if args.pipe else ROWS):
                             for lpr in ((4, 8) if args.tiny else LPRS):
-                                for split in (0, 1):
+                                for split in (1, 0):
                                     v = dict(rows=rows, lpr=lpr, nsg=4, split=split)
-                                    candidates.append(dict(v, pipe=True, xsh=True) if both else v)
+                                    candidates.append(dict(v, xsh=True) if staged else v)
                     for v in candidates:
                         plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
                                                        rt.is_reference, v)

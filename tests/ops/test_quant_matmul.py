@@ -258,7 +258,7 @@ def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
     n = 12 if device == "ref" else 40
     qw, w64 = table(fmt, n, k)
     sg = runtime(device).executor.target.subgroup_size
-    monkeypatch.setattr(quant_matmul, "UNITS_X_SHARED_BYTES", 3 * 256 * 4)  # 3 units of 256 weights as f32
+    monkeypatch.setattr(quant_matmul, "UNITS_X_SHARED_BYTES", 3 * 260 * 4)  # 3 units of 256 values (+ padding)
     for m in (1, 3):
         x = activations((m, k), np.float16)
         for lpr, split in ((2, 1), (2, 2), (4, 3)):

@@ -679,7 +679,7 @@ def units_x_chunk(plan: UnitsPlan, block: int, shared_memory: int) -> int:
     """XSH's chunk: the activations (whole units; a multiple of LPR units where that fits) staged in shared memory
     as f32 at a time, in at most UNITS_X_SHARED_BYTES and the target's shared memory less 1 KiB."""
     unit = plan.ub * block
-    units = max(1, min(UNITS_X_SHARED_BYTES, shared_memory - 1024) // (4 * unit))
+    units = max(1, min(UNITS_X_SHARED_BYTES, shared_memory - 1024) * 64 // 65 // (4 * unit))  # 1 vec4 in 65 unused
     if units >= plan.lpr:
         units -= units % plan.lpr
     return min(units, plan.split_units) * unit

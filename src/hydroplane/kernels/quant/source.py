@@ -35,7 +35,7 @@ This module imports only the language (and the GEMM's and nn's kernel helpers).
 import functools
 from dataclasses import dataclass
 
-from hydroplane.kernels.attention.source import combined_rows
+from hydroplane.kernels.attention.source import V4F, combined_rows
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
@@ -225,6 +225,24 @@ def load_x8_shared(xs, slot: constexpr, sx, at, XDT: constexpr):
         xs[slot + j] = sx[at + j]
 
 
+@func
+def load_x8_staged(xs, slot: constexpr, sx4, at, XDT: constexpr):
+    """The 8 values at element `at` (a multiple of 8) of XSH's chunk in shared memory (`x_slot`: every 256 values
+    followed by 4 unused ones) into xs[slot:slot + 8], in two 16-byte loads."""
+    q = x_slot(at // 4)
+    for c in static_range(2):
+        v = sx4[q + c]
+        for j in static_range(4):
+            xs[slot + 4 * c + j] = v[j]
+
+
+@func
+def x_slot(q):
+    """The vec4 of XSH's shared chunk that holds values 4q .. 4q + 3: after every 64 vec4s one is left unused, so
+    that the lanes of a row, reading one offset of units 256 values apart (or a multiple), meet different banks."""
+    return q + (q >> 6)
+
+
 def gemv_threads(constexprs: dict) -> int:
     return constexprs["NSG"] * constexprs["SG"]
 
@@ -384,7 +402,8 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
                          BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = (), HELD: constexpr = 0,
                          PRELOAD: constexpr = True, PIPE: constexpr = False, XCH: constexpr = 0):
-        sx = shared_array(f32, XCH if XCH > 0 else (K_MAX_PROLOGUE if PRO != "none" else 1))
+        sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
+        sx4 = shared_array(V4F, XCH // 4 + XCH // 256 + 1 if XCH > 0 else 1)  # XSH's chunk of x (x_slot)
         sums = shared_array(f32, NSG)
         lane = lane_id()
         sub = lane % LPR
@@ -433,12 +452,14 @@ def gemv_units_kernel(XDT: str, ODT: str):
                 c1 = minimum(u_end, c0 + CHUNK_UNITS)
                 e0 = c0 * UB * BLOCK
                 barrier()  # the last chunk's reads are done
-                for i in range(local_index(), (c1 - c0) * UB * BLOCK, NSG * SG):
-                    sx[i] = load(x, e0 + i, XDT)
+                for q in range(local_index(), (c1 - c0) * UB * BLOCK // 4, NSG * SG):
+                    at = e0 + 4 * q
+                    sx4[x_slot(q)] = vec(load(x, at, XDT), load(x, at + 1, XDT), load(x, at + 2, XDT),
+                                                    load(x, at + 3, XDT))
                 barrier()
                 xoff[0] = -e0
-                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx, xoff, w4, w2, w, rowc, c0, c1, sub, FMT, BLOCK,
-                          BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_shared, False, PIPE)
+                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, sub, FMT,
+                          BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_staged, False, PIPE)
         elif FMT2 == "" or n0 < n_first:
             unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc,
                       u_begin, u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
