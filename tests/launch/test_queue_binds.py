@@ -123,3 +123,96 @@ def test_a_launch_after_another_pipeline_or_a_copy_binds_everything_again(held):
     np.testing.assert_allclose(d["c"].numpy(), c, rtol=1e-6)
     np.testing.assert_allclose(d["d"].numpy(), np.float32(3.0) * c, rtol=1e-6)
     np.testing.assert_allclose(d["f"].numpy(), np.float32(2.0) * host["b"] + host["a"], rtol=1e-6)
+
+
+@hydroplane.kernel(local_size=64)
+def sum12(a: Buffer[f32, readonly], b: Buffer[f32, readonly], c: Buffer[f32, readonly], d: Buffer[f32, readonly],
+          e: Buffer[f32, readonly], f: Buffer[f32, readonly], g: Buffer[f32, readonly], h: Buffer[f32, readonly],
+          i: Buffer[f32, readonly], j: Buffer[f32, readonly], k: Buffer[f32, readonly], out: Buffer[f32], n: s32):
+    t = global_id()
+    if t < n:
+        out[t] = a[t] + b[t] + c[t] + d[t] + e[t] + f[t] + g[t] + h[t] + i[t] + j[t] + k[t]
+
+
+def test_descriptor_sets_of_released_buffers_are_written_again_for_new_ones(monkeypatch):
+    """A loop over many new arrays (each a new binding) takes its descriptor sets REFILL at a time and, once the
+    arrays' buffers are freed, writes the same sets for the next ones: right answers every round, no set leaked."""
+    from hydroplane.vk.stream import DescriptorSets
+
+    monkeypatch.setattr(DescriptorSets, "POOL_SETS", 8)  # several pools
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    try:
+        rng = np.random.default_rng(3)
+        n = 256
+        grid = (-(-n // 64),)
+        spare_before = None
+        for _round in range(3):
+            outs = []
+            for _ in range(20):  # 20 new bindings of each kernel a round
+                x = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+                host = rng.standard_normal(n).astype(np.float32)
+                x.write(host)
+                y = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+                scale[grid](x, y, 2.0, n)
+                z = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+                sum12[grid](*[x] * 11, z, n)
+                outs.append((host, x, y, z))
+            for host, x, y, z in outs:
+                np.testing.assert_array_equal(y.numpy(), np.float32(2.0) * host)
+                np.testing.assert_allclose(z.numpy(), np.float32(11.0) * host, rtol=1e-5)
+                for arr in (x, y, z):
+                    arr.release()
+            rt.stream.wait()
+            sets = rt.sets
+            spare = sum(len(v) for v in sets._spare.values())
+            if spare_before is not None:
+                assert spare == spare_before, "each round reuses the last round's sets"
+            spare_before = spare
+        assert len(sets._pools) >= 2
+    finally:
+        rt.close()
+        rt.executor.close()
+
+
+def test_a_pool_out_of_descriptors_before_sets_is_left_for_the_next(monkeypatch):
+    """Sets of many bindings can use up a pool's descriptors while it has sets to spare (lavapipe does not count
+    them; a driver that does answers VK_ERROR_OUT_OF_POOL_MEMORY, played here): the sets come one at a time, then
+    from a new pool; a new pool that cannot hold one set is an error, not a loop."""
+    from hydroplane.vk import _ffi
+    from hydroplane.vk.errors import VulkanError
+
+    real = _ffi.core
+    made_in: dict = {}
+    refuse = {"first pool after": 3, "every pool": False}
+
+    def allocate(device, info, out):
+        pool, count = info._obj.descriptorPool, info._obj.descriptorSetCount
+        first = not made_in or pool == next(iter(made_in))
+        if refuse["every pool"] or (first and made_in.get(pool, 0) + count > refuse["first pool after"]):
+            return -1000069000  # VK_ERROR_OUT_OF_POOL_MEMORY
+        made_in[pool] = made_in.get(pool, 0) + count
+        return real("vkAllocateDescriptorSets")(device, info, out)
+
+    monkeypatch.setattr(_ffi, "core", lambda name: allocate if name == "vkAllocateDescriptorSets" else real(name))
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    try:
+        n = 128
+        xs = [DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(6)]
+        ys = [DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,)) for _ in range(6)]
+        for i, x in enumerate(xs):
+            x.write(np.full(n, i, np.float32))
+            scale[(2,)](x, ys[i], 3.0, n)
+        for i, y in enumerate(ys):
+            np.testing.assert_array_equal(y.numpy(), np.full(n, 3.0 * i, np.float32))
+        assert rt.sets.pools_filled == 1 and len(made_in) == 2 and next(iter(made_in.values())) == 3
+        refuse["every pool"] = True
+        spare = rt.sets._spare
+        for layout in spare:
+            spare[layout].clear()
+        with pytest.raises(VulkanError, match="OUT_OF_POOL_MEMORY"):
+            for x in xs:
+                scale[(2,)](ys[0], x, 1.0, n)
+    finally:
+        monkeypatch.setattr(_ffi, "core", real)
+        rt.close()
+        rt.executor.close()

@@ -356,16 +356,25 @@ class QueryPool(Owned):
 
 class DescriptorSets(Owned):
     """Descriptor sets made once per (pipeline layout, bound buffer ranges) and reused by every later dispatch;
-    `forget(buffer)` frees the sets that name a buffer (call it when the buffer's last use has finished)."""
+    `forget(buffer)` gives the sets that name a buffer back (call it when the buffer's last use has finished).
+
+    Sets are allocated REFILL at a time per set layout and kept: a set given back by `forget` is written again for
+    the next binding of its layout (vkUpdateDescriptorSets) rather than freed and allocated anew, so that a new
+    binding (a loop's first call with a new weight) costs one descriptor write, not an allocation. A pool that runs
+    out of descriptors (sets of many bindings) is left for a new one."""
 
     POOL_SETS = 1024
+    REFILL = 16  # sets of one layout allocated at once
 
     def __init__(self, device):
         self.device = device
         self._pools: list[int] = []
         self._free_in_pool: dict[int, int] = {}
-        self._sets: dict = {}  # key -> (ctypes array of set handles, [(pool, handle)])
+        self._sets: dict = {}  # key -> (ctypes array of set handles, [(set layout, handle)])
         self._by_buffer: dict[int, set] = {}
+        self._spare: dict[int, list] = {}  # set layout -> handles allocated and not in use
+        self._shapes: dict = {}  # pipeline layout -> (its set layouts, {(set, binding): descriptor type})
+        self.pools_filled = 0  # pools left with sets to spare, out of descriptors
         self._adopt(device)
 
     def get(self, pipeline, bound: tuple) -> ctypes.Array:
@@ -374,32 +383,62 @@ class DescriptorSets(Owned):
         found = self._sets.get(key)
         if found is not None:
             return found[0]
-        count = len(pipeline.set_layouts)
-        handles = (ctypes.c_void_p * max(1, count))()
+        shape = self._shapes.get(pipeline.layout)
+        if shape is None:
+            shape = self._shapes[pipeline.layout] = (
+                tuple(pipeline.set_layouts), {(b.set, b.binding): _descriptor_type(b.kind) for b in pipeline.bindings})
+        layouts, kinds = shape
+        handles = (ctypes.c_void_p * max(1, len(layouts)))()
         owners = []
-        for index in range(count):
-            pool = self._pool()
-            layouts = (ctypes.c_void_p * 1)(pipeline.set_layouts[index])
-            alloc = S.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
-                                                  pSetLayouts=ctypes.addressof(layouts))
-            one = (ctypes.c_void_p * 1)()
-            self.device.call("vkAllocateDescriptorSets", ctypes.byref(alloc), one)
-            self._free_in_pool[pool] -= 1
-            handles[index] = one[0]
-            owners.append((pool, one[0]))
-        kinds = {(b.set, b.binding): b.kind for b in pipeline.bindings}
-        infos = (S.VkDescriptorBufferInfo * max(1, len(bound)))()
-        writes = (S.VkWriteDescriptorSet * max(1, len(bound)))()
+        for index, layout in enumerate(layouts):
+            spare = self._spare.get(layout)
+            if not spare:
+                spare = self._refill(layout)
+            handle = spare.pop()
+            handles[index] = handle
+            owners.append((layout, handle))
+        count = len(bound)
+        infos = (S.VkDescriptorBufferInfo * max(1, count))()
+        writes = (S.VkWriteDescriptorSet * max(1, count))()
+        base, step = ctypes.addressof(infos), ctypes.sizeof(S.VkDescriptorBufferInfo)
         for i, (s, b, buf, off, size) in enumerate(bound):
-            infos[i].buffer, infos[i].offset, infos[i].range = buf.handle, off, size
-            writes[i] = S.VkWriteDescriptorSet(dstSet=handles[s], dstBinding=b, descriptorCount=1,
-                                               descriptorType=_descriptor_type(kinds[(s, b)]),
-                                               pBufferInfo=ctypes.addressof(infos[i]))
-        self.device.call("vkUpdateDescriptorSets", len(bound), writes, 0, None)
+            info = infos[i]
+            info.buffer, info.offset, info.range = buf.handle, off, size
+            write = writes[i]
+            write.sType, write.dstSet, write.dstBinding, write.descriptorCount = _WRITE_STYPE, handles[s], b, 1
+            write.descriptorType, write.pBufferInfo = kinds[(s, b)], base + i * step
+        _ffi.core("vkUpdateDescriptorSets")(self.device.handle, count, writes, 0, None)
         self._sets[key] = (handles, owners)
         for _, _, buf, _, _ in bound:
             self._by_buffer.setdefault(buf.handle, set()).add(key)
         return handles
+
+    def _refill(self, layout) -> list:
+        """REFILL new sets of `layout` into its spare list (from a pool with room; a new pool when none has)."""
+        spare = self._spare.setdefault(layout, [])
+        count = self.REFILL
+        while True:
+            pool = self._pool()
+            count = min(count, self._free_in_pool[pool])
+            layouts = (ctypes.c_void_p * count)(*([layout] * count))
+            alloc = S.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=count,
+                                                  pSetLayouts=ctypes.addressof(layouts))
+            made = (ctypes.c_void_p * count)()
+            result = _ffi.core("vkAllocateDescriptorSets")(self.device.handle, ctypes.byref(alloc), made)
+            if result in _POOL_FULL:  # out of descriptors before sets
+                if count > 1:
+                    count = 1  # one set may still fit
+                    continue
+                if self._free_in_pool[pool] == self.POOL_SETS:  # not one set in a new pool: say so
+                    self.device.fail(result, "vkAllocateDescriptorSets")
+                self._free_in_pool[pool] = 0  # the next pool
+                self.pools_filled += 1
+                continue
+            if result:
+                self.device.fail(result, "vkAllocateDescriptorSets")
+            self._free_in_pool[pool] -= count
+            spare.extend(made)
+            return spare
 
     def _pool(self) -> int:
         for pool, free in self._free_in_pool.items():
@@ -407,8 +446,7 @@ class DescriptorSets(Owned):
                 return pool
         sizes = (S.VkDescriptorPoolSize * 2)((E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 8 * self.POOL_SETS),
                                              (E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, self.POOL_SETS))
-        info = S.VkDescriptorPoolCreateInfo(flags=E.VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT,
-                                            maxSets=self.POOL_SETS, poolSizeCount=2, pPoolSizes=ctypes.addressof(sizes))
+        info = S.VkDescriptorPoolCreateInfo(maxSets=self.POOL_SETS, poolSizeCount=2, pPoolSizes=ctypes.addressof(sizes))
         handle = ctypes.c_void_p()
         self.device.call("vkCreateDescriptorPool", ctypes.byref(info), None, ctypes.byref(handle))
         self._pools.append(handle.value)
@@ -416,22 +454,25 @@ class DescriptorSets(Owned):
         return handle.value
 
     def forget(self, buffer) -> None:
-        """Free every set that binds `buffer` (its last use has finished)."""
+        """Give back every set that binds `buffer` (its last use has finished): it is written anew for a later
+        binding of its layout."""
         for key in self._by_buffer.pop(buffer.handle, ()):
             found = self._sets.pop(key, None)
             if found is None:
                 continue
-            for pool, handle in found[1]:
-                one = (ctypes.c_void_p * 1)(handle)
-                self.device.release("vkFreeDescriptorSets", pool, 1, one)
-                self._free_in_pool[pool] += 1
+            for layout, handle in found[1]:
+                self._spare[layout].append(handle)
 
     def _destroy(self) -> None:
         if self.device.handle is None:
             return
         for pool in self._pools:
             self.device.release("vkDestroyDescriptorPool", pool, None)
-        self._pools, self._sets, self._by_buffer = [], {}, {}
+        self._pools, self._sets, self._by_buffer, self._spare = [], {}, {}, {}
+
+
+_WRITE_STYPE = S.VkWriteDescriptorSet.STYPE
+_POOL_FULL = (-1000069000, -12)  # VK_ERROR_OUT_OF_POOL_MEMORY, VK_ERROR_FRAGMENTED_POOL
 
 
 def _descriptor_type(kind: str) -> int:
