@@ -77,7 +77,7 @@ def test_a_deep_problem_defaults_to_the_k_split_of_one_wave():
     assert not isinstance(lavapipe, SplitConfig)
 
 
-def test_nine_to_sixteen_rows_default_to_a_thin_block():
+def test_nine_to_sixty_four_rows_default_to_tensor_core_blocks():
     """Untuned, 9 to 16 rows of A on the H200 take a thin tensor-core block (the weight read once, where the skinny
     kernels read it once per 8 rows), the middle of its K splits (about a wave); 1 to 8 rows keep the skinny
     kernels, and lavapipe (8-row tiles) keeps them for every skinny M."""
@@ -91,5 +91,12 @@ def test_nine_to_sixteen_rows_default_to_a_thin_block():
         route = gemm_route(problem, config, H200)
         assert route.main.grid[0] * route.main.grid[2] >= WAVE // 2
         assert isinstance(route_default_config(problem, Target.profile("lavapipe")), GemvConfig)
-    for m in (1, 8, 17, 64):
+    for m in (1, 8):
         assert isinstance(route_default_config(GemmProblem(m, 4096, 4096, F16_F32, "nt"), H200), GemvConfig)
+    for m in (17, 64):  # past one tile row: a K-split tensor-core block; lavapipe keeps the skinny kernels
+        problem = GemmProblem(m, 4096, 4096, F16_F32, "nt")
+        config = route_default_config(problem, H200)
+        assert isinstance(config, SplitConfig) and config.split > 1, config
+        route = gemm_route(problem, config, H200)
+        assert route.main.grid[0] * route.main.grid[2] >= 128  # about a workgroup a multiprocessor (132)
+        assert isinstance(route_default_config(problem, Target.profile("lavapipe")), GemvConfig)
