@@ -617,24 +617,27 @@ UNITS_MAX_LOAD_WORDS = {"q6_k": 1}  # q6_k: 4-byte loads (units of 2 blocks) wer
 UNITS_SPAN_BYTES = 288  # a unit of at most this many bytes (all ROWS rows) is loaded at once; else block by block
 UNITS_SUBGROUPS = 4
 UNITS_PIPE = False  # the next unit's loads issued before this one is multiplied (where a unit is loaded whole)
-UNITS_X_SHARED = False  # M = 1: x converted to f32 once per workgroup into shared memory (XSH), in chunks of
-UNITS_X_SHARED_BYTES = 32768  # at most this many bytes
+UNITS_X_SHARED = False  # M = 1: x converted to f32 once per workgroup into shared memory (XSH; tuned plans say)
+UNITS_X_SHARED_BYTES = 32768  # XSH's chunk: at most this many bytes (units_x_chunk)
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
-# (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=): the fastest plans of benchmarks/quant_sweep.py on the H200
-# (2026-12-04; docs/perf.md "Quantized weights"); other shapes take units_plan's rule
+# (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=, xsh=): the fastest plans of benchmarks/quant_sweep.py on the
+# H200 (2026-12-04; docs/perf.md "Quantized weights"), where marked on an H100; other shapes take units_plan's rule
 UNITS_TUNING: dict = {
     ("q4_0", 1, 4096, 14336): {"rows": 2, "lpr": 32},
     ("q5_0", 1, 4096, 14336): {"rows": 2, "lpr": 8},
     ("q8_0", 1, 4096, 14336): {"rows": 4, "lpr": 32},
     ("q4_k", 1, 4096, 14336): {"rows": 4, "lpr": 32},
-    ("q6_k", 1, 4096, 14336): {"rows": 1, "lw": 1, "lpr": 8, "split": 1},
-    ("q4_0", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
-    ("q5_0", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
-    ("q8_0", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
-    ("q4_k", 1, 14336, 4096): {"rows": 1, "lw": 4, "lpr": 8, "split": 1},
-    ("q6_k", 1, 14336, 4096): {"rows": 1, "lw": 1, "lpr": 8, "split": 1},
+    # XSH (x staged in shared memory): the fastest on an H100 (2026-12-05 15:27, quant_sweep.py --pipe; docs/perf.md)
+    # for q6_k both ways (46.7 and 45.9 us against 55.4 and 58.5) and every format at 4096 -> 14336 (27.9-46.7 us
+    # against the H200 plans' 40.4-58.5 there); not yet measured on the H200
+    ("q6_k", 1, 4096, 14336): {"rows": 1, "lw": 1, "lpr": 8, "split": 1, "xsh": True},
+    ("q4_0", 1, 14336, 4096): {"rows": 2, "lpr": 8, "nsg": 4, "split": 1, "xsh": True},
+    ("q5_0", 1, 14336, 4096): {"rows": 2, "lpr": 8, "nsg": 4, "split": 1, "xsh": True},
+    ("q8_0", 1, 14336, 4096): {"rows": 2, "lpr": 16, "nsg": 4, "split": 1, "xsh": True},
+    ("q4_k", 1, 14336, 4096): {"rows": 2, "lpr": 8, "nsg": 4, "split": 1, "xsh": True},
+    ("q6_k", 1, 14336, 4096): {"rows": 1, "lw": 1, "lpr": 8, "split": 1, "xsh": True},
 }
 UNITS_FORMAT_RULES = {"q6_k": {"rows": 1, "lpr": 8}}  # q6_k's many scales: one row a lane, 8 lanes a row
 
