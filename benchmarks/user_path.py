@@ -8,6 +8,7 @@ For each case it prints, per call:
 - `kernel`: the call's GPU time by timestamps (the device runtime's timing path around the call's launches,
   median of 10 after a warm-up);
 - `torch`: torch's loop of 100 calls and one torch.cuda.synchronize() (skipped without CUDA).
+Each case's loops (ours and torch's) follow 0.3 s of back-to-back calls, so that the GPU runs them at its clock.
 Decode GEMVs rotate over enough weight copies that the 60 MB L2 cannot hold them, and report the weights' bytes
 read per second. Last: a captured graph of 200 small dependent calls replayed, against its GPU time.
 
@@ -39,6 +40,7 @@ except ImportError:  # lavapipe runs: no torch
     torch, HAVE_CUDA = None, False
 
 CALLS = 100
+WARM_S = 0.3  # seconds of back-to-back calls before each case's loops (_warm)
 
 
 def _loop(call, sync, calls=CALLS) -> tuple[float, float]:
@@ -54,6 +56,17 @@ def _loop(call, sync, calls=CALLS) -> tuple[float, float]:
     return (end - start) / calls, (queued - start) / calls
 
 
+def _warm(call, sync, seconds: float = WARM_S) -> None:
+    """Back-to-back calls for `seconds`, then a sync: the GPU at its clock before a timed loop (an idle GPU drops to
+    its idle clock within a second: the H100 of 2026-12-05 15:34 ran a 1-row GEMV loop at 96.8 µs a call as the
+    first case of a process and at 56.8 after other cases, its kernel at 43 µs either way once warmed)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(10):
+            call()
+        sync()
+
+
 def _kernel_seconds(call) -> float:
     rt = runtime_module.runtime(None)
     return statistics.median(rt.time(call, 10, warmup=2, warmup_s=0.3))
@@ -62,9 +75,7 @@ def _kernel_seconds(call) -> float:
 def _torch_loop(call) -> float | None:
     if not HAVE_CUDA:
         return None
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
+    _warm(call, torch.cuda.synchronize)
     return _loop(call, torch.cuda.synchronize)[0]
 
 
@@ -104,6 +115,7 @@ def matmul_case(m, n, k, copies=1, label=None) -> dict:
     want = x.numpy().astype(np.float32) @ ws[0].numpy().astype(np.float32).T
     err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
     assert err < 2e-2, f"matmul {m}x{n}x{k}: relative error {err}"
+    _warm(call_out, hydroplane.synchronize)
     user, _ = _loop(call_new, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
@@ -139,6 +151,7 @@ def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
     def call_new():
         hydroplane.attention(q, k, v, causal=causal)
 
+    _warm(call_out, hydroplane.synchronize)
     user, _ = _loop(call_new, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
@@ -177,6 +190,7 @@ def kernel_case(n: int) -> dict:
 
     call()
     np.testing.assert_allclose(out.numpy(), 0.5 * x.numpy() + y.numpy(), rtol=1e-6)
+    _warm(call, hydroplane.synchronize)
     user, record = _loop(call, hydroplane.synchronize)
     kernel = _kernel_seconds(call)
     torch_s = None
