@@ -28,23 +28,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hydroplane import vk  # noqa: E402
+from gemm_configs import statistics_text  # noqa: E402
+
 from hydroplane.kernels.gemm import GemmProblem, gemm_plan, parse_dtype, random_inputs, relative_error  # noqa: E402
 from hydroplane.launch.prepared import WARMUP_S  # noqa: E402
 from hydroplane.ops.gemm import GemmRunner  # noqa: E402
 from hydroplane.vk.timing import bench  # noqa: E402
 
 ABLATIONS = ("", "no_global", "no_stage", "no_barrier", "no_stage+no_barrier")
-
-
-def statistics_text(kernel) -> str:
-    try:
-        found = vk.pipeline_statistics(kernel.native)
-    except vk.VulkanError as err:
-        return f"(no statistics: {err})"
-    keep = ("Register Count", "Local Memory Size", "Shared Memory Size", "Stack Size")
-    return "; ".join(", ".join(f"{k}={v}" for k, v in e.statistics.items() if k in keep) for e in found)
 
 
 def time_kernel(runner: GemmRunner, kernel, main, reps: int) -> float:

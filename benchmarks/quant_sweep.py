@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import quant_h200 as bench  # noqa: E402
+from gemm_configs import statistics_text  # noqa: E402
 
 import hydroplane  # noqa: E402
 from hydroplane.launch.jit import device_array  # noqa: E402
@@ -113,18 +114,6 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
     dx.release()
     dout.release()
     return found
-
-
-def statistics_text(kernel) -> str:
-    """The driver's register count, local (spilled) and shared memory of a kernel's pipeline."""
-    from hydroplane import vk
-
-    try:
-        found = vk.pipeline_statistics(kernel.native)
-    except vk.VulkanError as err:
-        return f"(no statistics: {err})"
-    keep = ("Register Count", "Local Memory Size", "Shared Memory Size", "Stack Size")
-    return "; ".join(", ".join(f"{k}={v}" for k, v in e.statistics.items() if k in keep) for e in found)
 
 
 def main(argv=None) -> int:
