@@ -8,7 +8,10 @@ For each case it prints, per call:
 - `kernel`: the call's GPU time by timestamps (the device runtime's timing path around the call's launches,
   median of 10 after a warm-up);
 - `torch`: torch's loop of 100 calls and one torch.cuda.synchronize() (skipped without CUDA).
-Each case's loops (ours and torch's) follow 0.3 s of back-to-back calls, so that the GPU runs them at its clock.
+Each case's loops (ours and torch's) follow 0.3 s of back-to-back calls, so that the GPU runs them at its clock;
+that warm-up also makes every weight copy's first call (its descriptor sets and planned launch, about 60 µs on
+this VM's lavapipe), so `record` is the steady state of a loop over weights already seen (before 2026-12-05 15:40
+the loops counted 7-15 such first calls in their 100).
 Decode GEMVs rotate over enough weight copies that the 60 MB L2 cannot hold them, and report the weights' bytes
 read per second. Last: a captured graph of 200 small dependent calls replayed, against its GPU time.
 
