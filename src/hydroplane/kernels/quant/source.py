@@ -455,7 +455,7 @@ def gemv_units_kernel(XDT: str, ODT: str):
                 for q in range(local_index(), (c1 - c0) * UB * BLOCK // 4, NSG * SG):
                     at = e0 + 4 * q
                     sx4[x_slot(q)] = vec(load(x, at, XDT), load(x, at + 1, XDT), load(x, at + 2, XDT),
-                                                    load(x, at + 3, XDT))
+                                         load(x, at + 3, XDT))
                 barrier()
                 xoff[0] = -e0
                 unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, sub, FMT,
