@@ -277,6 +277,15 @@ def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
             assert_close(results[0], expected(x, w64), np.float16)
             for other in results[1:]:
                 np.testing.assert_array_equal(other, results[0])
+    for dtype in (BF16, np.float32):  # XSH converts bf16 and f32 rows as the plain loop does
+        x = activations((1, k), dtype)
+        results = []
+        for xsh in (False, True):
+            tuned = {"lw": 4, "lpr": 2, "split": 2, "rows": 1, "xsh": xsh}
+            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 1, n, k), tuned)
+            results.append(hydroplane.matmul(x, qw.T, out=np.full((1, n), -777.0, dtype), device=device))
+        assert_close(results[0], expected(x, w64), dtype)
+        np.testing.assert_array_equal(results[1], results[0])
     assert not quant_matmul.units_plan("q6_k", 1, n, 2048, sg, True, {"pipe": True}).pipe  # no unit loaded whole
 
 
