@@ -358,23 +358,26 @@ class DescriptorSets(Owned):
     """Descriptor sets made once per (pipeline layout, bound buffer ranges) and reused by every later dispatch;
     `forget(buffer)` gives the sets that name a buffer back (call it when the buffer's last use has finished).
 
-    Sets are allocated REFILL at a time per set layout and kept: a set given back by `forget` is written again for
-    the next binding of its layout (vkUpdateDescriptorSets) rather than freed and allocated anew, so that a new
-    binding (a loop's first call with a new weight) costs one descriptor write, not an allocation. A pool that runs
-    out of descriptors (sets of many bindings) is left for a new one."""
+    Sets are allocated up to REFILL at a time per set layout and kept: a set given back by `forget` is written again
+    for the next binding of its layout (vkUpdateDescriptorSets) rather than freed and allocated anew, so that a new
+    binding (a loop's first call with a new weight) costs one descriptor write, not an allocation. Each pool's sets
+    and descriptors are counted, so that an allocation asks no more than the pool has left; a pool with no room for
+    one more set of a layout is left for a new one (as is one the driver finds full anyway)."""
 
     POOL_SETS = 1024
-    REFILL = 16  # sets of one layout allocated at once
+    POOL_STORAGE = 8  # storage-buffer descriptors a pool holds per set (uniform buffers: 1 per set)
+    REFILL = 16  # sets of one layout allocated at once at most
 
     def __init__(self, device):
         self.device = device
         self._pools: list[int] = []
-        self._free_in_pool: dict[int, int] = {}
+        self._free_in_pool: dict[int, list] = {}  # pool -> [sets, storage descriptors, uniform descriptors] left
         self._sets: dict = {}  # key -> (ctypes array of set handles, [(set layout, handle)])
         self._by_buffer: dict[int, set] = {}
         self._spare: dict[int, list] = {}  # set layout -> handles allocated and not in use
         self._shapes: dict = {}  # pipeline layout -> (its set layouts, {(set, binding): descriptor type})
-        self.pools_filled = 0  # pools left with sets to spare, out of descriptors
+        self._needs: dict = {}  # set layout -> (storage, uniform) descriptors of one set
+        self.pools_filled = 0  # pools left with sets to spare, out of descriptors for the driver
         self._adopt(device)
 
     def get(self, pipeline, bound: tuple) -> ctypes.Array:
@@ -385,8 +388,7 @@ class DescriptorSets(Owned):
             return found[0]
         shape = self._shapes.get(pipeline.layout)
         if shape is None:
-            shape = self._shapes[pipeline.layout] = (
-                tuple(pipeline.set_layouts), {(b.set, b.binding): _descriptor_type(b.kind) for b in pipeline.bindings})
+            shape = self._shapes[pipeline.layout] = self._shape(pipeline)
         layouts, kinds = shape
         handles = (ctypes.c_void_p * max(1, len(layouts)))()
         owners = []
@@ -413,44 +415,62 @@ class DescriptorSets(Owned):
             self._by_buffer.setdefault(buf.handle, set()).add(key)
         return handles
 
+    def _shape(self, pipeline) -> tuple:
+        """A pipeline layout's set layouts and descriptor types, each set layout's descriptor counts noted."""
+        kinds = {(b.set, b.binding): _descriptor_type(b.kind) for b in pipeline.bindings}
+        for index, layout in enumerate(pipeline.set_layouts):
+            types = [kind for (s, _), kind in kinds.items() if s == index]
+            uniform = types.count(E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
+            self._needs[layout] = (len(types) - uniform, uniform)
+        return tuple(pipeline.set_layouts), kinds
+
     def _refill(self, layout) -> list:
-        """REFILL new sets of `layout` into its spare list (from a pool with room; a new pool when none has)."""
+        """New sets of `layout` into its spare list: as many as REFILL and the pool's room allow (a new pool where
+        none has room for one)."""
         spare = self._spare.setdefault(layout, [])
-        count = self.REFILL
+        storage, uniform = self._needs[layout]
+        single = False
         while True:
-            pool = self._pool()
-            count = min(count, self._free_in_pool[pool])
+            pool = self._pool(storage, uniform)
+            left = self._free_in_pool[pool]
+            count = 1 if single else min(self.REFILL, left[0], left[1] // storage if storage else self.REFILL,
+                                         left[2] // uniform if uniform else self.REFILL)
             layouts = (ctypes.c_void_p * count)(*([layout] * count))
             alloc = S.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=count,
                                                   pSetLayouts=ctypes.addressof(layouts))
             made = (ctypes.c_void_p * count)()
             result = _ffi.core("vkAllocateDescriptorSets")(self.device.handle, ctypes.byref(alloc), made)
-            if result in _POOL_FULL:  # out of descriptors before sets
+            if result in _POOL_FULL:  # the driver's count is not ours (fragmentation): one set, then the next pool
                 if count > 1:
-                    count = 1  # one set may still fit
+                    single = True
                     continue
-                if self._free_in_pool[pool] == self.POOL_SETS:  # not one set in a new pool: say so
+                if left[0] == self.POOL_SETS:  # not one set in a new pool: say so
                     self.device.fail(result, "vkAllocateDescriptorSets")
-                self._free_in_pool[pool] = 0  # the next pool
+                left[0] = 0
                 self.pools_filled += 1
+                single = False
                 continue
             if result:
                 self.device.fail(result, "vkAllocateDescriptorSets")
-            self._free_in_pool[pool] -= count
+            left[0] -= count
+            left[1] -= count * storage
+            left[2] -= count * uniform
             spare.extend(made)
             return spare
 
-    def _pool(self) -> int:
-        for pool, free in self._free_in_pool.items():
-            if free > 0:
+    def _pool(self, storage: int, uniform: int) -> int:
+        """A pool with room for one set of these descriptor counts (a new one where none has)."""
+        for pool, (sets, st, un) in self._free_in_pool.items():
+            if sets > 0 and st >= storage and un >= uniform:
                 return pool
-        sizes = (S.VkDescriptorPoolSize * 2)((E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 8 * self.POOL_SETS),
-                                             (E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, self.POOL_SETS))
+        counts = (max(self.POOL_STORAGE * self.POOL_SETS, storage), max(self.POOL_SETS, uniform))
+        sizes = (S.VkDescriptorPoolSize * 2)((E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, counts[0]),
+                                             (E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, counts[1]))
         info = S.VkDescriptorPoolCreateInfo(maxSets=self.POOL_SETS, poolSizeCount=2, pPoolSizes=ctypes.addressof(sizes))
         handle = ctypes.c_void_p()
         self.device.call("vkCreateDescriptorPool", ctypes.byref(info), None, ctypes.byref(handle))
         self._pools.append(handle.value)
-        self._free_in_pool[handle.value] = self.POOL_SETS
+        self._free_in_pool[handle.value] = [self.POOL_SETS, *counts]
         return handle.value
 
     def forget(self, buffer) -> None:
