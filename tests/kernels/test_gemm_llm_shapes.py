@@ -100,3 +100,6 @@ def test_nine_to_sixty_four_rows_default_to_tensor_core_blocks():
         route = gemm_route(problem, config, H200)
         assert route.main.grid[0] * route.main.grid[2] >= 128  # about a workgroup a multiprocessor (132)
         assert isinstance(route_default_config(problem, Target.profile("lavapipe")), GemvConfig)
+    for m in (12, 64):  # 8-bit inputs keep the skinny kernels (the H200's tuned s8 64 x 4096 x 4096 took them)
+        problem = GemmProblem(m, 4096, 4096, parse_dtype("s8:s32"), "nt")
+        assert isinstance(route_default_config(problem, H200), GemvConfig)

@@ -663,10 +663,11 @@ def route_candidates(problem: GemmProblem, target: Target) -> list[GemmConfig | 
 
 
 def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | GemvConfig:
-    """The configuration without tuning: the skinny kernels' first for a skinny problem (on a target with 16-row
-    tiles: the thin tensor-core one for 9 to THIN_M rows, the first K-split one for more), else
+    """The configuration without tuning: the skinny kernels' first for a skinny problem (float inputs on a target
+    with 16-row tiles: the thin tensor-core one for 9 to THIN_M rows, the first K-split one for more), else
     plan.default_config."""
-    if GEMV_ROWS < problem.m <= THIN_M and is_skinny(problem):
+    measured = not problem.dtype.integer  # the rules below were measured with float inputs (8-bit: the skinny kernels)
+    if measured and GEMV_ROWS < problem.m <= THIN_M and is_skinny(problem):
         # past GEMV_ROWS rows the skinny kernels read B once per GEMV_ROWS rows of A; one tile row of the tensor
         # cores reads it once (the H200, 2026-12-05: 16 x 4096 x 4096 as the GEMV 55 us, twice its 8 rows' 30 us;
         # the thin block at 8 x 4096 x 14336 65.5 us against the GEMV's 55.8). The middle of its splits: about a wave.
@@ -674,7 +675,8 @@ def route_default_config(problem: GemmProblem, target: Target) -> GemmConfig | G
         if thin:
             first = sorted((c for c in thin if c.block == thin[0].block), key=lambda c: c.split)
             return first[len(first) // 2]
-    if THIN_M < problem.m and is_skinny(problem) and any(t[0] >= 16 for t in coop_shapes_of(problem, target)):
+    if measured and THIN_M < problem.m and is_skinny(problem) and \
+            any(t[0] >= 16 for t in coop_shapes_of(problem, target)):
         # 17 to 64 rows: the first K-split tensor-core block (the H200's tuned 64 x 4096 x 4096: K-split 53-63 us for
         # f16:f32 and bf16 against 172-198 us on the skinny kernels, 2026-12-01)
         split = splitk_configs(problem, target, candidate_configs(problem, target))
