@@ -18,7 +18,7 @@ import os
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +231,7 @@ class GemmRunner(DeviceRunner):
         epilogue rounds differently)."""
         keys = [self.cache_key(problem)]
         if problem.dtype.out != problem.dtype.acc:
-            keys.append(f"{problem.dtype.a}:{problem.dtype.acc} {problem.layout} {shape_class(problem)}")
+            keys.append(self.cache_key(replace(problem, dtype=replace(problem.dtype, out=problem.dtype.acc))))
         for key in keys:
             for table in (load_cache(), shipped_table()):
                 found = table.get(self.device_key(), {}).get(key)
