@@ -57,7 +57,14 @@ PREFILL_BLOCKS = [{}, dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1), dict(wm=2, wn=2
                   dict(wm=2, wn=2, sm=2, sn=2, split=2, **PF), dict(wm=2, wn=2, sm=1, sn=2, **PF),
                   dict(wm=2, wn=2, sm=2, sn=2, kt=4, pad=1, prefetch=True), dict(wm=2, wn=4, sm=4, sn=2, **PF),
                   dict(wm=2, wn=4, sm=2, sn=2, **PF), dict(wm=2, wn=2, sm=4, sn=4, split=2, **PF),
-                  dict(wm=2, wn=2, sm=4, sn=4, kt=4, pad=1, prefetch=True, stages=1)]
+                  dict(wm=2, wn=2, sm=4, sn=4, kt=4, pad=1, prefetch=True, stages=1),
+                  # more workgroups a multiprocessor (a K split) and longer K steps at 128 x 128, so that the loads of
+                  # one step overlap the multiplications of another (the shipped 128 x 128 block ran 3.1 us a K step
+                  # on the H200 at 512 x 14336 -> 4096, one workgroup of 4 subgroups a multiprocessor)
+                  dict(wm=2, wn=2, sm=4, sn=4, split=4, **PF), dict(wm=2, wn=2, sm=4, sn=4, kt=4, pad=1, prefetch=True),
+                  dict(wm=2, wn=2, sm=4, sn=4, kt=4, pad=1, prefetch=True, split=2),
+                  dict(wm=2, wn=4, sm=4, sn=2, split=2, **PF), dict(wm=4, wn=2, sm=2, sn=4, split=2, **PF),
+                  dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1, split=2)]
 LPRS = (8, 16, 32)
 ROWS = (2, 4)
 
@@ -124,6 +131,8 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--only", default="decode,prefill")
     parser.add_argument("--seconds", type=float, default=None, help="stop the prefill sweep after this long")
+    parser.add_argument("--prefill-cases", default=None, help="the prefill sweep's cases, as indices into "
+                        "PREFILL_SHAPES in the order given (e.g. 5,6,7: the 512 x 14336 -> 4096 cases first)")
     parser.add_argument("--decode-seconds", type=float, default=60.0, help="stop the gemma_decode sweep after this "
                         "(with --pipe: the decode sweep's cases, each an equal share)")
     parser.add_argument("--pipe", action="store_true", help="decode: also each plan with PIPE and XSH (the next "
@@ -193,6 +202,8 @@ def main(argv=None) -> int:
         if "prefill" in args.only:
             deadline = time.monotonic() + args.seconds if args.seconds else None
             shapes = PREFILL_SHAPES[:2] if args.tiny else PREFILL_SHAPES
+            if args.prefill_cases:
+                shapes = [shapes[int(i)] for i in args.prefill_cases.split(",")]
             blocks = PREFILL_BLOCKS[1:4] if args.tiny else PREFILL_BLOCKS
             table = quant_matmul.GEMM_TUNING
 
