@@ -213,6 +213,15 @@ def bitcast(x, dtype, *, _semantic):
 
 
 @builtin
+def dot4x8(a, b, signs="ss", *, _semantic):
+    """The dot product of the four 8-bit integers packed in each of the 32-bit words a and b (byte 0 first), exact,
+    as s32 (u32 for signs "uu"). `signs` (compile-time) reads a's and b's bytes: "ss" both signed, "su" a signed and
+    b unsigned, "uu" both unsigned. SPIR-V's SDot, SUDot, UDot on PackedVectorFormat4x8Bit: the device's integer
+    dot product (shaderIntegerDotProduct, core in Vulkan 1.3); a target without it refuses the kernel."""
+    return _semantic.dot4x8(a, b, signs)
+
+
+@builtin
 def select(condition, a, b, *, _semantic):
     """`a` where condition else `b` (both evaluated)."""
     return _semantic.select(condition, a, b)

@@ -23,7 +23,7 @@ from hydroplane.lang.errors import SemanticError
 from hydroplane.lang.typed import GLSL, Value, component, describe, is_literal, scalar_kind, with_component
 from hydroplane.spirv import grammar, types
 from hydroplane.spirv.builder import ModuleBuilder
-from hydroplane.spirv.enums import MemorySemantics, StorageClass
+from hydroplane.spirv.enums import MemorySemantics, PackedVectorFormat, StorageClass
 
 Op = grammar.Op
 
@@ -154,6 +154,7 @@ SUBGROUP_ARITH = {
     "xor": {"signed": Op.GroupNonUniformBitwiseXor, "unsigned": Op.GroupNonUniformBitwiseXor,
             "bool": Op.GroupNonUniformLogicalXor},
 }
+DOT_OPS = {"ss": Op.SDot, "su": Op.SUDot, "uu": Op.UDot}  # dot4x8's signs -> opcode
 SUBGROUP_LANE_OPS = {"broadcast": Op.GroupNonUniformBroadcast, "shuffle": Op.GroupNonUniformShuffle,
                      "shuffle_xor": Op.GroupNonUniformShuffleXor, "shuffle_up": Op.GroupNonUniformShuffleUp,
                      "shuffle_down": Op.GroupNonUniformShuffleDown}
@@ -453,6 +454,26 @@ class Semantic:
             raise SemanticError(f"bitcast needs types of one width, not {source} -> {target}")
         result = with_component(x.type, target)
         return Value(result, self.b.emit(Op.Bitcast, self.type_id(result), x.id))
+
+    def dot4x8(self, a, b, signs) -> Value:
+        if signs not in DOT_OPS:
+            raise SemanticError(f"dot4x8: signs must be one of {sorted(DOT_OPS)} (compile-time), not {signs!r}")
+        target = getattr(self, "target", None)
+        if target is not None and not target.is_reference and "integer_dot_product" not in target.support:
+            raise SemanticError(f"dot4x8 needs the device's integer dot product (shaderIntegerDotProduct, Vulkan "
+                                f"1.3); target {target.name} does not offer it")
+        words = []
+        for name, x in (("a", a), ("b", b)):
+            x = self.coerce(x, types.U32, f"dot4x8's {name}") if not isinstance(x, Value) else x
+            if x.type == types.S32:
+                x = self.bitcast(x, types.U32)
+            if x.type != types.U32:
+                raise SemanticError(f"dot4x8: {name} must be a 32-bit word (u32 or s32), not {x.type}")
+            words.append(x)
+        result = types.U32 if signs == "uu" else types.S32
+        self.b.capability("DotProductInput4x8BitPacked")  # the operand's format needs it (not derived from it)
+        return Value(result, self.b.emit(DOT_OPS[signs], self.type_id(result), words[0].id, words[1].id,
+                                         PackedVectorFormat.PackedVectorFormat4x8Bit))
 
     # math and vectors --------------------------------------------------------------------------
     def math(self, name: str, *args) -> Value:

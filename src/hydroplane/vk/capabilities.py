@@ -129,6 +129,7 @@ class DeviceInfo:
             "vulkan_memory_model": self.has_feature("vulkan_memory_model", "vulkanMemoryModel"),
             "buffer_device_address": self.has_feature("buffer_device_address", "bufferDeviceAddress"),
             "subgroup_size_control": self.has_feature("subgroup_size_control", "subgroupSizeControl"),
+            "integer_dot_product": self.has_feature("integer_dot_product", "shaderIntegerDotProduct"),
         }
 
     def coop_shapes(self, a: str | None = None, c: str | None = None,
