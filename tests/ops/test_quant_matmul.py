@@ -290,6 +290,45 @@ def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k", "q6_k"])
+def test_the_integer_unit_gemv(device, fmt, monkeypatch):
+    """DOT (x as two levels of 8-bit integers a block, met with the weights' integers in packed dot products): every
+    format against float64, within 2^-13 of each block's largest |x| of the float path; f16, bf16 and f32 rows with
+    extremes and zeros, a K split, lanes with no unit of a range; an infinite activation makes its outputs NaN."""
+    block = FORMATS[fmt].block
+    k = 2048 if block == 256 else 16 * block * 5
+    n = 12 if device == "ref" else 40
+    qw, w64 = table(fmt, n, k)
+    sg = runtime(device).executor.target.subgroup_size
+    for dtype in (np.float16, BF16, np.float32):
+        x = activations((1, k), dtype)
+        x[0, 5] = 1000.0 if dtype == np.float16 else 3e4  # one block with a large value beside small ones
+        x[0, 40:72] = 0  # a block of zeros
+        x[0, 100] = -1e-3
+        results = {}
+        for dot in (False, True):
+            tuned = {"lw": 4, "lpr": 2, "split": 2, "rows": 1 if fmt == "q6_k" else 2, "dot": dot}
+            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 1, n, k), tuned)
+            plan = quant_matmul.units_plan(fmt, 1, n, k, sg, device == "ref", tuned)
+            assert plan.dot == dot and not plan.xsh
+            results[dot] = hydroplane.matmul(x, qw.T, out=np.full((1, n), -777.0, dtype), device=device)
+        made = quant_matmul._pipelines[runtime(device).executor].values()
+        assert any(spec.name == f"quant_x_levels_{quant_matmul.FLOATS[np.dtype(dtype)]}" for spec, _ in made)
+        want = expected(x, w64)
+        assert_close(results[True], want, dtype)
+        # the levels' error: at most 2^-13 of each block's largest |x| per activation, summed over |w|
+        blocks = np.abs(x.astype(np.float64)).reshape(k // 32, 32).max(axis=1).repeat(32)
+        bound = (blocks / 8192) @ np.abs(w64.T) + 1e-3 * np.abs(want) + 1e-6
+        assert (np.abs(results[True].astype(np.float64) - want) <= bound + np.abs(want) * 2.0 ** -8).all()
+    x = activations((1, k), np.float16)
+    x[0, 3] = np.inf
+    tuned = {"lw": 4, "lpr": 2, "split": 1, "rows": 1, "dot": True}
+    monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 1, n, k), tuned)
+    got = hydroplane.matmul(x, qw.T, out=np.full((1, n), -777.0, np.float16), device=device)
+    assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_prefill_block_shapes(device, monkeypatch):
     """The prefill GEMM's other block shapes (two tiles a side per subgroup, 4-tile K steps, padded shared rows) on
     the small-tile targets, with M, N and K edges."""

@@ -27,6 +27,7 @@ import numpy as np
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.quant.decode import FORMATS as KERNEL_FORMATS
 from hydroplane.kernels.quant.decode import unit_blocks
+from hydroplane.kernels.quant.dot import DOT_FORMATS, LEVELS_THREADS, levels_kernel, levels_words
 from hydroplane.kernels.quant.source import (
     K_MAX_PROLOGUE,
     PROLOGUES,
@@ -595,7 +596,9 @@ class UnitsPlan:
     """The unit GEMV's launch (kernels/quant/source.py: gemv_units_kernel): loads of LW words, UB blocks a unit
     (SPAN: loaded whole, else block by block), ROWS rows of W a lane, LPR lanes a row group, NSG subgroups a
     workgroup, MR rows of x, SPLIT K ranges of split_units units; PIPE: each lane's next unit loaded while this one
-    is multiplied (SPAN only); XSH: x converted to f32 into shared memory once per workgroup (M = 1: units_x_chunk)."""
+    is multiplied (SPAN only); XSH: x converted to f32 into shared memory once per workgroup (M = 1: units_x_chunk);
+    DOT: the integer path (M = 1: x's levels made by one launch first, the blocks met in packed 8-bit dot products,
+    kernels/quant/dot.py), where the device has the integer dot product; it takes the place of XSH."""
 
     lw: int
     ub: int
@@ -610,6 +613,7 @@ class UnitsPlan:
     grid: tuple
     pipe: bool = False
     xsh: bool = False
+    dot: bool = False
 
 
 UNITS_LOAD_WORDS = (4, 2, 1)  # the widest load whose unit of whole blocks divides a row
@@ -619,6 +623,7 @@ UNITS_SUBGROUPS = 4
 UNITS_PIPE = False  # the next unit's loads issued before this one is multiplied (where a unit is loaded whole)
 UNITS_X_SHARED = False  # M = 1: x converted to f32 once per workgroup into shared memory (XSH; tuned plans say)
 UNITS_X_SHARED_BYTES = 32768  # XSH's chunk: at most this many bytes (units_x_chunk)
+UNITS_DOT = False  # M = 1: the integer path (DOT) where tuned plans do not say; not yet measured on a GPU
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
@@ -674,8 +679,10 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
     split_units = ceil_div(row_units, split)
     split = ceil_div(row_units, split_units)
     span = ub * nbytes * rows <= UNITS_SPAN_BYTES
+    dot = m == 1 and fmt in DOT_FORMATS and bool(tuned.get("dot", UNITS_DOT))
     return UnitsPlan(lw, ub, span, mr, rows, lpr, nsg, split, split_units, row_units, (groups, tiles, split),
-                     span and tuned.get("pipe", UNITS_PIPE), m == 1 and tuned.get("xsh", UNITS_X_SHARED))
+                     span and tuned.get("pipe", UNITS_PIPE), m == 1 and not dot and tuned.get("xsh", UNITS_X_SHARED),
+                     dot)
 
 
 def units_x_chunk(plan: UnitsPlan, block: int, shared_memory: int) -> int:
@@ -792,8 +799,19 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
             constexprs["PRELOAD"] = False
     if plan.pipe:
         constexprs["PIPE"] = True
-    if plan.xsh and prologue is None and second is None:
-        constexprs["XCH"] = units_x_chunk(plan, block, rt.executor.target.shared_memory)
+    target = rt.executor.target
+    if plan.dot and prologue is None and second is None and (target.is_reference or
+                                                             "integer_dot_product" in target.support):
+        levels = _alloc(rt, np.uint32, (levels_words(weight.k),))
+        scratch.append(levels)
+        blocks32 = weight.k // 32
+        _launch(rt, levels_kernel(kind), {}, (ceil_div(blocks32, LEVELS_THREADS),),
+                {"x": xflat, "lv": levels, "blocks": blocks32}, {})
+        args["x4"] = levels
+        del aliases["x4"]
+        constexprs["DOT"] = True
+    elif plan.xsh and prologue is None and second is None:
+        constexprs["XCH"] = units_x_chunk(plan, block, target.shared_memory)
     part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
     _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,

@@ -40,6 +40,7 @@ from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, St
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
 from hydroplane.kernels.quant.decode import block_dot, decode8, group_ints, half_of, word_of
+from hydroplane.kernels.quant.dot import block_dot_int
 from hydroplane.lang import (
     Buffer,
     barrier,
@@ -330,12 +331,12 @@ def load_unit(words, w4, w2, w, rowc, u, BYTES: constexpr, UB: constexpr, LW: co
 def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub,
               FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr,
               MR: constexpr, ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr,
-              PRELOADED: constexpr, PIPE: constexpr):
+              PRELOADED: constexpr, PIPE: constexpr, DOT: constexpr = False):
     """acc += the lane's units u_begin + sub, + LPR, ... < u_end of the ROWS rows of W (in FMT) whose first units
     rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop). PRELOADED (SPAN): the
     first unit's words are in `words` already (`load_unit` before the prologue). PIPE (SPAN): the lane's next unit
     is loaded into `ahead` before this one is multiplied, so that its loads are in flight during the arithmetic
-    (twice the words in registers)."""
+    (twice the words in registers). DOT: the integer path (kernels/quant/dot.py; xsrc: x's levels, M = 1)."""
     CB = 4 * LW  # bytes per load
     UNIT_CHUNKS = UB * BYTES // CB
     SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
@@ -348,8 +349,8 @@ def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, ro
             if u + LPR < u_end:
                 load_unit(ahead, w4, w2, w, rowc, u + LPR, BYTES, UB, LW, ROWS)
             for b in static_range(UB):
-                block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
-                          u * UB * BLOCK + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
+                any_block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
+                              u * UB * BLOCK + b * BLOCK, FMT, MR, ROWS, XDT, load_x, DOT)
             if u + LPR < u_end:
                 for i in static_range(ROWS * UNIT_CHUNKS * LW):
                     words[i] = ahead[i]
@@ -363,16 +364,26 @@ def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, ro
                 else:
                     load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
                 for b in static_range(UB):
-                    block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
-                              e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
+                    any_block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
+                                  e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x, DOT)
             else:
                 for b in static_range(UB):
                     FIRST = b * BYTES // CB
                     for r in static_range(ROWS):
                         load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
                                    (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
-                    block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc,
-                              xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x)
+                    any_block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum,
+                                  xsrc, xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x, DOT)
+
+
+@func
+def any_block_dot(acc, words, p0: constexpr, STRIDE: constexpr, xs, wv, part, xsum, xsrc, xoff, x_at, FMT: constexpr,
+                  MR: constexpr, ROWS: constexpr, XDT: constexpr, load_x: constexpr, DOT: constexpr):
+    """decode.py's block_dot, or with DOT the integer path's block_dot_int (xsrc: x's levels; M = 1)."""
+    if DOT:
+        block_dot_int(acc, words, p0, STRIDE, xsrc, x_at, FMT, ROWS)
+    else:
+        block_dot(acc, words, p0, STRIDE, xs, wv, part, xsum, xsrc, xoff, x_at, FMT, MR, ROWS, XDT, load_x)
 
 
 @functools.cache
@@ -386,7 +397,9 @@ def gemv_units_kernel(XDT: str, ODT: str):
     format, BYTES2 and SPAN2; the same BLOCK, UB and LW) whose rows follow w's n_first rows in the output (one
     launch for two weights of different formats: n_first a multiple of ROWS). XCH > 0 (M = 1, no prologue, one
     weight): the workgroup converts x to f32 into shared memory once, XCH activations (whole units) at a time, and
-    the lanes read it from there, not each converting it again for its rows. PIPE: `unit_loop`."""
+    the lanes read it from there, not each converting it again for its rows. PIPE: `unit_loop`. DOT (M = 1, no
+    prologue, one weight, not with XCH): x4 is bound to x's levels and the blocks meet them in integer dot products
+    (kernels/quant/dot.py)."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
@@ -401,7 +414,8 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          SG: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, PRO: constexpr = "none",
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
                          BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = (), HELD: constexpr = 0,
-                         PRELOAD: constexpr = True, PIPE: constexpr = False, XCH: constexpr = 0):
+                         PRELOAD: constexpr = True, PIPE: constexpr = False, XCH: constexpr = 0,
+                         DOT: constexpr = False):
         sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
         sx4 = shared_array(V4F, XCH // 4 + XCH // 256 + 1 if XCH > 0 else 1)  # XSH's chunk of x (x_slot)
         sums = shared_array(f32, NSG)
@@ -460,6 +474,9 @@ def gemv_units_kernel(XDT: str, ODT: str):
                 xoff[0] = -e0
                 unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, sub, FMT,
                           BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_staged, False, PIPE)
+        elif DOT:  # M = 1, no prologue, one weight: x4 is x's levels (kernels/quant/dot.py)
+            unit_loop(acc, words, ahead, xs, wv, part_m, xsum, x4, xoff, w4, w2, w, rowc, u_begin, u_end, sub, FMT,
+                      BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8, False, PIPE, True)
         elif FMT2 == "" or n0 < n_first:
             unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc,
                       u_begin, u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
