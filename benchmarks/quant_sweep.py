@@ -10,7 +10,9 @@ helpers), each checked against float64 NumPy on its first columns. One JSON line
 
 `--pipe` tries the shipped plan as it is, with XSH and PIPE (kernels/quant/source.py: x converted to f32 into
 shared memory once per workgroup; each lane's next unit of blocks loaded while this one is multiplied) each and
-both, then the grid with XSH (one row a lane too), then the grid as it is.
+both, then the grid with XSH (one row a lane too), then the grid as it is. `--dot` tries the shipped plan without
+and with DOT (the integer path, kernels/quant/dot.py: x made into 8-bit levels by one launch, the blocks met in
+packed dot products), then the grid with DOT.
 
 The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped rule: ops.quant_matmul.gemm_plan) at
 PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
@@ -138,6 +140,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pipe", action="store_true", help="decode: also each plan with PIPE and XSH (the next "
                         "unit's loads issued before this one is multiplied; x staged in shared memory), one row a "
                         "lane, and the shipped plans first")
+    parser.add_argument("--dot", action="store_true", help="decode: the shipped plan with and without DOT (the "
+                        "integer path: x as 8-bit levels, packed dot products; kernels/quant/dot.py), then the grid "
+                        "with DOT")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
     parser.add_argument("--stats", action="store_true", help="record each variant's new pipelines' driver "
@@ -162,17 +167,25 @@ def main(argv=None) -> int:
             shapes = [(512, 64)] if args.tiny else DECODE_SHAPES
             shipped = dict(quant_matmul.UNITS_TUNING)
             pipes = (False, True) if args.pipe else (False,)
+            sweep_seconds = args.decode_seconds if args.pipe or args.dot else None
             for k, n in shapes:
                 for fmt in bench.FORMAT_ORDER:
                     # --pipe: each case gets its share of --decode-seconds
-                    deadline = time.monotonic() + args.decode_seconds / len(shapes) / len(bench.FORMAT_ORDER) \
-                        if args.pipe else None
+                    deadline = time.monotonic() + sweep_seconds / len(shapes) / len(bench.FORMAT_ORDER) \
+                        if sweep_seconds else None
                     variants, plans = [], set()
                     # --pipe: the shipped plan first, as it is and with XSH (x in shared memory) and PIPE each and
                     # both, then the grid with XSH (more rows a lane first; one row too), then without
                     candidates = [dict(shipped.get((fmt, 1, n, k), {}), pipe=p, xsh=x)
                                   for p, x in ((False, False), (False, True), (True, False), (True, True))] \
                         if args.pipe else []
+                    if args.dot:  # the shipped plan as it is and with DOT, then the grid with DOT
+                        candidates = [dict(shipped.get((fmt, 1, n, k), {}), dot=False),
+                                      dict(shipped.get((fmt, 1, n, k), {}), dot=True, xsh=False)]
+                        candidates += [dict(rows=rows, lpr=lpr, nsg=4, split=split, dot=True)
+                                       for rows in (2, 4, 1) for lpr in ((4, 8) if args.tiny else LPRS)
+                                       for split in (1, 0)]
+                        pipes = ()
                     for staged in pipes[::-1]:
                         for rows in ((4, 2, 1) if args.pipe else ROWS):
                             for lpr in ((4, 8) if args.tiny else LPRS):
