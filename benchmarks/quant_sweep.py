@@ -67,6 +67,7 @@ PREFILL_BLOCKS = [{}, dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1), dict(wm=2, wn=2
                   dict(wm=2, wn=2, sm=4, sn=4, kt=4, pad=1, prefetch=True, split=2),
                   dict(wm=2, wn=4, sm=4, sn=2, split=2, **PF), dict(wm=4, wn=2, sm=2, sn=4, split=2, **PF),
                   dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1, split=2)]
+ABLATIONS = ("", "no_global", "no_stage", "no_barrier", "no_stage+no_barrier")  # --ablate (KLoop.ABLATE)
 LPRS = (8, 16, 32)
 ROWS = (2, 4)
 
@@ -140,6 +141,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pipe", action="store_true", help="decode: also each plan with PIPE and XSH (the next "
                         "unit's loads issued before this one is multiplied; x staged in shared memory), one row a "
                         "lane, and the shipped plans first")
+    parser.add_argument("--ablate", default=None, help="prefill: instead of PREFILL_BLOCKS, this block (JSON) whole "
+                        "and with each of the K loop's ablations (no_global, no_stage, no_barrier, no_stage+no_barrier:"
+                        " wrong results, timings only; kernels/gemm/source.py KLoop)")
     parser.add_argument("--dot", action="store_true", help="decode: the shipped plan with and without DOT (the "
                         "integer path: x as 8-bit levels, packed dot products; kernels/quant/dot.py), then the grid "
                         "with DOT")
@@ -218,6 +222,9 @@ def main(argv=None) -> int:
             if args.prefill_cases:
                 shapes = [shapes[int(i)] for i in args.prefill_cases.split(",")]
             blocks = PREFILL_BLOCKS[1:4] if args.tiny else PREFILL_BLOCKS
+            if args.ablate:
+                chosen = json.loads(args.ablate)
+                blocks = [dict(chosen, ablate=a) if a else chosen for a in ABLATIONS]
             table = quant_matmul.GEMM_TUNING
 
             for fmt, m, k, n, dtype in shapes:

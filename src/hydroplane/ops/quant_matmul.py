@@ -901,6 +901,7 @@ class GemmPlan:
     k_split: int
     bm: int
     bn: int
+    ablate: str = ""  # measurement only (wrong results): the K loop's ABLATE, from a GEMM_TUNING entry
 
 
 def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool) -> GemmPlan:
@@ -924,7 +925,7 @@ def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool) 
     split = max(1, min(split, steps))
     k_split = ceil_div(steps, split) * bk
     return GemmPlan(wm, wn, sm, sn, kt, shape.get("pad", 0), bool(shape.get("prefetch", False)),
-                    shape.get("stages", 2), ceil_div(k, k_split), k_split, bm, bn)
+                    shape.get("stages", 2), ceil_div(k, k_split), k_split, bm, bn, shape.get("ablate", ""))
 
 
 def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[str, str], has_bias: bool, act: str,
@@ -946,7 +947,8 @@ def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
         _launch(rt, gemm_kernel(kind, out_kind),
                 dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=plan.wm, WN=plan.wn, SM=plan.sm, SN=plan.sn, KT=plan.kt,
                      SG=target.subgroup_size, BIAS=has_bias and not partial, ACT=act if not partial else "none",
-                     PAD=plan.pad, PREFETCH=plan.prefetch, STAGES=plan.stages, PARTIAL=partial),
+                     PAD=plan.pad, PREFETCH=plan.prefetch, STAGES=plan.stages, PARTIAL=partial,
+                     **({"ABLATE": plan.ablate} if plan.ablate else {})),
                 (ceil_div(n, plan.bn), ceil_div(m, plan.bm), plan.split), args, aliases)
         if partial:
             _reduce_split(rt, part, dflat, bflat, m, n, plan.split, ldd, col0 + n0, out_kind, has_bias, act)

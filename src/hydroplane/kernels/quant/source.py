@@ -827,7 +827,8 @@ def gemm_kernel(XDT: str, ODT: str):
     """The prefill GEMM for activations XDT and output ODT: the module docstring. PREFETCH: the next K step's loads
     are issued into registers before the multiplications and decoded into shared memory after them. SPLIT: the
     workgroups of grid z take K ranges of k_split each and write f32 partial sums into `part` (reduce_kernel adds
-    them up and applies the epilogue)."""
+    them up and applies the epilogue). ABLATE (measurement only, wrong results): KLoop's, for
+    benchmarks/quant_sweep.py --ablate."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
@@ -836,7 +837,8 @@ def gemm_kernel(XDT: str, ODT: str):
                    N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, k_split: s32, FMT: constexpr,
                    TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
                    SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr, STAGES: constexpr = 2,
-                   PAD: constexpr = 0, PREFETCH: constexpr = False, PARTIAL: constexpr = False):
+                   PAD: constexpr = 0, PREFETCH: constexpr = False, PARTIAL: constexpr = False,
+                   ABLATE: constexpr = ""):
         blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, WIDE=8, PAD=PAD,
                              FMT=FMT, XDT=XDT)
         BM, BN = blocks.BM, blocks.BN
@@ -865,7 +867,7 @@ def gemm_kernel(XDT: str, ODT: str):
         if FMT == "q4_k":
             wsrc = w4
         staged_k_loop(acc, sa, sb, x4, wsrc, row0, col0, k_begin, k_end, M, N, K, row_bytes, wm, wn, full, blocks,
-                      KLoop(TA, TB, SM, SN, KT, STAGES, PREFETCH, True, False), QUANT_STAGING)
+                      KLoop(TA, TB, SM, SN, KT, STAGES, PREFETCH, True, False, ABLATE), QUANT_STAGING)
         region = sg * TM * TN
         lane = lane_id()
         for i in static_range(SM):
