@@ -223,3 +223,16 @@ def test_a_validation_is_remembered_per_validator_file_and_package(tmp_path, mon
     assert changed != launch_limits._validation_key(key)
     monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "0")
     assert launch_limits._validation_key(key) is None
+
+
+def test_launch_run_on_the_reference_executor_with_the_cache_on(tmp_path, monkeypatch):
+    """launch.run compiles the words and hands the executor the CompiledKernel: the reference executor's kernel
+    cache takes it as it is (it once read it as words and raised SpirvError whenever the disk cache was on)."""
+    import numpy as np
+
+    from hydroplane.launch import executors
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    spec = _users_kernel.compile()
+    out = executors.run(spec.words, (1,), {0: np.zeros(64, np.float32)}, device="ref")
+    assert (out[0] == 1.0).all()

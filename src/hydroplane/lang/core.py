@@ -208,7 +208,8 @@ def cast(x, dtype, *, _semantic):
 
 @builtin
 def bitcast(x, dtype, *, _semantic):
-    """Reinterpret the bits of x as `dtype` (same width)."""
+    """Reinterpret the bits of x as `dtype` (same width; a scalar and a vector of the same bits too, e.g. a u32 as
+    `vector_type(f16, 2)`, the low half its first component)."""
     return _semantic.bitcast(x, dtype)
 
 

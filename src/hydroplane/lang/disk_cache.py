@@ -153,7 +153,12 @@ def digest_of(*parts) -> str:
 
 def compiled_kernel(words, target: Target, entry: str = "main") -> CompiledKernel:
     """spirv's `compile_kernel(words, target, entry)`, kept on disk by the words' SHA-256, the entry and the target
-    (the first call of a later process reads it instead of lowering, checking and reflecting again)."""
+    (the first call of a later process reads it instead of lowering, checking and reflecting again). `words` may be
+    a CompiledKernel already (launch.run compiles before it asks an executor for the kernel)."""
+    if isinstance(words, CompiledKernel):
+        if words.target == target and words.entry == entry:
+            return words
+        words = words.words
     target_text = canonical(target) if enabled() else " at 0x"
     key = None if " at 0x" in target_text else \
         digest_of(hashlib.sha256(to_bytes(as_words(words))).digest(), entry.encode(), target_text.encode())

@@ -447,8 +447,18 @@ class Semantic:
         widened = self.b.emit(Op.UConvert, self.type_id(unsigned), x.id)
         return Value(result, self.b.emit(Op.Bitcast, rid, widened))
 
-    def bitcast(self, x, target: types.Scalar) -> Value:
+    def bitcast(self, x, target: types.Scalar | types.Vector) -> Value:
         x = self.materialize(x)
+        if isinstance(target, types.Vector) or (isinstance(x.type, types.Vector) and target.width != component(
+                x.type).width):
+            # a scalar or vector as a vector or scalar of other components, the same bits in all (u32 <-> 2 x f16)
+            def bits(t):
+                return (t.component.width * t.count, t.component.kind) if isinstance(t, types.Vector) \
+                    else (getattr(t, "width", 0), getattr(t, "kind", ""))
+            (have, kind), (want, target_kind) = bits(x.type), bits(target)
+            if have != want or "bool" in (kind, target_kind) or not isinstance(x.type, (types.Scalar, types.Vector)):
+                raise SemanticError(f"bitcast needs types of one width, not {x.type} -> {target}")
+            return Value(target, self.b.emit(Op.Bitcast, self.type_id(target), x.id))
         source = component(x.type)
         if source.width != target.width or source.kind == "bool" or target.kind == "bool":
             raise SemanticError(f"bitcast needs types of one width, not {source} -> {target}")

@@ -39,7 +39,7 @@ from hydroplane.kernels.attention.source import V4F, combined_rows
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
-from hydroplane.kernels.quant.decode import block_dot, decode8, group_ints, half_of, word_of
+from hydroplane.kernels.quant.decode import block_dot, decode8, word_of
 from hydroplane.kernels.quant.dot import block_dot_int
 from hydroplane.lang import (
     Buffer,
@@ -568,16 +568,42 @@ def pack2(lo, hi):
     return u32(bitcast(f16(lo), u16)) | (u32(bitcast(f16(hi), u16)) << 16)
 
 
+H2 = vector_type(f16, 2)
+# store_block32's f16 integers: 1024 + u has the bits 0x6400 | u (u < 1024), so (0x6400 | u) - (1024 + offset) is the
+# weight's integer q, exactly: the offset of q4_0 (8), q5_0 (16) and q8_0 (128: its signed bytes read as u ^ 0x80)
+F16_INT_BIAS = {"q4_0": 1032.0, "q5_0": 1040.0, "q8_0": 1152.0}
+
+
 @func
 def store_block32(sb, at, words, p0: constexpr, wv, vals, FMT: constexpr):
     """The 32 weights of the block at byte p0 of words[] (gguf's products d * q in f32, rounded to f16) into
-    sb[at : at + 4]."""
-    d = half_of(words, p0)
+    sb[at : at + 4]. The product of the f16 d and a small integer is exact in f32, so it is computed in f16 pairs
+    instead (one rounding, the same bits): the integers made f16 by their bits (F16_INT_BIAS), two a word, then
+    (v - bias) * (d, d) in 2 x f16 arithmetic, where the f32 products and the bit-exact rounding of each to f16 cost
+    about ten times the instructions."""
+    dbits = word_of(words, p0) & 0xFFFF
+    d2 = bitcast(dbits | (dbits << 16), H2)
+    bias = f16(F16_INT_BIAS[FMT])
+    bias2 = vec(bias, bias)
+    qh = u32(0)
+    if FMT == "q5_0":
+        qh = word_of(words, p0 + 2)
     for g in static_range(4):
-        group_ints(wv, words, p0, g, FMT)
-        for j in static_range(8):
-            vals[j] = d * wv[j]
-        sb[at + g] = pack8(vals)
+        outs = local_array(u32, 4)
+        for h in static_range(2):  # elements 8g + 4h .. + 3: four bytes of u, then two words of (1024 + u) pairs
+            if FMT == "q8_0":
+                m = word_of(words, p0 + 2 + 8 * g + 4 * h) ^ 0x80808080
+            else:
+                QS = 2 if FMT == "q4_0" else 6
+                m = (word_of(words, p0 + QS + 8 * (g % 2) + 4 * h) >> (4 * (g // 2))) & 0x0F0F0F0F
+                if FMT == "q5_0":  # bit 4 of element e is bit e of qh: four of them spread to bit 4 of each byte
+                    t = (qh >> (8 * g + 4 * h)) & 0xF
+                    m = m | (((t * 0x00204081) & 0x01010101) << 4)
+            pairs = int_pairs(m)
+            for c in static_range(2):
+                v = bitcast(pairs[c], H2) - bias2
+                outs[2 * h + c] = bitcast(v * d2, u32)
+        sb[at + g] = vec(outs[0], outs[1], outs[2], outs[3])
 
 
 @dataclass(frozen=True)
@@ -761,9 +787,17 @@ def x_chunk_of(regs, slot: constexpr, XDT: constexpr):
 
 
 @func
+def int_pairs(m):
+    """The four bytes of m (each < 1024) as two words of f16 pairs 1024 + byte (bytes 0, 1, then 2, 3; F16_INT_BIAS)."""
+    return ((m & 0xFF) | ((m << 8) & 0xFF0000)) | 0x64006400, (((m >> 16) & 0xFF) | ((m >> 8) & 0xFF0000)) | 0x64006400
+
+
+@func
 def store_k4(sb, at, words, s, vals):
     """32 weights of q4_k's sub-block s (run-time, 0..7) into sb[at : at + 4]: words[0:4] the block's header (d, dmin,
-    12 bytes of 6-bit scales and minimums), words[4:12] its 32 bytes of nibbles (low nibbles for even s)."""
+    12 bytes of 6-bit scales and minimums), words[4:12] its 32 bytes of nibbles (low nibbles for even s). In 2 x f16
+    arithmetic: d * (sc q) (sc q exact) and dmin * m rounded once each, then their difference (gguf's f32 values
+    rounded to f16 once may differ from these in the last place; docs/quant.md)."""
     t = u32(s & 3) << 3
     lo_s = words[1] >> t
     lo_m = words[2] >> t
@@ -773,38 +807,50 @@ def store_k4(sb, at, words, s, vals):
         upper = words[3] >> t
         sc = (upper & 0xF) | ((lo_s >> 6 & 3) << 4)
         mn = (upper >> 4 & 0xF) | ((lo_m >> 6 & 3) << 4)
-    scale = half_of(words, 0) * f32(s32(sc))
-    low = half_of(words, 2) * f32(s32(mn))
+    k1024 = f16(1024.0)
+    base = vec(k1024, k1024)
+    dmin = bitcast(words[0] >> 16, H2)[0]
+    sc_low = (bitcast((sc | (mn << 16)) | 0x64006400, H2) - base) * vec(f16(1.0), dmin)  # (sc, dmin m)
+    sc2 = vec(sc_low[0], sc_low[0])
+    low2 = vec(sc_low[1], sc_low[1])
+    dbits = words[0] & 0xFFFF
+    d2 = bitcast(dbits | (dbits << 16), H2)
     shift = u32(s & 1) << 2
+    outs = local_array(u32, 4)
     for g in static_range(4):
         for h in static_range(2):
-            qw = words[4 + 2 * g + h] >> shift
-            for j in static_range(4):
-                vals[4 * h + j] = scale * f32(s32((qw >> (8 * j)) & 0xF)) - low
-        sb[at + g] = pack8(vals)
+            pairs = int_pairs((words[4 + 2 * g + h] >> shift) & 0x0F0F0F0F)
+            for c in static_range(2):  # sc q <= 945: exact in f16, so d (sc q) is rounded once
+                outs[2 * h + c] = bitcast(((bitcast(pairs[c], H2) - base) * sc2) * d2 - low2, u32)
+        sb[at + g] = vec(outs[0], outs[1], outs[2], outs[3])
 
 
 @func
 def store_k6(sb, at, words, p0: constexpr, i, vals):
     """32 weights i .. i + 31 (i a multiple of 32, run-time) of a q6_k block into sb[at : at + 4]: words[0:9] hold its
     32 bytes of low bits from byte p0, words[9:18] the high bits from p0, words[18] the two scales (at byte p0 +
-    2 * (i >> 5) & 2 of it), words[19] d (at byte p0)."""
+    2 * (i >> 5) & 2 of it), words[19] d (at byte p0). In 2 x f16 arithmetic: d * sc rounded once, then times q - 32
+    (gguf's f32 values rounded to f16 once may differ from these in the last place; docs/quant.md)."""
     g = (i >> 5) & 3
     low_shift = u32(g >> 1) << 2
     high_shift = u32(g) << 1
     sshift = u32((p0 + 2 * (i >> 5)) & 2) << 3
-    d = f32(bitcast(u16((words[19] >> (8 * p0)) & 0xFFFF), f16))
+    dbits = (words[19] >> (8 * p0)) & 0xFFFF
+    d2 = bitcast(dbits | (dbits << 16), H2)
+    k1152 = f16(1152.0)
+    k1056 = f16(1056.0)
+    outs = local_array(u32, 4)
     for half in static_range(2):
-        scale = d * f32(bitcast((words[18] >> (sshift + 8 * half)) << 24, s32) >> 24)
+        scb = ((words[18] >> (sshift + 8 * half)) & 0xFF) ^ 0x80  # the signed scale as 128 + sc
+        scale2 = (bitcast((scb | (scb << 16)) | 0x64006400, H2) - vec(k1152, k1152)) * d2
         for c in static_range(2):
             for h in static_range(2):
                 lw = word_of(words, p0 + 16 * half + 8 * c + 4 * h)
                 hw = word_of(words, 36 + p0 + 16 * half + 8 * c + 4 * h)
-                for j in static_range(4):
-                    lq = (lw >> (8 * j)) >> low_shift & 0xF
-                    hq = (hw >> (8 * j)) >> high_shift & 0x3
-                    vals[4 * h + j] = scale * f32(s32(lq | (hq << 4)) - 32)
-            sb[at + 2 * half + c] = pack8(vals)
+                pairs = int_pairs(((lw >> low_shift) & 0x0F0F0F0F) | (((hw >> high_shift) & 0x03030303) << 4))
+                for cc in static_range(2):
+                    outs[2 * h + cc] = bitcast((bitcast(pairs[cc], H2) - vec(k1056, k1056)) * scale2, u32)
+            sb[at + 2 * half + c] = vec(outs[0], outs[1], outs[2], outs[3])
 
 
 @func
