@@ -14,7 +14,7 @@ both, then the grid with XSH (one row a lane too), then the grid as it is. `--do
 and with DOT (the integer path, kernels/quant/dot.py: x made into 8-bit levels by one launch, the blocks met in
 packed dot products), then the grid with DOT.
 
-The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped rule: ops.quant_matmul.gemm_plan) at
+The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped plan: ops.quant_matmul.gemm_plan) at
 PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
 
 `--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
@@ -226,6 +226,7 @@ def main(argv=None) -> int:
                 chosen = json.loads(args.ablate)
                 blocks = [dict(chosen, ablate=a) if a else chosen for a in ABLATIONS]
             table = quant_matmul.GEMM_TUNING
+            shipped_blocks = dict(table)
 
             for fmt, m, k, n, dtype in shapes:
                 if args.tiny:
@@ -233,12 +234,14 @@ def main(argv=None) -> int:
 
                 def apply_gemm(v, m=m, n=n, k=k):
                     table.clear()
-                    if v:  # {}: the shipped rule
+                    table.update(shipped_blocks)
+                    if v:  # {}: the shipped plan (GEMM_TUNING's entry, else the rule)
                         table[(m, n, k)] = v
 
                 timed(rt, device, fmt, m, k, n, rotate, max(3, reps // 3), rng, apply_gemm, blocks, out,
                       np.dtype(dtype), deadline)
             table.clear()
+            table.update(shipped_blocks)
         if "gemma_decode" in args.only:  # the model's decode GEMVs (f32 activations), plans by rows, lanes, load width
             deadline = time.monotonic() + args.decode_seconds
             for fmt, k, n in GEMMA_DECODE:

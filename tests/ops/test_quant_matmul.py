@@ -364,24 +364,23 @@ def test_prefill_prefetch_and_split(device, fmt, shape, monkeypatch):
     assert_close(got, expected(x, w64, bias, "gelu"), dtype)
 
 
-def test_prefill_plan_rule():
+def test_prefill_plan_rule(monkeypatch):
     """gemm_plan on 16-wide tiles: the large block where its grid fills the GPU, else the small block, split over K
-    where even that grid is short (K ranges whole K steps, covering K); GEMM_TUNING over the rule; the small-tile
-    shape unsplit."""
+    where even that grid is short (K ranges whole K steps, covering K); GEMM_TUNING over the rule (the shipped
+    entries too); the small-tile shape unsplit."""
     tiles = (16, 16, 16)
     big = quant_matmul.gemm_plan(512, 4096, 640, tiles, False)
-    assert (big.bm, big.bn, big.split) == (128, 128, 1)
-    short = quant_matmul.gemm_plan(512, 640, 2048, tiles, False)
+    assert (big.bm, big.bn, big.split, big.wm * big.wn) == (128, 128, 1, 8)
+    short = quant_matmul.gemm_plan(512, 640, 3072, tiles, False)
     assert (short.bm, short.bn, short.prefetch) == (64, 64, True) and short.split > 1
-    assert short.k_split % (short.kt * 16) == 0 and (short.split - 1) * short.k_split < 2048 <= short.split * \
+    assert short.k_split % (short.kt * 16) == 0 and (short.split - 1) * short.k_split < 3072 <= short.split * \
         short.k_split
+    shipped = quant_matmul.gemm_plan(512, 640, 2048, tiles, False)  # Gemma's down projection: a measured entry
+    assert (shipped.bm, shipped.bn, shipped.split) == (128, 128, 1)
     tuned = {"wm": 2, "wn": 2, "sm": 1, "sn": 2, "kt": 4, "split": 3}
-    quant_matmul.GEMM_TUNING[(512, 640, 2048)] = tuned
-    try:
-        plan = quant_matmul.gemm_plan(512, 640, 2048, tiles, False)
-        assert (plan.bm, plan.bn, plan.kt, plan.split, plan.k_split) == (32, 64, 4, 3, 704)
-    finally:
-        del quant_matmul.GEMM_TUNING[(512, 640, 2048)]
+    monkeypatch.setitem(quant_matmul.GEMM_TUNING, (512, 640, 3072), tuned)
+    plan = quant_matmul.gemm_plan(512, 640, 3072, tiles, False)
+    assert (plan.bm, plan.bn, plan.kt, plan.split, plan.k_split) == (32, 64, 4, 3, 1024)
     assert quant_matmul.gemm_plan(512, 640, 2048, tiles, True).split == 1
 
 

@@ -864,14 +864,23 @@ def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int,
 # 26.9 us, 512 x 1024 -> 640 (q4_k) 169 -> 113.6, 512 x 2048 -> 640 (q6_k) 319 -> 131, 512 x 640 -> 1280/1536
 # (q5_0) 111 -> 94.7 (those from 128 x 128 blocks of 20-40 workgroups); but 64 x 64 where 128 x 128 already gave
 # 128 workgroups was slower: 512 x 640 -> 4096 112.6 -> 179.5 us, 512 x 14336 -> 4096 1451-1700 -> 2648-4085 us.
+# Then on an H100 (2026-12-05 21:42 UTC, quant_sweep.py --only prefill, after the staging's decoding moved to 2 x f16
+# arithmetic; docs/perf.md): 128 x 128 as 8 subgroups of 4 x 2 tiles with prefetch, 512 x 14336 -> 4096: q4_0 718 ->
+# 505.9 us (118.9 TFLOP/s), q4_k 697 -> 594.8, q6_k 1082 -> 568.0 (the 4-subgroup block before: 1345, 2377, 1331).
 GEMM_BLOCKS = (
-    {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1},  # 128 x 128
+    {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 128 x 128, 8 subgroups
     {"wm": 2, "wn": 2, "sm": 2, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 64 x 64
 )
 GEMM_WORKGROUPS = 128  # the H200 has 132 multiprocessors
 GEMM_SPLIT_TARGET = 264
 GEMM_SPLIT_MAX = 4
-GEMM_TUNING: dict = {}  # (M, N, K) -> a block (the keys above, "split" and "stages" too): measured, over the rule
+# (M, N, K) -> a block (the keys above, "split" and "stages" too): measured, over the rule. Gemma 3 270M's prefill of
+# 512 tokens (f32 activations), fastest on the H100 sweep above: its k and v (640 -> 1536 as two weights: the 256
+# rows of v alone stay with the rule) and its down projection (2048 -> 640)
+GEMM_TUNING: dict = {
+    (512, 1536, 640): {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 52.4 -> 43.9 us
+    (512, 640, 2048): {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 99.1 -> 64.5 us
+}
 SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
 
 
