@@ -228,6 +228,19 @@ def load_x_rows(xs, x4, xoff, at, MR: constexpr, XDT: constexpr, load_x: constex
 
 
 @func
+def k4_scale_low(words, q: constexpr, s: constexpr):
+    """q4_k's sub-block s: (d * scale, dmin * min) in f32 from the block at byte q of words[] (6-bit scales and mins
+    in its 12 bytes from byte 4)."""
+    if s < 4:
+        sc = byte_of(words, q + 4 + s) & 63
+        mn = byte_of(words, q + 8 + s) & 63
+    else:
+        sc = (byte_of(words, q + 8 + s) & 0xF) | ((byte_of(words, q + s) >> 6) << 4)
+        mn = (byte_of(words, q + 8 + s) >> 4) | ((byte_of(words, q + 4 + s) >> 6) << 4)
+    return half_of(words, q) * f32(s32(sc)), half_of(words, q + 2) * f32(s32(mn))
+
+
+@func
 def block_dot(acc, words, p0: constexpr, STRIDE: constexpr, xs, wv, part, xsum, x4, xoff, x_at, FMT: constexpr,
               MR: constexpr, ROWS: constexpr, XDT: constexpr, load_x: constexpr):
     """acc[m * ROWS + r] += x[row m, x_at : x_at + BLOCK] . row r's block at byte p0 + r * STRIDE of words[], for MR
@@ -262,14 +275,7 @@ def block_dot(acc, words, p0: constexpr, STRIDE: constexpr, xs, wv, part, xsum, 
                     dot8(part, r, xs, wv, MR, ROWS)
             for r in static_range(ROWS):
                 q = p0 + r * STRIDE
-                if s < 4:
-                    sc = byte_of(words, q + 4 + s) & 63
-                    mn = byte_of(words, q + 8 + s) & 63
-                else:
-                    sc = (byte_of(words, q + 8 + s) & 0xF) | ((byte_of(words, q + s) >> 6) << 4)
-                    mn = (byte_of(words, q + 8 + s) >> 4) | ((byte_of(words, q + 4 + s) >> 6) << 4)
-                scale = half_of(words, q) * f32(s32(sc))
-                low = half_of(words, q + 2) * f32(s32(mn))
+                scale, low = k4_scale_low(words, q, s)
                 for m in static_range(MR):
                     acc[m * ROWS + r] = fma(scale, part[m * ROWS + r], acc[m * ROWS + r]) - low * xsum[m]
     elif FMT == "q6_k":

@@ -24,7 +24,7 @@ in registers, ROWS rows, one row of x (M = 1). This module imports only the lang
 import functools
 
 from hydroplane.kernels.nn.common import STORAGE, load
-from hydroplane.kernels.quant.decode import byte_of, half_of, word_of
+from hydroplane.kernels.quant.decode import byte_of, half_of, k4_scale_low, word_of
 from hydroplane.lang import (
     Buffer,
     bitcast,
@@ -159,14 +159,7 @@ def block_dot_int(acc, words, p0: constexpr, STRIDE: constexpr, lv4, x_at, FMT: 
                     w = nibble_word(words, q + 16 + 32 * (sub // 2) + 4 * h, sub % 2 == 1)
                     ia += dot4x8(la[h], w, "su")
                     ib += dot4x8(lb[h], w, "su")
-                if sub < 4:
-                    sc = byte_of(words, q + 4 + sub) & 63
-                    mn = byte_of(words, q + 8 + sub) & 63
-                else:
-                    sc = (byte_of(words, q + 8 + sub) & 0xF) | ((byte_of(words, q + sub) >> 6) << 4)
-                    mn = (byte_of(words, q + 8 + sub) >> 4) | ((byte_of(words, q + 4 + sub) >> 6) << 4)
-                scale = half_of(words, q) * f32(s32(sc))
-                low = half_of(words, q + 2) * f32(s32(mn))
+                scale, low = k4_scale_low(words, q, sub)
                 acc[r] = fma(s, scale * (f32(ia) + f32(ib) * 0.0078125) - low * xsum, acc[r])
     elif FMT == "q6_k":
         for g32 in static_range(8):  # elements 32 g32 ..: half hh = g32 // 4 of 128, quarter g = g32 % 4
