@@ -382,6 +382,12 @@ def test_prefill_plan_rule(monkeypatch):
     plan = quant_matmul.gemm_plan(512, 640, 3072, tiles, False)
     assert (plan.bm, plan.bn, plan.kt, plan.split, plan.k_split) == (32, 64, 4, 3, 1024)
     assert quant_matmul.gemm_plan(512, 640, 2048, tiles, True).split == 1
+    # a device with less shared memory a workgroup than the large block's 48 KiB takes the block that fits
+    assert quant_matmul.gemm_shared_bytes(16, 16, 16, 2, 4, 4, 2, 2, 1, 2) == 49152
+    assert quant_matmul.gemm_plan(512, 4096, 14336, tiles, False, 49152).bm == 128
+    small_device = quant_matmul.gemm_plan(512, 4096, 14336, tiles, False, 32768)
+    assert (small_device.bm, small_device.bn) == (64, 64)
+    assert quant_matmul.gemm_plan(512, 640, 2048, tiles, False, 32768).bm == 64  # the tuned entry does not fit
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))

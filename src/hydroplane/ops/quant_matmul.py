@@ -34,6 +34,7 @@ from hydroplane.kernels.quant.source import (
     REDUCE_THREADS,
     ROWS_THREADS,
     gemm_kernel,
+    gemm_shared_bytes,
     gemv_kernel,
     gemv_units_kernel,
     reduce_kernel,
@@ -913,15 +914,24 @@ class GemmPlan:
     ablate: str = ""  # measurement only (wrong results): the K loop's ABLATE, from a GEMM_TUNING entry
 
 
-def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool) -> GemmPlan:
+def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool,
+              shared_memory: int | None = None) -> GemmPlan:
     """The prefill GEMM's plan for (M, N, K) (`small`: SMALL_GEMM_SHAPE, for small tiles and the reference
-    executor): GEMM_TUNING's entry, else the rule above GEMM_BLOCKS."""
+    executor): GEMM_TUNING's entry, else the rule above GEMM_BLOCKS; with `shared_memory` (the device's bytes a
+    workgroup), only blocks that fit it (the smallest of GEMM_BLOCKS where none does)."""
     tm, tn, tk = tiles
+
+    def fits(block: dict) -> bool:
+        kt = max(block.get("kt", 1), 32 // tk)
+        return shared_memory is None or gemm_shared_bytes(
+            tm, tn, tk, block.get("wm", 2), block.get("wn", 2), block.get("sm", 1), block.get("sn", 1), kt,
+            block.get("pad", 0), block.get("stages", 2)) <= shared_memory
+
     shape: dict = SMALL_GEMM_SHAPE if small else GEMM_TUNING.get((m, n, k), {})
-    if not small and not shape:
+    if not small and not (shape and fits(shape)):
         for shape in GEMM_BLOCKS:
-            if ceil_div(m, shape["wm"] * shape["sm"] * tm) * ceil_div(n, shape["wn"] * shape["sn"] * tn) >= \
-                    GEMM_WORKGROUPS:
+            if fits(shape) and ceil_div(m, shape["wm"] * shape["sm"] * tm) * \
+                    ceil_div(n, shape["wn"] * shape["sn"] * tn) >= GEMM_WORKGROUPS:
                 break
     wm, wn, sm, sn = shape.get("wm", 2), shape.get("wn", 2), shape.get("sm", 1), shape.get("sn", 1)
     kt = max(shape.get("kt", 1), 32 // tk)  # a K step holds whole 32-blocks
@@ -945,7 +955,7 @@ def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
     k = weight.k
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
-        plan = gemm_plan(m, n, k, tiles, tm < 16 or target.is_reference)
+        plan = gemm_plan(m, n, k, tiles, tm < 16 or target.is_reference, target.shared_memory)
         partial = plan.split > 1
         dflat = _flat(d, STORAGE[out_kind])
         bflat = _flat(bias) if has_bias else None

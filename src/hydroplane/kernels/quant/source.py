@@ -864,6 +864,14 @@ def stage_quant(sa, sb, a, b, a_base, b_base, row0, col0, k0, M, N, K, lda, ldb,
 QUANT_STAGING = Staging(fetch_quant, put_quant, stage_quant)
 
 
+def gemm_shared_bytes(TM: int, TN: int, TK: int, WM: int, WN: int, SM: int, SN: int, KT: int, PAD: int,
+                      STAGES: int) -> int:
+    """The prefill GEMM's shared memory for a block: STAGES buffers of x's and W's f16 blocks, and the epilogue's
+    f32 tile per subgroup."""
+    blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN, f16, WIDE=8, PAD=PAD)
+    return 16 * (blocks.a_array(STAGES) + blocks.b_array(STAGES)) + 4 * WM * WN * TM * TN
+
+
 def gemm_threads(constexprs: dict) -> int:
     return constexprs["WM"] * constexprs["WN"] * constexprs["SG"]
 
