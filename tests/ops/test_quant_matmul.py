@@ -321,9 +321,16 @@ def test_the_integer_unit_gemv(device, fmt, monkeypatch):
         bound = (blocks / 8192) @ np.abs(w64.T) + 1e-3 * np.abs(want) + 1e-6
         assert (np.abs(results[True].astype(np.float64) - want) <= bound + np.abs(want) * 2.0 ** -8).all()
     x = activations((1, k), np.float16)
-    x[0, 3] = np.inf
     tuned = {"lw": 4, "lpr": 2, "split": 1, "rows": 1, "dot": True}
     monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 1, n, k), tuned)
+    # DeviceArrays in and out (the levels' scratch made again by the call's replay), bias and GELU
+    dx, dw = device_array(x, device), upload(qw, device)
+    bias = rng.standard_normal(n).astype(np.float16)
+    dout = device_array(np.full((1, n), -777.0, np.float16), device)
+    for _ in range(2):
+        hydroplane.matmul(dx, dw.T, bias=bias, activation="gelu", out=dout)
+        assert_close(dout.numpy(), expected(x, w64, bias, "gelu"), np.float16)
+    x[0, 3] = np.inf
     got = hydroplane.matmul(x, qw.T, out=np.full((1, n), -777.0, np.float16), device=device)
     assert np.isnan(got).all()
 
