@@ -557,12 +557,6 @@ def rows_kernel(ODT: str):
 
 
 @func
-def pack8(vals):
-    """vals[0:8] (f32) rounded to f16, packed into one 16-byte chunk."""
-    return vec(pack2(vals[0], vals[1]), pack2(vals[2], vals[3]), pack2(vals[4], vals[5]), pack2(vals[6], vals[7]))
-
-
-@func
 def pack2(lo, hi):
     """Two f32 rounded to f16, as one u32 (lo in the low half)."""
     return u32(bitcast(f16(lo), u16)) | (u32(bitcast(f16(hi), u16)) << 16)
@@ -575,7 +569,7 @@ F16_INT_BIAS = {"q4_0": 1032.0, "q5_0": 1040.0, "q8_0": 1152.0}
 
 
 @func
-def store_block32(sb, at, words, p0: constexpr, wv, vals, FMT: constexpr):
+def store_block32(sb, at, words, p0: constexpr, FMT: constexpr):
     """The 32 weights of the block at byte p0 of words[] (gguf's products d * q in f32, rounded to f16) into
     sb[at : at + 4]. The product of the f16 d and a small integer is exact in f32, so it is computed in f16 pairs
     instead (one rounding, the same bits): the integers made f16 by their bits (F16_INT_BIAS), two a word, then
@@ -744,8 +738,6 @@ def put_quant(sa, sb, regs, a_base, b_base, blocks: constexpr):
     k0 = s32(step[0])
     flags = step[1]
     words = local_array(u32, 4 * WV)
-    wv = local_array(f32, 8)
-    vals = local_array(f32, 8)
     for t in static_range(blocks.W_ITEMS):
         i = first + t * THREADS
         if i < blocks.W_TOTAL:
@@ -757,16 +749,16 @@ def put_quant(sa, sb, regs, a_base, b_base, blocks: constexpr):
                 for j in static_range(4):
                     words[4 * c + j] = chunk[j]
             if FMT == "q4_k":
-                store_k4(sb, at, words, (e >> 5) & 7, vals)
+                store_k4(sb, at, words, (e >> 5) & 7)
             elif FMT == "q6_k":
                 if (flags >> t) & 2 == 0:
-                    store_k6(sb, at, words, 0, e & 255, vals)
+                    store_k6(sb, at, words, 0, e & 255)
                 else:
-                    store_k6(sb, at, words, 2, e & 255, vals)
+                    store_k6(sb, at, words, 2, e & 255)
             elif (flags >> t) & 2 == 0:
-                store_block32(sb, at, words, 0, wv, vals, FMT)
+                store_block32(sb, at, words, 0, FMT)
             else:
-                store_block32(sb, at, words, 2, wv, vals, FMT)
+                store_block32(sb, at, words, 2, FMT)
 
 
 @func
@@ -793,7 +785,7 @@ def int_pairs(m):
 
 
 @func
-def store_k4(sb, at, words, s, vals):
+def store_k4(sb, at, words, s):
     """32 weights of q4_k's sub-block s (run-time, 0..7) into sb[at : at + 4]: words[0:4] the block's header (d, dmin,
     12 bytes of 6-bit scales and minimums), words[4:12] its 32 bytes of nibbles (low nibbles for even s). In 2 x f16
     arithmetic: d * (sc q) (sc q exact) and dmin * m rounded once each, then their difference (gguf's f32 values
@@ -826,7 +818,7 @@ def store_k4(sb, at, words, s, vals):
 
 
 @func
-def store_k6(sb, at, words, p0: constexpr, i, vals):
+def store_k6(sb, at, words, p0: constexpr, i):
     """32 weights i .. i + 31 (i a multiple of 32, run-time) of a q6_k block into sb[at : at + 4]: words[0:9] hold its
     32 bytes of low bits from byte p0, words[9:18] the high bits from p0, words[18] the two scales (at byte p0 +
     2 * (i >> 5) & 2 of it), words[19] d (at byte p0). In 2 x f16 arithmetic: d * sc rounded once, then times q - 32
