@@ -557,6 +557,12 @@ def rows_kernel(ODT: str):
 
 
 @func
+def pack8(vals):
+    """vals[0:8] (f32) rounded to f16, packed into one 16-byte chunk."""
+    return vec(pack2(vals[0], vals[1]), pack2(vals[2], vals[3]), pack2(vals[4], vals[5]), pack2(vals[6], vals[7]))
+
+
+@func
 def pack2(lo, hi):
     """Two f32 rounded to f16, as one u32 (lo in the low half)."""
     return u32(bitcast(f16(lo), u16)) | (u32(bitcast(f16(hi), u16)) << 16)
