@@ -15,7 +15,10 @@ and with DOT (the integer path, kernels/quant/dot.py: x made into 8-bit levels b
 packed dot products), then the grid with DOT.
 
 The prefill sweep times PREFILL_BLOCKS (the first, {}, is the shipped plan: ops.quant_matmul.gemm_plan) at
-PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096).
+PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14336 -> 4096); `--prefill-cases
+5,6,7` picks and orders them; `--ablate '{"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": true}'`
+times that one block whole and with each of the K loop's ablations instead (wrong results, timings only: where the
+time goes; docs/perf.md, "2026-12-05, 21:11 UTC"). `--stats` adds each new pipeline's driver statistics.
 
 `--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
 """
