@@ -624,7 +624,7 @@ UNITS_SUBGROUPS = 4
 UNITS_PIPE = False  # the next unit's loads issued before this one is multiplied (where a unit is loaded whole)
 UNITS_X_SHARED = False  # M = 1: x converted to f32 once per workgroup into shared memory (XSH; tuned plans say)
 UNITS_X_SHARED_BYTES = 32768  # XSH's chunk: at most this many bytes (units_x_chunk)
-UNITS_DOT = False  # M = 1: the integer path (DOT) where tuned plans do not say; not yet measured on a GPU
+UNITS_DOT = False  # M = 1: the integer path (DOT) where tuned plans do not say; slower on an H100 (docs/quant.md)
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
@@ -875,9 +875,10 @@ GEMM_BLOCKS = (
 GEMM_WORKGROUPS = 128  # the H200 has 132 multiprocessors
 GEMM_SPLIT_TARGET = 264
 GEMM_SPLIT_MAX = 4
-# (M, N, K) -> a block (the keys above, "split" and "stages" too): measured, over the rule. Gemma 3 270M's prefill of
-# 512 tokens (f32 activations), fastest on the H100 sweep above: its k and v (640 -> 1536 as two weights: the 256
-# rows of v alone stay with the rule) and its down projection (2048 -> 640)
+# (M, N, K) -> a block (the keys above, "split" and "stages" too): measured, over the rule. Two of the sweep's Gemma 3
+# 270M prefill shapes (512 tokens, f32 activations), fastest on the H100 sweep above: q, k and v in one weight
+# (640 -> 1536; the Q4_K_M file's model launches q+k as 640 -> 1280 and v apart, which take the rule) and the down
+# projection (2048 -> 640)
 GEMM_TUNING: dict = {
     (512, 1536, 640): {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 52.4 -> 43.9 us
     (512, 640, 2048): {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 99.1 -> 64.5 us
