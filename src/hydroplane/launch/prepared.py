@@ -769,11 +769,13 @@ _SCALARS = frozenset((bool, int, float))
 
 
 def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specialization, grid: tuple[int, int, int],
-                  arguments: Mapping[str, Any], aliases: Mapping[str, str] | None = None) -> None:
+                  arguments: Mapping[str, Any], aliases: Mapping[str, str] | None = None):
     """Queue one launch as `prepare(...).dispatch()` would, keeping the PreparedLaunch in `kept` (the caller's,
     by kept_key; at most KEPT_LAUNCHES) when its arguments are device arrays and scalars: a later launch of that
     signature rebinds its arrays (and the parameters aliased to them) and queues, without the checks `prepare`
-    runs (the signature fixes their outcome). The caller's arrays are held weakly between launches (park)."""
+    runs (the signature fixes their outcome). The caller's arrays are held weakly between launches (park).
+    Returns the planned launch queued (`launch_planned` repeats it for arrays at the same places), or None where
+    the launch is not kept (NumPy arguments, staged views)."""
     key = kept_key(spec, grid, arguments, aliases)
     found = kept.get(key) if key is not None else None
     if found is not None:
@@ -782,18 +784,18 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
             planned = found._by_place.get(places)
             if planned is not None and not found._staged:  # these buffers at these offsets: planned already
                 found.runtime.launch_planned(planned)
-                return
+                return planned
             with found.runtime.lock:  # kept launches are shared by the calls of a signature: one thread at a time
                 found.rebind_moved(((n, v) for n, v in arguments.items() if type(v) is DeviceArray), aliases)
                 found.dispatch()
                 found.park()
                 found.keep_plan(places)
-            return
+                return None if found._staged else found._planned
     prepared = prepare(executor, kernel, spec, grid, arguments, aliases=aliases)
     if key is None or prepared._owned:  # NumPy arguments (copied in) or staged views: once
         with prepared:
             prepared.dispatch()
-        return
+        return None
     with prepared.runtime.lock:  # kept from here on: another thread's call of the signature waits for this one
         old = kept.pop(key, None)
         if old is not None:
@@ -806,6 +808,7 @@ def dispatch_kept(kept: dict, executor, kernel: CheckedKernel, spec: Specializat
         places = _places(arguments)
         if places is not None:
             prepared.keep_plan(places)
+        return None if prepared._staged else prepared._planned
 
 
 def places_of(arrays) -> tuple | None:

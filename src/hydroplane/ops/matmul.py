@@ -366,8 +366,11 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
            acc_dtype=None, device=None):
     """act(alpha * (a @ b) + beta * c + bias) with np.matmul's shapes and NumPy's result dtype, bf16 and the 8-bit
     integers excepted (the module docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
-    if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays (never of
-        try:  # ggml blocks: their calls take quant_matmul's path below, so no FastCall has their signatures)
+    if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays
+        if b.format is not None:  # ggml blocks (b = qw.T): ops/quant_matmul.py, whose calls have their own plans
+            return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
+                                       out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
+        try:
             fast = _fast.get((a.signature, b.signature, signature_of(bias), signature_of(out), type(alpha), alpha,
                               type(beta), beta, activation, out_dtype, acc_dtype, device))
         except TypeError:  # an unhashable argument: the checked path says what is wrong with it

@@ -39,8 +39,9 @@ from hydroplane.kernels.quant.source import (
     gemv_units_kernel,
     reduce_kernel,
     rows_kernel,
+    stage_bytes,
 )
-from hydroplane.launch.prepared import DeviceArray, dispatch_kept, fast_path_serves, signature_of
+from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, served_places, signature_of
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
@@ -246,6 +247,16 @@ def _check_f16_range(x: np.ndarray, kind: str) -> None:
 def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", out=None, out_dtype=None,
            acc_dtype=None, device=None):
     """hydroplane.matmul's entry for a quantized b (ops.matmul hands it here): the module docstring."""
+    if c is None and alpha == 1.0 and beta == 0.0 and out_dtype is None and acc_dtype is None and \
+            type(a) is DeviceArray and type(b) is DeviceArray and a.format is None:  # a call's recording, if kept
+        try:
+            fast = _fast.get((a.signature, b.signature, signature_of(bias), signature_of(out), activation, device))
+        except TypeError:  # an unhashable argument: the checked path says what is wrong with it
+            fast = None
+        if fast is not None:
+            result = fast.run(a, b, bias, out)
+            if result is not None:
+                return result
     if is_quantized(a):
         raise QuantMatmulError("a is quantized: the quantized weight is the second operand, "
                                "hydroplane.matmul(x, qw.T)")
@@ -258,15 +269,11 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
     fast_key = None
     if type(a) is DeviceArray and type(b) is DeviceArray and (bias is None or type(bias) is DeviceArray) and \
             (out is None or type(out) is DeviceArray):  # a call of DeviceArrays: its signature's recording
-        try:
+        try:  # (looked up above; the key, to keep this call's recording)
             fast_key = (a.signature, b.signature, signature_of(bias), signature_of(out), activation, device)
-            fast = _fast.get(fast_key)
+            hash(fast_key)
         except TypeError:  # an unhashable argument: the checked path says what is wrong with it
-            fast_key = fast = None
-        if fast is not None:
-            result = fast.run(a, b, bias, out)
-            if result is not None:
-                return result
+            fast_key = None
     weight = weight_of(b)
     if fast_key is None:
         return run_quantized(a, weight, bias=bias, activation=activation, out=out, device=device)
@@ -288,10 +295,11 @@ class _Recorded:
     its views at those distances, new scratch of those sizes, and queues the launches (dispatch_kept, which finds
     their plans by the arrays' places) without running the checks and the planning again."""
 
-    __slots__ = ("rt", "launches", "scratch", "result")
+    __slots__ = ("rt", "launches", "scratch", "result", "by_place")
 
     def __init__(self, rt, launches: list, scratch: list, result: tuple | None):
         self.rt, self.launches, self.scratch, self.result = rt, launches, scratch, result
+        self.by_place: dict = {}  # the arrays' places -> the planned launches that bound them (as matmul's FastCall)
 
     @staticmethod
     def keep(key: tuple, launches: list, made: list, slots: tuple, new_result: bool) -> None:
@@ -333,13 +341,30 @@ class _Recorded:
 
     def run(self, x: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
         rt = self.rt
-        if rt.closed or not fast_path_serves((x, b, bias), out):
+        if rt.closed:
+            return None
+        places = served_places((x, b, bias), out)
+        if places is None:
             return None
         if out is None:
             dtype, shape = self.result  # type: ignore[misc]
             out = _alloc(rt, dtype, shape)
+            places += ((id(out.storage.buffer), 0),)
         made = [DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), np.uint8, (nbytes,)) for nbytes in self.scratch]
+        if made:
+            places += tuple(id(arr.storage.buffer) for arr in made)
+        planned = self.by_place.get(places)
+        if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
+            try:
+                with rt.lock:
+                    for launch in planned:
+                        rt.launch_planned(launch)
+            finally:
+                for arr in made:
+                    arr.release()
+            return out
         arrays = (x, b, bias, out, *made)
+        queued: list | None = []
         try:
             kept = _kept.setdefault(rt.executor, {})
             for kernel, spec, grid, args, aliases in self.launches:
@@ -352,10 +377,18 @@ class _Recorded:
                         arguments[name] = base.like(template, (base.layout.offset if slot < 4 else 0) + at)
                     else:
                         arguments[name] = value
-                dispatch_kept(kept, rt.executor, kernel, spec, grid, arguments, aliases)
+                launch = dispatch_kept(kept, rt.executor, kernel, spec, grid, arguments, aliases)
+                if launch is None:
+                    queued = None
+                elif queued is not None:
+                    queued.append(launch)
         finally:
             for arr in made:
                 arr.release()
+        if queued is not None:
+            if len(self.by_place) >= KEPT_PLANS:
+                self.by_place.clear()
+            self.by_place[places] = tuple(queued)
         return out
 
 
@@ -599,7 +632,10 @@ class UnitsPlan:
     workgroup, MR rows of x, SPLIT K ranges of split_units units; PIPE: each lane's next unit loaded while this one
     is multiplied (SPAN only); XSH: x converted to f32 into shared memory once per workgroup (M = 1: units_x_chunk);
     DOT: the integer path (M = 1: x's levels made by one launch first, the blocks met in packed 8-bit dot products,
-    kernels/quant/dot.py), where the device has the integer dot product; it takes the place of XSH."""
+    kernels/quant/dot.py), where the device has the integer dot product; it takes the place of XSH. COALESCE
+    (`coalesce`, one weight, not with DOT): W's loads by consecutive lanes in consecutive chunks through a shared
+    stage, each unit then decoded whole (kernels/quant/source.py: coalesced_unit_loop). `ablate`: measurement only
+    (wrong results; the kernel's GEMV_ABLATIONS), from a UNITS_TUNING entry."""
 
     lw: int
     ub: int
@@ -615,6 +651,8 @@ class UnitsPlan:
     pipe: bool = False
     xsh: bool = False
     dot: bool = False
+    coalesce: bool = False
+    ablate: str = ""
 
 
 UNITS_LOAD_WORDS = (4, 2, 1)  # the widest load whose unit of whole blocks divides a row
@@ -625,6 +663,7 @@ UNITS_PIPE = False  # the next unit's loads issued before this one is multiplied
 UNITS_X_SHARED = False  # M = 1: x converted to f32 once per workgroup into shared memory (XSH; tuned plans say)
 UNITS_X_SHARED_BYTES = 32768  # XSH's chunk: at most this many bytes (units_x_chunk)
 UNITS_DOT = False  # M = 1: the integer path (DOT) where tuned plans do not say; slower on an H100 (docs/quant.md)
+UNITS_COALESCE = False  # W's loads coalesced through shared memory (COALESCE) where tuned plans do not say
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
@@ -648,9 +687,11 @@ UNITS_TUNING: dict = {
 UNITS_FORMAT_RULES = {"q6_k": {"rows": 1, "lpr": 8}}  # q6_k's many scales: one row a lane, 8 lanes a row
 
 
-def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned: dict | None = None
-               ) -> UnitsPlan | None:
-    """The unit GEMV's plan, or None where no unit of whole blocks divides a row (an odd count of 32-blocks)."""
+def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned: dict | None = None,
+               shared_memory: int | None = None) -> UnitsPlan | None:
+    """The unit GEMV's plan, or None where no unit of whole blocks divides a row (an odd count of 32-blocks).
+    COALESCE only where its stage leaves XSH's smallest chunk and a prologue's row room in `shared_memory` (the
+    target's bytes a workgroup; None: not checked)."""
     block, nbytes = KERNEL_FORMATS[fmt]
     tuned = {**UNITS_FORMAT_RULES.get(fmt, {}), **(tuned or {})}
     blocks_per_row = k // block
@@ -681,15 +722,21 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
     split = ceil_div(row_units, split_units)
     span = ub * nbytes * rows <= UNITS_SPAN_BYTES
     dot = m == 1 and fmt in DOT_FORMATS and bool(tuned.get("dot", UNITS_DOT))
+    coalesce = not dot and bool(tuned.get("coalesce", UNITS_COALESCE))
+    if coalesce and shared_memory is not None:
+        spare = 4 * max(K_MAX_PROLOGUE, ub * block) + 1024  # a prologue's row or XSH's one unit, and the sums
+        coalesce = stage_bytes(fmt, ub, lw, rows, nsg * sg) + spare <= shared_memory
     return UnitsPlan(lw, ub, span, mr, rows, lpr, nsg, split, split_units, row_units, (groups, tiles, split),
-                     span and tuned.get("pipe", UNITS_PIPE), m == 1 and not dot and tuned.get("xsh", UNITS_X_SHARED),
-                     dot)
+                     span and not coalesce and tuned.get("pipe", UNITS_PIPE),
+                     m == 1 and not dot and tuned.get("xsh", UNITS_X_SHARED), dot, coalesce, tuned.get("ablate", ""))
 
 
-def units_x_chunk(plan: UnitsPlan, block: int, shared_memory: int) -> int:
+def units_x_chunk(plan: UnitsPlan, block: int, shared_memory: int, stage: int = 0) -> int:
     """XSH's chunk: the activations (whole units; a multiple of LPR units where that fits) staged in shared memory
-    as f32 at a time, in at most UNITS_X_SHARED_BYTES and the target's shared memory less 1 KiB."""
+    as f32 at a time, in at most UNITS_X_SHARED_BYTES and the target's shared memory less 1 KiB and `stage` (the
+    bytes of COALESCE's stage)."""
     unit = plan.ub * block
+    shared_memory -= stage
     units = max(1, min(UNITS_X_SHARED_BYTES, shared_memory - 1024) * 64 // 65 // (4 * unit))  # 1 vec4 in 65 unused
     if units >= plan.lpr:
         units -= units % plan.lpr
@@ -704,7 +751,8 @@ def pair_plan(a: Weight, b: Weight, m: int, sg: int, reference: bool) -> UnitsPl
             any(w.n * w.row_bytes > BIND_LIMIT for w in (a, b)):
         return None
     n = a.n + b.n
-    plan = units_plan(a.fmt, m, n, a.k, sg, reference, UNITS_TUNING.get((a.fmt, m, n, a.k)))
+    tuned = {**UNITS_TUNING.get((a.fmt, m, n, a.k), {}), "coalesce": False}  # COALESCE: one weight a launch
+    plan = units_plan(a.fmt, m, n, a.k, sg, reference, tuned)
     other = units_plan(b.fmt, m, n, b.k, sg, reference, {"lw": plan.lw} if plan is not None else None)
     if plan is None or other is None or (plan.lw, plan.ub, plan.row_units) != (other.lw, other.ub, other.row_units) \
             or a.n % plan.rows:
@@ -732,7 +780,8 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
             return
     for n0, n1, words in found:
         n = n1 - n0
-        units = units_plan(weight.fmt, m, n, k, sg, rt.is_reference, UNITS_TUNING.get((weight.fmt, m, n, k)))
+        units = units_plan(weight.fmt, m, n, k, sg, rt.is_reference, UNITS_TUNING.get((weight.fmt, m, n, k)),
+                           target.shared_memory)
         if units is not None:
             _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight, units, m, n, col0 + n0, kinds, has_bias, act,
                         ldd, prologue)
@@ -800,6 +849,13 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
             constexprs["PRELOAD"] = False
     if plan.pipe:
         constexprs["PIPE"] = True
+    stage = 0
+    if plan.coalesce:
+        assert second is None
+        constexprs["COALESCE"] = True
+        stage = stage_bytes(weight.fmt, plan.ub, plan.lw, plan.rows, plan.nsg * rt.executor.target.subgroup_size)
+    if plan.ablate:
+        constexprs["ABLATE"] = plan.ablate
     target = rt.executor.target
     if plan.dot and prologue is None and second is None and (target.is_reference or
                                                              "integer_dot_product" in target.support):
@@ -812,7 +868,7 @@ def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: U
         del aliases["x4"]
         constexprs["DOT"] = True
     elif plan.xsh and prologue is None and second is None:
-        constexprs["XCH"] = units_x_chunk(plan, block, target.shared_memory)
+        constexprs["XCH"] = units_x_chunk(plan, block, target.shared_memory, stage)
     part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
     _launch(rt, gemv_units_kernel(kind, out_kind),
             dict(FMT=weight.fmt, BLOCK=block, BYTES=nbytes, UB=plan.ub, LW=plan.lw, SPAN=plan.span, MR=plan.mr,
