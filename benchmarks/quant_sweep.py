@@ -7,6 +7,7 @@ helpers), each checked against float64 NumPy on its first columns. One JSON line
         python3 benchmarks/quant_sweep.py --out $OUT/quant_sweep.jsonl
         python3 benchmarks/quant_sweep.py --only prefill --seconds 200 --out $OUT/prefill.jsonl
         python3 benchmarks/quant_sweep.py --only decode --pipe --decode-seconds 240 --best $OUT/best.json
+        python3 benchmarks/quant_sweep.py --only decode --gemv-ablate --stats --decode-seconds 205 --out $OUT/ab.jsonl
 
 `--pipe` tries the shipped plan as it is, with XSH and PIPE (kernels/quant/source.py: x converted to f32 into
 shared memory once per workgroup; each lane's next unit of blocks loaded while this one is multiplied) each and
@@ -19,6 +20,13 @@ PREFILL_SHAPES (Gemma 3 270M's prefill GEMMs with f32 activations, then 512 x 14
 5,6,7` picks and orders them; `--ablate '{"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": true}'`
 times that one block whole and with each of the K loop's ablations instead (wrong results, timings only: where the
 time goes; docs/perf.md, "2026-12-05, 21:11 UTC"). `--stats` adds each new pipeline's driver statistics.
+
+`--gemv-ablate` times, per decode case, a streaming read of the same bytes (kernels/quant/source.py stream_kernel:
+coalesced 16-byte loads, consecutive lanes consecutive chunks: the ceiling), the shipped plan whole and with each of
+the unit GEMV's ablations (GEMV_ABLATIONS: "loads" keeps W's loads and folds the words, no decoding; "alu" loads a
+lane's first unit once and decodes it for every unit: wrong results, timings only), then COALESCE plans (W's loads
+coalesced through shared memory; GEMV_COALESCED, the first also with each ablation), each case its share of
+--decode-seconds.
 
 `--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
 """
@@ -41,6 +49,7 @@ import quant_h200 as bench  # noqa: E402
 from gemm_configs import statistics_text  # noqa: E402
 
 import hydroplane  # noqa: E402
+from hydroplane.kernels.quant.source import GEMV_ABLATIONS, STREAM_THREADS, stream_kernel  # noqa: E402
 from hydroplane.launch.jit import device_array  # noqa: E402
 from hydroplane.launch.runtime import runtime  # noqa: E402
 from hydroplane.ops import quant_matmul  # noqa: E402
@@ -72,6 +81,12 @@ PREFILL_BLOCKS = [{}, dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1), dict(wm=2, wn=2
                   dict(wm=2, wn=2, sm=4, sn=4, kt=2, pad=1, split=2)]
 ABLATIONS = ("", "no_global", "no_stage", "no_barrier", "no_stage+no_barrier")  # --ablate (KLoop.ABLATE)
 LPRS = (8, 16, 32)
+# --gemv-ablate's COALESCE plans, in order (q6_k: 4-byte loads, units of 2 blocks; its stage takes 2 subgroups)
+GEMV_COALESCED = [dict(rows=2, lpr=32, nsg=4, split=0), dict(rows=1, lpr=32, nsg=4, split=0),
+                  dict(rows=2, lpr=8, nsg=4, split=0), dict(rows=2, lpr=32, nsg=2, split=0),
+                  dict(rows=1, lpr=32, nsg=2, split=0), dict(rows=1, lpr=32, nsg=4, split=1, xsh=True),
+                  dict(rows=2, lpr=16, nsg=4, split=1, xsh=True), dict(rows=1, lpr=8, nsg=2, split=0)]
+STREAM_SHAPES = ((1, 0), (4, 0), (4, 1056))  # --gemv-ablate's streaming reads: (UNROLL, workgroups; 0: one pass)
 ROWS = (2, 4)
 
 
@@ -129,6 +144,35 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
     return found
 
 
+def stream_ceiling(rt, device, fmt, k, n, nbytes, rotate, reps, out, deadline=None):
+    """The streaming read of nbytes (stream_kernel), over copies past the L2, at STREAM_SHAPES: one JSON line each."""
+    chunks = nbytes // 16
+    copies = max(2, -(-rotate // nbytes))
+    words = device_array(np.random.default_rng(1).integers(0, 1 << 32, copies * chunks * 4, dtype=np.uint32), device)
+    sink = device_array(np.zeros(max(chunks, max(g for _, g in STREAM_SHAPES) * STREAM_THREADS), np.uint32), device)
+    for unroll, groups in STREAM_SHAPES:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        grid = groups or -(-chunks // (STREAM_THREADS * unroll))
+        record = dict(format=fmt, m=1, k=k, n=n, variant="stream", unroll=unroll, groups=grid)
+        def call(unroll=unroll, grid=grid, turn=[0]):  # noqa: B006 - the call's own counter
+            turn[0] += 1
+            at = turn[0] % copies * chunks * 4
+            quant_matmul._launch(rt, stream_kernel(), {"UNROLL": unroll}, (grid,),
+                                 {"w": words[at: at + chunks * 4], "d": sink, "chunks": chunks}, {"w4": "w"})
+
+        try:
+            seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.3))
+            record.update(us=seconds * 1e6, tbs=nbytes / seconds / 1e12)
+        except Exception as err:  # noqa: BLE001 - recorded, the sweep goes on
+            record["failed"] = f"{type(err).__name__}: {err}"
+        print(json.dumps(record), flush=True)
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+    words.release()
+    sink.release()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None)
@@ -150,6 +194,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dot", action="store_true", help="decode: the shipped plan with and without DOT (the "
                         "integer path: x as 8-bit levels, packed dot products; kernels/quant/dot.py), then the grid "
                         "with DOT")
+    parser.add_argument("--gemv-ablate", action="store_true", help="decode: a streaming read of the same bytes, "
+                        "the shipped plan whole and with each of the unit GEMV's ablations, then COALESCE plans "
+                        "(the module docstring)")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
     parser.add_argument("--stats", action="store_true", help="record each variant's new pipelines' driver "
@@ -174,7 +221,8 @@ def main(argv=None) -> int:
             shapes = [(512, 64)] if args.tiny else DECODE_SHAPES
             shipped = dict(quant_matmul.UNITS_TUNING)
             pipes = (False, True) if args.pipe else (False,)
-            sweep_seconds = args.decode_seconds if args.pipe or args.dot else None
+            sweep_seconds = args.decode_seconds if args.pipe or args.dot or args.gemv_ablate else None
+            shared = rt.executor.target.shared_memory
             for k, n in shapes:
                 for fmt in bench.FORMAT_ORDER:
                     # --pipe: each case gets its share of --decode-seconds
@@ -186,6 +234,18 @@ def main(argv=None) -> int:
                     candidates = [dict(shipped.get((fmt, 1, n, k), {}), pipe=p, xsh=x)
                                   for p, x in ((False, False), (False, True), (True, False), (True, True))] \
                         if args.pipe else []
+                    if args.gemv_ablate:  # the shipped plan whole and ablated, then COALESCE plans
+                        here = dict(shipped.get((fmt, 1, n, k), {}))
+                        coalesced = [dict(v, coalesce=True, **({"lw": 1} if fmt == "q6_k" else {}))
+                                     for v in GEMV_COALESCED[:2 if args.tiny else None]]
+                        candidates = [here, *(dict(here, ablate=a) for a in GEMV_ABLATIONS[1:])]
+                        fits = [v for v in coalesced if quant_matmul.units_plan(
+                            fmt, 1, n, k, rt.executor.target.subgroup_size, rt.is_reference, v, shared).coalesce]
+                        candidates += fits[:1] + [dict(fits[0], ablate=a) for a in GEMV_ABLATIONS[1:] if fits]
+                        candidates += fits[1:] + [dict(here, coalesce=True)]
+                        pipes = ()
+                        qw_bytes = n * k // quant_matmul.KERNEL_FORMATS[fmt][0] * quant_matmul.KERNEL_FORMATS[fmt][1]
+                        stream_ceiling(rt, device, fmt, k, n, qw_bytes, rotate, reps, out, deadline)
                     if args.dot:  # the shipped plan as it is and with DOT, then the grid with DOT
                         candidates = [dict(shipped.get((fmt, 1, n, k), {}), dot=False),
                                       dict(shipped.get((fmt, 1, n, k), {}), dot=True, xsh=False)]
@@ -201,7 +261,7 @@ def main(argv=None) -> int:
                                     candidates.append(dict(v, xsh=True) if staged else v)
                     for v in candidates:
                         plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
-                                                       rt.is_reference, v)
+                                                       rt.is_reference, v, shared)
                         if plan is not None and plan not in plans:
                             plans.add(plan)
                             variants.append(v)

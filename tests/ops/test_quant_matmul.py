@@ -291,6 +291,71 @@ def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k", "q6_k"])
+def test_the_coalesced_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
+    """COALESCE (W's loads by consecutive lanes in consecutive chunks through a shared stage, each unit then decoded
+    whole) adds the same products in the same order as the plain loop: the same bits, and within the bound of
+    float64. Weights with negatives, zeros, a row of zeros and rows a thousand times larger; activations with
+    extremes; M 1 (with and without XSH) and 3; 1 and 2 rows a lane; K splits whose ranges leave lanes several
+    units, steps of fewer units than lanes, and lanes with none."""
+    block = FORMATS[fmt].block
+    k = 2048 if block == 256 else 16 * block * 5  # 10 units a row (16-byte loads: 8 blocks), or 8 (q4_k); q6_k: 4
+    n = 12 if device == "ref" else 40
+    w = rng.standard_normal((n, k)).astype(np.float32) * rng.uniform(0.05, 2, (n, 1)).astype(np.float32)
+    w[rng.random((n, k)) < 0.05] = 0
+    w[3] = 0
+    w[5:7] *= 100
+    qw = quantize(w, fmt)
+    w64 = gguf.quants.dequantize(qw.blocks, gguf.GGMLQuantizationType(FORMATS[fmt].ggml_type)).astype(np.float64)
+    executor = runtime(device).executor
+    sg, shared = executor.target.subgroup_size, executor.target.shared_memory
+    lw = 1 if fmt == "q6_k" else 4  # q6_k: 4-byte loads, units of 2 blocks (16-byte loads: units of 8)
+    most_rows = 1 if fmt == "q6_k" else 2  # q6_k's plans take a row a lane (and lavapipe's 32 KiB no more)
+    for m, dtype, extreme in ((1, np.float32, 6e4), (3, np.float16, 50.0)):
+        x = activations((m, k), dtype)
+        x[0, 7] = extreme
+        x[-1, k // 2] = -extreme
+        x[0, 64:96] = 0
+        for rows, lpr, split, xsh in ((1, 2, 1, False), (most_rows, 4, 3, m == 1), (1, min(8, sg), 2, False)):
+            results = []
+            for coalesce in (False, True):
+                tuned = {"lw": lw, "lpr": lpr, "split": split, "rows": rows, "xsh": xsh, "coalesce": coalesce}
+                monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, m, n, k), tuned)
+                plan = quant_matmul.units_plan(fmt, m, n, k, sg, device == "ref", tuned, shared)
+                assert (plan.coalesce, plan.xsh, plan.lw) == (coalesce, xsh, lw)
+                out = np.full((m, n), -777.0, dtype)
+                results.append(hydroplane.matmul(x, qw.T, out=out, device=device))
+            assert_close(results[0], expected(x, w64), dtype)
+            np.testing.assert_array_equal(results[1], results[0])
+    # a stage that does not fit the device's shared memory: the plain loop instead
+    assert not quant_matmul.units_plan(fmt, 1, n, k, sg, False, {"lw": lw, "coalesce": True}, 1024).coalesce
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_unit_gemv_ablations_run(device, monkeypatch):
+    """The ablations (measurement only: benchmarks/quant_sweep.py --gemv-ablate) compile and run, plain and with
+    COALESCE: "alu" (each lane's first unit decoded for every unit) gives the whole kernel's bits where every lane
+    has one unit; "loads" (the words folded, nothing decoded) writes every output."""
+    fmt, k = "q4_0", 16 * 32 * 4  # 8 units of 8 blocks
+    n = 12 if device == "ref" else 40
+    qw, w64 = table(fmt, n, k)
+    executor = runtime(device).executor
+    sg, shared = executor.target.subgroup_size, executor.target.shared_memory
+    x = activations((1, k), np.float16)
+    for coalesce in (False, True):
+        base = {"lw": 4, "lpr": 8, "split": 1, "rows": 2, "coalesce": coalesce}
+        results = {}
+        for ablate in ("", "alu", "loads"):
+            tuned = dict(base, ablate=ablate)
+            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, 1, n, k), tuned)
+            assert quant_matmul.units_plan(fmt, 1, n, k, sg, device == "ref", tuned, shared).ablate == ablate
+            results[ablate] = hydroplane.matmul(x, qw.T, out=np.full((1, n), -777.0, np.float16), device=device)
+        assert_close(results[""], expected(x, w64), np.float16)
+        np.testing.assert_array_equal(results["alu"], results[""])
+        assert (results["loads"] != -777.0).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k", "q6_k"])
 def test_the_integer_unit_gemv(device, fmt, monkeypatch):
     """DOT (x as two levels of 8-bit integers a block, met with the weights' integers in packed dot products): every
     format against float64, within 2^-13 of each block's largest |x| of the float path; f16 rows (and bf16, f32 with

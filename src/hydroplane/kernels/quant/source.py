@@ -11,7 +11,9 @@ GEMM's staging (`store_block32`, `store_k4`, `store_k6`), the format a constexpr
   epilogue.
 - `gemv_units_kernel(XDT, ODT)`: the decode GEMV over whole units of blocks, with an optional prologue (PRO: the
   row it multiplies computed by each workgroup from its inputs: norms, residual adds, gating, attention's combining
-  pass); with a prologue the lanes' first unit of W is loaded before it (PRELOAD), so both latencies overlap.
+  pass); with a prologue the lanes' first unit of W is loaded before it (PRELOAD), so both latencies overlap;
+  COALESCE: the row group's units loaded by consecutive lanes in consecutive chunks into shared memory, each lane
+  then reading its own unit from there.
 - `gemm_kernel(XDT, ODT)` (prefill): the cooperative-matrix GEMM's staged K loop (kernels.gemm.source's
   `staged_k_loop`, with this module's `QUANT_STAGING`): per K step `fetch_quant` loads the BM x BK block of x and
   the words of W's BN x BK block into registers (every load of the step issued at once, none used there) and
@@ -39,7 +41,7 @@ from hydroplane.kernels.attention.source import V4F, combined_rows
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
-from hydroplane.kernels.quant.decode import block_dot, decode8, word_of
+from hydroplane.kernels.quant.decode import FORMATS, block_dot, decode8, word_of
 from hydroplane.kernels.quant.dot import block_dot_int
 from hydroplane.lang import (
     Buffer,
@@ -328,52 +330,157 @@ def load_unit(words, w4, w2, w, rowc, u, BYTES: constexpr, UB: constexpr, LW: co
 
 
 @func
-def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub,
-              FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr, SPAN: constexpr,
-              MR: constexpr, ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr,
-              PRELOADED: constexpr, PIPE: constexpr, DOT: constexpr = False):
+def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub, stage4,
+              stage2, stage1, region, FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr, LW: constexpr,
+              SPAN: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr, XDT: constexpr, load_x: constexpr,
+              PRELOADED: constexpr, PIPE: constexpr, DOT: constexpr, COALESCE: constexpr, ABLATE: constexpr):
     """acc += the lane's units u_begin + sub, + LPR, ... < u_end of the ROWS rows of W (in FMT) whose first units
     rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop). PRELOADED (SPAN): the
     first unit's words are in `words` already (`load_unit` before the prologue). PIPE (SPAN): the lane's next unit
     is loaded into `ahead` before this one is multiplied, so that its loads are in flight during the arithmetic
-    (twice the words in registers). DOT: the integer path (kernels/quant/dot.py; xsrc: x's levels, M = 1)."""
+    (twice the words in registers). DOT: the integer path (kernels/quant/dot.py; xsrc: x's levels, M = 1).
+    COALESCE: `coalesced_unit_loop` (stage4/2/1 and region: its shared stage). ABLATE: `unit_dots`' (timings only)."""
     CB = 4 * LW  # bytes per load
     UNIT_CHUNKS = UB * BYTES // CB
     SPAN_CHUNKS = UNIT_CHUNKS if SPAN else (BYTES + 2 * CB - 2) // CB
-    if SPAN and PIPE:
-        first = u_begin + sub
+    first = u_begin + sub
+    if COALESCE:
+        coalesced_unit_loop(acc, words, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub, stage4,
+                            stage2, stage1, region, FMT, BLOCK, BYTES, UB, LW, MR, ROWS, LPR, XDT, load_x, DOT, ABLATE)
+    elif SPAN and PIPE:
         if not PRELOADED:
             if first < u_end:
                 load_unit(words, w4, w2, w, rowc, first, BYTES, UB, LW, ROWS)
         for u in range(first, u_end, LPR):
-            if u + LPR < u_end:
+            if ABLATE != "alu" and u + LPR < u_end:
                 load_unit(ahead, w4, w2, w, rowc, u + LPR, BYTES, UB, LW, ROWS)
-            for b in static_range(UB):
-                any_block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
-                              u * UB * BLOCK + b * BLOCK, FMT, MR, ROWS, XDT, load_x, DOT)
-            if u + LPR < u_end:
+            unit_dots(acc, words, 0, UB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff, u * UB * BLOCK, u, FMT,
+                      BLOCK, BYTES, MR, ROWS, XDT, load_x, DOT, ABLATE, ROWS * UNIT_CHUNKS * LW)
+            if ABLATE != "alu" and u + LPR < u_end:
                 for i in static_range(ROWS * UNIT_CHUNKS * LW):
                     words[i] = ahead[i]
     else:
-        for u in range(u_begin + sub, u_end, LPR):
+        for u in range(first, u_end, LPR):
             e0 = u * UB * BLOCK
             if SPAN:
                 if PRELOADED:
-                    if u != u_begin + sub:
+                    if ABLATE != "alu" and u != first:
                         load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
-                else:
+                elif ABLATE != "alu" or u == first:
                     load_unit(words, w4, w2, w, rowc, u, BYTES, UB, LW, ROWS)
-                for b in static_range(UB):
-                    any_block_dot(acc, words, b * BYTES, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
-                                  e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x, DOT)
+                unit_dots(acc, words, 0, UB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff, e0, u, FMT, BLOCK,
+                          BYTES, MR, ROWS, XDT, load_x, DOT, ABLATE, ROWS * UNIT_CHUNKS * LW)
             else:
                 for b in static_range(UB):
                     FIRST = b * BYTES // CB
-                    for r in static_range(ROWS):
-                        load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
-                                   (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
-                    any_block_dot(acc, words, b * BYTES - FIRST * CB, SPAN_CHUNKS * CB, xs, wv, part_m, xsum,
-                                  xsrc, xoff, e0 + b * BLOCK, FMT, MR, ROWS, XDT, load_x, DOT)
+                    if ABLATE != "alu" or u == first:
+                        for r in static_range(ROWS):
+                            load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, FIRST,
+                                       (b * BYTES + BYTES - 1) // CB - FIRST + 1, LW)
+                    unit_dots(acc, words, b * BYTES - FIRST * CB, 1, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc,
+                              xoff, e0 + b * BLOCK, u, FMT, BLOCK, BYTES, MR, ROWS, XDT, load_x, DOT, ABLATE,
+                              ROWS * SPAN_CHUNKS * LW)
+
+
+# The unit GEMV's ablations (ABLATE, measurement only: wrong results, timings only; benchmarks/quant_sweep.py
+# --gemv-ablate): "loads" keeps every global load of W and XOR-folds the words into the accumulator's bits (no
+# decoding, no x, no multiply-adds); "alu" loads each lane's first unit once and decodes it again for every unit
+# (x read as usual, no further loads of W).
+GEMV_ABLATIONS = ("", "loads", "alu")
+
+
+@func
+def unit_dots(acc, words, P0: constexpr, NB: constexpr, STRIDE: constexpr, xs, wv, part, xsum, xsrc, xoff, x_at, u,
+              FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, MR: constexpr, ROWS: constexpr, XDT: constexpr,
+              load_x: constexpr, DOT: constexpr, ABLATE: constexpr, WORDS: constexpr):
+    """acc += the NB blocks at bytes P0, P0 + BYTES, ... of words[] (rows STRIDE bytes apart) against x from x_at
+    (`any_block_dot`); ABLATE "loads": words[0:WORDS] XOR-folded into acc[0]'s bits instead; "alu": the words first
+    XORed with a value that is 0 (u >> 30) but unknown to the compiler, so that it cannot hoist the decoding of words
+    loaded once out of the loop."""
+    if ABLATE == "loads":
+        folded = words[0]
+        for i in static_range(1, WORDS):
+            folded = folded ^ words[i]
+        acc[0] = bitcast(bitcast(acc[0], u32) ^ folded, f32)
+    else:
+        if ABLATE == "alu":
+            salt = u32(u) >> 30
+            for i in static_range(WORDS):
+                words[i] = words[i] ^ salt
+        for b in static_range(NB):
+            any_block_dot(acc, words, P0 + b * BYTES, STRIDE, xs, wv, part, xsum, xsrc, xoff, x_at + b * BLOCK, FMT,
+                          MR, ROWS, XDT, load_x, DOT)
+
+
+def stage_slots(fmt: str, ub: int, lw: int) -> int:
+    """COALESCE: a unit's slots (loads of lw words) in the shared stage: its chunks, made odd (below)."""
+    chunks = ub * FORMATS[fmt][1] // (4 * lw)
+    return chunks + 1 - chunks % 2
+
+
+def stage_bytes(fmt: str, ub: int, lw: int, rows: int, threads: int) -> int:
+    """COALESCE: the shared stage's bytes for a workgroup of `threads` lanes, `rows` rows of W each."""
+    return threads * rows * stage_slots(fmt, ub, lw) * 4 * lw
+
+
+@func
+def coalesced_unit_loop(acc, words, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, rowc, u_begin, u_end, sub, stage4,
+                        stage2, stage1, region, FMT: constexpr, BLOCK: constexpr, BYTES: constexpr, UB: constexpr,
+                        LW: constexpr, MR: constexpr, ROWS: constexpr, LPR: constexpr, XDT: constexpr,
+                        load_x: constexpr, DOT: constexpr, ABLATE: constexpr):
+    """The unit loop with coalesced loads (COALESCE): each step the LPR lanes of a row group take units u0 .. u0 +
+    LPR - 1 of their ROWS rows, a contiguous run of UC chunks (LW words) a unit in each row; lane `sub` loads chunks
+    sub, sub + LPR, ... of each row's run (consecutive lanes, consecutive chunks: every sector a load instruction
+    touches is used whole), stores them into the group's `region` of the shared stage (stage4, stage2 or stage1 by
+    LW), and after a barrier reads its own unit back whole (the same words `load_unit` gives) and decodes it. A unit
+    takes US slots (UC, made odd by one unused slot) so that the lanes, reading one offset of their units, meet
+    different banks. Every step has two workgroup barriers, the same count in every subgroup (u_begin, u_end are
+    the workgroup's)."""
+    CB = 4 * LW
+    UC = UB * BYTES // CB
+    US = UC + 1 - UC % 2
+    ROW_SLOTS = LPR * US
+    WORDS = ROWS * UC * LW
+    for u0 in range(u_begin, u_end, LPR):
+        count = minimum(LPR, u_end - u0) * UC  # the chunks of each row this step
+        if ABLATE != "alu" or u0 == u_begin:
+            for r in static_range(ROWS):
+                for c in static_range(UC):
+                    q = c * LPR + sub
+                    if q < count:
+                        load_words(words, (r * UC + c) * LW, w4, w2, w, (rowc[r] + u0) * UC + q, 0, 1, LW)
+        u = u0 + sub
+        if ABLATE == "loads":
+            unit_dots(acc, words, 0, UB, UC * CB, xs, wv, part_m, xsum, xsrc, xoff, u * UB * BLOCK, u, FMT, BLOCK,
+                      BYTES, MR, ROWS, XDT, load_x, DOT, ABLATE, WORDS)
+        else:
+            barrier()  # the last step's reads of the stage are done
+            for r in static_range(ROWS):
+                for c in static_range(UC):
+                    q = c * LPR + sub
+                    if q < count:
+                        slot = region + r * ROW_SLOTS + q
+                        if US != UC:
+                            slot += q // UC
+                        store_chunk(stage4, stage2, stage1, slot, words, (r * UC + c) * LW, LW)
+            barrier()
+            if u < u_end:
+                for r in static_range(ROWS):
+                    load_words(words, r * UC * LW, stage4, stage2, stage1, region + r * ROW_SLOTS + sub * US, 0, UC,
+                               LW)
+                unit_dots(acc, words, 0, UB, UC * CB, xs, wv, part_m, xsum, xsrc, xoff, u * UB * BLOCK, u, FMT,
+                          BLOCK, BYTES, MR, ROWS, XDT, load_x, DOT, ABLATE, WORDS)
+
+
+@func
+def store_chunk(stage4, stage2, stage1, slot, words, BASE: constexpr, LW: constexpr):
+    """words[BASE : BASE + LW] into slot `slot` of the stage of LW-word chunks."""
+    if LW == 4:
+        stage4[slot] = vec(words[BASE], words[BASE + 1], words[BASE + 2], words[BASE + 3])
+    elif LW == 2:
+        stage2[slot] = vec(words[BASE], words[BASE + 1])
+    else:
+        stage1[slot] = words[BASE]
 
 
 @func
@@ -399,7 +506,8 @@ def gemv_units_kernel(XDT: str, ODT: str):
     weight): the workgroup converts x to f32 into shared memory once, XCH activations (whole units) at a time, and
     the lanes read it from there, not each converting it again for its rows. PIPE: `unit_loop`. DOT (M = 1, no
     prologue, one weight, not with XCH): x4 is bound to x's levels and the blocks meet them in integer dot products
-    (kernels/quant/dot.py)."""
+    (kernels/quant/dot.py). COALESCE (one weight): W's loads coalesced through a shared stage, each unit loaded and
+    decoded whole (`coalesced_unit_loop`). ABLATE (measurement only, wrong results): GEMV_ABLATIONS."""
     XS, OS = STORAGE[XDT], STORAGE[ODT]
 
     @kernel_source(local_size=units_threads, name=f"quant_gemv_units_{XDT}_{ODT}")
@@ -415,7 +523,7 @@ def gemv_units_kernel(XDT: str, ODT: str):
                          PACT: constexpr = "none", SUM_OUT: constexpr = False, FMT2: constexpr = "",
                          BYTES2: constexpr = 0, SPAN2: constexpr = False, CMB: constexpr = (), HELD: constexpr = 0,
                          PRELOAD: constexpr = True, PIPE: constexpr = False, XCH: constexpr = 0,
-                         DOT: constexpr = False):
+                         DOT: constexpr = False, COALESCE: constexpr = False, ABLATE: constexpr = ""):
         sx = shared_array(f32, K_MAX_PROLOGUE if PRO != "none" else 1)
         sx4 = shared_array(V4F, XCH // 4 + XCH // 256 + 1 if XCH > 0 else 1)  # XSH's chunk of x (x_slot)
         sums = shared_array(f32, NSG)
@@ -434,10 +542,17 @@ def gemv_units_kernel(XDT: str, ODT: str):
         xs = local_array(f32, MR * 8)
         wv = local_array(f32, 8)
         CB = 4 * LW  # bytes per load
-        CHUNKS = UB * BYTES // CB if SPAN else (BYTES + 2 * CB - 2) // CB
+        CHUNKS = UB * BYTES // CB if SPAN or COALESCE else (BYTES + 2 * CB - 2) // CB
         CHUNKS2 = (UB * BYTES2 // CB if SPAN2 else (BYTES2 + 2 * CB - 2) // CB) if FMT2 != "" else 1
         words = local_array(u32, ROWS * (CHUNKS if CHUNKS > CHUNKS2 else CHUNKS2) * LW)
         ahead = local_array(u32, ROWS * (CHUNKS if CHUNKS > CHUNKS2 else CHUNKS2) * LW if PIPE else 1)
+        # COALESCE: the shared stage of W's chunks in the load width's type (the others: `sums`, never used), each
+        # row group's region ROWS x LPR units of odd slot counts (coalesced_unit_loop)
+        STAGE = NSG * SG * ROWS * (CHUNKS + 1 - CHUNKS % 2)
+        stage4 = shared_array(V4, STAGE) if COALESCE and LW == 4 else sums
+        stage2 = shared_array(V2, STAGE) if COALESCE and LW == 2 else sums
+        stage1 = shared_array(u32, STAGE) if COALESCE and LW == 1 else sums
+        region = (subgroup_id() * (SG // LPR) + lane // LPR) * (STAGE // (NSG * SG // LPR)) if COALESCE else 0
         xoff = local_array(s32, MR)
         for m in static_range(MR):
             xoff[m] = minimum(m0 + m, M - 1) * K
@@ -450,7 +565,7 @@ def gemv_units_kernel(XDT: str, ODT: str):
             else:  # ... or of wb (FMT2), the rows after them
                 rowc[r] = minimum(n0 - n_first + r, N - n_first - 1) * row_units
         # with a prologue, the first unit's words (a unit loaded whole) are in flight while it runs (PRELOAD)
-        PRE1 = PRELOAD and PRO != "none" and SPAN
+        PRE1 = PRELOAD and PRO != "none" and SPAN and not COALESCE
         PRE2 = PRELOAD and PRO != "none" and FMT2 != "" and SPAN2
         if PRO != "none":
             if u_begin + sub < u_end:
@@ -472,19 +587,22 @@ def gemv_units_kernel(XDT: str, ODT: str):
                                          load(x, at + 3, XDT))
                 barrier()
                 xoff[0] = -e0
-                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, sub, FMT,
-                          BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_staged, False, PIPE)
+                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, sub, stage4,
+                          stage2, stage1, region, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_staged,
+                          False, PIPE, False, COALESCE, ABLATE)
         elif DOT:  # M = 1, no prologue, one weight: x4 is x's levels (kernels/quant/dot.py)
-            unit_loop(acc, words, ahead, xs, wv, part_m, xsum, x4, xoff, w4, w2, w, rowc, u_begin, u_end, sub, FMT,
-                      BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8, False, PIPE, True)
+            unit_loop(acc, words, ahead, xs, wv, part_m, xsum, x4, xoff, w4, w2, w, rowc, u_begin, u_end, sub, stage4,
+                      stage2, stage1, region, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8, False, PIPE,
+                      True, COALESCE, ABLATE)
         elif FMT2 == "" or n0 < n_first:
             unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, w4, w2, w, rowc,
-                      u_begin, u_end, sub, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8, PRE1, PIPE)
+                      u_begin, u_end, sub, stage4, stage2, stage1, region, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS,
+                      LPR, XDT, load_x8_shared if PRO != "none" else load_x8, PRE1, PIPE, False, COALESCE, ABLATE)
         else:
             unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx if PRO != "none" else x4, xoff, wb4, wb2, wb,
-                      rowc, u_begin, u_end, sub, FMT2, BLOCK, BYTES2, UB, LW, SPAN2, MR, ROWS, LPR, XDT,
-                      load_x8_shared if PRO != "none" else load_x8, PRE2, PIPE)
+                      rowc, u_begin, u_end, sub, stage4, stage2, stage1, region, FMT2, BLOCK, BYTES2, UB, LW, SPAN2,
+                      MR, ROWS, LPR, XDT, load_x8_shared if PRO != "none" else load_x8, PRE2, PIPE, False, False,
+                      ABLATE)
         for s in static_range(log2_exact(LPR)):
             for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
@@ -501,6 +619,34 @@ def gemv_units_kernel(XDT: str, ODT: str):
                                                                        ACT, ODT)
 
     return quant_gemv_units
+
+
+STREAM_THREADS = 256
+
+
+@functools.cache
+def stream_kernel():
+    """A read-only streaming ceiling for the unit GEMV (benchmarks/quant_sweep.py --gemv-ablate): `chunks` 16-byte
+    chunks of w read once, invocation i taking chunks i, i + T, ... (T: the grid's invocations; UNROLL loads issued
+    at once), consecutive invocations consecutive chunks, the words XOR-folded and written only where the fold is a
+    value random bytes almost never give (so that the reads stay, and nearly nothing is written)."""
+
+    @kernel_source(local_size=STREAM_THREADS, name="quant_stream")
+    def quant_stream(w: Buffer[u32, readonly], w4: Buffer[V4, readonly], d: Buffer[u32], chunks: s32,
+                     UNROLL: constexpr):
+        first = global_id()
+        total = num_workgroups() * STREAM_THREADS
+        folded = u32(0)
+        for base in range(first, chunks, total * UNROLL):
+            for j in static_range(UNROLL):
+                at = base + j * total
+                if at < chunks:
+                    v = w4[at]
+                    folded = folded ^ v[0] ^ v[1] ^ v[2] ^ v[3]
+        if folded == 0x9E3779B9:
+            d[first] = folded
+
+    return quant_stream
 
 
 @functools.cache
