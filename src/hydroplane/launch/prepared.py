@@ -21,7 +21,7 @@ import math
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -92,9 +92,9 @@ def real_storage(storage):
     return storage.real if type(storage) is WeakStorage else storage
 
 
-@dataclass(frozen=True)
-class Layout:
-    """Where a DeviceArray's elements are: a byte offset into its storage and NumPy-style byte strides."""
+class Layout(NamedTuple):
+    """Where a DeviceArray's elements are: a byte offset into its storage and NumPy-style byte strides (a named
+    tuple: a call's host path makes several, and a frozen dataclass costs three times as much to make)."""
 
     offset: int
     strides: tuple[int, ...]
@@ -140,14 +140,28 @@ class DeviceArray:
         self.runtime: DeviceRuntime = storage.runtime
         self.storage = storage
         self.dtype, self.shape = dtype, shape
-        self.layout = layout or Layout(0, _contiguous_strides(shape, dtype.itemsize))
         self.base, self.format = base, format
         self.size = math.prod(shape)  # the number of elements
-        # whether the elements lie in C order without gaps (what a kernel's buffer binding takes)
-        self.contiguous = layout is None or self.size <= 1 or all(
-            st == want for st, want, n in zip(self.layout.strides, _contiguous_strides(shape, dtype.itemsize), shape)
-            if n != 1)
+        if layout is None:
+            self.layout = Layout(0, _contiguous_strides(shape, dtype.itemsize))
+            self.contiguous = True
+        else:  # whether the elements lie in C order without gaps (what a kernel's buffer binding takes)
+            self.layout = layout
+            self.contiguous = self.size <= 1 or _c_ordered(shape, layout.strides, dtype.itemsize)
         self._signature: tuple | None = None
+
+    @classmethod
+    def made(cls, rt: DeviceRuntime, nbytes: int, dtype: np.dtype, shape: tuple) -> DeviceArray:
+        """A new C-ordered array in a new buffer of `rt` (dtype an np.dtype, shape a tuple of ints, nbytes at least
+        theirs): the ops' fast paths make their results so, without the constructor's conversions."""
+        buffer = rt.alloc(nbytes)
+        arr = cls.__new__(cls)
+        arr.runtime, arr.dtype, arr.shape = rt, dtype, shape
+        arr.storage = Storage(rt, buffer, int(getattr(buffer, "nbytes", nbytes)))
+        arr.layout = Layout(0, _contiguous_strides(shape, dtype.itemsize))
+        arr.base = arr.format = arr._signature = None
+        arr.size, arr.contiguous = math.prod(shape), True
+        return arr
 
     @property
     def signature(self) -> tuple:

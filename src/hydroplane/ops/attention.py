@@ -270,7 +270,7 @@ class FastAttention:
             return None
         if out is None:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
-            out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+            out = DeviceArray.made(rt, nbytes, dtype, shape)
             places += ((id(out.storage.buffer), 0),)
         planned = self.by_place.get(places)
         with rt.lock:  # the plan is shared by the calls of its signature: bound and queued by one thread at a time

@@ -500,7 +500,7 @@ class FastCall:
             return None
         if out is None:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
-            out = DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), dtype, shape)
+            out = DeviceArray.made(rt, nbytes, dtype, shape)
             places += ((id(out.storage.buffer), 0),)
         arrays = (a, b, bias, out)
         planned = self.by_place.get(places)

@@ -333,7 +333,7 @@ class _Recorded:
         result = slots[3]
         try:
             _fast[key] = _Recorded(result.runtime, traced, [st.nbytes for st in scratch],
-                                   (result.dtype, result.shape) if new_result else None)
+                                   (result.dtype, result.shape, result.storage.nbytes) if new_result else None)
         except TypeError:
             return
         while len(_fast) > FAST_CALLS:
@@ -347,8 +347,8 @@ class _Recorded:
         if places is None:
             return None
         if out is None:
-            dtype, shape = self.result  # type: ignore[misc]
-            out = _alloc(rt, dtype, shape)
+            dtype, shape, nbytes = self.result  # type: ignore[misc]
+            out = DeviceArray.made(rt, nbytes, dtype, shape)
             places += ((id(out.storage.buffer), 0),)
         made = [DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), np.uint8, (nbytes,)) for nbytes in self.scratch]
         if made:
