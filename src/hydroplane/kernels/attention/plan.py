@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from hydroplane.errors import HydroplaneError
-from hydroplane.kernels.attention import source
+from hydroplane.kernels.attention import scalar, source
 from hydroplane.spirv import types
 from hydroplane.spirv.enums import CooperativeMatrixUse, Scope
 from hydroplane.spirv.target import Target
@@ -164,7 +164,11 @@ class AttentionConfig:
     query heads served by one workgroup: their rows packed, K and V read once per group; the decode path of
     grouped-query attention), key_split (the subgroups share the query tiles and split each key block), q_rounds
     (the Q block staged in parts), column_split (the subgroups share the query tiles and every key, each holding
-    P V for its head_dim / subgroups columns of O: a decode step at head dim 256 in fewer registers)."""
+    P V for its head_dim / subgroups columns of O: a decode step at head dim 256 in fewer registers), scalar (the
+    decode path's main pass without cooperative matrices, for heads of at most 4 rows (grouped: a KV head's query
+    rows): kernels/attention/scalar.py; subgroups per workgroup, key_tiles keys whose loads a key group issues
+    together, splits the keys' ranges (each key group's own); tile, query_tiles and pad unused; always two passes;
+    not measured on a GPU, never the default unless SCALAR_DECODE)."""
 
     tile: tuple[int, int, int] = (16, 16, 16)
     subgroups: int = 4
@@ -176,6 +180,7 @@ class AttentionConfig:
     key_split: bool = False  # the subgroups share the query tiles and split each key block (decode)
     q_rounds: int = 1  # the Q block staged through shared memory in this many parts (head dim 256, 8 subgroups)
     column_split: bool = False  # the subgroups share the query tiles and the keys, each its own columns of O
+    scalar: bool = False  # the scalar decode main pass (no cooperative matrices; at most 4 rows per head)
 
     def __post_init__(self):
         if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
@@ -189,12 +194,17 @@ class AttentionConfig:
                                  f"{self.q_rounds!r}")
         if self.column_split and (self.key_split or self.q_rounds > 1):
             raise AttentionError("an attention config's column_split goes without key_split and q_rounds")
+        if self.scalar and (self.key_split or self.column_split or self.q_rounds > 1):
+            raise AttentionError("an attention config's scalar goes without key_split, column_split and q_rounds")
         if self.pad < 0 or self.splits < 0:
             raise AttentionError(f"an attention config's pad and splits are >= 0, not {self.pad}, {self.splits}")
 
     @property
     def block(self) -> tuple[int, int]:
-        """(BM, BN): queries per workgroup, keys per step."""
+        """(BM, BN): queries per workgroup, keys per step (scalar: the most rows a head may have, the keys a key group
+        loads at a time)."""
+        if self.scalar:
+            return scalar.MAX_ROWS, self.key_tiles
         if self.key_split:
             return self.query_tiles * self.tile[0], self.subgroups * self.key_tiles * self.tile[1]
         if self.column_split:
@@ -202,6 +212,13 @@ class AttentionConfig:
         return self.subgroups * self.query_tiles * self.tile[0], self.key_tiles * self.tile[1]
 
     def describe(self) -> str:
+        if self.scalar:
+            text = (f"scalar decode pass: {self.subgroups} subgroup{'s' * (self.subgroups > 1)}, key groups of "
+                    f"up to head_dim / 8 lanes each its own split, {self.key_tiles} key{'s' * (self.key_tiles > 1)} "
+                    "loaded at a time")
+            if self.grouped:
+                text += ", query heads grouped per KV head"
+            return text + (f", {self.splits} KV splits" if self.splits else "")
         bm, bn = self.block
         qt, sn, qk = self.tile
         text = (f"tiles {qt}x{sn}x{qk}: block {bm} queries x {bn} keys, {self.subgroups} "
@@ -298,6 +315,9 @@ def target_tiles(dtype: types.Scalar, target: Target) -> list[tuple[int, int, in
 def check_config(problem: AttentionProblem, config: AttentionConfig, target: Target) -> None:
     """Refuse (AttentionError, naming it) what cannot run: a tile the target lacks, head_dim that is no multiple of
     the tiles, a workgroup or shared memory larger than the target allows."""
+    if config.scalar:
+        check_scalar(problem, config, target)
+        return
     qt, sn, qk = config.tile
     d = problem.head_dim
     offered = offers_tile(problem.dtype, config.tile, target) if target.is_reference else \
@@ -322,6 +342,34 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"{target.shared_memory}")
 
 
+def check_scalar(problem: AttentionProblem, config: AttentionConfig, target: Target) -> None:
+    """Refuse what the scalar decode pass cannot run: more than scalar.MAX_ROWS rows per head (grouped: a KV head's
+    query rows), a head_dim whose 16-byte chunks are no power of two, more than SCALAR_MOST_KEYS keys loaded at a
+    time, a workgroup larger than the target allows."""
+    rows, _ = packed(problem, config)
+    if rows > scalar.MAX_ROWS:
+        raise AttentionError(f"the scalar decode pass holds at most {scalar.MAX_ROWS} rows per head, not {rows} "
+                             f"({'query heads x queries of a KV head' if config.grouped else 'queries'})")
+    chunks = problem.head_dim // source.WIDE
+    if chunks & (chunks - 1):
+        raise AttentionError(f"the scalar decode pass reads head_dim {problem.head_dim} in 16-byte chunks among "
+                             "lanes: it takes head dims of 16, 32, 64, 128 or 256")
+    if config.key_tiles > SCALAR_MOST_KEYS:
+        raise AttentionError(f"the scalar decode pass loads at most {SCALAR_MOST_KEYS} keys at a time, not "
+                             f"{config.key_tiles}")
+    if target.subgroup_size % scalar.scalar_lanes(problem.head_dim, target.subgroup_size):
+        raise AttentionError(f"{target.name}'s subgroups of {target.subgroup_size} do not hold whole key groups")
+    threads = config.subgroups * target.subgroup_size
+    if threads > target.max_workgroup_invocations or threads > target.max_workgroup_size[0]:
+        raise AttentionError(f"{threads} invocations per workgroup; {target.name} allows "
+                             f"{target.max_workgroup_invocations}")
+
+
+SCALAR_DECODE = False  # True: candidate_configs puts the scalar decode pass first on the decode path. NOT measured
+# on a GPU (built without a device): benchmarks/attention_h200.py sweeps it beside the matrix configurations
+SCALAR_KEY_GROUPS = 4096  # the scalar pass's splits: about this many key groups in all (unmeasured)
+SCALAR_SHORTEST_SPLIT = 32  # keys: a key group's range at least this long (its partial rows cost about 1/16 of them)
+SCALAR_MOST_KEYS = 16  # keys a key group loads at a time (key_tiles): its registers
 ROUNDS_WORKGROUPS = 64  # the Q block in rounds leads head dim 256 prefill from this many workgroups (candidate_configs)
 DECODE_WORKGROUPS = 512  # the decode path's grid (the H200's 2026-12-02 sweep, docs/perf.md: 250 to 1000 best)
 GROUPED_WORKGROUPS = 512  # the grouped decode path's (each workgroup serves a whole query group)
@@ -344,6 +392,8 @@ def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workg
     longer than LONGEST_SPLIT keys, each at least two key blocks and (but with the column split) SHORTEST_SPLIT keys
     long. Otherwise 1 (the
     kernel splits a prefill too when asked: config.splits > 1)."""
+    if config.scalar:
+        return scalar_splits(problem, config)
     bm, bn = config.block
     rows, heads = packed(problem, config)
     q_blocks = -(-rows // bm)
@@ -359,9 +409,61 @@ def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workg
     return max(1, min(wanted, problem.kv_len // shortest))
 
 
+def scalar_splits(problem: AttentionProblem, config: AttentionConfig) -> int:
+    """The scalar decode pass's splits of a head's keys (one per key group): about SCALAR_KEY_GROUPS key groups in
+    all, each at least SCALAR_SHORTEST_SPLIT keys."""
+    _, heads = packed(problem, config)
+    wanted = -(-SCALAR_KEY_GROUPS // (heads * problem.batch))
+    return max(1, min(wanted, problem.kv_len // SCALAR_SHORTEST_SPLIT))
+
+
+def combine_pass(problem: AttentionProblem, config: AttentionConfig, rows: int, heads: int, splits: int,
+                 split_len: int) -> Pass:
+    """The decode path's combining pass over `splits` partial results of `split_len` keys per head."""
+    return Pass(source.attention_combine(problem.dtype),
+                {"D": problem.head_dim, "LANES": source.combine_lanes(problem.head_dim), "CAUSAL": problem.causal,
+                 "GROUPED": config.grouped, "KV_DEVICE": problem.device_kv_len, "WINDOWED": problem.window is not None},
+                (rows, heads, problem.batch),
+                {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len,
+                 "SPLIT_LEN": split_len, "WINDOW": problem.window or 0})
+
+
+def scalar_plan(problem: AttentionProblem, config: AttentionConfig, target: Target) -> AttentionPlan:
+    """The scalar decode pass (kernels/attention/scalar.py) and the combining pass: workgroups of config.subgroups
+    subgroups, each key group of a subgroup its own split of split_len keys (a multiple of key_tiles); about
+    config.splits splits (0: scalar_splits), whole workgroups of them (the last ones may hold no key: they write
+    nothing and the combining pass reads none)."""
+    rows, heads = packed(problem, config)
+    lanes = scalar.scalar_lanes(problem.head_dim, target.subgroup_size)
+    per_workgroup = config.subgroups * (target.subgroup_size // lanes)
+    wanted = config.splits or scalar_splits(problem, config)
+    keys = config.key_tiles
+    split_len = -(-problem.kv_len // (-(-wanted // per_workgroup) * per_workgroup * keys)) * keys
+    workgroups = -(-problem.kv_len // (per_workgroup * split_len))
+    splits = workgroups * per_workgroup
+    if workgroups > target.max_workgroup_count[0] or heads > target.max_workgroup_count[1] \
+            or problem.batch > target.max_workgroup_count[2]:
+        raise AttentionError(f"the grid ({workgroups}, {heads}, {problem.batch}) exceeds "
+                             f"{target.name}'s workgroup counts {target.max_workgroup_count}")
+    constexprs = {"IN": problem.dtype, "D": problem.head_dim, "R": rows, "LK": lanes, "NSG": config.subgroups,
+                  "SG": target.subgroup_size, "U": keys, "CAUSAL": problem.causal,
+                  "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
+                  "KV_DEVICE": problem.device_kv_len}
+    scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
+               "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
+               "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
+    main = Pass(scalar.attention_scalar, constexprs, (workgroups, heads, problem.batch), scalars)
+    partial = problem.batch * heads * splits * rows
+    return AttentionPlan(problem, replace(config, splits=splits), main,
+                         combine_pass(problem, config, rows, heads, splits, split_len), partial * problem.head_dim,
+                         partial * 2)
+
+
 def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: Target) -> AttentionPlan:
     """The passes for `problem` with `config` on `target` (checked first)."""
     check_config(problem, config, target)
+    if config.scalar:
+        return scalar_plan(problem, config, target)
     qt, sn, qk = config.tile
     bm, bn = config.block
     splits = config.splits or auto_splits(problem, config)
@@ -387,14 +489,8 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
     if splits == 1:
         return AttentionPlan(problem, config, main)
     partial = problem.batch * heads * splits * rows
-    combine = Pass(source.attention_combine(problem.dtype),
-                   {"D": problem.head_dim, "LANES": source.combine_lanes(problem.head_dim), "CAUSAL": problem.causal,
-                    "GROUPED": config.grouped, "KV_DEVICE": problem.device_kv_len,
-                    "WINDOWED": problem.window is not None},
-                   (rows, heads, problem.batch),
-                   {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len,
-                    "SPLIT_LEN": split_len, "WINDOW": problem.window or 0})
-    return AttentionPlan(problem, replace(config, splits=splits), main, combine, partial * problem.head_dim,
+    return AttentionPlan(problem, replace(config, splits=splits), main,
+                         combine_pass(problem, config, rows, heads, splits, split_len), partial * problem.head_dim,
                          partial * 2)
 
 
@@ -452,6 +548,7 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
             found.append(AttentionConfig(tile, subgroups, 1, 1, pad=1, splits=0, key_split=True))
             if problem.group > 1 and problem.group * problem.q_len <= tile[0]:
                 found.append(AttentionConfig(tile, subgroups, 1, 1, pad=1, splits=0, grouped=True, key_split=True))
+    found += scalar_configs(problem)
     runnable = []
     for config in found:
         try:
@@ -470,9 +567,10 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
         # against 17.6 on 16x8x16 and 24-97 with one subgroup; ggml's d256 h32/2 kv20000 in 41 us against 54)
         wide = problem.head_dim > 128
 
-        def rank(c: AttentionConfig) -> tuple:
+        def rank(c: AttentionConfig) -> tuple:  # the scalar pass last (first with SCALAR_DECODE: unmeasured)
             column = 0 if wide and c.column_split and c.tile[1] >= 16 else 1 if wide and c.column_split else 2
-            return not c.grouped, column, c.subgroups != 1 and not c.column_split or c.splits != 0
+            return c.scalar != SCALAR_DECODE, not c.grouped, column, \
+                c.subgroups != 1 and not c.column_split or c.splits != 0
 
         runnable.sort(key=rank)
     return runnable
@@ -492,6 +590,20 @@ def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
         found.append(AttentionConfig(tile, tiles, 1, max(1, 2 * keys // sn), pad=1, splits=0, grouped=True))
     if 1 < tiles <= 2 and problem.head_dim <= 128:
         found.append(AttentionConfig(tile, 1, tiles, max(1, keys // sn), pad=1, splits=0, grouped=True))
+    return found
+
+
+def scalar_configs(problem: AttentionProblem) -> list[AttentionConfig]:
+    """The scalar decode pass's configurations for heads of at most scalar.MAX_ROWS rows: grouped (a KV head's query
+    rows) first where they fit, then one query head a head; 4 subgroups loading 4 or 8 keys at a time, then 2
+    subgroups of 8; splits chosen from the problem. Unmeasured guesses (SCALAR_DECODE)."""
+    found = []
+    for grouped in (True, False):
+        rows = problem.group * problem.q_len if grouped else problem.q_len
+        if (grouped and problem.group == 1) or rows > scalar.MAX_ROWS:
+            continue
+        found += [AttentionConfig(subgroups=subgroups, key_tiles=keys, splits=0, grouped=grouped, scalar=True)
+                  for subgroups, keys in ((4, 4), (4, 8), (2, 8))]
     return found
 
 
