@@ -111,6 +111,8 @@ TINY_PARITY = [(1, 2, 2, 17, 20, 16, True, "f16", 1.0), (1, 2, 1, 1, 100, 32, Fa
 TARGETS = {"4x16x4096x128": "≥ 200 TFLOP/s", "4x16x4096x128 causal": "≥ 150 TFLOP/s",
            "decode 16x32 1x8192x128": "≥ 3 TB/s"}
 DECODE_SPLITS = (8, 16, 32, 64, 128, 256)  # the decode cases' split counts tried with their leading configurations
+SCALAR_CONFIGS = 4  # the decode cases' leading scalar-pass configurations (config.scalar), all swept
+SCALAR_SPLITS = (64, 256)  # and split counts (per head: one per key group) of the first of them
 MODEL_DECODE = (1, 4, 1, 4288, 256, 1)  # Gemma 3 270M's decode step (B, H, S_q, cache capacity, D, H_kv), causal
 MODEL_LENGTHS = (1, 512, 4096)  # the keys in use, read from the device (kv_len=)
 MODEL_WINDOWS = (512, None)  # its sliding-window layers and its global ones
@@ -192,6 +194,8 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
             [c for c in configs if c.splits != 1 and not c.grouped][:1]
         configs += [replace(c, splits=s) for c in leading for s in DECODE_SPLITS]
         configs += [c for c in candidates if c.key_split][:2]  # the subgroups splitting each key block
+        scalar = [c for c in candidates if c.scalar]  # the scalar main pass (unmeasured: never the default)
+        configs += scalar[:SCALAR_CONFIGS] + [replace(c, splits=s) for c in scalar[:1] for s in SCALAR_SPLITS]
     configs += [c for c in candidates if c.q_rounds > 1][:1]  # Q staged in rounds (8 subgroups at head dim 256)
     if problem.q_len > 4 and any(c.splits != 1 for c in configs[:1]):  # a split prefill: unsplit and other counts
         configs += [replace(configs[0], splits=s) for s in (1, 2, 4, 8)]
@@ -255,9 +259,10 @@ def special_values(runner: AttentionRunner, log) -> int:
 
 
 def parse_config(text: str) -> AttentionConfig:
-    """`tile=16x16x16,subgroups=4,query_tiles=1,key_tiles=2,pad=1,splits=1` (fields left out keep their defaults)."""
+    """`tile=16x16x16,subgroups=4,query_tiles=1,key_tiles=2,pad=1,splits=1` (fields left out keep their defaults;
+    the scalar decode pass: `scalar=1,grouped=1,subgroups=4,key_tiles=8,splits=0`)."""
     fields: dict = {}
-    flags = ("grouped", "key_split", "column_split")
+    flags = ("grouped", "key_split", "column_split", "scalar")
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
         fields[key] = tuple(int(v) for v in value.split("x")) if key == "tile" else \
