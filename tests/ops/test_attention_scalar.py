@@ -161,6 +161,8 @@ def test_the_plan_writes_the_layout_the_combine_reads():
         assert main["S_Q"] == combine["S_Q"] == rows == p.main.constexprs["R"] and p.combine.grid[0] == rows
         assert p.partial_o == problem.batch * p.main.grid[1] * main["SPLITS"] * rows * problem.head_dim
         assert p.partial_stats * problem.head_dim == 2 * p.partial_o
+        lanes = p.combine.constexprs["LANES"]  # more split lanes where a lane would merge more than 8 splits
+        assert main["SPLITS"] <= 8 * lanes or 2 * lanes * problem.head_dim // 4 > 1024
     many = attention_plan(AttentionProblem(1, 8, 1, 4096, 128), scalar(4, 4), target)
     assert many.main.scalars["SPLIT_LEN"] >= plan.SCALAR_SHORTEST_SPLIT
 

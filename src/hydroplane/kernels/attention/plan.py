@@ -367,7 +367,9 @@ def check_scalar(problem: AttentionProblem, config: AttentionConfig, target: Tar
 
 SCALAR_DECODE = False  # True: candidate_configs puts the scalar decode pass first on the decode path. NOT measured
 # on a GPU (built without a device): benchmarks/attention_h200.py sweeps it beside the matrix configurations
-SCALAR_KEY_GROUPS = 4096  # the scalar pass's splits: about this many key groups in all (unmeasured)
+SCALAR_KEY_GROUPS = 2048  # the scalar pass's splits: about this many key groups in all (unmeasured; the H200 holds
+# about 3000 of them at once at head dim 128, each with key_tiles rows of K and V in flight)
+SCALAR_MERGES_PER_LANE = 8  # the combining pass after the scalar pass: lanes added until each merges at most this many
 SCALAR_SHORTEST_SPLIT = 32  # keys: a key group's range at least this long (its partial rows cost about 1/16 of them)
 SCALAR_MOST_KEYS = 16  # keys a key group loads at a time (key_tiles): its registers
 ROUNDS_WORKGROUPS = 64  # the Q block in rounds leads head dim 256 prefill from this many workgroups (candidate_configs)
@@ -418,10 +420,12 @@ def scalar_splits(problem: AttentionProblem, config: AttentionConfig) -> int:
 
 
 def combine_pass(problem: AttentionProblem, config: AttentionConfig, rows: int, heads: int, splits: int,
-                 split_len: int) -> Pass:
-    """The decode path's combining pass over `splits` partial results of `split_len` keys per head."""
+                 split_len: int, lanes: int | None = None) -> Pass:
+    """The decode path's combining pass over `splits` partial results of `split_len` keys per head, `lanes` split
+    lanes (None: source.combine_lanes)."""
     return Pass(source.attention_combine(problem.dtype),
-                {"D": problem.head_dim, "LANES": source.combine_lanes(problem.head_dim), "CAUSAL": problem.causal,
+                {"D": problem.head_dim, "LANES": lanes or source.combine_lanes(problem.head_dim),
+                 "CAUSAL": problem.causal,
                  "GROUPED": config.grouped, "KV_DEVICE": problem.device_kv_len, "WINDOWED": problem.window is not None},
                 (rows, heads, problem.batch),
                 {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads, "SPLITS": splits, "Q_LEN": problem.q_len,
@@ -455,8 +459,20 @@ def scalar_plan(problem: AttentionProblem, config: AttentionConfig, target: Targ
     main = Pass(scalar.attention_scalar, constexprs, (workgroups, heads, problem.batch), scalars)
     partial = problem.batch * heads * splits * rows
     return AttentionPlan(problem, replace(config, splits=splits), main,
-                         combine_pass(problem, config, rows, heads, splits, split_len), partial * problem.head_dim,
-                         partial * 2)
+                         combine_pass(problem, config, rows, heads, splits, split_len,
+                                      scalar_combine_lanes(problem.head_dim, splits, target)),
+                         partial * problem.head_dim, partial * 2)
+
+
+def scalar_combine_lanes(head_dim: int, splits: int, target: Target) -> int:
+    """The combining pass's split lanes after the scalar pass, whose splits (one per key group) outnumber the matrix
+    pass's: source.combine_lanes doubled while a lane would merge more than SCALAR_MERGES_PER_LANE splits and the
+    workgroup stays within 1024 invocations (the same kernel; each lane's merges are a chain of loads)."""
+    lanes = source.combine_lanes(head_dim)
+    most = min(1024, target.max_workgroup_invocations, target.max_workgroup_size[0])
+    while splits > SCALAR_MERGES_PER_LANE * lanes and 2 * lanes * (head_dim // 4) <= most:
+        lanes *= 2
+    return lanes
 
 
 def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: Target) -> AttentionPlan:
