@@ -73,6 +73,15 @@ def unpacked(chunk, IN: constexpr):
 
 
 @func
+def widened(kf, regs, at: constexpr, CPL: constexpr, IN: constexpr):
+    """The CPL V4 chunks regs[at : at + CPL] (8 16-bit values each) as f32 V4Fs into kf[0 : 2 CPL]."""
+    for c in static_range(CPL):
+        low, high = unpacked(regs[at + c], IN)
+        kf[2 * c] = low
+        kf[2 * c + 1] = high
+
+
+@func
 def key_chunk(source, base, key, limit, chunk, CHUNKS: constexpr):
     """Chunk `chunk` of row `key` of a row-major array of V4s from V4 index base; zeros at or past `limit`."""
     value = vec(u32(0), u32(0), u32(0), u32(0))
@@ -149,10 +158,7 @@ def attention_scalar(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buf
                 kregs[u * CPL + c] = key_chunk(k4, kv_base, k0 + u, hi, part + c * LK, CHUNKS)
                 vregs[u * CPL + c] = key_chunk(v4, kv_base, k0 + u, hi, part + c * LK, CHUNKS)
         for u in static_range(U):
-            for c in static_range(CPL):
-                low, high = unpacked(kregs[u * CPL + c], IN)
-                kf[2 * c] = low
-                kf[2 * c + 1] = high
+            widened(kf, kregs, u * CPL, CPL, IN)
             for r in static_range(R):
                 acc = qv[r * H] * kf[0]
                 for j in static_range(1, H):
@@ -174,10 +180,7 @@ def attention_scalar(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buf
             for j in static_range(H):
                 o[r * H + j] = o[r * H + j] * rescale
         for u in static_range(U):
-            for c in static_range(CPL):
-                low, high = unpacked(vregs[u * CPL + c], IN)
-                kf[2 * c] = low
-                kf[2 * c + 1] = high
+            widened(kf, vregs, u * CPL, CPL, IN)
             for r in static_range(R):
                 p = exp_of(s[r * U + u], row_max[r])
                 row_sum[r] = row_sum[r] + p
