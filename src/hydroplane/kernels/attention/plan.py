@@ -445,10 +445,7 @@ def scalar_plan(problem: AttentionProblem, config: AttentionConfig, target: Targ
     split_len = -(-problem.kv_len // (-(-wanted // per_workgroup) * per_workgroup * keys)) * keys
     workgroups = -(-problem.kv_len // (per_workgroup * split_len))
     splits = workgroups * per_workgroup
-    if workgroups > target.max_workgroup_count[0] or heads > target.max_workgroup_count[1] \
-            or problem.batch > target.max_workgroup_count[2]:
-        raise AttentionError(f"the grid ({workgroups}, {heads}, {problem.batch}) exceeds "
-                             f"{target.name}'s workgroup counts {target.max_workgroup_count}")
+    check_grid((workgroups, heads, problem.batch), target)
     constexprs = {"IN": problem.dtype, "D": problem.head_dim, "R": rows, "LK": lanes, "NSG": config.subgroups,
                   "SG": target.subgroup_size, "U": keys, "CAUSAL": problem.causal,
                   "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
@@ -462,6 +459,12 @@ def scalar_plan(problem: AttentionProblem, config: AttentionConfig, target: Targ
                          combine_pass(problem, config, rows, heads, splits, split_len,
                                       scalar_combine_lanes(problem.head_dim, splits, target)),
                          partial * problem.head_dim, partial * 2)
+
+
+def check_grid(grid: tuple[int, int, int], target: Target) -> None:
+    """Refuse a main pass's grid beyond the target's workgroup counts."""
+    if any(n > most for n, most in zip(grid, target.max_workgroup_count)):
+        raise AttentionError(f"the grid {grid} exceeds {target.name}'s workgroup counts {target.max_workgroup_count}")
 
 
 def scalar_combine_lanes(head_dim: int, splits: int, target: Target) -> int:
@@ -487,10 +490,7 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
     splits = -(-problem.kv_len // split_len)  # none empty
     rows, heads = packed(problem, config)
     q_blocks = -(-rows // bm)
-    if q_blocks * splits > target.max_workgroup_count[0] or heads > target.max_workgroup_count[1] \
-            or problem.batch > target.max_workgroup_count[2]:
-        raise AttentionError(f"the grid ({q_blocks * splits}, {heads}, {problem.batch}) exceeds "
-                             f"{target.name}'s workgroup counts {target.max_workgroup_count}")
+    check_grid((q_blocks * splits, heads, problem.batch), target)
     constexprs = {"IN": problem.dtype, "D": problem.head_dim, "QT": qt, "SN": sn, "QK": qk, "WM": config.subgroups,
                   "SMQ": config.query_tiles, "NS": config.key_tiles, "SG": target.subgroup_size, "PAD": config.pad,
                   "CAUSAL": problem.causal, "WINDOWED": problem.window is not None, "GROUPED": config.grouped,
