@@ -1,11 +1,12 @@
 """The host's own cost of a queued call (issue 22), measured where no GPU is: the CPU time of the calling thread
-(`time.thread_time`) per call, so that a CPU driver (lavapipe) running the kernels on other threads, or a GPU
-that is busy, does not count. Each case: 5 warm-up calls, then the best of 3 loops of N calls (each loop closed by
-a synchronize outside the timing). Cases: hydroplane.matmul on DeviceArrays (with out= and a new result each
-call, a decode GEMV rotating over 4 weights), a decode attention, nn.rms_norm, a quantized GEMV and GEMM, a user's
-kernel[grid], and a prefill step of a Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py; without the
-gguf package, tools/make_benchmark_gguf.py's Gemma 3 270M): as calls (`step(ids, last_only=False)`: every launch
-queued by the host) and as the replay of its bucket's captured graph.
+(`time.thread_time`) per call, so that a CPU driver (lavapipe) running the kernels on other threads, or a GPU that
+is busy, does not count. Each case: 5 warm-up calls, then the best of 3 loops of N calls (each loop closed by a
+synchronize outside the timing). Cases: hydroplane.matmul on DeviceArrays (with out= and a new result each call, a
+decode GEMV rotating over 4 weights), a decode attention, nn ops (rms_norm, add, gated, rotary_embedding,
+embedding), a quantized GEMV and GEMM, a user's kernel[grid], and a prefill step of a Gemma-3-shaped model of 18
+small blocks (tests/models/tiny.py; without the gguf package, tools/make_benchmark_gguf.py's Gemma 3 270M): as
+calls (`step(ids, last_only=False)`: every launch queued by the host) and as the replay of its bucket's captured
+graph.
 
     PYTHONPATH=src python3 benchmarks/host_cost.py [--device 0|ref] [--calls 200] [--json OUT]
 
@@ -193,6 +194,13 @@ def main() -> None:
     case("attention decode (1,4,1|256,64), out=", lambda: hydroplane.attention(q, k, v, out=oo))
     xr, wr = arr(np.float32, 4, 640), arr(np.float32, 640)
     case("nn.rms_norm (4, 640), new result", lambda: nn.rms_norm(xr, 640, wr))
+    hr, gu = arr(np.float32, 4, 640), arr(np.float32, 4, 1280)
+    case("nn.add (4, 640), out=a (in place)", lambda: nn.add(hr, xr, out=hr))
+    case("nn.gated (4, 2x640) halves, new result", lambda: nn.gated(gu, None, "gelu_tanh"))
+    qr, pos = arr(np.float32, 4, 4, 64), hydroplane.device_array(np.arange(4, dtype=np.int32))
+    case("nn.rotary_embedding (4, 4, 64), out=x", lambda: nn.rotary_embedding(qr, pos, theta=1e6, out=qr))
+    ids, table = hydroplane.device_array(np.arange(4, dtype=np.int32)), arr(np.float32, 64, 640)
+    case("nn.embedding 4 of (64, 640), new result", lambda: nn.embedding(ids, table))
     qw = hydroplane.device_array(quantize(rng.uniform(-1, 1, (256, 640)).astype(np.float32), "q8_0"))
     x1, x32 = arr(np.float32, 1, 640), arr(np.float32, 32, 640)
     case("matmul q8_0 1x640 -> 256, new result", lambda: hydroplane.matmul(x1, qw.T))

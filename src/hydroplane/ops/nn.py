@@ -13,7 +13,9 @@ op computes in f32 and rounds once. Every bad request is an NNError (a Hydroplan
 
 Each op is a row of OPS (its kernel factory and what it needs), its checks in its function here, its kernel in
 kernels/nn/, and its tests; `_Call` is the one launch path they share (device and executor, outputs, views of
-the buffers, scratch, the dispatch). NumPy float64 references of every op are at the end (`reference_*`).
+the buffers, scratch, the dispatch). A call of DeviceArrays is planned once for its key (`_Plan`: the op, the
+arrays' signatures, the other arguments as given): a later call of that key skips the checks and queues the
+planned launches again. NumPy float64 references of every op are at the end (`reference_*`).
 Layer: ops (above launch and kernels).
 """
 
@@ -37,7 +39,7 @@ from hydroplane.kernels.nn.rotary import rotary_kernel
 from hydroplane.kernels.nn.sampling import argmax_final_kernel, argmax_partial_kernel, sample_kernel
 from hydroplane.kernels.nn.softcap import THREADS as SOFTCAP_THREADS
 from hydroplane.kernels.nn.softcap import softcap_kernel
-from hydroplane.launch.prepared import DeviceArray, dispatch_kept
+from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, places_of
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.quant_matmul import quantized_rows
 from hydroplane.quant import QuantizedArray
@@ -165,10 +167,12 @@ def view(x, dtype, op: str = "nn", name: str = "an argument") -> DeviceArray | n
 
 class _Call:
     """One op call on one device: the device chosen (the DeviceArrays', else `device`, else the runtime's default),
-    the outputs (DeviceArrays there: the caller's or made here), scratch buffers, the launches."""
+    the outputs (DeviceArrays there: the caller's or made here), scratch buffers, the launches. With a `key`
+    (planned_call's), the call records its launches and its result keeps them as the key's plan (_Plan.keep)."""
 
-    def __init__(self, op: str, arrays: tuple, out, device):
-        self.op = op
+    def __init__(self, op: str, arrays: tuple, out, device, key: tuple | None = None):
+        self.op, self.arrays, self.key = op, arrays, key
+        self.recorded: list | None = [] if key is not None else None  # the launches, for the key's _Plan
         pinned = {a.device for a in (*arrays, out) if isinstance(a, DeviceArray)}
         if device is not None and device != "ref" and (isinstance(device, bool) or not isinstance(
                 device, int | np.integer) or device < 0):
@@ -215,12 +219,17 @@ class _Call:
         if id(spec) not in made:
             made[id(spec)] = (spec, self.executor.kernel(spec.words))
         grid3 = tuple(int(g) for g in (*grid, *(1,) * (3 - len(grid))))
-        dispatch_kept(_kept.setdefault(self.executor, {}), self.executor, made[id(spec)][1], spec, grid3, arguments,
-                      aliases)
+        planned = dispatch_kept(_kept.setdefault(self.executor, {}), self.executor, made[id(spec)][1], spec, grid3,
+                                arguments, aliases)
+        if self.recorded is not None:
+            self.recorded.append((made[id(spec)][1], spec, grid3, dict(arguments), aliases, planned))
 
     def result(self, made: DeviceArray, out, shape):
-        """The call's value: the DeviceArray (device calls), else NumPy (out written when given)."""
+        """The call's value: the DeviceArray (device calls), else NumPy (out written when given). A call of a
+        planned key keeps its plan here (every check passed)."""
         if self.on_device:
+            if self.recorded is not None:
+                _Plan.keep(self, made, out is None)
             return made
         value = made.numpy().reshape(shape)
         if out is not None:
@@ -238,6 +247,162 @@ class _Call:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Plan:
+    """The launches of a checked call of DeviceArrays, for the later calls of its key (`planned_call`: the op, the
+    arrays' signatures, out's, the other arguments and their types): those calls skip the checks (the key fixes
+    their outcomes) and queue the planned launches of their arrays' places (`by_place`, as matmul's FastCall), or,
+    at new places, the recorded launches bound to their arrays (each argument a view of one of the call's arrays,
+    or a table of this module) through dispatch_kept, which plans them. `served`: the calls it served."""
+
+    __slots__ = ("rt", "launches", "result", "by_place", "served")
+
+    def __init__(self, rt, launches: list | None, result: tuple | None):
+        self.rt, self.launches, self.result = rt, launches, result
+        self.by_place: dict = {}  # the arrays' places (out's last) -> the planned launches that bound them
+        self.served = 0
+
+    @staticmethod
+    def keep(call: _Call, made: DeviceArray, new_result: bool) -> None:
+        """Keep (or add to) the plan of `call`'s key: the places of its arrays (`made` the result), and its launches
+        traced to them where each array argument is one of theirs, alone at its place, or a table."""
+        slots = (*call.arrays, made)
+        scratch = {id(arr.storage) for arr in call._scratch}
+        launches: list | None = []
+        planned = []
+        for kernel, spec, grid, arguments, aliases, launch in call.recorded:
+            planned.append(launch)
+            args = {}
+            for name, value in arguments.items():
+                if type(value) is DeviceArray:
+                    if id(value.storage) in scratch:  # made anew by each call: not planned
+                        return
+                    same = [i for i, arr in enumerate(slots) if arr is not None and arr.storage is value.storage]
+                    at = [i for i in same if slots[i].layout.offset == value.layout.offset]
+                    if len(at) == 1:
+                        value = (at[0], value.parked())
+                    elif same:  # two arrays at one place, or a view inside one: which one it is is ambiguous
+                        launches = None
+                args[name] = value  # a number, a slot's (index, template), or a table of this module (kept)
+            if launches is not None:
+                launches.append((kernel, spec, grid, args, aliases))
+        places = places_of(slots)
+        plan = _plans.get(call.key)
+        if plan is None or plan.rt is not call.runtime:
+            plan = _plans[call.key] = _Plan(call.runtime, launches, (made.dtype, made.shape, max(4, made.nbytes))
+                                            if new_result else None)
+            while len(_plans) > PLANNED_CALLS:
+                _plans.pop(next(iter(_plans)))
+        elif plan.launches is None:
+            plan.launches = launches
+        if places is not None and None not in planned:
+            plan.remember(places, tuple(planned))
+
+    def remember(self, places: tuple, planned: tuple) -> None:
+        if len(self.by_place) >= KEPT_PLANS:
+            self.by_place.clear()
+        self.by_place[places] = planned
+
+    def run(self, arrays: tuple, out: DeviceArray | None) -> DeviceArray | None:
+        """The call's result with its launches queued, or None where the plan cannot serve it (an argument
+        released, a new place and no launches traced): the checked path then runs."""
+        rt = self.rt
+        places = places_of(arrays)
+        if places is None or rt.closed:
+            return None
+        made = out is None
+        if made:
+            dtype, shape, nbytes = self.result  # type: ignore[misc]
+            out = DeviceArray.made(rt, nbytes, dtype, shape)
+            places += ((id(out.storage.buffer), 0),)
+        else:
+            buffer = out.storage.buffer
+            if buffer is None:
+                return None
+            places += ((id(buffer), out.layout.offset),)
+        planned = self.by_place.get(places)
+        if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
+            if len(planned) == 1:
+                rt.launch_planned(planned[0])
+            else:
+                with rt.lock:
+                    for launch in planned:
+                        rt.launch_planned(launch)
+        elif self.launches is not None:
+            self._bind_and_queue((*arrays, out), places)
+        else:
+            if made:
+                out.release()
+            return None
+        self.served += 1
+        return out
+
+    def _bind_and_queue(self, slots: tuple, places: tuple) -> None:
+        rt = self.rt
+        kept = _kept.setdefault(rt.executor, {})
+        queued = []
+        with rt.lock:
+            for kernel, spec, grid, args, aliases in self.launches:  # type: ignore[union-attr]
+                arguments = {}
+                for name, value in args.items():
+                    if type(value) is tuple:
+                        base = slots[value[0]]
+                        value = base.like(value[1], base.layout.offset)
+                    arguments[name] = value
+                queued.append(dispatch_kept(kept, rt.executor, kernel, spec, grid, arguments, aliases))
+        if None not in queued:
+            self.remember(places, tuple(queued))
+
+
+_plans: dict = {}  # planned_call's keys -> _Plan
+PLANNED_CALLS = 256
+_PLAIN = frozenset((type(None), bool, int, float, str))  # types whose == a planned call's key trusts
+
+
+def _kind(value):
+    """What a planned call's key holds of an argument's type: the type (a NumPy scalar's too), a tuple's elements'
+    types (normalized_shape=(True,) is (1,) to ==), or None where its == is not to be trusted (the call then has
+    no key)."""
+    kind = type(value)
+    if kind in _PLAIN or issubclass(kind, np.number | np.bool_):
+        return kind
+    if kind is tuple:
+        kinds = tuple(map(_kind, value))
+        return None if None in kinds else kinds
+    return None
+
+
+def planned_call(op: str, arrays: tuple, out, scalars: tuple) -> tuple:
+    """(the result, the key) of a call that its key's plan served; else (None, the key under which the checked call
+    plans itself), or (None, None) where the call has none (an array argument that is not a DeviceArray). The key:
+    the op, each array's signature (None where absent), out's (None: a new result), and `scalars` (every other
+    argument, as given) with their types, a tuple's elements' too: a call differing in anything checked misses."""
+    signatures = []
+    for arr in arrays:
+        if arr is None:
+            signatures.append(None)
+        elif type(arr) is DeviceArray:
+            signatures.append(arr.signature)
+        else:
+            return None, None
+    if out is not None and type(out) is not DeviceArray:
+        return None, None
+    kinds = tuple(map(type, scalars))
+    if not _PLAIN.issuperset(kinds):
+        kinds = tuple(map(_kind, scalars))
+        if None in kinds:
+            return None, None
+    key = (op, tuple(signatures), None if out is None else out.signature, kinds, scalars)
+    try:
+        plan = _plans.get(key)
+    except TypeError:  # an unhashable argument: the checked path says what is wrong with it
+        return None, None
+    if plan is not None:
+        result = plan.run(arrays, out)
+        if result is not None:
+            return result, key
+    return None, key
 
 
 def threads_for(call: _Call, work: int) -> int:
@@ -259,6 +424,9 @@ def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, out=N
     residual (x's shape and dtype): added to the result in the same kernel (a post-norm's residual add), the sum
     rounded once; out may be residual."""
     op = "rms_norm"
+    result, key = planned_call(op, (x, weight, residual), out, (normalized_shape, eps, device))
+    if result is not None:
+        return result
     x = as_array(x, op, "x")
     kind = float_kind(x, op, "x")
     norm = (normalized_shape,) if isinstance(normalized_shape, int | np.integer) else normalized_shape
@@ -282,7 +450,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None, *, residual=None, out=N
     out = check_out(out, x.shape, np.dtype(x.dtype), op)
     n = math.prod(norm)
     rows = math.prod(x.shape) // n
-    with _Call(op, (x, weight, residual), out, device) as call:
+    with _Call(op, (x, weight, residual), out, device, key) as call:
         made = call.output(out, x.shape, x.dtype)
         if rows == 0:
             return call.result(made, out, x.shape)
@@ -321,6 +489,9 @@ def rotary_embedding(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
     ("interleaved", llama.cpp's NORM) of the first R = rotary_dim elements of each head turned by
     position * freq_scale * theta^(-2i/R); the rest copied. out may be x."""
     op = "rotary_embedding"
+    result, key = planned_call(op, (x, positions), out, (theta, style, rotary_dim, freq_scale, device))
+    if result is not None:
+        return result
     x = as_array(x, op, "x")
     kind = float_kind(x, op, "x")
     if len(x.shape) != 3:
@@ -347,7 +518,7 @@ def rotary_embedding(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
                           f"0 .. {POSITION_LIMIT - 1} (exact in f32)")
         positions = np.ascontiguousarray(positions, np.int32)
     out = check_out(out, x.shape, np.dtype(x.dtype), op)
-    with _Call(op, (x, positions), out, device) as call:
+    with _Call(op, (x, positions), out, device, key) as call:
         made = call.output(out, x.shape, x.dtype)
         if tokens * heads * d == 0:
             return call.result(made, out, x.shape)
@@ -371,6 +542,9 @@ def rotary_embedding(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
 
 
 def _activation(op: str, act: str, x, up, out, device, halves: bool = False):
+    result, key = planned_call(op, (x, up), out, (act, halves, device))
+    if result is not None:
+        return result
     x = as_array(x, op, "gate" if up is not None or halves else "x")
     kind = float_kind(x, op, "gate" if up is not None or halves else "x")
     shape = tuple(x.shape)
@@ -387,7 +561,7 @@ def _activation(op: str, act: str, x, up, out, device, halves: bool = False):
     out = check_out(out, shape, np.dtype(x.dtype), op)
     n = math.prod(shape)
     half = shape[-1] if halves else 1
-    with _Call(op, (x, up), out, device) as call:
+    with _Call(op, (x, up), out, device, key) as call:
         made = call.output(out, shape, x.dtype)
         if n == 0:
             return call.result(made, out, shape)
@@ -431,6 +605,9 @@ def gated(gate, up=None, activation="gelu_tanh", *, out=None, device=None):
 def add(a, b, *, out=None, device=None):
     """a + b: b of a's shape or of its trailing dimensions (repeated over a's leading ones); out may be a."""
     op = "add"
+    result, key = planned_call(op, (a, b), out, (device,))
+    if result is not None:
+        return result
     a, b = as_array(a, op, "a"), as_array(b, op, "b")
     kind = float_kind(a, op, "a")
     same_kind(b, kind, op, "b", "a")
@@ -439,7 +616,7 @@ def add(a, b, *, out=None, device=None):
         raise NNError(f"{op}: b's shape {b_shape} is neither a's {a_shape} nor its trailing dimensions")
     out = check_out(out, a_shape, np.dtype(a.dtype), op)
     n, nb = math.prod(a_shape), math.prod(b_shape)
-    with _Call(op, (a, b), out, device) as call:
+    with _Call(op, (a, b), out, device, key) as call:
         made = call.output(out, a_shape, a.dtype)
         if n == 0:
             return call.result(made, out, a_shape)
@@ -455,12 +632,15 @@ def softcap(x, cap, *, out=None, device=None):
     """cap * tanh(x / cap) element-wise (Gemma 2's final logit softcapping, llama.cpp's `final_logit_softcapping`);
     cap finite and positive; out may be x."""
     op = "softcap"
+    result, key = planned_call(op, (x,), out, (cap, device))
+    if result is not None:
+        return result
     x = as_array(x, op, "x")
     kind = float_kind(x, op, "x")
     cap = real(cap, op, "cap", positive=True)
     out = check_out(out, x.shape, np.dtype(x.dtype), op)
     n = math.prod(x.shape)
-    with _Call(op, (x,), out, device) as call:
+    with _Call(op, (x,), out, device, key) as call:
         made = call.output(out, x.shape, x.dtype)
         if n:
             call.launch(OPS[op].kernel(kind), {}, (stride_groups(n, SOFTCAP_THREADS),),
@@ -479,6 +659,9 @@ def embedding(ids, weight, *, out=None, dtype=None, device=None):
     copied as stored), or a QuantizedArray / quantized DeviceArray (dequantized on the device by
     ops.quant_matmul.quantized_rows into `dtype`: f32 by default, or out's). The result: ids.shape + (D,)."""
     op = "embedding"
+    result, key = planned_call(op, (ids, weight), out, (dtype, device))
+    if result is not None:
+        return result
     if is_quantized(weight):
         if isinstance(out, DeviceArray):
             raise NNError(f"{op}: out= is a NumPy array for a quantized table (its rows are made on the device)")
@@ -514,7 +697,7 @@ def embedding(ids, weight, *, out=None, dtype=None, device=None):
     shape = (*tuple(ids.shape), d)
     out = check_out(out, shape, np.dtype(weight.dtype), op)
     n_ids = math.prod(ids.shape)
-    with _Call(op, (ids, weight), out, device) as call:
+    with _Call(op, (ids, weight), out, device, key) as call:
         made = call.output(out, shape, weight.dtype)
         if n_ids * d == 0:
             return call.result(made, out, shape)
