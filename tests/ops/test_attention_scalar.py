@@ -3,7 +3,7 @@ pass: head dims 64, 128 and 256 (16 and 32 on lavapipe too), one query per head 
 2), causal or not, a window, the keys in use read from the device (one planned call replayed at lengths going up and
 down: a split read stale would be wrong), KV lengths that are multiples of nothing, f16 and bf16 (ref; lavapipe has
 no bf16 scalars), inputs with negatives and large magnitudes, outputs poisoned first, against the float64 softmax
-within `tolerance`; the plan's refusals and the candidate list (last, never the default unless SCALAR_DECODE); the
+within `tolerance`; the plan's refusals and the candidate list (first where SCALAR_LEADS_HEAD_DIMS says, else last); the
 kernel through spirv-val for the H200 and lavapipe profiles."""
 
 from __future__ import annotations
@@ -167,19 +167,26 @@ def test_the_plan_writes_the_layout_the_combine_reads():
     assert many.main.scalars["SPLIT_LEN"] >= plan.SCALAR_SHORTEST_SPLIT
 
 
-def test_the_scalar_pass_is_listed_last_and_never_the_default(monkeypatch):
+def test_the_scalar_pass_leads_only_where_measured_faster(monkeypatch):
     target = Target.profile("nvidia-h200")
     for problem in (AttentionProblem(1, 8, 1, 4096, 128), AttentionProblem(1, 32, 1, 4096, 128, "f16", 8),
-                    AttentionProblem(1, 64, 4, 7680, 64, "f16", 8)):
+                    AttentionProblem(1, 64, 4, 7680, 64, "f16", 8), AttentionProblem(1, 8, 1, 4096, 64),
+                    AttentionProblem(1, 32, 1, 10000, 256, "f16", 2), AttentionProblem(1, 8, 2, 4096, 128)):
         found = candidate_configs(problem, target)
-        assert any(c.scalar for c in found) and not default_config(problem, target).scalar
-        first = next(i for i, c in enumerate(found) if c.scalar)
-        assert all(c.scalar for c in found[first:])
+        assert any(c.scalar for c in found)
+        leads = problem.q_len == 1 and problem.head_dim == 128  # SCALAR_LEADS_HEAD_DIMS: one query row, d128
+        assert default_config(problem, target).scalar == leads, problem
+        scalar_configs = [i for i, c in enumerate(found) if c.scalar]
+        assert scalar_configs == list(range(len(scalar_configs))) if leads else \
+            scalar_configs == list(range(len(found) - len(scalar_configs), len(found)))  # all first, or all last
         grouped = [c.grouped for c in found if c.scalar]
         assert grouped == sorted(grouped, reverse=True)  # grouped ones first where they fit
         monkeypatch.setattr(plan, "SCALAR_DECODE", True)
         assert default_config(problem, target).scalar
         monkeypatch.setattr(plan, "SCALAR_DECODE", False)
+        monkeypatch.setattr(plan, "SCALAR_LEADS_HEAD_DIMS", frozenset())
+        assert not default_config(problem, target).scalar
+        monkeypatch.undo()
     assert not any(c.scalar for c in candidate_configs(AttentionProblem(1, 8, 5, 4096, 128), target))
     config = scalar(4, 8, grouped=True)
     assert AttentionConfig.from_dict(config.to_dict()) == config

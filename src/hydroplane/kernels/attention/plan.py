@@ -168,7 +168,7 @@ class AttentionConfig:
     decode path's main pass without cooperative matrices, for heads of at most 4 rows (grouped: a KV head's query
     rows): kernels/attention/scalar.py; subgroups per workgroup, key_tiles keys whose loads a key group issues
     together, splits the keys' ranges (each key group's own); tile, query_tiles and pad unused; always two passes;
-    not measured on a GPU, never the default unless SCALAR_DECODE)."""
+    the default where one query row a head meets keys of SCALAR_LEADS_HEAD_DIMS, elsewhere only with SCALAR_DECODE)."""
 
     tile: tuple[int, int, int] = (16, 16, 16)
     subgroups: int = 4
@@ -365,8 +365,11 @@ def check_scalar(problem: AttentionProblem, config: AttentionConfig, target: Tar
                              f"{target.max_workgroup_invocations}")
 
 
-SCALAR_DECODE = False  # True: candidate_configs puts the scalar decode pass first on the decode path. NOT measured
-# on a GPU (built without a device): benchmarks/attention_h200.py sweeps it beside the matrix configurations
+SCALAR_DECODE = False  # True: candidate_configs puts the scalar decode pass first on every decode path
+SCALAR_LEADS_HEAD_DIMS = frozenset({128})  # ... and, with SCALAR_DECODE False, where one query row a head meets keys of
+# these head dims: measured on an H100 (2026-12-06 05:30 UTC, docs/perf.md; attention_h200.py, ggml's decode cases)
+# at 14.6, 17.0 and 38.5 us against 16.2, 21.3 and 39.2 for the matrix path's default at d128 h8 kv4096, h32 on 8
+# KV heads kv4096 and h8 kv16384; head dims 64 and 256 and several query rows were not measured (the matrix path)
 SCALAR_KEY_GROUPS = 2048  # the scalar pass's splits: about this many key groups in all (unmeasured; the H200 holds
 # about 3000 of them at once at head dim 128, each with key_tiles rows of K and V in flight)
 SCALAR_MERGES_PER_LANE = 8  # the combining pass after the scalar pass: lanes added until each merges at most this many
@@ -583,9 +586,11 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
         # against 17.6 on 16x8x16 and 24-97 with one subgroup; ggml's d256 h32/2 kv20000 in 41 us against 54)
         wide = problem.head_dim > 128
 
-        def rank(c: AttentionConfig) -> tuple:  # the scalar pass last (first with SCALAR_DECODE: unmeasured)
+        scalar_first = SCALAR_DECODE or (problem.q_len == 1 and problem.head_dim in SCALAR_LEADS_HEAD_DIMS)
+
+        def rank(c: AttentionConfig) -> tuple:  # the scalar pass first where measured faster (scalar_first), else last
             column = 0 if wide and c.column_split and c.tile[1] >= 16 else 1 if wide and c.column_split else 2
-            return c.scalar != SCALAR_DECODE, not c.grouped, column, \
+            return c.scalar != scalar_first, not c.grouped, column, \
                 c.subgroups != 1 and not c.column_split or c.splits != 0
 
         runnable.sort(key=rank)
@@ -612,7 +617,7 @@ def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:
 def scalar_configs(problem: AttentionProblem) -> list[AttentionConfig]:
     """The scalar decode pass's configurations for heads of at most scalar.MAX_ROWS rows: grouped (a KV head's query
     rows) first where they fit, then one query head a head; 4 subgroups loading 4 or 8 keys at a time, then 2
-    subgroups of 8; splits chosen from the problem. Unmeasured guesses (SCALAR_DECODE)."""
+    subgroups of 8; splits chosen from the problem (the first leads where SCALAR_LEADS_HEAD_DIMS says)."""
     found = []
     for grouped in (True, False):
         rows = problem.group * problem.q_len if grouped else problem.q_len
