@@ -249,6 +249,35 @@ def test_a_vulkan_call_path_imports_neither_the_reference_executor_nor_the_text_
     assert proc.stdout.split("\n")[:2] == ["[]", "True"]
 
 
+# Modules a first call whose kernels come from the disk cache never runs: the language compiler proper (lang/build.py,
+# the code generator and the semantics), spirv's builder and lowering, and the quantized matmul with its kernels
+COMPILE_AND_QUANT_PATH = ("hydroplane.lang.build", "hydroplane.lang.codegen", "hydroplane.lang.semantic",
+                          "hydroplane.lang.coop_semantic", "hydroplane.spirv.builder", "hydroplane.spirv.lower",
+                          "hydroplane.spirv.requirements", "hydroplane.ops.quant_matmul", "hydroplane.kernels.quant")
+
+
+def test_the_call_modules_leave_the_compiler_and_the_quantized_path_to_first_use():
+    """Importing what hydroplane.matmul, .attention and .device_array need loads neither the compiler proper nor the
+    quantized path (docs/runtime.md, "The first call"): they load with a kernel's first compile (a miss of the disk
+    cache) and a quantized array's first use; NumPy's masked arrays (numpy.ma) are not loaded by an upload either."""
+    code = ("import sys, numpy as np, hydroplane\n"
+            "masked_before = 'numpy.ma' in sys.modules\n"
+            "hydroplane.device_array, hydroplane.matmul, hydroplane.attention\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({COMPILE_AND_QUANT_PATH!r})))\n"
+            "x = hydroplane.device_array(np.ones((4, 4), np.float32), 'ref')\n"
+            "print(masked_before or 'numpy.ma' not in sys.modules)\n"
+            "from hydroplane.kernels.gemm import copy\n"
+            "copy.copy_kernel(16)._cache.clear()\n"
+            "copy.copy_kernel(16).compile(None, TX=8, TY=8, ROWS=1)\n"
+            "print('hydroplane.lang.build' in sys.modules and 'hydroplane.spirv.builder' in sys.modules)\n"
+            "hydroplane.device_array(hydroplane.quant.quantize(np.ones((4, 32), np.float32), 'q8_0'), 'ref')\n"
+            "print('hydroplane.ops.quant_matmul' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent), "HYDROPLANE_DISK_CACHE": "0"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:4] == ["[]", "True", "True", "True"], proc.stdout
+
+
 # where the exception classes hydroplane exports come from (issue 23: one hierarchy under HydroplaneError)
 ERROR_MODULES = {"hydroplane.errors", "hydroplane.kernels.attention", "hydroplane.kernels.gemm",
                  "hydroplane.launch.checks", "hydroplane.lang.errors", "hydroplane.spirv.binary",

@@ -21,6 +21,7 @@ from hydroplane.lang import Buffer, disk_cache, f32, global_id, kernel_source
 from hydroplane.lang import compiler as compiler_module
 from hydroplane.launch import limits as launch_limits
 from hydroplane.launch.limits import check_target_limits
+from hydroplane.spirv.locations import SourceLocation
 from hydroplane.spirv.target import Target
 
 
@@ -85,6 +86,11 @@ def test_keys_follow_constexprs_targets_and_closures_and_skip_users_kernels(monk
     assert disk_cache.key_of(_users_kernel.fn, "k", 64, {}, target) is None  # not the library's
     assert disk_cache.key_of(fn, "k", 64, {"F": object()}, target) is None  # no value text: an address
     assert disk_cache.canonical(frozenset({"b", "a"})) == disk_cache.canonical(frozenset({"a", "b"}))
+    # a Target's text is kept per target (it is in every key): the same text its fields give, another for another
+    other = replace(target, name="another")
+    assert disk_cache.canonical(target) == disk_cache._canonical_fields(target, 0) != disk_cache.canonical(other)
+    assert disk_cache.canonical((target,)) == f"({disk_cache._canonical_fields(target, 1)})"
+    assert a != disk_cache.key_of(fn, "k", 64, {"N": 16}, other)
     assert disk_cache.canonical(_factory(1)) != disk_cache.canonical(_factory(2))
     monkeypatch.setenv("HYDROPLANE_DISK_CACHE", "0")
     assert disk_cache.cache_folder("spirv") is None
@@ -128,7 +134,8 @@ device = sys.argv[1] if sys.argv[1] == "ref" else int(sys.argv[1])
 x = (np.arange(64 * 32).reshape(64, 32) / 1000).astype(np.float16)
 w = (np.arange(48 * 32).reshape(48, 32) / 1000).astype(np.float16)
 y = hydroplane.matmul(x, w.T, device=device)
-print(json.dumps({"counts": counts, "sum": float(np.asarray(y).sum())}))
+compiler_loaded = sorted(m for m in ("hydroplane.lang.build", "hydroplane.spirv.builder") if m in sys.modules)
+print(json.dumps({"counts": counts, "sum": float(np.asarray(y).sum()), "compiler loaded": compiler_loaded}))
 """
 
 
@@ -152,6 +159,9 @@ def test_a_warm_process_compiles_lowers_and_validates_nothing(tmp_path, device):
     warm = _counting_process(tmp_path, device)
     assert warm["counts"] == dict.fromkeys(cold["counts"], 0), warm
     assert warm["sum"] == cold["sum"]
+    # nor does it import the compiler proper (lang/build.py) or spirv's builder: they load with the first compile
+    assert cold["compiler loaded"] == ["hydroplane.lang.build", "hydroplane.spirv.builder"], cold
+    assert device == "ref" or warm["compiler loaded"] == [], warm
     for kind in ("spirv", "compiled", "limits") + (("validated",) if device != "ref" else ()):
         assert any((tmp_path / "hydroplane" / kind).iterdir()), kind
 
@@ -169,6 +179,10 @@ def test_compiled_kernels_and_limits_are_kept_by_their_words(tmp_path, monkeypat
     monkeypatch.setattr(disk_cache, "compile_kernel", lambda *a: calls.append(a))
     again = disk_cache.compiled_kernel(words, target)
     assert calls == [] and again == first and again.target is target and again.locations == first.locations
+    assert first.locations and all(isinstance(place, SourceLocation) for place in again.locations.values())
+    stored = pickle.loads(files[0].read_bytes())  # the locations packed as arrays (about 10x faster to read back)
+    assert isinstance(stored, disk_cache._StoredKernel) and stored.compiled.locations == {}
+    assert len(stored.places) < len(stored.offsets) == len(first.locations)
     other = _library_kernel().spirv(target, TX=8, TY=8, ROWS=1)
     disk_cache.compiled_kernel(other, target)
     disk_cache.compiled_kernel(words, replace(target, name="another"))

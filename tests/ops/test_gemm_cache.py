@@ -137,6 +137,7 @@ def test_a_missing_cache_is_silent(fresh):
         warnings.simplefilter("error")
         assert load_cache() == {}
         assert shipped_table()  # the package's table reads cleanly
+    assert shipped_table() is shipped_table()  # read and checked once per process (a first matmul asks twice)
     assert cache_path() == fresh
 
 

@@ -2,8 +2,9 @@
 
 Triton's split: the surface (core.py: dtypes, annotations, builtins; coop.py: cooperative
 matrices), the semantics (semantic.py, coop_semantic.py: type rules and emission) and a
-table-driven AST visitor (codegen.py); kernel.py ties them into `@kernel` / `@func` with
-`spirv()`, `asm()` and `compile()` per constexpr specialization. This layer imports only
+table-driven AST visitor (codegen.py); compiler.py ties them into `@kernel` / `@func` with
+`spirv()`, `asm()` and `compile()` per constexpr specialization, and build.py (loaded on the first compile) runs
+them. This layer imports only
 `spirv` (and errors); launching is `hydroplane.launch.jit`, above it. See docs/language.md.
 """
 

@@ -156,7 +156,7 @@ def is_compile_time(x) -> bool:
 
 
 class CodeGenerator(ast.NodeVisitor):
-    """Emits one function body; `compiler` (kernel.ModuleCompiler) owns the module and helper functions."""
+    """Emits one function body; `compiler` (build.ModuleCompiler) owns the module and helper functions."""
 
     def __init__(self, compiler, source: Source, scope: dict, *, is_kernel: bool,
                  constexpr_names: frozenset[str] = frozenset()):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hydroplane.lang.coop_semantic import matrix_type
 from hydroplane.lang.core import TargetQuery, builtin
 from hydroplane.lang.errors import SemanticError
+from hydroplane.spirv import types
 from hydroplane.spirv.enums import CooperativeMatrixLayout, CooperativeMatrixReduce, CooperativeMatrixUse, Scope
 from hydroplane.spirv.target import UnsupportedOnTarget
 
@@ -33,6 +33,23 @@ Column = CooperativeMatrixReduce.Column
 Quad2x2 = CooperativeMatrixReduce.CooperativeMatrixReduce2x2
 Subgroup = Scope.Subgroup
 Workgroup = Scope.Workgroup
+SCOPES = (Scope.Subgroup, Scope.Workgroup)
+
+
+def matrix_type(component, rows, cols, use, scope=Scope.Subgroup) -> types.CoopMatrix:
+    """A checked cooperative-matrix type (what `coop.Matrix[...]` makes)."""
+    if not isinstance(component, types.Scalar) or component.kind == "bool":
+        raise SemanticError(f"a matrix's component is a numeric dtype, not {component!r}")
+    for what, n in (("rows", rows), ("cols", cols)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise SemanticError(f"bad matrix shape: {what} must be a positive constexpr int, not {n!r}")
+    try:
+        use = CooperativeMatrixUse(use) if not isinstance(use, str) else types.coop_use(use)
+    except (ValueError, types.TypeModelError):
+        raise SemanticError(f"a matrix's use is coop.A, coop.B or coop.Accumulator, not {use!r}") from None
+    if scope not in SCOPES:
+        raise SemanticError(f"a matrix's scope is coop.Subgroup or coop.Workgroup, not {scope!r}")
+    return types.CoopMatrix(component, rows, cols, use, Scope(scope))
 
 
 @dataclass(frozen=True)

@@ -35,25 +35,6 @@ Op = grammar.Op
 EXT = "SPV_EXT_cooperative_matrix_maintenance1"
 USE_A, USE_B, USE_ACC = (CooperativeMatrixUse.MatrixAKHR, CooperativeMatrixUse.MatrixBKHR,
                          CooperativeMatrixUse.MatrixAccumulatorKHR)
-SCOPES = (Scope.Subgroup, Scope.Workgroup)
-
-
-def matrix_type(component, rows, cols, use, scope=Scope.Subgroup) -> types.CoopMatrix:
-    """A checked cooperative-matrix type (what `coop.Matrix[...]` makes)."""
-    if not isinstance(component, types.Scalar) or component.kind == "bool":
-        raise SemanticError(f"a matrix's component is a numeric dtype, not {component!r}")
-    for what, n in (("rows", rows), ("cols", cols)):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise SemanticError(f"bad matrix shape: {what} must be a positive constexpr int, not {n!r}")
-    try:
-        use = CooperativeMatrixUse(use) if not isinstance(use, str) else types.coop_use(use)
-    except (ValueError, types.TypeModelError):
-        raise SemanticError(f"a matrix's use is coop.A, coop.B or coop.Accumulator, not {use!r}") from None
-    if scope not in SCOPES:
-        raise SemanticError(f"a matrix's scope is coop.Subgroup or coop.Workgroup, not {scope!r}")
-    return types.CoopMatrix(component, rows, cols, use, Scope(scope))
-
-
 def _matrix(x, what: str) -> Value:
     if not isinstance(x, Value) or not isinstance(x.type, types.CoopMatrix):
         raise SemanticError(f"{what} must be a cooperative matrix, not {describe(x)}")

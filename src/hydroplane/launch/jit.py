@@ -38,7 +38,15 @@ from hydroplane.lang import kernel_source
 from hydroplane.lang.compiler import Func, Kernel, Specialization
 from hydroplane.launch import runtime
 from hydroplane.launch.checks import PushConstantError
-from hydroplane.launch.prepared import ArgumentError, DeviceArray, PreparedLaunch, grid_of, places_of, prepare
+from hydroplane.launch.prepared import (
+    ArgumentError,
+    DeviceArray,
+    PreparedLaunch,
+    grid_of,
+    is_masked,
+    places_of,
+    prepare,
+)
 from hydroplane.spirv.compiled import CompiledKernel
 
 _logger = None  # logging.getLogger("hydroplane.launch.jit"), made at the first launch (importing logging: ~5 ms)
@@ -76,7 +84,7 @@ def device_array(array, device=None) -> DeviceArray:
     device, `hydroplane.set_device`). The copy is queued: `array` may be reused at once."""
     if isinstance(array, DeviceArray):
         raise JitLaunchError("device_array() takes a NumPy array; this is already a DeviceArray (use .numpy())")
-    if isinstance(array, np.ma.MaskedArray):
+    if is_masked(array):
         raise JitLaunchError("device_array() takes a plain array, not a masked array (its mask would be dropped): "
                              "pass .filled(value) or .data")
     try:

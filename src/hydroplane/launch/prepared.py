@@ -18,6 +18,7 @@ push-constant block through `checks.pack_push_constants`, the one packer.
 from __future__ import annotations
 
 import math
+import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,13 @@ class WeakStorage:
 
     def release(self) -> None:
         pass
+
+
+def is_masked(value) -> bool:
+    """Whether `value` is a NumPy masked array, asked without loading numpy.ma (NumPy imports it on the first use of
+    `np.ma`, about 5 ms of a first call): no masked array exists before numpy.ma is loaded."""
+    ma = sys.modules.get("numpy.ma")
+    return ma is not None and isinstance(value, ma.MaskedArray)
 
 
 def real_storage(storage):
@@ -294,7 +302,7 @@ class DeviceArray:
         `array` at once. Queued after the work that uses the range."""
         buffer = self._require_live("write()")
         array = np.asarray(array)
-        if isinstance(array, np.ma.MaskedArray):
+        if is_masked(array):
             raise ArgumentError("write() takes a plain array, not a masked array (its mask would be dropped)")
         if array.dtype != self.dtype or array.size != self.size:
             raise ArgumentError(f"a device array of {self.size} {self.dtype} cannot take {array.size} {array.dtype}")
@@ -734,7 +742,7 @@ def _argument_array(rt: DeviceRuntime, p: KernelParam, value, owned: list) -> De
             raise ArgumentError(f"{p.name}: a strided view ({value._describe()}) cannot bind to a kernel buffer "
                                 "(a kernel reads its buffer in order); the ops take transposes as layouts")
         return value
-    if isinstance(value, np.ma.MaskedArray):
+    if is_masked(value):
         raise ArgumentError(f"{p.name}: a masked array: its mask would be dropped; pass .filled(value) or .data")
     if not isinstance(value, np.ndarray):
         raise ArgumentError(f"{p.name}: expected a NumPy array (or DeviceArray) of {p.dtype}, "

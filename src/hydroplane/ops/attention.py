@@ -44,6 +44,7 @@ from hydroplane.kernels.attention import (
 from hydroplane.launch.prepared import (
     KEPT_PLANS,
     DeviceArray,
+    is_masked,
     places_of,
     planned_of,
     prepare,
@@ -63,7 +64,7 @@ def as_array(x, name: str):
     """A DeviceArray as it is, a NumPy array, or a DLPack CPU array (a torch CPU tensor) through np.from_dlpack. A
     masked array is refused (its mask would be dropped); a byte-swapped float array ('>f2' on a little-endian host)
     is converted to native order (the same values), as the device reads native bytes."""
-    if isinstance(x, np.ma.MaskedArray):
+    if is_masked(x):
         raise AttentionError(f"attention: {name} is a masked array; attention would ignore its mask (mask keys with "
                              "causal= or window=, or pass np.ma.getdata / .filled())")
     if isinstance(x, np.ndarray):

@@ -18,12 +18,14 @@ copied or allocated (check_sizes), a masked array is refused (its mask would be 
 
 The GEMM itself (kernel choice by shape, padding of odd sizes, the skinny kernels, tuning) is
 hydroplane.kernels.gemm.route and hydroplane.ops.gemm's runner; this module turns arrays into GEMM problems and
-runs their routes. Layer: ops (above launch and kernels).
+runs their routes. Layer: ops (above launch and kernels). A quantized weight goes to ops.quant_matmul, which loads
+on the first such call (a process of plain matmuls does not import it; docs/runtime.md, "The first call").
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import os
 from collections import OrderedDict
@@ -38,6 +40,7 @@ from hydroplane.kernels.gemm.route import gemm_route
 from hydroplane.launch.prepared import (
     KEPT_PLANS,
     DeviceArray,
+    is_masked,
     places_of,
     planned_of,
     real_storage,
@@ -45,9 +48,24 @@ from hydroplane.launch.prepared import (
     signature_of,
 )
 from hydroplane.launch.runtime import runtime, runtime_of
-from hydroplane.ops import quant_matmul
+from hydroplane.ops.arrays import is_quantized
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
 from hydroplane.spirv import types
+
+# loaded on first use (the first quantized call): name -> its module
+_LAZY = {"quantized_matmul": "hydroplane.ops.quant_matmul"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)  # found once
+    return value
+
+
+def _quantized_matmul():
+    """ops.quant_matmul's matmul (its module and the quantized kernels load on the first quantized call)."""
+    return globals().get("quantized_matmul") or __getattr__("quantized_matmul")
 
 
 class MatmulError(HydroplaneError):
@@ -117,7 +135,7 @@ def operand(value, name: str) -> Operand:
     """A NumPy array, DeviceArray, DLPack-exporting CPU array or array-like, as an Operand."""
     if isinstance(value, DeviceArray):
         return Operand(name, device_array=value)
-    if isinstance(value, np.ma.MaskedArray):
+    if is_masked(value):
         raise MatmulError(f"{name}: a masked array; hydroplane.matmul would drop its mask and multiply the hidden "
                           f"values: pass {name}.filled(0) (masked entries count as 0) or {name}.data")
     if isinstance(value, np.ndarray):
@@ -368,7 +386,7 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
     integers excepted (the module docstring); a NumPy array, or a DeviceArray when an operand or `out` is one."""
     if c is None and type(a) is DeviceArray and type(b) is DeviceArray:  # a planned call of DeviceArrays
         if b.format is not None:  # ggml blocks (b = qw.T): ops/quant_matmul.py, whose calls have their own plans
-            return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
+            return _quantized_matmul()(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                                        out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
         try:
             fast = _fast.get((a.signature, b.signature, signature_of(bias), signature_of(out), type(alpha), alpha,
@@ -379,8 +397,8 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
             result = fast.run(a, b, bias, out)
             if result is not None:
                 return result
-    if quant_matmul.is_quantized(a) or quant_matmul.is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
-        return quant_matmul.matmul(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
+    if is_quantized(a) or is_quantized(b):  # qw.T of ggml blocks: ops/quant_matmul.py
+        return _quantized_matmul()(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                                    out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)
     call = check_call(a, b, c=c, alpha=alpha, beta=beta, bias=bias, activation=activation, out=out,
                       out_dtype=out_dtype, acc_dtype=acc_dtype, device=device)

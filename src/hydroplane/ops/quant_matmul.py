@@ -43,6 +43,7 @@ from hydroplane.kernels.quant.source import (
 )
 from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, served_places, signature_of
 from hydroplane.launch.runtime import canonical_device, runtime
+from hydroplane.ops.arrays import is_quantized
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
 from hydroplane.spirv import types
@@ -70,12 +71,6 @@ _uploads: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # QuantizedAr
 
 
 # the operands ------------------------------------------------------------------------------------------------
-def is_quantized(value) -> bool:
-    """A QuantizedArray, its `.T`, or a DeviceArray of ggml blocks (its `format` set)."""
-    return isinstance(value, QuantizedArray | QuantizedTranspose) or (
-        isinstance(value, DeviceArray) and value.format is not None)
-
-
 @dataclass
 class Weight:
     """A quantized weight as the kernels bind it: its block format, (N, K), the host array (if any) or the
@@ -286,6 +281,10 @@ def matmul(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none", o
         _recording.launches = _recording.made = None
     _Recorded.keep(fast_key, launches, made, (a, b, bias, out if out is not None else result), out is None)
     return result
+
+
+# hydroplane.matmul's name for it: ops.matmul loads it on the first quantized call (its `_LAZY`)
+quantized_matmul = matmul
 
 
 class _Recorded:

@@ -8,14 +8,14 @@ import importlib
 
 from hydroplane.spirv.binary import Instruction, Module, Operand, SpirvError, decode, encode, to_bytes
 from hydroplane.spirv.build_error import BuildError
-from hydroplane.spirv.builder import ModuleBuilder
 from hydroplane.spirv.grammar import GrammarError, Op
 from hydroplane.spirv.reflection import Binding, EntryPoint, ModuleInterface, SpecConstant, reflect
 from hydroplane.spirv.validation import ValidationError, ValidatorNotFound, validate
 
-# The text form loads on first use (five modules a launch never needs; docs/perf.md): name -> its module.
+# Loaded on first use, name -> its module: the text form (five modules a launch never needs; docs/perf.md) and the
+# builder (what compiles or lowers a module; a process whose kernels come from the disk cache needs neither).
 _LAZY = {"AssemblyError": "hydroplane.spirv.assembler", "assemble": "hydroplane.spirv.assembler",
-         "disassemble": "hydroplane.spirv.disassembler"}
+         "disassemble": "hydroplane.spirv.disassembler", "ModuleBuilder": "hydroplane.spirv.builder"}
 
 
 def __getattr__(name: str):

@@ -9,20 +9,34 @@ holds the words to run, the entry point, the target, the interface (bindings wit
 and access, the push-constant block with its layout, spec constants with declared types and
 defaults, local size, matrix types, capabilities), what lowering changed, and a table from
 instruction word offsets to source locations.
+
+`lower` and `check_matrices` (spirv/lower.py, with the builder it rewrites modules through) load on the first
+compile: a process whose CompiledKernels come from the disk cache (lang/disk_cache.py) does not import them.
 """
 
 from __future__ import annotations
 
+import importlib
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.spirv import types
 from hydroplane.spirv.binary import Module, SpirvError, decode
 from hydroplane.spirv.locations import SourceLocation, source_locations
-from hydroplane.spirv.lower import check_matrices, lower
 from hydroplane.spirv.reflection import Binding, ModuleInterface, SpecConstant, reflect
 from hydroplane.spirv.target import Target
+
+# loaded on first use (the first compile): name -> its module
+_LAZY = {"lower": "hydroplane.spirv.lower", "check_matrices": "hydroplane.spirv.lower"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)  # found once
+    return value
 
 
 @dataclass(frozen=True)
@@ -93,8 +107,8 @@ def compile_kernel(words_or_module, target: Target, entry: str = "main") -> Comp
 
 def _compile(module: Module, target: Target, entry: str) -> CompiledKernel:
     source_words = module.words()
-    lowered = lower(module, target)
-    check_matrices(lowered.module, target)
+    lowered = __getattr__("lower")(module, target)
+    __getattr__("check_matrices")(lowered.module, target)
     words = lowered.module.words() if lowered.changes else source_words
     final = decode(words) if lowered.changes else module  # offsets of the words that run
     interface = reflect(final)

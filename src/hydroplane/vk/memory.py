@@ -139,7 +139,8 @@ class Buffer(Owned):
         return self.device.call("vkGetBufferDeviceAddress", ctypes.byref(info))
 
     def _view(self) -> np.ndarray:
-        return np.ctypeslib.as_array((ctypes.c_uint8 * self.nbytes).from_address(self._pointer))
+        # np.asarray of the ctypes array is what np.ctypeslib.as_array returns (without importing np.ctypeslib)
+        return np.asarray((ctypes.c_uint8 * self.nbytes).from_address(self._pointer))
 
     def write(self, array, offset: int = 0) -> None:
         """Copy an array's bytes into the buffer at byte `offset`."""
