@@ -125,6 +125,31 @@ class Program:
         """The parameters of decoration `name` on `target` (a list, [] when it has none), or None."""
         return self.decorations.get(target, {}).get(name)
 
+    @property
+    def device_sync(self) -> bool:
+        """Whether the module's workgroups may hand buffer memory to each other: an atomic on a buffer, or a barrier
+        or fence whose memory scope reaches the device (ref.visibility checks such dispatches)."""
+        found = self.__dict__.get("_device_sync")
+        if found is None:
+            found = self._device_sync = self._find_device_sync()
+        return found
+
+    def _find_device_sync(self) -> bool:
+        buffers = (StorageClass.StorageBuffer, StorageClass.PhysicalStorageBuffer, StorageClass.Uniform)
+        pointers = {v.result_id: v.type for v in self.global_variables}
+        for fn in self.functions.values():
+            for block in fn.blocks.values():
+                for inst in block.body:
+                    if inst.opcode in (Op.MemoryBarrier, Op.ControlBarrier):
+                        scope = inst.args[0] if inst.opcode == Op.MemoryBarrier else inst.args[1]
+                        if self.constants.get(scope) is not None and self.const_int(scope) in (0, 1, 5):
+                            return True  # CrossDevice, Device, QueueFamily
+                    elif inst.name.startswith("OpAtomic") and inst.args:
+                        t = self.value_types.get(inst.args[0]) or pointers.get(inst.args[0])
+                        if isinstance(t, T.Pointer) and t.storage in buffers:
+                            return True
+        return False
+
     def const_int(self, ident: int) -> int:
         """The integer value of a scalar constant id (scopes, semantics, lengths)."""
         v = self.constants.get(ident)
