@@ -75,13 +75,17 @@ class Visibility:
     def _workgroups(self, lanes) -> np.ndarray:
         return self.first + self.workgroup_of_lane[np.asarray(lanes, np.int64)]
 
-    def _table(self, region) -> tuple[int, int, np.ndarray, np.ndarray]:
+    def _table(self, region, make: bool = True) -> tuple[int, int, np.ndarray | None, np.ndarray | None]:
+        """(key, byte offset of the region in its buffer, the buffer's writer and count tables): made on its first
+        write (`make`), else None (a buffer not written in this dispatch: nothing to check)."""
         root, start = _root(region.data)
         key = id(root)
         held = self.tables.get(key)
         if held is None:
+            if not make:
+                return key, start, None, None
             size = root.nbytes
-            held = self.tables[key] = (root, np.zeros(size, np.int64), np.zeros(size, np.int64))
+            held = self.tables[key] = (root, np.zeros(size, np.int32), np.zeros(size, np.int32))
         return key, start, held[1], held[2]
 
     def describe(self, wg: int) -> str:
@@ -93,6 +97,7 @@ class Visibility:
         if lanes is None or not offsets.size:
             return
         _, start, writer, count = self._table(region)
+        assert writer is not None and count is not None
         wgs = np.broadcast_to(self._workgroups(lanes), offsets.shape).reshape(-1)
         at = (start + offsets.reshape(-1, 1) + np.arange(itemsize)).reshape(-1)
         wgs = np.repeat(wgs, itemsize)
@@ -102,7 +107,9 @@ class Visibility:
     def read(self, region, offsets: np.ndarray, itemsize: int, lanes, diagnose) -> None:
         if lanes is None or not offsets.size:
             return
-        key, start, writer, count = self._table(region)
+        key, start, writer, count = self._table(region, make=False)
+        if writer is None or count is None:
+            return
         flat = offsets.reshape(-1)
         at = (start + flat.reshape(-1, 1) + np.arange(itemsize)).reshape(-1)
         who = writer[at]
@@ -144,7 +151,7 @@ class Visibility:
 
     def atomic(self, region, offset: int, lane: int, semantics: int, reads: bool, writes: bool, rmw: bool) -> None:
         """One lane's atomic on a buffer location (lanes in lane order: the executor's serial order)."""
-        key, start, _, _ = self._table(region)
+        key, start, _, _ = self._table(region, make=False)
         wg = int(self._workgroups(lane))
         if not semantics & MemorySemantics.UniformMemory:  # (orders no buffer memory)
             semantics = 0

@@ -240,6 +240,15 @@ def combine_slot(D, LANES) -> int:  # noqa: N803
     return LANES * (D // 4 + 1)
 
 
+FUSED_CHAINS = 8  # the fused combine's merges an invocation advances together (their loads in flight at once)
+
+
+def fused_chains(ITEMS, THREADS) -> int:  # noqa: N803
+    """Merges an invocation of the last workgroup advances together: FUSED_CHAINS, or fewer where the round has
+    fewer items per invocation."""
+    return max(1, min(FUSED_CHAINS, -(-ITEMS // THREADS)))
+
+
 def fused_rows(SH, ROWS, D, LANES) -> int:  # noqa: N803
     """Rows the last workgroup merges at a time: as many as SH shared V4s hold (at least one), at most ROWS."""
     return max(1, min(ROWS, SH // combine_slot(D, LANES)))
@@ -632,13 +641,71 @@ def merge_splits(o_part, ml_part, first, row, c, lo, hi, S_Q, CH: constexpr, STE
     total = f32(0.0)
     value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
     for split in range(lo, hi, STEP):
-        at = (first + split) * S_Q + row
-        if BITS:
-            part = bitcast(o_part[at * CH + c], f32)
-        else:
-            part = o_part[at * CH + c]
-        top, total, value = merge_pair(top, total, value, ml_part[at * 2], ml_part[at * 2 + 1], part)
+        m, s, o = split_part(o_part, ml_part, first, row, c, split, S_Q, CH, BITS)
+        top, total, value = merge_pair(top, total, value, m, s, o)
     return top, total, value
+
+
+@func
+def split_part(o_part, ml_part, first, row, c, split, S_Q, CH: constexpr, BITS: constexpr):
+    """Split `split`'s partial result for row `row` of one head (its split 0 at `first`): (maximum, sum, the four
+    values of chunk c). BITS: o_part is a view of u32 V4s, read as f32."""
+    at = (first + split) * S_Q + row
+    if BITS:
+        part = bitcast(o_part[at * CH + c], f32)
+    else:
+        part = o_part[at * CH + c]
+    return ml_part[at * 2], ml_part[at * 2 + 1], part
+
+
+@func
+def merge_chains(o_part4, ml_part, sh, first, r0, row_end, base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW, Q_LEN,
+                 D: constexpr, LANES: constexpr, ITEMS: constexpr, K: constexpr, THREADS: constexpr,
+                 CAUSAL: constexpr, WINDOWED: constexpr, GROUPED: constexpr):
+    """The split lanes' merges (merge_splits's, in its order) of K items of rows r0 ...: items base + t * THREADS +
+    local_index() (t < K; item i is row r0 + i // (LANES * D / 4), lane i // (D / 4) % LANES, chunk i % (D / 4)),
+    advancing together one split a step so that their loads are in flight at once, into the rows' slots of sh
+    (lane_to_shared). A step past an item's splits loads a split in range and keeps nothing of it."""
+    CH = D // 4
+    SLOT = combine_slot(D, LANES)
+    lid = local_index()
+    tops = local_array(f32, K)
+    totals = local_array(f32, K)
+    values = local_array(V4F, K)
+    rows = local_array(s32, K)
+    nexts = local_array(s32, K)  # each item's next split, and the end of its splits
+    ends = local_array(s32, K)
+    steps = 0
+    for t in static_range(K):
+        i = base + t * THREADS + lid
+        r = i // (LANES * CH)
+        row = minimum(r0 + r, row_end - 1)  # (an item past the rows loads the last row's splits, keeps nothing)
+        lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
+        if i >= ITEMS or r0 + r >= row_end:
+            hi = lo
+        rows[t] = row
+        nexts[t] = lo + (i // CH) % LANES
+        ends[t] = hi
+        steps = maximum(steps, (hi - nexts[t] + LANES - 1) // LANES)
+        tops[t] = f32(START)
+        totals[t] = f32(0.0)
+        values[t] = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+    for _ in range(steps):
+        for t in static_range(K):
+            split = nexts[t]
+            valid = split < ends[t]
+            m, s, o = split_part(o_part4, ml_part, first, rows[t], (base + t * THREADS + lid) % CH,
+                                 minimum(split, maximum(ends[t] - 1, 0)), S_Q, CH, True)
+            top, total, value = merge_pair(tops[t], totals[t], values[t], m, s, o)
+            tops[t] = select(valid, top, tops[t])
+            totals[t] = select(valid, total, totals[t])
+            values[t] = select(valid, value, values[t])
+            nexts[t] = split + LANES
+    for t in static_range(K):
+        i = base + t * THREADS + lid
+        r = i // (LANES * CH)
+        if i < ITEMS and r0 + r < row_end:
+            lane_to_shared(sh, r * SLOT, tops[t], totals[t], values[t], i % CH, (i // CH) % LANES, CH, LANES)
 
 
 @func
@@ -675,7 +742,8 @@ def combined_by_last(sh, SH: constexpr, o_part4, ml_part, out4, counters, slot, 
     rows): it arrives at counters[slot], and the last of the `arrivals` workgroups merges rows row0 .. row_end of
     the head whose split 0 is `first` (partial rows S_Q apart) into out4 (V4 index out_base: row 0 of the head,
     D / 8 V4s a row, IN values), as `attention_combine` merges them (the same merge_splits per split lane, the
-    lanes merged in turn by lanes_merged: the same bits), then sets the counter back to 0 for the next call.
+    lanes merged in turn by lanes_merged: the same bits; merge_chains runs FUSED_CHAINS of merge_splits's chains
+    an invocation at once, each its own order), then sets the counter back to 0 for the next call.
 
     Memory order (Vulkan memory model): the workgroup barrier makes every invocation's partial writes available to
     invocation 0 and ordered before its release fence, which makes them available at device (QueueFamily) scope
@@ -697,17 +765,12 @@ def combined_by_last(sh, SH: constexpr, o_part4, ml_part, out4, counters, slot, 
     if s32(sh[0][0]) == arrivals - 1:  # the last to arrive (the same in the whole workgroup)
         barrier()  # every invocation has read the ticket before the slots are written
         fence("acquire")
+        ITEMS = RR * LANES * CH  # (row, lane, chunk) of a round: the lanes' merges into the slots,
+        K = fused_chains(ITEMS, THREADS)  # K of them an invocation at a time
         for r0 in range(row0, row_end, RR):
-            for i in range(lid, RR * LANES * CH, THREADS):  # (row, lane, chunk): the lanes' merges into the slots
-                r = i // (LANES * CH)
-                lane = (i - r * (LANES * CH)) // CH
-                c = i % CH
-                row = r0 + r
-                if row < row_end:
-                    lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
-                    top, total, value = merge_splits(o_part4, ml_part, first, row, c, lo + lane, hi, S_Q, CH, LANES,
-                                                     True)
-                    lane_to_shared(sh, r * SLOT, top, total, value, c, lane, CH, LANES)
+            for base in range(0, ITEMS, K * THREADS):
+                merge_chains(o_part4, ml_part, sh, first, r0, row_end, base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW,
+                             Q_LEN, D, LANES, ITEMS, K, THREADS, CAUSAL, WINDOWED, GROUPED)
             barrier()
             for i in range(lid, RR * (CH // 2), THREADS):  # (row, chunk pair): the lanes merged, 8 values written
                 r = i // (CH // 2)
