@@ -741,9 +741,10 @@ def combined_by_last(sh, SH: constexpr, o_part4, ml_part, out4, counters, slot, 
     partial results are written to o_part4 and ml_part (or instead of them where its split holds no key for its
     rows): it arrives at counters[slot], and the last of the `arrivals` workgroups merges rows row0 .. row_end of
     the head whose split 0 is `first` (partial rows S_Q apart) into out4 (V4 index out_base: row 0 of the head,
-    D / 8 V4s a row, IN values), as `attention_combine` merges them (the same merge_splits per split lane, the
-    lanes merged in turn by lanes_merged: the same bits; merge_chains runs FUSED_CHAINS of merge_splits's chains
-    an invocation at once, each its own order), then sets the counter back to 0 for the next call.
+    D / 8 V4s a row, IN values), as `attention_combine` merges them (each split lane's chain of merge_pair over
+    split_part in merge_splits's order, FUSED_CHAINS chains an invocation at once: merge_chains; the lanes into
+    shared memory by lane_to_shared, then merged in turn by lanes_merged: the same bits), then sets the counter
+    back to 0 for the next call.
 
     Memory order (Vulkan memory model): the workgroup barrier makes every invocation's partial writes available to
     invocation 0 and ordered before its release fence, which makes them available at device (QueueFamily) scope
