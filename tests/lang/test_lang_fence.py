@@ -29,6 +29,7 @@ from hydroplane.ref import Executor
 from hydroplane.ref.errors import RaceError
 from hydroplane.spirv import decode
 from hydroplane.spirv.enums import MemorySemantics, Scope
+from hydroplane.spirv.grammar import Op
 
 THREADS = 64
 
@@ -110,8 +111,8 @@ def test_the_last_workgroup_reads_every_partial_on_lavapipe(groups):
 def test_the_fence_is_a_queue_family_memory_barrier_on_buffer_memory():
     words = compiled(last_sums, GROUPS=2).words
     module = decode(words)
-    barriers = [i for i in module.instructions if i.opcode == 225]  # OpMemoryBarrier
-    constants = {i.result_id: i.operands[-1].value for i in module.instructions if i.opcode == 43}  # OpConstant
+    barriers = [i for i in module.instructions if i.opcode == Op.MemoryBarrier]
+    constants = {i.result_id: i.operands[-1].value for i in module.instructions if i.opcode == Op.Constant}
     found = [(constants[i.operands[0].value], constants[i.operands[1].value]) for i in barriers]
     uniform = int(MemorySemantics.UniformMemory)
     assert found == [(int(Scope.QueueFamily), int(MemorySemantics.Release) | uniform

@@ -18,6 +18,7 @@ from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionErro
 from hydroplane.ref.handlers import handler_for
 from hydroplane.ref.instruction import Instr
 from hydroplane.ref.layout import has_layout
+from hydroplane.ref.visibility import DEVICE_SCOPES
 from hydroplane.spirv import binary, grammar
 from hydroplane.spirv import types as T
 from hydroplane.spirv.disassembler import InstructionPrinter
@@ -142,8 +143,8 @@ class Program:
                 for inst in block.body:
                     if inst.opcode in (Op.MemoryBarrier, Op.ControlBarrier):
                         scope = inst.args[0] if inst.opcode == Op.MemoryBarrier else inst.args[1]
-                        if self.constants.get(scope) is not None and self.const_int(scope) in (0, 1, 5):
-                            return True  # CrossDevice, Device, QueueFamily
+                        if self.constants.get(scope) is not None and self.const_int(scope) in DEVICE_SCOPES:
+                            return True
                     elif inst.name.startswith("OpAtomic") and inst.args:
                         t = self.value_types.get(inst.args[0]) or pointers.get(inst.args[0])
                         if isinstance(t, T.Pointer) and t.storage in buffers:
