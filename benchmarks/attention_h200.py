@@ -9,7 +9,10 @@ For each case (f16, torch's layout (batch, heads, sequence, head_dim)):
      and checked after (||O - R|| / ||R|| against torch's SDPA in float32 on the GPU, or NumPy's float64 softmax
      without torch), then is timed by GPU timestamps: at least --warmup-s of back-to-back runs, then the median of
      --reps runs (the decode path's two dispatches' times summed); a configuration that fails or is wrong is
-     reported and skipped;
+     reported and skipped; on the decode cases the leading configurations that split the keys (the default first)
+     are also timed with the fused combine (config.fused: one launch, the last split workgroup merging), each pair
+     printed side by side with whether their outputs had the same bits, and the table gives the default's fused
+     time beside the default's (`--config ...,fused=1` times a given one; `--fused` times only those pairs);
   2. torch.nn.functional.scaled_dot_product_attention on the same inputs (CUDA events, the same warm-up, median of
      --reps), when torch with CUDA is there.
 FLOPs are 4·B·H·S_q·S_kv·D (halved for causal); the decode case is also given as TB/s of K and V read. The table
@@ -31,6 +34,7 @@ Here (lavapipe, no torch): `PYTHONPATH=src python3 benchmarks/attention_h200.py 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -58,6 +62,7 @@ from hydroplane.kernels.attention import (  # noqa: E402
     relative_error,
     tolerance,
 )
+from hydroplane.kernels.attention import plan as plan_module  # noqa: E402
 from hydroplane.launch.runtime import capture, runtime_of  # noqa: E402
 from hydroplane.ops.attention import AttentionRunner, attention  # noqa: E402
 
@@ -113,6 +118,8 @@ TARGETS = {"4x16x4096x128": "≥ 200 TFLOP/s", "4x16x4096x128 causal": "≥ 150 
 DECODE_SPLITS = (8, 16, 32, 64, 128, 256)  # the decode cases' split counts tried with their leading configurations
 SCALAR_CONFIGS = 4  # the decode cases' leading scalar-pass configurations (config.scalar), all swept
 SCALAR_SPLITS = (64, 256)  # and split counts (per head: one per key group) of the first of them
+FUSED_CONFIGS = 6  # the decode cases' leading configurations that split the keys (the default first), each also
+# timed with the fused combine (config.fused: no combining pass; unmeasured, never the default unless FUSED_COMBINE)
 MODEL_DECODE = (1, 4, 1, 4288, 256, 1)  # Gemma 3 270M's decode step (B, H, S_q, cache capacity, D, H_kv), causal
 MODEL_LENGTHS = (1, 512, 4096)  # the keys in use, read from the device (kv_len=)
 MODEL_WINDOWS = (512, None)  # its sliding-window layers and its global ones
@@ -196,6 +203,7 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
         configs += [c for c in candidates if c.key_split][:2]  # the subgroups splitting each key block
         scalar = [c for c in candidates if c.scalar]  # the scalar main pass (unmeasured: never the default)
         configs += scalar[:SCALAR_CONFIGS] + [replace(c, splits=s) for c in scalar[:1] for s in SCALAR_SPLITS]
+        configs = with_fused_twins(problem, configs, runner.target)
     configs += [c for c in candidates if c.q_rounds > 1][:1]  # Q staged in rounds (8 subgroups at head dim 256)
     if problem.q_len > 4 and any(c.splits != 1 for c in configs[:1]):  # a split prefill: unsplit and other counts
         configs += [replace(configs[0], splits=s) for s in (1, 2, 4, 8)]
@@ -206,6 +214,37 @@ def sweep_configs(problem: AttentionProblem, runner: AttentionRunner, limit: int
         except AttentionError:
             continue
     return list(plans.values())
+
+
+def with_fused_twins(problem: AttentionProblem, configs: list, target) -> list:
+    """`configs` with the first FUSED_CONFIGS of them that split the keys (in the order given: the default leads)
+    each followed by itself with the fused combine (the same splits, one launch): timed one after the other, so
+    that a run cut short still has the leading pairs."""
+    leading = [c for c in configs if not c.fused and plan_module.splitting(problem, c)][:FUSED_CONFIGS]
+    out = []
+    for config in configs:
+        out.append(config)
+        twin = replace(config, fused=True)
+        if config in leading and plan_module.fits(problem, twin, target):
+            out.append(twin)
+    return out
+
+
+def fused_text(rows: list) -> str | None:
+    """Each configuration timed with and without the fused combine (the same splits): both times and whether
+    their outputs had the same bits (as they must: the same merges in the same order)."""
+    by_config = {}
+    for row in rows:
+        key = json.dumps({k: v for k, v in row["config_dict"].items() if k != "fused"}, sort_keys=True)
+        by_config.setdefault(key, {})[row["config_dict"].get("fused", False)] = row
+    lines = []
+    for pair in by_config.values():
+        if len(pair) == 2:
+            two, one = pair[False], pair[True]
+            lines.append(f"    fused combine {one['seconds'] * 1e6:8.2f} us against {two['seconds'] * 1e6:8.2f} us "
+                         f"({one['seconds'] / two['seconds'] - 1:+.1%}; bits "
+                         f"{'equal' if one['bits'] == two['bits'] else 'DIFFERENT'}): {two['config']}")
+    return "\n".join(lines) or None
 
 
 def special_values(runner: AttentionRunner, log) -> int:
@@ -260,9 +299,9 @@ def special_values(runner: AttentionRunner, log) -> int:
 
 def parse_config(text: str) -> AttentionConfig:
     """`tile=16x16x16,subgroups=4,query_tiles=1,key_tiles=2,pad=1,splits=1` (fields left out keep their defaults;
-    the scalar decode pass: `scalar=1,grouped=1,subgroups=4,key_tiles=8,splits=0`)."""
+    the scalar decode pass: `scalar=1,grouped=1,subgroups=4,key_tiles=8,splits=0`; the fused combine: `fused=1`)."""
     fields: dict = {}
-    flags = ("grouped", "key_split", "column_split", "scalar")
+    flags = ("grouped", "key_split", "column_split", "scalar", "fused")
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
         fields[key] = tuple(int(v) for v in value.split("x")) if key == "tile" else \
@@ -314,7 +353,8 @@ def time_hydroplane(runner, problem, config, data, exact, torch, reps, warmup_s,
             graph_times, per = graph_time(runner, prepared, statistics.median(times), reps, warmup_s)
             prepared.repoison()
             prepared.dispatch()
-            error = max(error, error_of(prepared.read(), exact, torch))  # checked again after the timed runs
+            out = prepared.read()
+            error = max(error, error_of(out, exact, torch))  # checked again after the timed runs
             plan = prepared.plan
     except Exception as err:  # noqa: BLE001 -- a configuration the driver refuses is skipped, and said so
         print(f"    FAILED  {config.describe()}: {type(err).__name__}: {str(err)[:300]}", file=log)
@@ -328,7 +368,7 @@ def time_hydroplane(runner, problem, config, data, exact, torch, reps, warmup_s,
            "submit_s": submit_s, "graph_runs": per, "min_s": min(graph_times), "max_s": max(graph_times),
            "runs": len(graph_times), "error": error,
            "tflops": problem.flops / seconds / 1e12, "kv_tbps": problem.kv_bytes / seconds / 1e12,
-           "statistics": stats}
+           "statistics": stats, "bits": hashlib.sha256(np.ascontiguousarray(out).tobytes()).hexdigest()}
     print(f"    {row['tflops']:8.2f} TFLOP/s {row['kv_tbps']:6.3f} TB/s {seconds * 1e3:9.3f} ms "
           f"(one per submit {submit_s * 1e3:.3f})  error {error:.2g}  "
           f"{row['config']} [{stats}] ({time.perf_counter() - start:.1f} s)", file=log, flush=True)
@@ -436,6 +476,9 @@ def main(argv=None) -> int:
     parser.add_argument("--config", action="append", default=[],
                         help="a configuration to time instead of the sweep (repeatable), e.g. "
                              "tile=16x16x16,subgroups=4,key_tiles=2")
+    parser.add_argument("--fused", action="store_true",
+                        help="only the decode cases' leading configurations that split the keys (the default first), "
+                             "each with and without the fused combine")
     parser.add_argument("--model-decode", action="store_true",
                         help="only the model's decode attention (MODEL_DECODE) at each kv_len and window")
     args = parser.parse_args(argv)
@@ -474,27 +517,43 @@ def main(argv=None) -> int:
         for name, (b, h, s_q, s_kv, d, causal, *kv_heads) in cases.items():
             problem = AttentionProblem(b, h, s_q, s_kv, d, CASE_DTYPE.get(name, "f16"), (kv_heads or [h])[0],
                                        causal=causal)
+            if args.fused and s_q > 4:  # not a decode case
+                continue
             case_start = time.perf_counter()
             print(f"\n{name}: {problem.describe()}", file=log, flush=True)
             data, exact = make_inputs(problem, rng, torch)
             try:
-                configs = explicit or sweep_configs(problem, runner, args.max_configs if name not in CASE_DTYPE
-                                                    else 3, args.per_tile if name not in CASE_DTYPE else 0)
+                if args.fused:  # the fused combine beside the two launches, nothing else
+                    candidates = [c for c in candidate_configs(problem, runner.target)
+                                  if plan_module.splitting(problem, c)]
+                    configs = with_fused_twins(problem, candidates[:FUSED_CONFIGS], runner.target)
+                else:
+                    configs = explicit or sweep_configs(problem, runner, args.max_configs if name not in CASE_DTYPE
+                                                        else 3, args.per_tile if name not in CASE_DTYPE else 0)
             except AttentionError as err:  # bf16 where the device has none
                 print(f"    not run: {err}", file=log)
+                continue
+            if not configs:
+                print("    not run: no configuration splits the keys", file=log)
                 continue
             rows = [r for r in (time_hydroplane(runner, problem, config, data, exact, torch, args.reps,
                                                 args.warmup_s, log) for config in configs) if r]
             best = min(rows, key=lambda r: r["seconds"]) if rows else None
-            default = runner.plan(problem).config.describe() if not explicit else None
+            default = runner.plan(problem).config.describe() if not explicit or args.fused else None
             shipped = next((r for r in rows if r["config"] == default), None)
+            fused = fused_text(rows)
+            if fused:
+                print(fused, file=log)
             torch_s = time_torch(problem, data, torch, args.reps, args.warmup_s) if torch else None
             if torch_s:
                 print(f"    torch SDPA: {problem.flops / torch_s / 1e12:8.2f} TFLOP/s "
                       f"{problem.kv_bytes / torch_s / 1e12:6.3f} TB/s {torch_s * 1e3:9.3f} ms", file=log)
+            default_fused = None if shipped is None else next(
+                (r for r in rows if r["config_dict"] == {**shipped["config_dict"], "fused": True}), None)
             results.append({"case": name, "problem": problem.describe(), "flops": problem.flops,
-                            "kv_bytes": problem.kv_bytes, "best": best, "default": shipped, "tried": rows,
-                            "torch_s": torch_s, "peer_us": PEER.get(name)})
+                            "kv_bytes": problem.kv_bytes, "best": best, "default": shipped,
+                            "default_fused": default_fused, "tried": rows, "torch_s": torch_s,
+                            "peer_us": PEER.get(name)})
             print(f"    ({time.perf_counter() - case_start:.1f} s)", file=log, flush=True)
             del data, exact
     print(f"\nsummary (hydroplane: per run from a captured graph of back-to-back runs, GPU timestamps around its "
@@ -503,22 +562,23 @@ def main(argv=None) -> int:
           f"{time.perf_counter() - began:.0f} s in all)",
           file=log)
     print("| case | hydroplane ms | TFLOP/s | TB/s K+V | torch SDPA ms | TFLOP/s | hydroplane/torch | target | "
-          "error | config | default config ms | llama.cpp Vulkan µs |", file=log)
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=log)
+          "error | config | default config ms | default fused ms | llama.cpp Vulkan µs |", file=log)
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", file=log)
     for r in results:
         best, torch_s = r["best"], r["torch_s"]
         if best is None:
-            print(f"| {r['case']} | no configuration verified | | | | | | {TARGETS.get(r['case'], '')} | | |",
+            print(f"| {r['case']} | no configuration verified | | | | | | {TARGETS.get(r['case'], '')} | | | |",
                   file=log)
             continue
         t_ms = f"{torch_s * 1e3:.3f}" if torch_s else "-"
         t_tf = f"{r['flops'] / torch_s / 1e12:.1f}" if torch_s else "-"
         ratio = f"{torch_s / best['seconds']:.2f}" if torch_s else "-"
         shipped = f"{r['default']['seconds'] * 1e3:.3f}" if r["default"] else "-"
+        fused = f"{r['default_fused']['seconds'] * 1e3:.3f}" if r["default_fused"] else "-"
         peer = f"{r['peer_us']:.1f}" if r["peer_us"] else ""
         print(f"| {r['case']} | {best['seconds'] * 1e3:.3f} | {best['tflops']:.1f} | {best['kv_tbps']:.3f} | {t_ms} | "
               f"{t_tf} | {ratio} | {TARGETS.get(r['case'], '')} | {best['error']:.2g} | {best['config']} | "
-              f"{shipped} | {peer} |", file=log)
+              f"{shipped} | {fused} | {peer} |", file=log)
     if folder:
         (folder / "attention_h200.json").write_text(json.dumps(results, indent=1) + "\n")
         for s in streams[1:]:

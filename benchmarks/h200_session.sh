@@ -17,7 +17,7 @@ step() {  # step FILE SECONDS COMMAND...
 }
 # decode first: it runs no quantized GEMM (a 16-token prefill runs the GEMVs), so a fault in the GEMM, whose 128 x 128
 # register staging had not run on the H200 when this was written, cannot cost the decode numbers
-steps=${STEPS:-decode,model,quant,attention,peer,user,first,prefill}
+steps=${STEPS:-decode,fused,model,quant,attention,peer,user,first,prefill}
 for s in ${steps//,/ }; do
     case $s in
         model) step 1_model.txt 120 python3 benchmarks/model_h200.py --out /tmp/model_h200.json
@@ -25,6 +25,9 @@ for s in ${steps//,/ }; do
         decode) step 2_profile.txt 120 python3 benchmarks/model_profile.py --prompt 16 --depth 4096 --barriers --folds ;;
         prefill) step 2_profile.txt 80 python3 benchmarks/model_profile.py --prompt 512 --depth 0 ;;
         quant) step 3_quant.txt 100 python3 benchmarks/quant_h200.py --out /tmp/quant_h200.json ;;
+        # the fused attention combine (docs/attention.md) beside the two launches: whether to turn FUSED_COMBINE on
+        fused) step 4_attention.txt 60 python3 benchmarks/attention_h200.py /tmp/att_fused --cases "$GGML_CASES" \
+                   --fused --no-parity --no-arithmetic --reps 10 ;;
         attention) step 4_attention.txt 120 python3 benchmarks/attention_h200.py /tmp/att --cases "$GGML_CASES" \
                        --max-configs 1 --per-tile 0 --no-parity --no-arithmetic ;;
         peer) step 5_peer.txt 90 python3 benchmarks/llama_peer.py /tmp/lp ;;

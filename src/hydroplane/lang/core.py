@@ -188,6 +188,17 @@ def barrier(*, _semantic):
 
 
 @builtin
+def fence(order, *, _semantic):
+    """A memory fence over buffer memory at device scope (QueueFamily, the scope of buffer atomics), for workgroups
+    that hand data to each other through an atomic: "release" (this invocation's earlier buffer writes, and those
+    a barrier() ordered before it, made available to the device and ordered before its later atomics), "acquire"
+    (its later buffer reads see what the workgroups whose releases its earlier atomics observed wrote before
+    them) or "acq_rel" (both). The writer: stores, barrier(), fence("release"), atomic; the reader: atomic,
+    fence("acquire"), loads (docs/language.md)."""
+    _semantic.fence(order)
+
+
+@builtin
 def shared_array(dtype, length, *, _semantic):
     """A workgroup-shared array of `length` (constexpr) elements of `dtype`; index it like a buffer."""
     return _semantic.shared_array(dtype, length)

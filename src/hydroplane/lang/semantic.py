@@ -172,6 +172,12 @@ BUILTIN_VECTORS = ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId", "Nu
 BUILTIN_SCALARS = ("LocalInvocationIndex", "SubgroupLocalInvocationId", "SubgroupSize", "SubgroupId",
                    "NumSubgroups")
 SHARED_ALIGNMENT = 16  # bytes: every shared array's size is a multiple, so each one starts 16-byte aligned
+FENCE_ORDERS = {  # fence(order): the semantics of its OpMemoryBarrier (buffer memory, QueueFamily scope)
+    "release": MemorySemantics.Release | MemorySemantics.UniformMemory | MemorySemantics.MakeAvailable,
+    "acquire": MemorySemantics.Acquire | MemorySemantics.UniformMemory | MemorySemantics.MakeVisible,
+    "acq_rel": (MemorySemantics.AcquireRelease | MemorySemantics.UniformMemory | MemorySemantics.MakeAvailable
+                | MemorySemantics.MakeVisible),
+}
 NON_PRIVATE = "NonPrivatePointer"  # Vulkan memory model: the access takes part in barriers' ordering
 
 
@@ -674,6 +680,14 @@ class Semantic:
                      | MemorySemantics.MakeAvailable | MemorySemantics.MakeVisible)
         workgroup = self.b.scope("Workgroup")
         self.b.emit(Op.ControlBarrier, workgroup, workgroup, self.b.u32(int(semantics)))
+
+    def fence(self, order) -> None:
+        """OpMemoryBarrier at QueueFamily scope on buffer (Uniform) memory: a release makes the invocation's earlier
+        non-private buffer writes (and those made available to it by a workgroup barrier) available at that scope,
+        an acquire makes what is available there visible to its later reads (Vulkan memory model)."""
+        if not isinstance(order, str) or order not in FENCE_ORDERS:
+            raise SemanticError(f"fence takes \"release\", \"acquire\" or \"acq_rel\", not {order!r}")
+        self.b.emit(Op.MemoryBarrier, self.b.scope("QueueFamily"), self.b.u32(int(FENCE_ORDERS[order])))
 
     def atomic(self, op: str, memory, index, value, comparator=None) -> Value:
         if not isinstance(memory, BufferRef | SharedArray):

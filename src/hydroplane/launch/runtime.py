@@ -324,6 +324,7 @@ class DeviceRuntime:
                 if buf.closed:  # its array and the buffer were one garbage cycle: the collector finalized both,
                     continue    # the array's finalizer pooling the buffer its own then closed
                 buf._hp_released = False  # a new owner: no graph's release of the old one applies to it
+                buf._hp_zero_after_fault = False  # nor the old owner's zero_after_fault
                 return buf
             try:
                 buf = self.executor.buffer(nbytes)
@@ -335,6 +336,15 @@ class DeviceRuntime:
             self._made += 1
             buf._hp_made = self._made
             return buf
+
+    def zero_after_fault(self, buf) -> None:
+        """Zero the whole buffer `buf` (one `alloc` made) whenever a dispatch that binds it stops midway by raising:
+        on the reference executor a diagnostic, the time limit or Ctrl-C inside an eager launch, a planned one or a
+        graph's replay, which would leave the counts of the workgroups that had arrived (the fused attention
+        combine's counters, which every finished call leaves at zero). A Vulkan dispatch does not stop midway: a
+        fault there is a lost device, after which nothing of the runtime runs again. Until `alloc` hands the
+        buffer to another owner."""
+        buf._hp_zero_after_fault = True
 
     def trim(self) -> None:
         """Destroy the pooled buffers (their memory goes back to the driver), once the queued work is done (a
@@ -591,7 +601,11 @@ class DeviceRuntime:
             for b in bound:
                 self.capture.buffers[id(b.buffer)] = b.buffer
             return
-        self.executor.dispatch(kernel, grid, buffers, push)
+        try:
+            self.executor.dispatch(kernel, grid, buffers, push)
+        except BaseException:
+            _zero_faulted(b.buffer for b in bound)
+            raise
 
     def _transfer(self, fn, reads, writes, keep, label) -> None:
         reads, writes = list(reads), list(writes)
@@ -866,8 +880,12 @@ class Graph:
             if rt.capture is not None:
                 raise CaptureError("replay() inside a capture: replay the graph before or after it")
             if rt.stream is None:
-                for kernel, grid, buffers, push in self.steps:
-                    rt.executor.dispatch(kernel, grid, buffers, push)
+                try:
+                    for kernel, grid, buffers, push in self.steps:
+                        rt.executor.dispatch(kernel, grid, buffers, push)
+                except BaseException:
+                    _zero_faulted(self.buffers.values())
+                    raise
                 return
             seq = rt.stream.submit_recorded(self.commands, keep=(self,), labels=self.labels)
             self.last_seq = seq
@@ -931,6 +949,13 @@ def capture(device=None):
         raise
     rt.capture = None
     graph.end()
+
+
+def _zero_faulted(buffers) -> None:
+    """The buffers marked by zero_after_fault among those of a reference dispatch that raised, zeroed."""
+    for buf in buffers:
+        if getattr(buf, "_hp_zero_after_fault", False):
+            buf.data[:] = 0
 
 
 def ref_window(buf, offset: int, nbytes: int):

@@ -327,7 +327,8 @@ class Model:
         plan = self._attention_plans.get(problem)
         if plan is None:
             target = self.runtime.executor.target
-            plan = self._attention_plans[problem] = attention_plan(problem, default_config(problem, target), target)
+            config = replace(default_config(problem, target), fused=False)  # (the combine: its own pass or the
+            plan = self._attention_plans[problem] = attention_plan(problem, config, target)  # GEMV's prologue)
         if c.head_dim_v != c.head_dim or plan.main.constexprs.get("QROUNDS", 1) != 1:
             return None
         fold = fold and plan.combine is not None

@@ -432,7 +432,9 @@ def _words(x):
 class PreparedAttention:
     """One attention call bound on an executor (`launch.prepared.prepare` per pass): the inputs (NumPy arrays are
     copied in, DeviceArrays bound as they are), the output (poisoned when the call makes it), the decode path's
-    partial results; `dispatch`, `read`, `time`, `close`."""
+    partial results, and with the fused combine its arrival counters (made zeroed, left at zero by every call,
+    zeroed again by the runtime after a dispatch that raised midway: docs/attention.md); `dispatch`, `read`,
+    `time`, `close`."""
 
     def __init__(self, executor, plan: AttentionPlan, inputs: dict, out: DeviceArray | None = None):
         self.executor, self.plan = executor, plan
@@ -446,7 +448,7 @@ class PreparedAttention:
             if out is None:
                 out = self._device_array(self.poison)
             self.out = out
-            if plan.combine is None:
+            if not plan.partial_o:
                 partial_o = stats = self._device_array(np.zeros(4, np.float32))
             else:
                 partial_o = self._device_array(np.full(plan.partial_o, POISON, np.float32))
@@ -454,20 +456,29 @@ class PreparedAttention:
             main = {"q4": _words(inputs["q"]), "k4": _words(inputs["k"]), "v4": _words(inputs["v"]),
                     "out4": _words(out if plan.combine is None else stats), "o_part4": _view(partial_o, np.uint32),
                     "ml_part": stats, **plan.main.scalars}
+            aliases = {}
+            if plan.counters:  # the fused combine's arrival counts: zeroed once here, left at zero by every call
+                counters = self._device_array(np.zeros(plan.counters, np.int32))
+                runtime_of(executor).zero_after_fault(counters.buffer)  # (a call that raises midway: docs)
+                main["counters"] = counters
+            else:
+                aliases["counters"] = "ml_part"  # not read
             kv_len = inputs.get("kv_len")
             if kv_len is not None:  # the keys in use, read by both passes (a NumPy one copied in once, shared)
                 if not isinstance(kv_len, DeviceArray):
                     kv_len = self._device_array(kv_len)
                 self.kv_len = kv_len
                 main["kv_valid"] = kv_len
-            aliases = None if kv_len is not None else {"kv_valid": "ml_part"}  # unread without device_kv_len
+            else:
+                aliases["kv_valid"] = "ml_part"  # unread without device_kv_len
             self.passes.append(self._prepare(plan.main, main, aliases))
             if plan.combine is not None:
                 combine = {"o_part": partial_o, "ml_part": stats, "out": _view(out, self.out_dtype),
                            **plan.combine.scalars}
                 if kv_len is not None:
                     combine["kv_valid"] = kv_len
-                self.passes.append(self._prepare(plan.combine, combine, aliases))
+                self.passes.append(self._prepare(plan.combine, combine,
+                                                 None if kv_len is not None else {"kv_valid": "ml_part"}))
         except BaseException:
             self.close()
             raise

@@ -34,6 +34,7 @@ from hydroplane.ref.layout import size_of, value_dtype, value_shape
 from hydroplane.ref.memory import Region, buffer_address
 from hydroplane.ref.program import Program
 from hydroplane.ref.values import Cell, Pointer
+from hydroplane.ref.visibility import Visibility
 from hydroplane.spirv import types as T
 from hydroplane.spirv.enums import BuiltIn, StorageClass
 
@@ -197,6 +198,7 @@ class Executor:
         if self.time_limit is not None:
             self.options["deadline"] = (time.monotonic() + self.time_limit, self.time_limit)
         constants = kernel.program.constants
+        visibility = Visibility(grid, total) if self.checks and kernel.program.device_sync else None
         if kernel.program.dispatch_constants:
             one_workgroup = Lanes(sg, kernel.local_size, np.zeros((1, 3), np.uint32), grid)
             constants = for_dispatch(kernel.program, one_workgroup, self.options)
@@ -207,6 +209,9 @@ class Executor:
             ctx.memory.local_index = lanes.local_index
             ctx.memory.subgroup_size = lanes.subgroup_size
             ctx.memory.checks = self.checks
+            if visibility is not None:  # buffer memory handed between workgroups: ordered by release and acquire
+                visibility.batch(start, lanes.workgroup)
+                ctx.memory.visibility = visibility
             ctx.memory.psb_regions = [Region(f"buffer @{b.address:#x}", "PhysicalStorageBuffer", b.nbytes,
                                              data=b.data.reshape(1, -1)) for b in self.buffers]
             try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from hydroplane.ref.errors import InvalidModuleError
+from hydroplane.ref.visibility import BUFFER_STORAGE
 
 PSB_REGION_SHIFT = 40  # PhysicalStorageBuffer address = (region number + 1) << 40 | byte offset
 MAX_REGION_BYTES = 1 << 30
@@ -110,6 +111,7 @@ class Memory:
         self.subgroup_size = 1 << 30
         self._accessors_kept: list[tuple[np.ndarray, _Accessors]] = []  # (lanes, their accessors), newest last
         self._every_lane_accessors: _Accessors | None = None  # of lanes 0, 1, ..., all lanes of the batch
+        self.visibility = None  # a ref.visibility.Visibility: buffer memory handed between workgroups is checked
 
     # -- bounds -------------------------------------------------------------------------
     def _in_bounds(self, region: Region, offsets: np.ndarray, itemsize: int, lanes, what: str) -> np.ndarray | None:
@@ -141,6 +143,10 @@ class Memory:
         if region.track and self.checks:
             self._track(region, rows, offsets, dtype.itemsize, lanes, write=False, skip=bad, aligned=aligned,
                         flat=flat)
+        elif self.visibility is not None and region.storage in BUFFER_STORAGE and lanes is not None:
+            keep = slice(None) if bad is None else ~bad
+            self.visibility.read(region, offsets[keep], dtype.itemsize, np.broadcast_to(lanes, offsets.shape)[keep],
+                                 self.diagnose)
         out = self._gather(region, rows, offsets, dtype, aligned, flat)
         if bad is not None:
             out = np.where(bad, np.zeros((), dtype), out)
@@ -172,6 +178,8 @@ class Memory:
         if region.track and self.checks:
             self._track(region, rows, offsets, dtype.itemsize, lanes, write=True, skip=None, aligned=aligned,
                         flat=flat)
+        elif self.visibility is not None and region.storage in BUFFER_STORAGE and lanes is not None:
+            self.visibility.write(region, offsets, dtype.itemsize, np.broadcast_to(lanes, offsets.shape))
         self._scatter(region, rows, offsets, values, aligned, flat)
 
     def _physical(self, addresses: np.ndarray, lanes, access, dtype):

@@ -6,9 +6,10 @@ import numpy as np
 
 from hydroplane.ref.access import load_value, store_value
 from hydroplane.ref.layout import array_stride, matrix_stride, member_offsets, size_of, value_dtype
-from hydroplane.ref.memory import PSB, SUBGROUP_ORDERED
+from hydroplane.ref.memory import PSB, PSB_REGION_SHIFT, SUBGROUP_ORDERED
 from hydroplane.ref.ops import Op, register
 from hydroplane.ref.values import Pointer, as_signed, as_unsigned, reinterpret
+from hydroplane.ref.visibility import BUFFER_STORAGE, DEVICE_SCOPES
 from hydroplane.spirv import types as T
 from hydroplane.spirv.enums import Scope
 
@@ -156,6 +157,8 @@ def _atomic(ctx, ptr: Pointer, dtype, update, values: list):
         if bad is not None:
             keep = ~bad
             lanes, offs, rows, vals = lanes[keep], offs[keep], rows[keep], [v[keep] for v in vals]
+    if mem.visibility is not None and (region is PSB or region.storage in BUFFER_STORAGE):
+        _hand_over(ctx, mem, region, lanes, offs)
     key = rows.astype(np.int64) * (1 << 40) + offs
     if len(np.unique(key)) == len(key):
         old = mem.read(region, rows, offs, dtype, None) if region is not PSB else mem.read(PSB, 0, offs, dtype, lanes)
@@ -170,6 +173,22 @@ def _atomic(ctx, ptr: Pointer, dtype, update, values: list):
         _atomic_write(mem, region, r, o, np.asarray(new, dtype), lanes[i:i + 1])
         out[lane] = old[0]
     return out
+
+
+def _hand_over(ctx, mem, region, lanes, offs) -> None:
+    """The atomic's part in the order of buffer memory between workgroups (ref.visibility), lane by lane in lane
+    order (the order the executor serialises them in). Every atomic's semantics are its third operand."""
+    inst = ctx.inst
+    semantics = ctx.const_int(inst.args[2])
+    reads, writes = inst.opcode != Op.AtomicStore, inst.opcode != Op.AtomicLoad
+    for lane, offset in zip(lanes.tolist(), offs.tolist()):
+        target = region
+        if region is PSB:
+            which = (offset >> PSB_REGION_SHIFT) - 1
+            if not 0 <= which < len(mem.psb_regions):
+                continue
+            target, offset = mem.psb_regions[which], offset & ((1 << PSB_REGION_SHIFT) - 1)
+        mem.visibility.atomic(target, offset, lane, semantics, reads, writes, reads and writes)
 
 
 def _atomic_write(mem, region, rows, offs, values, lanes):
@@ -256,10 +275,17 @@ def check_uniform(ctx, scope: int, what: str) -> None:
                      f"{len(missing_lanes)} invocations of the {name} did not reach it (listed)", missing_lanes)
 
 
+def _device_fence(ctx, scope: int, semantics_id: int) -> None:
+    """A barrier's or fence's release and acquire of buffer memory at device scope (ref.visibility)."""
+    if ctx.memory.visibility is not None and scope in DEVICE_SCOPES:
+        ctx.memory.visibility.fence(ctx.active_lanes(), ctx.const_int(semantics_id))
+
+
 @register(Op.ControlBarrier)
 def _control_barrier(ctx, inst):
     scope = ctx.const_int(inst.args[0])
     check_uniform(ctx, scope, "OpControlBarrier")
+    _device_fence(ctx, ctx.const_int(inst.args[1]), inst.args[2])
     if scope in (Scope.Workgroup, Scope.Device, Scope.CrossDevice):
         rows = np.flatnonzero(ctx.lanes.by_workgroup(ctx.mask).any(axis=1))
         for region in ctx.memory.tracked_regions:
@@ -279,4 +305,4 @@ def _control_barrier(ctx, inst):
 
 @register(Op.MemoryBarrier)
 def _memory_barrier(ctx, inst):
-    pass
+    _device_fence(ctx, ctx.const_int(inst.args[0]), inst.args[1])

@@ -18,6 +18,7 @@ from hydroplane.ref.errors import InvalidModuleError, UnsupportedInstructionErro
 from hydroplane.ref.handlers import handler_for
 from hydroplane.ref.instruction import Instr
 from hydroplane.ref.layout import has_layout
+from hydroplane.ref.visibility import DEVICE_SCOPES
 from hydroplane.spirv import binary, grammar
 from hydroplane.spirv import types as T
 from hydroplane.spirv.disassembler import InstructionPrinter
@@ -124,6 +125,31 @@ class Program:
     def decoration(self, target: int, name: str):
         """The parameters of decoration `name` on `target` (a list, [] when it has none), or None."""
         return self.decorations.get(target, {}).get(name)
+
+    @property
+    def device_sync(self) -> bool:
+        """Whether the module's workgroups may hand buffer memory to each other: an atomic on a buffer, or a barrier
+        or fence whose memory scope reaches the device (ref.visibility checks such dispatches)."""
+        found = self.__dict__.get("_device_sync")
+        if found is None:
+            found = self._device_sync = self._find_device_sync()
+        return found
+
+    def _find_device_sync(self) -> bool:
+        buffers = (StorageClass.StorageBuffer, StorageClass.PhysicalStorageBuffer, StorageClass.Uniform)
+        pointers = {v.result_id: v.type for v in self.global_variables}
+        for fn in self.functions.values():
+            for block in fn.blocks.values():
+                for inst in block.body:
+                    if inst.opcode in (Op.MemoryBarrier, Op.ControlBarrier):
+                        scope = inst.args[0] if inst.opcode == Op.MemoryBarrier else inst.args[1]
+                        if self.constants.get(scope) is not None and self.const_int(scope) in DEVICE_SCOPES:
+                            return True
+                    elif inst.name.startswith("OpAtomic") and inst.args:
+                        t = self.value_types.get(inst.args[0]) or pointers.get(inst.args[0])
+                        if isinstance(t, T.Pointer) and t.storage in buffers:
+                            return True
+        return False
 
     def const_int(self, ident: int) -> int:
         """The integer value of a scalar constant id (scopes, semantics, lengths)."""

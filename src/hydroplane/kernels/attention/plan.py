@@ -168,7 +168,10 @@ class AttentionConfig:
     decode path's main pass without cooperative matrices, for heads of at most 4 rows (grouped: a KV head's query
     rows): kernels/attention/scalar.py; subgroups per workgroup, key_tiles keys whose loads a key group issues
     together, splits the keys' ranges (each key group's own); tile, query_tiles and pad unused; always two passes;
-    the default where one query row a head meets keys of SCALAR_LEADS_HEAD_DIMS, elsewhere only with SCALAR_DECODE)."""
+    the default where one query row a head meets keys of SCALAR_LEADS_HEAD_DIMS, elsewhere only with SCALAR_DECODE),
+    fused (where the keys are split: no combining pass, the last workgroup of each block to arrive at a counter
+    merges the splits, the same bits; measured slower on an H100, 2026-12-06: never the default unless
+    FUSED_COMBINE)."""
 
     tile: tuple[int, int, int] = (16, 16, 16)
     subgroups: int = 4
@@ -181,6 +184,7 @@ class AttentionConfig:
     q_rounds: int = 1  # the Q block staged through shared memory in this many parts (head dim 256, 8 subgroups)
     column_split: bool = False  # the subgroups share the query tiles and the keys, each its own columns of O
     scalar: bool = False  # the scalar decode main pass (no cooperative matrices; at most 4 rows per head)
+    fused: bool = False  # the splits merged by the last workgroup to arrive (no combining pass)
 
     def __post_init__(self):
         if len(self.tile) != 3 or any(not isinstance(t, int) or t < 1 for t in self.tile):
@@ -218,7 +222,8 @@ class AttentionConfig:
                     "loaded at a time")
             if self.grouped:
                 text += ", query heads grouped per KV head"
-            return text + (f", {self.splits} KV splits" if self.splits else "")
+            text += f", {self.splits} KV splits" if self.splits else ""
+            return text + (", combined by the last workgroup (fused)" if self.fused else "")
         bm, bn = self.block
         qt, sn, qk = self.tile
         text = (f"tiles {qt}x{sn}x{qk}: block {bm} queries x {bn} keys, {self.subgroups} "
@@ -235,6 +240,8 @@ class AttentionConfig:
             text += ", query heads grouped per KV head"
         if self.splits > 1:
             text += f", {self.splits} KV splits (decode path)"
+        if self.fused:
+            text += ", combined by the last workgroup (fused)"
         return text
 
     def to_dict(self) -> dict:
@@ -260,7 +267,9 @@ class Pass:
 
 @dataclass(frozen=True)
 class AttentionPlan:
-    """The main pass and, on the decode path, the combining pass with the partial results' sizes (f32 elements)."""
+    """The main pass and, on the decode path, the combining pass with the partial results' sizes (f32 elements);
+    with the fused combine (config.fused) no combining pass but `counters` arrival counts (int32, zero between
+    calls: the plan's user makes them zeroed once and keeps them with the plan)."""
 
     problem: AttentionProblem
     config: AttentionConfig
@@ -268,6 +277,7 @@ class AttentionPlan:
     combine: Pass | None = None
     partial_o: int = 0  # f32 elements of the split results (0 without splits)
     partial_stats: int = 0
+    counters: int = 0  # int32 arrival counters of the fused combine (0 without it)
 
     @property
     def splits(self) -> int:
@@ -336,7 +346,8 @@ def check_config(problem: AttentionProblem, config: AttentionConfig, target: Tar
         raise AttentionError(f"{threads} invocations per workgroup; {target.name} allows "
                              f"{target.max_workgroup_invocations}")
     shared = 16 * source.shared_chunks(d, config.pad, config.subgroups, config.query_tiles, qt, sn, config.key_tiles,
-                                       config.key_split, config.q_rounds, config.column_split)
+                                       config.key_split, config.q_rounds, config.column_split,
+                                       source.combine_lanes(d) if config.fused else 0)
     if shared > target.shared_memory:
         raise AttentionError(f"the configuration needs {shared} bytes of shared memory; {target.name} has "
                              f"{target.shared_memory}")
@@ -370,6 +381,10 @@ SCALAR_LEADS_HEAD_DIMS = frozenset({128})  # ... and, with SCALAR_DECODE False, 
 # these head dims: measured on an H100 (2026-12-06 05:30 UTC, docs/perf.md; attention_h200.py, ggml's decode cases)
 # at 14.6, 17.0 and 38.5 us against 16.2, 21.3 and 39.2 for the matrix path's default at d128 h8 kv4096, h32 on 8
 # KV heads kv4096 and h8 kv16384; head dims 64 and 256 and several query rows were not measured (the matrix path)
+FUSED_COMBINE = False  # True: candidate_configs gives every configuration that splits the keys the fused combine
+# (config.fused: no combining pass; the last split workgroup to arrive merges, the same bits). Measured slower on an
+# H100 (2026-12-06 05:30 UTC, its first form, one merge chain an invocation): +3% to +153% against the same
+# configuration with the combining pass at ggml's three d128 decode cases (docs/perf.md)
 SCALAR_KEY_GROUPS = 2048  # the scalar pass's splits: about this many key groups in all (unmeasured; the H200 holds
 # about 3000 of them at once at head dim 128, each with key_tiles rows of K and V in flight)
 SCALAR_MERGES_PER_LANE = 8  # the combining pass after the scalar pass: lanes added until each merges at most this many
@@ -456,11 +471,20 @@ def scalar_plan(problem: AttentionProblem, config: AttentionConfig, target: Targ
     scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
                "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
                "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
-    main = Pass(scalar.attention_scalar, constexprs, (workgroups, heads, problem.batch), scalars)
     partial = problem.batch * heads * splits * rows
+    lanes = scalar_combine_lanes(problem.head_dim, splits, target)
+    if config.fused:  # one pass: the last workgroup of a head merges its splits, with the combining pass's lanes
+        shared = 16 * scalar.fused_shared(rows, problem.head_dim, lanes)
+        if shared > target.shared_memory:
+            raise AttentionError(f"the fused combine needs {shared} bytes of shared memory; {target.name} has "
+                                 f"{target.shared_memory}")
+        constexprs.update(FUSED=True, LANES=lanes)
+        main = Pass(scalar.attention_scalar, constexprs, (workgroups, heads, problem.batch), scalars)
+        return AttentionPlan(problem, replace(config, splits=splits), main, None, partial * problem.head_dim,
+                             partial * 2, problem.batch * heads)
+    main = Pass(scalar.attention_scalar, constexprs, (workgroups, heads, problem.batch), scalars)
     return AttentionPlan(problem, replace(config, splits=splits), main,
-                         combine_pass(problem, config, rows, heads, splits, split_len,
-                                      scalar_combine_lanes(problem.head_dim, splits, target)),
+                         combine_pass(problem, config, rows, heads, splits, split_len, lanes),
                          partial * problem.head_dim, partial * 2)
 
 
@@ -504,10 +528,16 @@ def attention_plan(problem: AttentionProblem, config: AttentionConfig, target: T
     scalars = {"S_Q": rows, "S_KV": problem.kv_len, "HEADS": heads,
                "KV_HEADS": heads if config.grouped else problem.kv_heads, "SPLITS": splits, "SPLIT_LEN": split_len,
                "scale": problem.softmax_scale, "WINDOW": problem.window or 0, "Q_LEN": problem.q_len}
-    main = Pass(source.attention, constexprs, (q_blocks * splits, heads, problem.batch), scalars)
     if splits == 1:
-        return AttentionPlan(problem, config, main)
+        return AttentionPlan(problem, replace(config, fused=False),
+                             Pass(source.attention, constexprs, (q_blocks, heads, problem.batch), scalars))
     partial = problem.batch * heads * splits * rows
+    if config.fused:  # one pass: the last workgroup of each query block merges its splits (no combining pass)
+        constexprs.update(FUSED=True, LANES=source.combine_lanes(problem.head_dim))
+        main = Pass(source.attention, constexprs, (q_blocks * splits, heads, problem.batch), scalars)
+        return AttentionPlan(problem, replace(config, splits=splits), main, None, partial * problem.head_dim,
+                             partial * 2, problem.batch * heads * q_blocks)
+    main = Pass(source.attention, constexprs, (q_blocks * splits, heads, problem.batch), scalars)
     return AttentionPlan(problem, replace(config, splits=splits), main,
                          combine_pass(problem, config, rows, heads, splits, split_len), partial * problem.head_dim,
                          partial * 2)
@@ -594,7 +624,24 @@ def candidate_configs(problem: AttentionProblem, target: Target) -> list[Attenti
                 c.subgroups != 1 and not c.column_split or c.splits != 0
 
         runnable.sort(key=rank)
+    if FUSED_COMBINE:  # every configuration that splits the keys merges them in its last workgroup
+        runnable = [fused for fused in (replace(c, fused=True) if splitting(problem, c) else c for c in runnable)
+                    if fits(problem, fused, target)]
     return runnable
+
+
+def splitting(problem: AttentionProblem, config: AttentionConfig) -> bool:
+    """Whether the configuration's plan splits the keys (the scalar pass always does)."""
+    return config.scalar or config.splits > 1 or (config.splits == 0 and auto_splits(problem, config) > 1)
+
+
+def fits(problem: AttentionProblem, config: AttentionConfig, target: Target) -> bool:
+    """Whether attention_plan makes a plan of the configuration on the target (refusing nothing)."""
+    try:
+        attention_plan(problem, config, target)
+    except AttentionError:
+        return False
+    return True
 
 
 def grouped_configs(problem: AttentionProblem, tile) -> list[AttentionConfig]:

@@ -13,7 +13,16 @@ O, maximum and sum only where its range holds a key one of its rows sees (the co
 the language and source.py.
 """
 
-from hydroplane.kernels.attention.source import START, V4, V4F, WIDE, exp_of, scaled_score
+from hydroplane.kernels.attention.source import (
+    START,
+    V4,
+    V4F,
+    WIDE,
+    combine_slot,
+    combined_by_last,
+    exp_of,
+    scaled_score,
+)
 from hydroplane.lang import (
     Buffer,
     bf16,
@@ -30,6 +39,7 @@ from hydroplane.lang import (
     minimum,
     readonly,
     s32,
+    shared_array,
     static_assert,
     static_range,
     subgroup_id,
@@ -42,6 +52,7 @@ from hydroplane.lang import (
 )
 
 MAX_ROWS = 4  # query rows per head (a constexpr): each lane holds each row's q and O slice in registers
+FUSED_SHARED = 1024  # V4s (16 KiB) of shared memory for the fused combine's rows (at least one row's slot)
 
 
 def scalar_lanes(head_dim: int, subgroup_size: int) -> int:
@@ -51,6 +62,13 @@ def scalar_lanes(head_dim: int, subgroup_size: int) -> int:
 
 def scalar_threads(constexprs: dict) -> int:
     return constexprs["NSG"] * constexprs["SG"]
+
+
+def fused_shared(R, D, LANES) -> int:  # noqa: N803
+    """V4s of the scalar pass's shared array for the fused combine: the slots of the rows that fit FUSED_SHARED
+    (at least one row's, at most R)."""
+    slot = combine_slot(D, LANES)
+    return slot * max(1, min(R, FUSED_SHARED // slot))
 
 
 @func
@@ -93,16 +111,18 @@ def key_chunk(source, base, key, limit, chunk, CHUNKS: constexpr):
 @kernel_source(local_size=scalar_threads, name="attention_scalar")
 def attention_scalar(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4, readonly], out4: Buffer[V4],
                      o_part4: Buffer[V4], ml_part: Buffer[f32], kv_valid: Buffer[s32, readonly],
-                     S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale: f32,
-                     WINDOW: s32, Q_LEN: s32, IN: constexpr, D: constexpr, R: constexpr, LK: constexpr,
-                     NSG: constexpr, SG: constexpr, U: constexpr, CAUSAL: constexpr = False,
-                     WINDOWED: constexpr = False, GROUPED: constexpr = False, KV_DEVICE: constexpr = False):
-    """Grid (workgroup splits, HEADS, batch); the parameters are `source.attention`'s (out4 unused: the decode path
-    always ends in the combining pass). R = S_Q rows per head (GROUPED: HEADS = KV_HEADS are the KV heads and a head's
-    rows its query heads' Q_LEN queries each, row r query r % Q_LEN); key group g of subgroup s of workgroup w is
-    split (w * NSG + s) * (SG / LK) + g of SPLITS, keys [split * SPLIT_LEN, + SPLIT_LEN). KV_DEVICE: the keys in use
-    are kv_valid[0] clamped to 0 .. S_KV (the causal diagonal aligned to it); WINDOWED: keys WINDOW or more before a
-    query's position masked."""
+                     counters: Buffer[s32], S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32,
+                     SPLIT_LEN: s32, scale: f32, WINDOW: s32, Q_LEN: s32, IN: constexpr, D: constexpr, R: constexpr,
+                     LK: constexpr, NSG: constexpr, SG: constexpr, U: constexpr, CAUSAL: constexpr = False,
+                     WINDOWED: constexpr = False, GROUPED: constexpr = False, KV_DEVICE: constexpr = False,
+                     FUSED: constexpr = False, LANES: constexpr = 1):
+    """Grid (workgroup splits, HEADS, batch); the parameters are `source.attention`'s (out4 and counters unused
+    without FUSED: the decode path ends in the combining pass; FUSED: the last workgroup of a head to arrive at
+    counters[batch, head] merges its splits into out4, `source.combined_by_last`). R = S_Q rows per head
+    (GROUPED: HEADS = KV_HEADS are the KV heads and a head's rows its query heads' Q_LEN queries each, row r query
+    r % Q_LEN); key group g of subgroup s of workgroup w is split (w * NSG + s) * (SG / LK) + g of SPLITS, keys
+    [split * SPLIT_LEN, + SPLIT_LEN). KV_DEVICE: the keys in use are kv_valid[0] clamped to 0 .. S_KV (the causal
+    diagonal aligned to it); WINDOWED: keys WINDOW or more before a query's position masked."""
     CHUNKS = D // WIDE  # V4s in a row
     CPL = CHUNKS // LK  # this lane's chunks of a row
     KG = SG // LK  # key groups per subgroup
@@ -127,7 +147,14 @@ def attention_scalar(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buf
         lowest = maximum(diagonal - WINDOW + 1, 0)
     group_keys = NSG * KG * SPLIT_LEN  # the workgroup's keys
     first_key = workgroup_id(0) * group_keys
+    if FUSED:  # the rows' slots of the fused combine
+        SH = fused_shared(R, D, LANES)
+        sh = shared_array(V4, SH)
     if maximum(first_key, lowest) >= minimum(first_key + group_keys, kv_end):
+        if FUSED:  # it arrives all the same (and, the last, merges the others' splits)
+            combined_by_last(sh, SH, o_part4, ml_part, out4, counters, batch * HEADS + head, SPLITS // (NSG * KG),
+                             (batch * HEADS + head) * SPLITS, 0, S_Q, q_base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW,
+                             Q_LEN, IN, D, LANES, R, NSG * SG, CAUSAL, WINDOWED, GROUPED)
         return  # none of its splits holds a key its rows see: the combining pass reads none of them
     lo = maximum(split * SPLIT_LEN, lowest)
     hi = minimum(split * SPLIT_LEN + SPLIT_LEN, kv_end)
@@ -198,3 +225,7 @@ def attention_scalar(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buf
             if part == 0:
                 ml_part[at * 2] = row_max[r]
                 ml_part[at * 2 + 1] = row_sum[r]
+    if FUSED:
+        combined_by_last(sh, SH, o_part4, ml_part, out4, counters, batch * HEADS + head, SPLITS // (NSG * KG),
+                         (batch * HEADS + head) * SPLITS, 0, S_Q, q_base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW,
+                         Q_LEN, IN, D, LANES, R, NSG * SG, CAUSAL, WINDOWED, GROUPED)

@@ -9,6 +9,9 @@
   type, then `coop.convert_use`) and accumulates O += P V. At the end O is divided by the row sum. SPLIT (the
   decode path, flash-decoding) instead writes each split's unnormalised O and its row maximum and sum (f32).
 - `attention_combine(IN)`: the second pass of the decode path: per output row the splits' partial results merged.
+  FUSED (the main pass's constexpr, `plan.FUSED_COMBINE`): no second pass; every split's workgroup arrives at a
+  counter after writing its partial results and the last to arrive merges them (`combined_by_last`), with the
+  combining pass's own code (`merge_splits`, `lane_to_shared`, `lanes_merged`): the same bits.
 
 Every buffer of the main kernel is a view of 16-byte elements (`vector_type(u32, 4)`): Q, K and V rows (D elements
 of 16 bits, D a multiple of 16) are read as chunks, the output tiles stored through the view (its alignment known to
@@ -27,6 +30,8 @@ from dataclasses import dataclass
 
 from hydroplane.lang import (
     Buffer,
+    atomic_add,
+    atomic_exchange,
     barrier,
     bitcast,
     constexpr,
@@ -34,6 +39,7 @@ from hydroplane.lang import (
     exp2,
     f16,
     f32,
+    fence,
     func,
     kernel_source,
     lane_id,
@@ -215,14 +221,37 @@ def block_rows(WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1, DSPLIT=False) -> tu
     return WM * SMQ * QT // QROUNDS, NS * SN
 
 
-def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1, DSPLIT=False) -> int:  # noqa: N803
+def shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT=False, QROUNDS=1, DSPLIT=False,  # noqa: N803
+                  FUSED_LANES=0) -> int:  # noqa: N803
     """V4s of the one shared array: the Q block (QROUNDS: a part of it at a time), or the K and V blocks, or the
     edge tiles' regions (KSPLIT: the subgroups share the query tiles and split each key block; their results meet
-    in D / SN + 1 tile regions)."""
+    in D / SN + 1 tile regions), or (FUSED_LANES: the fused combine's split lanes) one row's slot of the combine
+    in the last workgroup (`combine_slot`)."""
     lds = D // WIDE + PAD
     region = QT * SN // 4  # an f32 tile (the largest staged tile), per subgroup
     q_rows, keys = block_rows(WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT)
-    return max(q_rows * lds, 2 * keys * lds, WM * region, (D // SN + 1) * region if KSPLIT else 0)
+    return max(q_rows * lds, 2 * keys * lds, WM * region, (D // SN + 1) * region if KSPLIT else 0,
+               combine_slot(D, FUSED_LANES) if FUSED_LANES else 0)
+
+
+def combine_slot(D, LANES) -> int:  # noqa: N803
+    """V4s of shared memory a row takes while its split lanes are merged (`lane_to_shared`): LANES x D / 4 values
+    and LANES (maximum, sum) pairs."""
+    return LANES * (D // 4 + 1)
+
+
+FUSED_CHAINS = 8  # the fused combine's merges an invocation advances together (their loads in flight at once)
+
+
+def fused_chains(ITEMS, THREADS) -> int:  # noqa: N803
+    """Merges an invocation of the last workgroup advances together: FUSED_CHAINS, or fewer where the round has
+    fewer items per invocation."""
+    return max(1, min(FUSED_CHAINS, -(-ITEMS // THREADS)))
+
+
+def fused_rows(SH, ROWS, D, LANES) -> int:  # noqa: N803
+    """Rows the last workgroup merges at a time: as many as SH shared V4s hold (at least one), at most ROWS."""
+    return max(1, min(ROWS, SH // combine_slot(D, LANES)))
 
 
 def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False, QROUNDS=1, DSPLIT=False) -> int:  # noqa: N803
@@ -235,17 +264,21 @@ def register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT=False, QROUNDS=1, DSPLIT=
 
 @kernel_source(local_size=attention_threads, name="attention")
 def attention(q4: Buffer[V4, readonly], k4: Buffer[V4, readonly], v4: Buffer[V4, readonly], out4: Buffer[V4],
-              o_part4: Buffer[V4], ml_part: Buffer[f32], kv_valid: Buffer[s32, readonly],
+              o_part4: Buffer[V4], ml_part: Buffer[f32], kv_valid: Buffer[s32, readonly], counters: Buffer[s32],
               S_Q: s32, S_KV: s32, HEADS: s32, KV_HEADS: s32, SPLITS: s32, SPLIT_LEN: s32, scale: f32, WINDOW: s32,
               Q_LEN: s32, IN: constexpr, D: constexpr, QT: constexpr, SN: constexpr, QK: constexpr, WM: constexpr,
               SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr = 1, CAUSAL: constexpr = False,
               WINDOWED: constexpr = False, GROUPED: constexpr = False, SPLIT: constexpr = False,
               GUARD_KV: constexpr = True, DIRECT_P: constexpr = False, KSPLIT: constexpr = False,
-              QROUNDS: constexpr = 1, KV_DEVICE: constexpr = False, DSPLIT: constexpr = False):
-    """The main pass (attention_body) with Q read from q4."""
+              QROUNDS: constexpr = 1, KV_DEVICE: constexpr = False, DSPLIT: constexpr = False,
+              FUSED: constexpr = False, LANES: constexpr = 1):
+    """The main pass (attention_body) with Q read from q4. FUSED (with SPLIT): the splits combined by the last
+    workgroup of each query block to arrive (combined_by_last: `counters` holds one arrival count per (query block,
+    head, batch), zero between calls; LANES the combining pass's split lanes, for its merge order) into out4;
+    otherwise counters is not read."""
     attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEADS, KV_HEADS, SPLITS, SPLIT_LEN,
                    scale, WINDOW, Q_LEN, IN, D, QT, SN, QK, WM, SMQ, NS, SG, PAD, CAUSAL, WINDOWED, GROUPED, SPLIT,
-                   GUARD_KV, DIRECT_P, KSPLIT, QROUNDS, KV_DEVICE, DSPLIT, Q_FROM_BUFFER, ())
+                   GUARD_KV, DIRECT_P, KSPLIT, QROUNDS, KV_DEVICE, DSPLIT, Q_FROM_BUFFER, (), counters, FUSED, LANES)
 
 
 @dataclass(frozen=True)
@@ -274,7 +307,7 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
                    WM: constexpr, SMQ: constexpr, NS: constexpr, SG: constexpr, PAD: constexpr, CAUSAL: constexpr,
                    WINDOWED: constexpr, GROUPED: constexpr, SPLIT: constexpr, GUARD_KV: constexpr,
                    DIRECT_P: constexpr, KSPLIT: constexpr, QROUNDS: constexpr, KV_DEVICE: constexpr,
-                   DSPLIT: constexpr, QSRC: constexpr, extra):
+                   DSPLIT: constexpr, QSRC: constexpr, extra, counters, FUSED: constexpr, LANES: constexpr):
     """One block of BM = WM * SMQ * QT queries of one head against the keys of its split (all keys without SPLIT).
     GUARD_KV False (the launcher's promise: S_KV and SPLIT_LEN multiples of BN) compiles the KV bounds out.
     WINDOWED masks the keys WINDOW or more before a query's position and skips the key blocks every query of the
@@ -296,7 +329,9 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
     DIRECT_P converts P from the f32 scores to the input type's A use in one step (NV2's conversions), for a target
     that offers no accumulator of the input type; otherwise coop.convert, then coop.convert_use.
     QSRC (a QSource, with its `extra` arguments; Q_FROM_BUFFER: Q read from q4): Q made by another kernel's code,
-    one query per head (a decode step: Q_LEN 1, QROUNDS 1)."""
+    one query per head (a decode step: Q_LEN 1, QROUNDS 1). FUSED (with SPLIT): after its partial results (or, a
+    split without keys for its rows, instead of them) every workgroup arrives at counters[(batch, head, block)];
+    the last merges the block's rows into out4 (combined_by_last, LANES split lanes as the combining pass's)."""
     static_assert(D % QK == 0 and D % SN == 0 and QK % WIDE == 0 and SN % WIDE == 0,
                   "D is a multiple of the tiles QK and SN, which are multiples of 8")
     static_assert(not (KSPLIT and DSPLIT) and (not DSPLIT or (D // SN) % WM == 0),
@@ -320,7 +355,9 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
     static_assert(not QSRC.ON or QROUNDS == 1, "Q from a QSource: in one round")
     static_assert(QROUNDS == 1 or (not KSPLIT and not DSPLIT and WM % QROUNDS == 0),
                   "Q rounds of whole subgroups' rows")
-    smem = shared_array(V4, shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT))
+    static_assert(not FUSED or SPLIT, "FUSED combines the splits of the decode path")
+    SH = shared_chunks(D, PAD, WM, SMQ, QT, SN, NS, KSPLIT, QROUNDS, DSPLIT, LANES if FUSED else 0)
+    smem = shared_array(V4, SH)
     regs = local_array(V4, register_chunks(D, WM, SMQ, QT, SN, NS, SG, KSPLIT, QROUNDS, DSPLIT))
 
     sg = subgroup_id()
@@ -360,6 +397,11 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
     if QSRC.ON:
         QSRC.enter(extra, k4, v4, kv_head, kv_base, split * SPLIT_LEN, S_KV, SPLIT_LEN, SPLIT, D, THREADS, WM, QSRC)
     if SPLIT and blocks == 0:  # no key of this split for these rows: the combining pass does not read it
+        if FUSED:  # but it arrives (and, the last, merges the others)
+            combined_by_last(smem, SH, o_part4, ml_part, out4, counters,
+                             (batch * HEADS + head) * ((S_Q + BM - 1) // BM) + block, SPLITS,
+                             (batch * HEADS + head) * SPLITS, q0, minimum(q0 + BM, S_Q), q_base, kv_end, S_Q,
+                             SPLITS, SPLIT_LEN, WINDOW, Q_LEN, IN, D, LANES, BM, THREADS, CAUSAL, WINDOWED, GROUPED)
         return
 
     # The Q block (rows past S_Q zero) through shared memory into each subgroup's A tiles, kept for the whole loop.
@@ -541,6 +583,11 @@ def attention_body(q4, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEAD
             if stats_writer and lane < QT and row0 + lane < S_Q:
                 ml_part[stats_base + (row0 + lane) * 2 + 1] = bitcast(smem[region + lane * (SN // 4)][0], f32)
             barrier()
+    if FUSED:
+        combined_by_last(smem, SH, o_part4, ml_part, out4, counters,
+                         (batch * HEADS + head) * ((S_Q + BM - 1) // BM) + block, SPLITS,
+                         (batch * HEADS + head) * SPLITS, q0, minimum(q0 + BM, S_Q), q_base, kv_end, S_Q, SPLITS,
+                         SPLIT_LEN, WINDOW, Q_LEN, IN, D, LANES, BM, THREADS, CAUSAL, WINDOWED, GROUPED)
 
 
 V4F = vector_type(f32, 4)
@@ -586,17 +633,164 @@ def merge_pair(top, total, value, m, s, o):
 
 
 @func
-def merge_splits(o_part, ml_part, first, row, c, lo, hi, S_Q, CH: constexpr, STEP: constexpr):
+def merge_splits(o_part, ml_part, first, row, c, lo, hi, S_Q, CH: constexpr, STEP: constexpr, BITS: constexpr):
     """Splits lo, lo + STEP, ... below hi of one head's partial results (its split 0 at `first`) merged online for
     four values (chunk c) of row `row`: (running maximum, rescaled sum, rescaled values). A split that saw no key
-    (maximum -inf, sum 0) weighs 0."""
+    (maximum -inf, sum 0) weighs 0. BITS: o_part is a view of u32 V4s (the main pass's o_part4), read as f32."""
     top = f32(START)
     total = f32(0.0)
     value = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
     for split in range(lo, hi, STEP):
-        at = (first + split) * S_Q + row
-        top, total, value = merge_pair(top, total, value, ml_part[at * 2], ml_part[at * 2 + 1], o_part[at * CH + c])
+        m, s, o = split_part(o_part, ml_part, first, row, c, split, S_Q, CH, BITS)
+        top, total, value = merge_pair(top, total, value, m, s, o)
     return top, total, value
+
+
+@func
+def split_part(o_part, ml_part, first, row, c, split, S_Q, CH: constexpr, BITS: constexpr):
+    """Split `split`'s partial result for row `row` of one head (its split 0 at `first`): (maximum, sum, the four
+    values of chunk c). BITS: o_part is a view of u32 V4s, read as f32."""
+    at = (first + split) * S_Q + row
+    if BITS:
+        part = bitcast(o_part[at * CH + c], f32)
+    else:
+        part = o_part[at * CH + c]
+    return ml_part[at * 2], ml_part[at * 2 + 1], part
+
+
+@func
+def merge_chains(o_part4, ml_part, sh, first, r0, row_end, base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW, Q_LEN,
+                 D: constexpr, LANES: constexpr, ITEMS: constexpr, K: constexpr, THREADS: constexpr,
+                 CAUSAL: constexpr, WINDOWED: constexpr, GROUPED: constexpr):
+    """The split lanes' merges (merge_splits's, in its order) of K items of rows r0 ...: items base + t * THREADS +
+    local_index() (t < K; item i is row r0 + i // (LANES * D / 4), lane i // (D / 4) % LANES, chunk i % (D / 4)),
+    advancing together one split a step so that their loads are in flight at once, into the rows' slots of sh
+    (lane_to_shared). A step past an item's splits loads a split in range and keeps nothing of it."""
+    CH = D // 4
+    SLOT = combine_slot(D, LANES)
+    lid = local_index()
+    tops = local_array(f32, K)
+    totals = local_array(f32, K)
+    values = local_array(V4F, K)
+    rows = local_array(s32, K)
+    nexts = local_array(s32, K)  # each item's next split, and the end of its splits
+    ends = local_array(s32, K)
+    steps = 0
+    for t in static_range(K):
+        i = base + t * THREADS + lid
+        r = i // (LANES * CH)
+        row = minimum(r0 + r, row_end - 1)  # (an item past the rows loads the last row's splits, keeps nothing)
+        lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
+        if i >= ITEMS or r0 + r >= row_end:
+            hi = lo
+        rows[t] = row
+        nexts[t] = lo + (i // CH) % LANES
+        ends[t] = hi
+        steps = maximum(steps, (hi - nexts[t] + LANES - 1) // LANES)
+        tops[t] = f32(START)
+        totals[t] = f32(0.0)
+        values[t] = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+    for _ in range(steps):
+        for t in static_range(K):
+            split = nexts[t]
+            valid = split < ends[t]
+            m, s, o = split_part(o_part4, ml_part, first, rows[t], (base + t * THREADS + lid) % CH,
+                                 minimum(split, maximum(ends[t] - 1, 0)), S_Q, CH, True)
+            top, total, value = merge_pair(tops[t], totals[t], values[t], m, s, o)
+            tops[t] = select(valid, top, tops[t])
+            totals[t] = select(valid, total, totals[t])
+            values[t] = select(valid, value, values[t])
+            nexts[t] = split + LANES
+    for t in static_range(K):
+        i = base + t * THREADS + lid
+        r = i // (LANES * CH)
+        if i < ITEMS and r0 + r < row_end:
+            lane_to_shared(sh, r * SLOT, tops[t], totals[t], values[t], i % CH, (i // CH) % LANES, CH, LANES)
+
+
+@func
+def lane_to_shared(sh, slot, top, total, value, c, lane, CH: constexpr, LANES: constexpr):
+    """A split lane's running (maximum, sum, values) of chunk c into a row's slot of shared V4s (`combine_slot`,
+    from sh[slot]): the values at slot + lane * CH + c, the maximum and sum (chunk 0's: every chunk of a lane has
+    the same) at slot + LANES * CH + lane."""
+    sh[slot + lane * CH + c] = bitcast(value, u32)
+    if c == 0:
+        sh[slot + LANES * CH + lane] = vec(bitcast(top, u32), bitcast(total, u32), u32(0), u32(0))
+
+
+@func
+def lanes_merged(top, total, value, sh, slot, c, seen, CH: constexpr, LANES: constexpr):
+    """Lane 0's running (maximum, sum, values) of chunk c merged with lanes 1 ... LANES - 1 in turn from the row's
+    slot (lane_to_shared), then O = values / sum; zeros for a row that sees no key (`seen` false)."""
+    for other in static_range(1, LANES):
+        stats = sh[slot + LANES * CH + other]
+        top, total, value = merge_pair(top, total, value, bitcast(stats[0], f32), bitcast(stats[1], f32),
+                                       bitcast(sh[slot + other * CH + c], f32))
+    result = value / total
+    if not seen:
+        result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+    return result
+
+
+@func
+def combined_by_last(sh, SH: constexpr, o_part4, ml_part, out4, counters, slot, arrivals, first, row0, row_end,
+                     out_base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW, Q_LEN, IN: constexpr, D: constexpr,
+                     LANES: constexpr, ROWS: constexpr, THREADS: constexpr, CAUSAL: constexpr, WINDOWED: constexpr,
+                     GROUPED: constexpr):
+    """The fused combine, run by every workgroup of a split block (THREADS invocations, all of them) once its
+    partial results are written to o_part4 and ml_part (or instead of them where its split holds no key for its
+    rows): it arrives at counters[slot], and the last of the `arrivals` workgroups merges rows row0 .. row_end of
+    the head whose split 0 is `first` (partial rows S_Q apart) into out4 (V4 index out_base: row 0 of the head,
+    D / 8 V4s a row, IN values), as `attention_combine` merges them (each split lane's chain of merge_pair over
+    split_part in merge_splits's order, FUSED_CHAINS chains an invocation at once: merge_chains; the lanes into
+    shared memory by lane_to_shared, then merged in turn by lanes_merged: the same bits), then sets the counter
+    back to 0 for the next call.
+
+    Memory order (Vulkan memory model): the workgroup barrier makes every invocation's partial writes available to
+    invocation 0 and ordered before its release fence, which makes them available at device (QueueFamily) scope
+    and orders them before its atomic increment; the increments form one chain, so the last one reads every other
+    split's, and invocation 0's acquire fence after it makes their writes visible; the barrier hands that to the
+    workgroup, whose every invocation fences again before reading. sh: SH shared V4s, free to use (the ticket goes
+    through sh[0]); ROWS rows at most (the block), fused_rows at a time."""
+    CH = D // 4
+    RR = fused_rows(SH, ROWS, D, LANES)
+    SLOT = combine_slot(D, LANES)
+    lid = local_index()
+    barrier()  # this workgroup's partial results written before invocation 0's release
+    if lid == 0:
+        fence("release")
+        ticket = atomic_add(counters, slot, 1)
+        fence("acquire")
+        sh[0] = vec(u32(ticket), u32(0), u32(0), u32(0))
+    barrier()
+    if s32(sh[0][0]) == arrivals - 1:  # the last to arrive (the same in the whole workgroup)
+        barrier()  # every invocation has read the ticket before the slots are written
+        fence("acquire")
+        ITEMS = RR * LANES * CH  # (row, lane, chunk) of a round: the lanes' merges into the slots,
+        K = fused_chains(ITEMS, THREADS)  # K of them an invocation at a time
+        for r0 in range(row0, row_end, RR):
+            for base in range(0, ITEMS, K * THREADS):
+                merge_chains(o_part4, ml_part, sh, first, r0, row_end, base, kv_end, S_Q, SPLITS, SPLIT_LEN, WINDOW,
+                             Q_LEN, D, LANES, ITEMS, K, THREADS, CAUSAL, WINDOWED, GROUPED)
+            barrier()
+            for i in range(lid, RR * (CH // 2), THREADS):  # (row, chunk pair): the lanes merged, 8 values written
+                r = i // (CH // 2)
+                pair = i - r * (CH // 2)
+                row = r0 + r
+                if row < row_end:
+                    seen = seen_any(row, Q_LEN, kv_end, CAUSAL, GROUPED)
+                    words = local_array(u32, 4)
+                    for h in static_range(2):
+                        c = 2 * pair + h
+                        stats = sh[r * SLOT + LANES * CH]  # lane 0's
+                        result = lanes_merged(bitcast(stats[0], f32), bitcast(stats[1], f32),
+                                              bitcast(sh[r * SLOT + c], f32), sh, r * SLOT, c, seen, CH, LANES)
+                        words[2 * h] = bitcast(vec(IN(result[0]), IN(result[1])), u32)
+                        words[2 * h + 1] = bitcast(vec(IN(result[2]), IN(result[3])), u32)
+                    out4[out_base + row * (CH // 2) + pair] = vec(words[0], words[1], words[2], words[3])
+            barrier()
+        if lid == 0:
+            atomic_exchange(counters, slot, 0)  # every split has arrived: the next call starts from zero
 
 
 @func
@@ -672,8 +866,7 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
                 SPLIT_LEN: s32, WINDOW: s32, D: constexpr, LANES: constexpr, CAUSAL: constexpr = False,
                 GROUPED: constexpr = False, KV_DEVICE: constexpr = False, WINDOWED: constexpr = False):
         CH = D // 4
-        shared_o = shared_array(V4F, LANES * CH)
-        shared_ml = shared_array(f32, 2 * LANES)
+        sh = shared_array(V4, combine_slot(D, LANES))
         row = workgroup_id(0)
         head = workgroup_id(1)
         batch = workgroup_id(2)
@@ -684,19 +877,12 @@ def attention_combine(IN):  # noqa: N803 -- the output's element type, read as t
         if KV_DEVICE:
             kv_end = minimum(maximum(kv_valid[0], 0), S_KV)
         lo, hi = splits_seen(row, Q_LEN, kv_end, SPLIT_LEN, SPLITS, WINDOW, CAUSAL, WINDOWED, GROUPED)
-        top, total, value = merge_splits(o_part, ml_part, first, row, c, lo + lane, hi, S_Q, CH, LANES)
-        shared_o[lane * CH + c] = value
-        if c == 0:
-            shared_ml[lane * 2] = top
-            shared_ml[lane * 2 + 1] = total
+        top, total, value = merge_splits(o_part, ml_part, first, row, c, lo + lane, hi, S_Q, CH, LANES, False)
+        lane_to_shared(sh, 0, top, total, value, c, lane, CH, LANES)
         barrier()
         if lane == 0:
-            for other in static_range(1, LANES):
-                top, total, value = merge_pair(top, total, value, shared_ml[other * 2], shared_ml[other * 2 + 1],
-                                               shared_o[other * CH + c])
-            result = value / total
-            if not seen_any(row, Q_LEN, kv_end, CAUSAL, GROUPED):
-                result = vec(f32(0.0), f32(0.0), f32(0.0), f32(0.0))
+            result = lanes_merged(top, total, value, sh, 0, c, seen_any(row, Q_LEN, kv_end, CAUSAL, GROUPED), CH,
+                                  LANES)
             base = ((batch * HEADS + head) * S_Q + row) * D + c * 4
             for j in static_range(4):
                 out[base + j] = IN(result[j])

@@ -270,6 +270,6 @@ def attention_heads_kernel(NORM: bool, NEOX: bool):
         attention_body(qkv, k4, v4, out4, o_part4, ml_part, kv_valid, S_Q, S_KV, HEADS, KV_HEADS, SPLITS, SPLIT_LEN,
                        scale, WINDOW, Q_LEN, IN, D, QT, SN, QK, WM, SMQ, NS, SG, PAD, CAUSAL, WINDOWED, GROUPED,
                        SPLIT, GUARD_KV, DIRECT_P, KSPLIT, QROUNDS, KV_DEVICE, DSPLIT, qsrc,
-                       (qkv, wq, wk, positions, freq, scratch, k_col, v_col, rot, eps))
+                       (qkv, wq, wk, positions, freq, scratch, k_col, v_col, rot, eps), ml_part, False, 1)
 
     return attention_heads
