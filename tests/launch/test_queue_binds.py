@@ -222,3 +222,43 @@ def test_a_pool_out_of_descriptors_before_sets_is_left_for_the_next(monkeypatch)
         monkeypatch.setattr(_ffi, "core", real)
         rt.close()
         rt.executor.close()
+
+
+
+def test_descriptor_sets_are_cached_by_the_pipeline_not_its_handles():
+    """A driver may hand a destroyed pipeline's layout handle to the next pipeline made (a full CI run once met it:
+    a pipeline of other bindings found the old one's descriptor types, KeyError (0, 6)). The descriptor sets and
+    descriptor types are cached by the pipeline's serial, never by its handles: a pipeline of sum12's bindings
+    given scale's layout handle, as a reusing driver would, gets sets of its own set layouts and descriptor types."""
+    import gc
+    import types
+
+    from hydroplane.vk.pipeline import _SERIALS, Pipeline
+
+    rt = DeviceRuntime(0, VulkanExecutor(0, robust=False))
+    try:
+        n = 256
+        grid = (-(-n // 64),)
+        x = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+        host = np.random.default_rng(5).uniform(-3, 3, n).astype(np.float32)
+        x.write(host)
+        y = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+        z = DeviceArray(0, rt.executor, rt.alloc(n * 4), np.float32, (n,))
+        scale[grid](x, y, 2.0, n)
+        sum12[grid](*[x] * 11, z, n)
+        rt.stream.wait()
+        made = [p for p in gc.get_objects() if isinstance(p, Pipeline) and p.device is rt.executor.device and
+                p.serial in rt.sets._shapes]
+        two = next(p for p in made if len(p.bindings) == 2)
+        twelve = next(p for p in made if len(p.bindings) == 12)
+        reused = types.SimpleNamespace(serial=next(_SERIALS), layout=two.layout, set_layouts=twelve.set_layouts,
+                                       bindings=twelve.bindings)
+        bound = tuple((b.set, b.binding, x.storage.buffer, 0, n * 4) for b in twelve.bindings)
+        handles = rt.sets.get(reused, bound)
+        assert list(handles) and list(handles) != list(rt.sets.get(two, bound[:2]))
+        assert rt.sets._shapes[reused.serial][1] == rt.sets._shapes[twelve.serial][1]  # twelve's descriptor types
+        np.testing.assert_array_equal(y.numpy(), np.float32(2.0) * host)
+        np.testing.assert_allclose(z.numpy(), np.float32(11.0) * host, rtol=1e-5)
+    finally:
+        rt.close()
+        rt.executor.close()

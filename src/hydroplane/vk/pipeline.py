@@ -10,6 +10,7 @@ SpecId, and the module's capability/extension names (checked against what the De
 from __future__ import annotations
 
 import ctypes
+import itertools
 import struct
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from hydroplane.vk import structs as S
 from hydroplane.vk.errors import UnsupportedFeature, UsageError
 from hydroplane.vk.handles import Owned
 from hydroplane.vk.timing import pipeline_statistics
+
+_SERIALS = itertools.count(1)  # Pipeline.serial
 
 SPIRV_MAGIC = 0x07230203
 DESCRIPTOR_KINDS = {"storage": E.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, "uniform": E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER}
@@ -128,6 +131,9 @@ class Pipeline(Owned):
         self.robustness_info: S.VkPipelineRobustnessCreateInfoEXT | None = None  # what was chained, if anything
         self.shader = self.layout = self.handle = None
         self.set_layouts: list[int] = []
+        # never reused, unlike the handles (a driver may give a destroyed layout's handle to the next): what caches of
+        # this pipeline's descriptor sets are keyed by (stream.DescriptorSets)
+        self.serial = next(_SERIALS)
         self._adopt(device)
         try:
             self._create_layouts()

@@ -374,31 +374,33 @@ class DescriptorSets(Owned):
         self._free_in_pool: dict[int, list] = {}  # pool -> [sets, storage descriptors, uniform descriptors] left
         self._sets: dict = {}  # key -> (ctypes array of set handles, [(set layout, handle)])
         self._by_buffer: dict[int, set] = {}
-        self._spare: dict[int, list] = {}  # set layout -> handles allocated and not in use
-        self._shapes: dict = {}  # pipeline layout -> (its set layouts, {(set, binding): descriptor type})
-        self._needs: dict = {}  # set layout -> (storage, uniform) descriptors of one set
+        # keyed by the pipeline's serial, never by a handle: a driver may give a destroyed layout's handle to a new
+        # layout, whose bindings and descriptor types differ
+        self._spare: dict[tuple, list] = {}  # (serial, set) -> handles allocated and not in use
+        self._shapes: dict = {}  # serial -> ((set layout, (serial, set)) for each set, {(set, binding): type})
+        self._needs: dict = {}  # (serial, set) -> (storage, uniform) descriptors of one set
         self.pools_filled = 0  # pools left with sets to spare, out of descriptors for the driver
         self._adopt(device)
 
     def get(self, pipeline, bound: tuple) -> ctypes.Array:
         """The sets of `pipeline` binding `bound`: ((set, binding, buffer, offset, range), ...) for every binding."""
-        key = (pipeline.layout, tuple((s, b, buf.handle, off, size) for s, b, buf, off, size in bound))
+        key = (pipeline.serial, tuple((s, b, buf.handle, off, size) for s, b, buf, off, size in bound))
         found = self._sets.get(key)
         if found is not None:
             return found[0]
-        shape = self._shapes.get(pipeline.layout)
+        shape = self._shapes.get(pipeline.serial)
         if shape is None:
-            shape = self._shapes[pipeline.layout] = self._shape(pipeline)
+            shape = self._shapes[pipeline.serial] = self._shape(pipeline)
         layouts, kinds = shape
         handles = (ctypes.c_void_p * max(1, len(layouts)))()
         owners = []
-        for index, layout in enumerate(layouts):
-            spare = self._spare.get(layout)
+        for index, (layout, kept) in enumerate(layouts):
+            spare = self._spare.get(kept)
             if not spare:
-                spare = self._refill(layout)
+                spare = self._refill(layout, kept)
             handle = spare.pop()
             handles[index] = handle
-            owners.append((layout, handle))
+            owners.append((kept, handle))
         count = len(bound)
         infos = (S.VkDescriptorBufferInfo * max(1, count))()
         writes = (S.VkWriteDescriptorSet * max(1, count))()
@@ -416,19 +418,22 @@ class DescriptorSets(Owned):
         return handles
 
     def _shape(self, pipeline) -> tuple:
-        """A pipeline layout's set layouts and descriptor types, each set layout's descriptor counts noted."""
+        """A pipeline's set layouts (each with its key for spare sets) and descriptor types, each set layout's
+        descriptor counts noted."""
         kinds = {(b.set, b.binding): _descriptor_type(b.kind) for b in pipeline.bindings}
+        layouts = []
         for index, layout in enumerate(pipeline.set_layouts):
             types = [kind for (s, _), kind in kinds.items() if s == index]
             uniform = types.count(E.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER)
-            self._needs[layout] = (len(types) - uniform, uniform)
-        return tuple(pipeline.set_layouts), kinds
+            self._needs[pipeline.serial, index] = (len(types) - uniform, uniform)
+            layouts.append((layout, (pipeline.serial, index)))
+        return tuple(layouts), kinds
 
-    def _refill(self, layout) -> list:
-        """New sets of `layout` into its spare list: as many as REFILL and the pool's room allow (a new pool where
-        none has room for one)."""
-        spare = self._spare.setdefault(layout, [])
-        storage, uniform = self._needs[layout]
+    def _refill(self, layout, kept: tuple) -> list:
+        """New sets of `layout` into its spare list (`kept`: the pipeline's serial and the set): as many as REFILL
+        and the pool's room allow (a new pool where none has room for one)."""
+        spare = self._spare.setdefault(kept, [])
+        storage, uniform = self._needs[kept]
         single = False
         while True:
             pool = self._pool(storage, uniform)
@@ -480,8 +485,8 @@ class DescriptorSets(Owned):
             found = self._sets.pop(key, None)
             if found is None:
                 continue
-            for layout, handle in found[1]:
-                self._spare[layout].append(handle)
+            for kept, handle in found[1]:
+                self._spare[kept].append(handle)
 
     def _destroy(self) -> None:
         if self.device.handle is None:
