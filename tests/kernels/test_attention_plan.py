@@ -99,7 +99,10 @@ def test_candidates_run_on_their_target():
     lead = default_config(AttentionProblem(4, 16, 4096, 4096, 128), H200)
     assert (lead.tile, lead.subgroups, lead.key_tiles) == ((16, 16, 16), 8, 4)  # the H200's measured winner
     decode = default_config(AttentionProblem(16, 32, 1, 8192, 128), H200)
-    assert decode.subgroups == 1 and decode.splits == 0  # one subgroup, splits from the problem
+    assert decode.scalar and decode.splits == 0  # the scalar pass at head dim 128 (plan.SCALAR_LEADS_HEAD_DIMS), splits
+    # from the problem; without it the matrix path's one subgroup
+    matrix = default_config(AttentionProblem(16, 32, 1, 8192, 64), H200)
+    assert not matrix.scalar and matrix.subgroups == 1 and matrix.splits == 0
 
 
 def test_bf16_on_lavapipe_is_refused_by_name():
