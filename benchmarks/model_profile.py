@@ -137,37 +137,38 @@ def barrier_variants(model, run, reps: int, reset) -> dict:
 
 
 def fold_variants(model, run, reps: int, reset) -> dict:
-    """The decode step captured as shipped and with each fold of a pass into another kernel undone (the combining
-    pass as its own launch after attention's main pass; the heads as their own kernel and attention as the op; the
-    GEMVs' norm prologues loading their inputs in three rounds instead of holding them in registers; the GEMVs'
-    first weights loaded after the prologue instead of before it), each replay timed by GPU timestamps: whether each
-    pays at these shapes (the same results: tests/models, tests/quant)."""
+    """The decode step captured as shipped and with each fold switch of the other value (the heads in attention's
+    main pass, models.model.FOLD_HEADS; with them the combining pass in the o projection's GEMV, FOLD_COMBINE; the
+    GEMVs' norm prologues loading their inputs in three rounds instead of holding them in registers, PROLOGUE_HELD;
+    the GEMVs' first weights loaded before the prologue instead of after it, PROLOGUE_PRELOAD), each replay timed by
+    GPU timestamps: whether each pays at these shapes (the same results: tests/models, tests/quant)."""
     from hydroplane.models import model as model_module
     from hydroplane.ops import quant_matmul
 
-    shipped_fold, shipped_held = model_module.FOLD_COMBINE, quant_matmul.PROLOGUE_HELD
+    def switched(**values):
+        def set_variant(on: bool) -> None:
+            for name, value in values.items():
+                module = model_module if name.startswith("FOLD") else quant_matmul
+                if on:
+                    shipped[name] = getattr(module, name)
+                    setattr(module, name, value)
+                else:
+                    setattr(module, name, shipped.pop(name))
+        return set_variant
 
-    def rounds(on: bool) -> None:
-        quant_matmul.PROLOGUE_HELD = 0 if on else shipped_held
-
-    def after(on: bool) -> None:
-        quant_matmul.PROLOGUE_PRELOAD = not on
-
-    def combine_apart(on: bool) -> None:
-        model_module.FOLD_COMBINE = shipped_fold and not on
-
-    def heads_apart(on: bool) -> None:
-        if on:
-            model.attention_decode = lambda *args, **kwargs: None
-        else:
-            model.__dict__.pop("attention_decode", None)
-
+    shipped: dict = {}
+    heads, combine = model_module.FOLD_HEADS, model_module.FOLD_COMBINE
+    preload, both = quant_matmul.PROLOGUE_PRELOAD, heads and combine
     return timed_captures(model, run, reps, reset,
-                          {"shipped": lambda on: None, "combining pass as its own launch": combine_apart,
-                           "heads and combining pass as their own launches": heads_apart,
-                           "norm prologues loading in three rounds": rounds,
-                           "GEMVs' weights loaded after their prologues": after},
-                          "the decode step captured with each fold undone")
+                          {"shipped": lambda on: None,
+                           f"heads in attention {'off' if heads else 'on'}, combining pass apart":
+                               switched(FOLD_HEADS=not heads, FOLD_COMBINE=False),
+                           f"heads in attention and combining pass in the o GEMV {'off' if both else 'on'}":
+                               switched(FOLD_HEADS=not both, FOLD_COMBINE=not both),
+                           "norm prologues loading in three rounds": switched(PROLOGUE_HELD=0),
+                           f"GEMVs' first weights loaded {'after' if preload else 'before'} their prologues":
+                               switched(PROLOGUE_PRELOAD=not preload)},
+                          "the decode step captured with each fold switched")
 
 
 def timed_captures(model, run, reps: int, reset, variants: dict, title: str) -> dict:

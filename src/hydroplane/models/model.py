@@ -56,7 +56,12 @@ KINDS = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
 DEFAULT_CONTEXT = 2048
 MATRICES = ("q", "k", "v", "o", "gate", "up", "down")  # a block's weights (the others are norm vectors)
 FIRST_BATCH, LAST_BATCH = 1, 16  # decode steps replayed between two reads of the history (doubling between them)
-FOLD_COMBINE = True  # a decode step's attention combining pass runs in the o projection's GEMV where it can
+# A decode step's heads (norms, RoPE, the new cache row) in attention's main pass (Model.attention_decode), and with
+# it the combining pass in the o projection's GEMV (FOLD_COMBINE). Both off: on an H100 (2026-12-06 05:37 UTC,
+# benchmarks/model_profile.py --folds, the captured step at depth 4096, docs/perf.md) the step took 1846.9 us folded,
+# 1825.5 with the combining pass its own launch and 1772.3 with the heads and the combining pass as their own launches
+FOLD_HEADS = False
+FOLD_COMBINE = False
 PREFILL_BUCKET = 16  # the smallest padded prefill (Model.step): prompts of 2 .. 16 tokens share one plan
 
 
@@ -492,7 +497,7 @@ class Model:
         for i, (block, layer) in enumerate(zip(self.blocks, c.layers)):
             qkv, x = self._normed(block["qkv"], x, pending, block["attn_norm"], decode)
             o16 = self.attention_decode(qkv, block, positions, layer, i, FOLD_COMBINE and block["o"].takes_prologue()) \
-                if decode else None
+                if decode and FOLD_HEADS else None
             o_prologue = None
             if isinstance(o16, tuple):  # the split results, the combining pass in the o projection's GEMV
                 o16, o_prologue = o16

@@ -161,8 +161,10 @@ NORM_PROLOGUES = ("norm", "add_norm", "postnorm_add_norm")
 # (kernels/quant/source.py's HELD; Gemma 3 270M's K = 640 is 5 with 128 invocations); else it loops in three rounds.
 PROLOGUE_HELD = 8
 # With a prologue, the unit GEMV loads its lanes' first unit of W (where a unit is loaded whole) before the prologue,
-# so the weights' memory latency runs beside the prologue's (kernels/quant/source.py's PRELOAD)
-PROLOGUE_PRELOAD = True
+# so the weights' memory latency runs beside the prologue's (kernels/quant/source.py's PRELOAD). Off: on an H100
+# (2026-12-06 05:37 UTC, benchmarks/model_profile.py --folds) the model's decode step took 1846.9 us with it and
+# 1810.7 without
+PROLOGUE_PRELOAD = False
 
 
 def prologue_fits(weight_fmt: str, k: int) -> bool:
