@@ -110,30 +110,29 @@ def barrier_variants(model, run, reps: int, reset) -> dict:
     "none" computes wrong results (no launch waits for the one before): it is the floor, not a candidate."""
     from hydroplane import vk
     from hydroplane.vk import enums as E
+    from hydroplane.vk import stream as stream_module
     from hydroplane.vk.transfer import barrier
 
-    shipped = vk.full_barrier
-    variants = {
-        "shipped": shipped,
-        "full (compute, transfer, host)": lambda cmd: barrier(
-            cmd, E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT | E.VK_ACCESS_HOST_WRITE_BIT,
-            E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_READ_BIT
-            | E.VK_ACCESS_TRANSFER_WRITE_BIT,
-            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT | E.VK_PIPELINE_STAGE_HOST_BIT,
-            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | E.VK_PIPELINE_STAGE_TRANSFER_BIT),
-        "compute -> compute": lambda cmd: barrier(
+    shipped = vk.batch_barrier
+    variants = {  # name -> (the barrier between a graph's dependent launches, vk.stream.NARROW_BARRIERS)
+        "shipped (from compute alone after dispatches)": (shipped, True),
+        "full (compute, transfer, host -> compute, transfer)": (shipped, False),
+        "compute -> compute": (lambda cmd, only: barrier(
             cmd, E.VK_ACCESS_SHADER_WRITE_BIT, E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT,
-            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT),
-        "execution only (no memory barrier)": lambda cmd: _ffi_barrier(cmd),
-        "none (wrong results: the floor)": lambda cmd: None,
+            E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT), True),
+        "execution only (no memory barrier)": (lambda cmd, only: _ffi_barrier(cmd), True),
+        "none (wrong results: the floor)": (lambda cmd, only: None, True),
     }
-    def setter(fn):
+
+    def setter(fn, narrow: bool):
         def set_it(on: bool) -> None:
-            vk.full_barrier = fn if on else shipped
+            vk.batch_barrier = fn if on else shipped
+            stream_module.NARROW_BARRIERS = narrow if on else True
         return set_it
 
-    return timed_captures(model, run, reps, reset, {name: setter(fn) for name, fn in variants.items()},
+    return timed_captures(model, run, reps, reset, {name: setter(*v) for name, v in variants.items()},
                           "the decode step captured with each barrier between dependent launches")
+
 
 
 def fold_variants(model, run, reps: int, reset) -> dict:

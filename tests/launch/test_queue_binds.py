@@ -125,6 +125,49 @@ def test_a_launch_after_another_pipeline_or_a_copy_binds_everything_again(held):
     np.testing.assert_allclose(d["f"].numpy(), np.float32(2.0) * host["b"] + host["a"], rtol=1e-6)
 
 
+def test_barriers_after_dispatches_alone_start_at_the_compute_stage(held, monkeypatch):
+    """A barrier whose commands since the last one were dispatches alone orders the compute stage's shader writes;
+    one after a copy orders compute and transfer writes; both make them visible to every later shader and transfer
+    (a copy that no barrier precedes, because it conflicts with nothing since the last one, still reads the writes
+    of the dispatches before it). NARROW_BARRIERS False: each is the batch's opening full barrier."""
+    from hydroplane.vk import enums as E
+    from hydroplane.vk import stream as stream_module
+
+    rt, d, _ = held
+    seen: list = []
+    real = rt.stream._barrier
+
+    def noted(cmd, src_stage, dst_stage, flags, count, barrier, *rest):
+        seen.append((src_stage.value, dst_stage.value, barrier.contents.srcAccessMask,
+                     barrier.contents.dstAccessMask))
+        return real(cmd, src_stage, dst_stage, flags, count, barrier, *rest)
+
+    monkeypatch.setattr(rt.stream, "_barrier", noted)
+    compute, transfer = E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, E.VK_PIPELINE_STAGE_TRANSFER_BIT
+    shader_w, transfer_w = E.VK_ACCESS_SHADER_WRITE_BIT, E.VK_ACCESS_TRANSFER_WRITE_BIT
+    every_read = (E.VK_ACCESS_SHADER_READ_BIT | E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_READ_BIT
+                  | E.VK_ACCESS_TRANSFER_WRITE_BIT)
+    host = {name: arr.numpy() for name, arr in d.items()}
+    for narrow in (True, False):
+        monkeypatch.setattr(stream_module, "NARROW_BARRIERS", narrow)
+        seen.clear()
+        rt.stream._submitted_at = 1.0
+        scale[GRID](d["a"], d["c"], 2.0, N)  # c = 2a
+        scale[GRID](d["c"], d["d"], 3.0, N)  # reads c: a barrier after one dispatch
+        rt.copy(d["c"].buffer, 0, d["e"].buffer, 0, N * 4)  # reads c again: no barrier, ordered by the one before
+        axpy[GRID](d["e"], d["d"], d["f"], 1.0, N)  # reads e (copied): a barrier after a dispatch and a copy
+        assert rt.stream.recording, "one batch"
+        if narrow:
+            assert seen == [(compute, compute | transfer, shader_w, every_read),
+                            (compute | transfer, compute | transfer, shader_w | transfer_w, every_read)], seen
+        else:
+            assert len(seen) == 2 and all(s[0] & E.VK_PIPELINE_STAGE_HOST_BIT for s in seen), seen
+        rt.stream.wait()
+        c = np.float32(2.0) * host["a"]
+        np.testing.assert_array_equal(d["e"].numpy(), c)
+        np.testing.assert_array_equal(d["f"].numpy(), c + np.float32(3.0) * c)
+
+
 @hydroplane.kernel(local_size=64)
 def sum12(a: Buffer[f32, readonly], b: Buffer[f32, readonly], c: Buffer[f32, readonly], d: Buffer[f32, readonly],
           e: Buffer[f32, readonly], f: Buffer[f32, readonly], g: Buffer[f32, readonly], h: Buffer[f32, readonly],

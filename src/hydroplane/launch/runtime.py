@@ -632,10 +632,13 @@ class DeviceRuntime:
             if graph is None:
                 stream.barrier()
             else:
-                vk.full_barrier(graph.commands[0])
+                vk.batch_barrier(graph.commands[0], graph.dispatches_only)
+                graph.dispatches_only = True
         _add_accesses(pending, read_keys, write_keys)
         if graph is not None:
             fn(graph.commands[0])
+            if type(fn) is not vk.DispatchRecorder:
+                graph.dispatches_only = False
             graph.record(keep, label, reads, writes)
             return
         seq = stream.record(fn, label, keep)
@@ -831,6 +834,7 @@ class Graph:
         self.keep: list = []
         self.labels: list[str] = []
         self.pending: dict = {}  # as DeviceRuntime._pending, for the graph's command buffer
+        self.dispatches_only = True  # every command since the last barrier a dispatch (vk.batch_barrier)
         self.steps: list = []  # the reference executor's launches, replayed in order
         self.buffers: dict[int, Any] = {}
         self.written: set[int] = set()

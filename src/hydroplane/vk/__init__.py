@@ -38,8 +38,10 @@ from hydroplane.vk.recording import Recording
 from hydroplane.vk.results import check, result_name
 from hydroplane.vk.stream import (
     DescriptorSets,
+    DispatchRecorder,
     QueryPool,
     Stream,
+    batch_barrier,
     dispatch_recorder,
     full_barrier,
     host_barrier,
@@ -51,8 +53,8 @@ from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipelin
 
 __all__ = [
     "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "DescriptorSets", "Device", "DeviceInfo",
-    "DeviceLost", "QueryPool", "Stream", "dispatch_recorder", "full_barrier", "host_barrier", "record_copy",
-    "record_dispatch", "record_fill",
+    "DeviceLost", "DispatchRecorder", "QueryPool", "Stream", "batch_barrier", "dispatch_recorder", "full_barrier",
+    "host_barrier", "record_copy", "record_dispatch", "record_fill",
     "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",

@@ -14,7 +14,9 @@ or a wait. One exception: a batch of fewer than `idle_batch` commands is held wh
 old, so a loop of calls each shorter on the GPU than on the host makes a submit per `idle_batch` commands, not one per
 call (each submit costs the host and the GPU some tens of microseconds on a discrete GPU), while a call after a pause
 is submitted at once. Every batch starts with a full memory barrier (work of earlier submits, host writes -> this
-batch); `barrier()` orders commands inside a batch. A batch keeps the objects it uses alive (`keep`) until its fence
+batch); `barrier()` orders commands inside a batch (`batch_barrier`: from the compute stage's shader writes alone
+where every command since the last barrier was a dispatch, which NVIDIA's driver runs 7% faster in a chain of small
+dispatches; to every later shader and transfer in any case). A batch keeps the objects it uses alive (`keep`) until its fence
 signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is not thread-safe by
 itself: `lock` is for its caller (the launch layer's runtime).
 
@@ -58,6 +60,27 @@ def full_barrier(cmd) -> None:
 
 
 _FULL_BARRIER = barrier_arguments(_WRITES, _READS, _STAGES | E.VK_PIPELINE_STAGE_HOST_BIT, _STAGES)
+# Inside a batch (after its opening full barrier, which orders the host's writes): what the commands since the last
+# barrier may have written -> every later shader and transfer. Where they were dispatches alone, the compute stage's
+# shader writes only (docs/runtime.md, "Barriers"); the second scope stays whole, so a later command that no barrier
+# precedes (it conflicts with nothing recorded since) is still ordered after everything before this one.
+_DISPATCHES_BARRIER = barrier_arguments(E.VK_ACCESS_SHADER_WRITE_BIT, _READS, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                        _STAGES)
+_INNER_BARRIER = barrier_arguments(E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT, _READS, _STAGES,
+                                   _STAGES)
+NARROW_BARRIERS = True  # False: every barrier inside a batch as its opening one (model_profile.py --barriers)
+
+
+def batch_barrier(cmd, dispatches_only: bool) -> None:
+    """The barrier between commands inside one command buffer that began with `full_barrier`: `dispatches_only`
+    when every command since its previous barrier (or its beginning) was a dispatch."""
+    _ffi.core("vkCmdPipelineBarrier")(cmd, *_inner_arguments(dispatches_only))
+
+
+def _inner_arguments(dispatches_only: bool) -> tuple:
+    if not NARROW_BARRIERS:
+        return _FULL_BARRIER
+    return _DISPATCHES_BARRIER if dispatches_only else _INNER_BARRIER
 
 
 def host_barrier(cmd) -> None:
@@ -70,7 +93,7 @@ class Batch:
     """One command buffer with its fence, what it keeps alive, what runs when it is done, and its calls' names."""
 
     __slots__ = ("seq", "commands", "fence", "keep", "done", "labels", "count", "submitted", "foreign", "cmd",
-                 "bound")
+                 "bound", "dispatches_only")
 
     def __init__(self, seq: int, commands, fence: Fence):
         self.seq, self.commands, self.fence = seq, commands, fence
@@ -82,6 +105,7 @@ class Batch:
         self.count = 0
         self.submitted = False
         self.foreign = False  # a command buffer the stream does not own (a captured graph's)
+        self.dispatches_only = True  # every command since the last barrier a dispatch (batch_barrier)
 
 
 class Stream(Owned):
@@ -138,12 +162,14 @@ class Stream(Owned):
             raise self._failure
         batch = self._current or self._batch()
         if barrier:
-            self._barrier(batch.cmd, *_FULL_BARRIER)
+            self._barrier(batch.cmd, *_inner_arguments(batch.dispatches_only))
+            batch.dispatches_only = True
         if type(fn) is DispatchRecorder:
             fn.into(batch)
         else:
             fn(batch.commands[0])
             batch.bound = None  # what fn bound is not known
+            batch.dispatches_only = False  # nor what it wrote how
         if keep:
             batch.keep.extend(keep)
         if label:
@@ -156,7 +182,8 @@ class Stream(Owned):
     def barrier(self) -> None:
         """Order the commands recorded so far before those that follow (inside the current batch)."""
         batch = self._current or self._batch()
-        self._barrier(batch.cmd, *_FULL_BARRIER)
+        self._barrier(batch.cmd, *_inner_arguments(batch.dispatches_only))
+        batch.dispatches_only = True
 
     @property
     def recording(self) -> bool:
