@@ -15,9 +15,8 @@ old, so a loop of calls each shorter on the GPU than on the host makes a submit 
 call (each submit costs the host and the GPU some tens of microseconds on a discrete GPU), while a call after a pause
 is submitted at once. Every batch starts with a full memory barrier (work of earlier submits, host writes -> this
 batch); `barrier()` orders commands inside a batch (`batch_barrier`: from the compute stage's shader writes alone
-where every command since the last barrier was a dispatch, which NVIDIA's driver runs 7% faster in a chain of small
-dispatches; to every later shader and transfer in any case). A batch keeps the objects it uses alive (`keep`) until its fence
-signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is not thread-safe by
+where every command since the last barrier was a dispatch, else from compute and transfer writes; to every later
+shader and transfer in any case). A batch keeps the objects it uses alive (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is not thread-safe by
 itself: `lock` is for its caller (the launch layer's runtime).
 
 A dispatch recorded from a `DispatchRecorder` (`dispatch_recorder`) binds only what the batch's command buffer does
