@@ -16,8 +16,9 @@ call (each submit costs the host and the GPU some tens of microseconds on a disc
 is submitted at once. Every batch starts with a full memory barrier (work of earlier submits, host writes -> this
 batch); `barrier()` orders commands inside a batch (`batch_barrier`: from the compute stage's shader writes alone
 where every command since the last barrier was a dispatch, else from compute and transfer writes; to every later
-shader and transfer in any case). A batch keeps the objects it uses alive (`keep`) until its fence signals. A failed batch raises DeviceLost at the wait, naming the calls it held. The stream is not thread-safe by
-itself: `lock` is for its caller (the launch layer's runtime).
+shader and transfer in any case). A batch keeps the objects it uses alive (`keep`) until its fence signals. A
+failed batch raises DeviceLost at the wait, naming the calls it held. The stream is not thread-safe by itself: `lock`
+is for its caller (the launch layer's runtime).
 
 A dispatch recorded from a `DispatchRecorder` (`dispatch_recorder`) binds only what the batch's command buffer does
 not have bound already: the same pipeline, descriptor sets and push constants as the batch's last dispatch are not
