@@ -90,3 +90,40 @@ def test_a_loop_of_calls_replays_and_stays_right(device, m, fmt, split, monkeypa
         hydroplane.matmul(dx, dws[2].T, out=outs[0])
     got = hydroplane.matmul(dx, dws[1].T, out=outs[0])
     check(got.numpy(), x, weights[1][1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_queued_calls_share_their_signature_s_scratch_and_stay_right(device, monkeypatch):
+    """Calls of one signature bind the same scratch (made by the signature's first replay and kept), so they are
+    found by place after one call per (weight, out); queued back to back in one held batch (lavapipe), each call's
+    K split waits for the last call's reduction to read the partial sums before overwriting them."""
+    from hydroplane.launch.runtime import runtime
+    from hydroplane.vk import stream as stream_module
+
+    quant_matmul._fast.clear()
+    fmt, m = "q4_0", 1
+    n, k = (24, 128) if device == "ref" else (72, 256)
+    monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, m, n, k), {"lw": 1, "lpr": 1, "split": 2})
+    weights = [weight(fmt, n, k) for _ in range(2)]
+    dws = [upload(qw, device) for qw, _ in weights]
+    x = activations((m, k), np.float16)
+    dx = device_array(x, device)
+    outs = [device_array(np.full((m, n), np.nan, np.float16), device) for _ in range(4)]
+    hydroplane.matmul(dx, dws[0].T, out=outs[0])  # the checked call, recorded
+    stream = runtime(device).stream
+    if stream is not None:  # one batch held on the host until the wait: the calls' launches side by side
+        hydroplane.synchronize(device)
+        monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)
+        monkeypatch.setattr(stream, "idle_batch", 10 ** 6)
+        stream._submitted_at = 1.0
+    found = recorded(dx, dws[0], outs[0])
+    assert found is not None and found.scratch, "the K split's partial sums are the recording's scratch"
+    for round_ in range(3):
+        for i, o in enumerate(outs):
+            o.write(np.full((m, n), np.nan, np.float16))
+            hydroplane.matmul(dx, dws[i % 2].T, out=o)
+        if stream is not None:
+            assert stream.recording, "the round's calls wait in one batch"
+        for i, o in enumerate(outs):
+            check(o.numpy(), x, weights[i % 2][1])
+        assert found.made is not None and len(found.by_place) == len(outs), found.by_place.keys()

@@ -293,14 +293,18 @@ class _Recorded:
     """The launches a checked call of DeviceArrays queued (`_launch` records them), each DeviceArray argument traced to
     the call's arrays (x, the weight's blocks, bias, the result) or to a scratch array the call made, at a byte
     distance from its offset: a later call of the same signature (the same checks' outcomes, the same plan) makes
-    its views at those distances, new scratch of those sizes, and queues the launches (dispatch_kept, which finds
-    their plans by the arrays' places) without running the checks and the planning again."""
+    its views at those distances, binds scratch of those sizes (made by its first run and kept), and queues the
+    launches (dispatch_kept, which finds their plans by the arrays' places) without running the checks and the
+    planning again."""
 
-    __slots__ = ("rt", "launches", "scratch", "result", "by_place")
+    __slots__ = ("rt", "launches", "scratch", "result", "by_place", "made")
 
     def __init__(self, rt, launches: list, scratch: list, result: tuple | None):
         self.rt, self.launches, self.scratch, self.result = rt, launches, scratch, result
         self.by_place: dict = {}  # the arrays' places -> the planned launches that bound them (as matmul's FastCall)
+        self.made: list | None = None  # the scratch arrays, made by the first run and kept (as matmul's plans keep
+        # theirs): every call binds the same ones, so its launches are found by place; the runtime's barriers order
+        # one call's use of them after the last's, and each call queues all its launches under the runtime's lock
 
     @staticmethod
     def keep(key: tuple, launches: list, made: list, slots: tuple, new_result: bool) -> None:
@@ -351,22 +355,20 @@ class _Recorded:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
             out = DeviceArray.made(rt, nbytes, dtype, shape)
             places += ((id(out.storage.buffer), 0),)
-        made = [DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), np.uint8, (nbytes,)) for nbytes in self.scratch]
-        if made:
-            places += tuple(id(arr.storage.buffer) for arr in made)
-        planned = self.by_place.get(places)
-        if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
-            try:
-                with rt.lock:
-                    for launch in planned:
-                        rt.launch_planned(launch)
-            finally:
-                for arr in made:
-                    arr.release()
-            return out
-        arrays = (x, b, bias, out, *made)
-        queued: list | None = []
-        try:
+        with rt.lock:  # the scratch is this signature's: one call's launches queued at a time
+            made = self.made
+            if made is None or any(arr.storage.buffer is None for arr in made):
+                made = self.made = [DeviceArray(rt.key, rt.executor, rt.alloc(nbytes), np.uint8, (nbytes,))
+                                    for nbytes in self.scratch]
+            if made:
+                places += tuple(id(arr.storage.buffer) for arr in made)
+            planned = self.by_place.get(places)
+            if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
+                for launch in planned:
+                    rt.launch_planned(launch)
+                return out
+            arrays = (x, b, bias, out, *made)
+            queued: list | None = []
             kept = _kept.setdefault(rt.executor, {})
             for kernel, spec, grid, args, aliases in self.launches:
                 arguments = {}
@@ -383,13 +385,10 @@ class _Recorded:
                     queued = None
                 elif queued is not None:
                     queued.append(launch)
-        finally:
-            for arr in made:
-                arr.release()
-        if queued is not None:
-            if len(self.by_place) >= KEPT_PLANS:
-                self.by_place.clear()
-            self.by_place[places] = tuple(queued)
+            if queued is not None:
+                if len(self.by_place) >= KEPT_PLANS:
+                    self.by_place.clear()
+                self.by_place[places] = tuple(queued)
         return out
 
 
