@@ -393,6 +393,10 @@ SCALAR_MOST_KEYS = 16  # keys a key group loads at a time (key_tiles): its regis
 ROUNDS_WORKGROUPS = 64  # the Q block in rounds leads head dim 256 prefill from this many workgroups (candidate_configs)
 DECODE_WORKGROUPS = 512  # the decode path's grid (the H200's 2026-12-02 sweep, docs/perf.md: 250 to 1000 best)
 GROUPED_WORKGROUPS = 512  # the grouped decode path's (each workgroup serves a whole query group)
+COLUMN_SPLIT_WORKGROUPS = 256  # ... where its subgroups split O's columns (head dim 256): ggml's d256 decode cases,
+# 32 query heads on 2 KV heads, ran 18.1 and 33.0 us with 125 splits (250 workgroups) against 25.8 and 41.6 with the
+# 209 and 250 splits of 512 workgroups, and 18.2 and 41.4 with 63 (an H100, 2026-12-06 07:42 UTC, docs/perf.md);
+# head dim 64 on the grouped path without the column split ran 36 us with 240 workgroups against 15 with 480
 SHORTEST_SPLIT = 64  # keys: shorter splits cost more in the combining pass than they gain
 # (the column split: two key blocks; the model's decode step (4 heads on 1 KV head, head dim 256, 4288 keys) ran its
 # main pass in 7.5-8.5 us with 134 splits of 32 keys against 11-12.3 with 67 of 64 on the H200, 2026-12-05)
@@ -408,10 +412,10 @@ def packed(problem: AttentionProblem, config: AttentionConfig) -> tuple[int, int
 
 def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workgroups: int | None = None) -> int:
     """Splits of the keys. Where every query of a head (grouped: of a KV head's group) fits one block: enough to
-    make about `target_workgroups` workgroups (DECODE_WORKGROUPS; GROUPED_WORKGROUPS on the grouped path) and none
-    longer than LONGEST_SPLIT keys, each at least two key blocks and (but with the column split) SHORTEST_SPLIT keys
-    long. Otherwise 1 (the
-    kernel splits a prefill too when asked: config.splits > 1)."""
+    make about `target_workgroups` workgroups (DECODE_WORKGROUPS; on the grouped path GROUPED_WORKGROUPS, or
+    COLUMN_SPLIT_WORKGROUPS where the subgroups split O's columns) and none longer than LONGEST_SPLIT keys, each at
+    least two key blocks and (but with the column split) SHORTEST_SPLIT keys long. Otherwise 1 (the kernel splits a
+    prefill too when asked: config.splits > 1)."""
     if config.scalar:
         return scalar_splits(problem, config)
     bm, bn = config.block
@@ -423,7 +427,8 @@ def auto_splits(problem: AttentionProblem, config: AttentionConfig, target_workg
     if q_blocks > 1:  # (a split prefill of few workgroups measured slower on the H200: docs/perf.md)
         return 1
     if target_workgroups is None:
-        target_workgroups = GROUPED_WORKGROUPS if config.grouped else DECODE_WORKGROUPS
+        target_workgroups = (DECODE_WORKGROUPS if not config.grouped else
+                             COLUMN_SPLIT_WORKGROUPS if config.column_split else GROUPED_WORKGROUPS)
     wanted = max(-(-target_workgroups // workgroups), problem.kv_len // LONGEST_SPLIT)
     shortest = 2 * bn if config.column_split else max(2 * bn, SHORTEST_SPLIT)
     return max(1, min(wanted, problem.kv_len // shortest))
