@@ -118,7 +118,7 @@ def test_queued_calls_share_their_signature_s_scratch_and_stay_right(device, mon
         stream._submitted_at = 1.0
     found = recorded(dx, dws[0], outs[0])
     assert found is not None and found.scratch, "the K split's partial sums are the recording's scratch"
-    for round_ in range(3):
+    for _round in range(3):
         for i, o in enumerate(outs):
             o.write(np.full((m, n), np.nan, np.float16))
             hydroplane.matmul(dx, dws[i % 2].T, out=o)
