@@ -62,8 +62,9 @@ def full_barrier(cmd) -> None:
 _FULL_BARRIER = barrier_arguments(_WRITES, _READS, _STAGES | E.VK_PIPELINE_STAGE_HOST_BIT, _STAGES)
 # Inside a batch (after its opening full barrier, which orders the host's writes): what the commands since the last
 # barrier may have written -> every later shader and transfer. Where they were dispatches alone, the compute stage's
-# shader writes only (docs/runtime.md, "Barriers"); the second scope stays whole, so a later command that no barrier
-# precedes (it conflicts with nothing recorded since) is still ordered after everything before this one.
+# shader writes only (docs/runtime.md, "Queued execution", barriers); the second scope stays whole, so a later
+# command that no barrier precedes (it conflicts with nothing recorded since) is still ordered after everything
+# before this one.
 _DISPATCHES_BARRIER = barrier_arguments(E.VK_ACCESS_SHADER_WRITE_BIT, _READS, E.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                                         _STAGES)
 _INNER_BARRIER = barrier_arguments(E.VK_ACCESS_SHADER_WRITE_BIT | E.VK_ACCESS_TRANSFER_WRITE_BIT, _READS, _STAGES,
