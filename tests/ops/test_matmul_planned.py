@@ -485,3 +485,55 @@ def test_the_quantized_matmul_of_a_signature_seen_before_skips_its_checks_and_gi
             hydroplane.matmul(dxs[0], dqs[0].T)
         with pytest.raises(quant_matmul.QuantMatmulError):  # out shaped as x, not as the result: refused
             hydroplane.matmul(dxs[1], dqs[0].T, out=dxs[1])
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("bundle", [True, False])
+def test_a_planned_call_of_several_launches_runs_from_one_secondary_command_buffer(bundle, monkeypatch):
+    """A decode attention call (a main pass over key splits and a combining pass) planned for its arrays is queued
+    as one launch that runs both from a secondary command buffer (launch.runtime.bundled), with the barrier between
+    them inside it; calls into two outputs in turn and over two KV caches, all in one held batch, give each call's
+    own answer. BUNDLE_LAUNCHES False queues the two launches: the same answers."""
+    from hydroplane import vk
+    from hydroplane.launch import runtime as runtime_module
+    from hydroplane.ops import attention as attention_module
+    from hydroplane.vk import stream as stream_module
+
+    monkeypatch.setattr(runtime_module, "BUNDLE_LAUNCHES", bundle)
+    attention_module._fast.clear()
+    rng = np.random.default_rng()
+    b, h, kvh, s, d = 1, 4, 2, 1024, 64
+
+    def ref(q, k, v):
+        k, v = np.repeat(k, h // kvh, axis=1), np.repeat(v, h // kvh, axis=1)
+        scores = q.astype(np.float64) @ k.astype(np.float64).swapaxes(-1, -2) / np.sqrt(d)
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        return (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+
+    q = _f16(rng, b, h, 1, d)
+    caches = [(_f16(rng, b, kvh, s, d), _f16(rng, b, kvh, s, d)) for _ in range(2)]
+    dq = hydroplane.device_array(q, 0)
+    dcaches = [tuple(hydroplane.device_array(a, 0) for a in kv) for kv in caches]
+    outs = [hydroplane.device_array(np.full((b, h, 1, d), np.nan, np.float16), 0) for _ in range(2)]
+    for i in range(4):  # the checked call, then each (cache, out) pair's first planned call
+        hydroplane.attention(dq, *dcaches[i % 2], out=outs[i // 2])
+    hydroplane.synchronize(0)
+    fast = next(iter(attention_module._fast.values()))
+    for planned in fast.by_place.values():
+        if bundle:
+            assert len(planned) == 1 and isinstance(planned[0].record, vk.SecondaryCommands), planned
+        else:
+            assert len(planned) == 2, "the decode path's two passes"
+    stream = runtime(0).stream
+    monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)
+    monkeypatch.setattr(stream, "idle_batch", 10 ** 6)
+    stream._submitted_at = 1.0
+    for round_ in range(2):
+        for o in outs:
+            o.write(np.full((b, h, 1, d), np.nan, np.float16))
+        for i in range(4):
+            hydroplane.attention(dq, *dcaches[(i + round_) % 2], out=outs[i % 2])
+        assert stream.recording, "the round's calls wait in one batch"
+        for i in (2, 3):  # the last call into each output
+            got = outs[i % 2].numpy().astype(np.float64)
+            np.testing.assert_allclose(got, ref(q, *caches[(i + round_) % 2]), rtol=2e-2, atol=2e-2)

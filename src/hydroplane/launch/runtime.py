@@ -125,6 +125,35 @@ class PlannedLaunch:
         return f"PlannedLaunch({self.label!r}, reads={self.reads}, writes={self.writes})"
 
 
+BUNDLE_LAUNCHES = True  # a planned call of several launches queued as one secondary command buffer (bundled)
+
+
+def bundled(rt, planned: tuple | None) -> tuple | None:
+    """A call's planned launches (`planned_of`) as one PlannedLaunch that runs them from a secondary command buffer
+    (vk.SecondaryCommands, recorded once with the barriers their byte ranges need between them), where there are
+    several and the runtime queues into a Vulkan stream; else `planned` as it is. The bundle's byte ranges are the
+    union of theirs (a write covers a read of the same range), so the hazard check before and after it is that of
+    one launch touching all of them: never fewer barriers than the launches alone would get. The caller holds the
+    runtime's lock (recording into the device's command pool)."""
+    if planned is None or len(planned) < 2 or not BUNDLE_LAUNCHES or rt.stream is None or rt.closed or \
+            any(type(p.record) is not vk.DispatchRecorder for p in planned):
+        return planned
+    steps, pending = [], {}
+    for launch in planned:
+        barrier = bool(pending) and _conflicts(pending, launch.read_keys, launch.write_keys)
+        if barrier:
+            pending.clear()
+        _add_accesses(pending, launch.read_keys, launch.write_keys)
+        steps.append((launch.record, barrier))
+    secondary = vk.SecondaryCommands(rt.executor.device, steps)
+    writes = list(dict.fromkeys(w for launch in planned for w in launch.writes))
+    written = set(writes)
+    reads = [r for r in dict.fromkeys(r for launch in planned for r in launch.reads) if r not in written]
+    keep = tuple(x for launch in planned for x in launch.keep) + (secondary,)
+    label = " + ".join(launch.label for launch in planned if launch.label)
+    return (PlannedLaunch(secondary, reads, writes, keep, label, None, _access_keys(reads), _access_keys(writes)),)
+
+
 def _access_keys(ranges) -> tuple:
     """((id(buffer), (start, end)), ...) of byte ranges [(buffer, start, size), ...]: the hazard check's keys."""
     return tuple((id(buf), (start, start + n)) for buf, start, n in ranges)

@@ -51,7 +51,7 @@ from hydroplane.launch.prepared import (
     served_places,
     signature_of,
 )
-from hydroplane.launch.runtime import runtime, runtime_of
+from hydroplane.launch.runtime import bundled, runtime, runtime_of
 from hydroplane.ops.matmul import host_memory
 from hydroplane.ops.runner import DeviceRunner, runner_executor
 
@@ -284,7 +284,7 @@ class FastAttention:
             prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
             prepared.dispatch()
             prepared.park()
-            planned = planned_of(prepared.passes)
+            planned = bundled(rt, planned_of(prepared.passes))
             if planned is not None and places is not None:
                 if len(self.by_place) >= KEPT_PLANS:
                     self.by_place.clear()
@@ -303,7 +303,8 @@ def _register_fast(keywords: tuple, q, k, v, kv_len, out: DeviceArray, out_given
         fast = FastAttention(prepared, rt, None if out_given else (out.dtype, out.shape, out.nbytes))
         planned, places = planned_of(prepared.passes), places_of((q, k, v, kv_len, out))
         if planned is not None and places is not None:  # this call's arrays: queued again without rebinding
-            fast.by_place[places] = planned
+            with rt.lock:
+                fast.by_place[places] = bundled(rt, planned)
         _fast[key] = fast
     except TypeError:
         return

@@ -47,7 +47,7 @@ from hydroplane.launch.prepared import (
     served_places,
     signature_of,
 )
-from hydroplane.launch.runtime import runtime, runtime_of
+from hydroplane.launch.runtime import bundled, runtime, runtime_of
 from hydroplane.ops.arrays import is_quantized
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
 from hydroplane.spirv import types
@@ -546,7 +546,7 @@ class FastCall:
                     prepared.rebind(name, x.like(template, at))
             prepared.dispatch()
             prepared.park()
-        planned = planned_of(launch for prepared in plan.gemms for launch in prepared.launches)
+        planned = bundled(self.runtime, planned_of(launch for prepared in plan.gemms for launch in prepared.launches))
         if planned is not None and places is not None:
             if len(self.by_place) >= KEPT_PLANS:
                 self.by_place.clear()
@@ -583,7 +583,8 @@ def _register_fast(call: MatmulCall, kwargs: tuple, plan: MatmulPlan, jobs: list
     fast = FastCall(plan, rt, bindings, result)
     planned, places = planned_of(launch for prepared in plan.gemms for launch in prepared.launches), places_of(slots)
     if planned is not None and places is not None:  # this call's arrays: queued again without rebinding
-        fast.by_place[places] = planned
+        with rt.lock:
+            fast.by_place[places] = bundled(rt, planned)
     try:
         _fast[sig] = fast
     except TypeError:

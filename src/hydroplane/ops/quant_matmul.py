@@ -42,7 +42,7 @@ from hydroplane.kernels.quant.source import (
     stage_bytes,
 )
 from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, served_places, signature_of
-from hydroplane.launch.runtime import canonical_device, runtime
+from hydroplane.launch.runtime import bundled, canonical_device, runtime
 from hydroplane.ops.arrays import is_quantized
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
@@ -388,7 +388,7 @@ class _Recorded:
             if queued is not None:
                 if len(self.by_place) >= KEPT_PLANS:
                     self.by_place.clear()
-                self.by_place[places] = tuple(queued)
+                self.by_place[places] = bundled(rt, tuple(queued))
         return out
 
 

@@ -40,6 +40,7 @@ from hydroplane.vk.stream import (
     DescriptorSets,
     DispatchRecorder,
     QueryPool,
+    SecondaryCommands,
     Stream,
     batch_barrier,
     dispatch_recorder,
@@ -53,8 +54,8 @@ from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipelin
 
 __all__ = [
     "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "DescriptorSets", "Device", "DeviceInfo",
-    "DeviceLost", "DispatchRecorder", "QueryPool", "Stream", "batch_barrier", "dispatch_recorder", "full_barrier",
-    "host_barrier", "record_copy", "record_dispatch", "record_fill",
+    "DeviceLost", "DispatchRecorder", "QueryPool", "SecondaryCommands", "Stream", "batch_barrier",
+    "dispatch_recorder", "full_barrier", "host_barrier", "record_copy", "record_dispatch", "record_fill",
     "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",

@@ -125,6 +125,8 @@ PROTOTYPES = (
      "VkDeviceSize size, uint32_t data)",
     "VkResult vkFreeDescriptorSets(VkDevice device, VkDescriptorPool descriptorPool, uint32_t descriptorSetCount, "
      "const VkDescriptorSet* pDescriptorSets)",
+    "void vkCmdExecuteCommands(VkCommandBuffer commandBuffer, uint32_t commandBufferCount, "
+     "const VkCommandBuffer* pCommandBuffers)",
     "void vkCmdPipelineBarrier(VkCommandBuffer commandBuffer, VkPipelineStageFlags srcStageMask, "
      "VkPipelineStageFlags dstStageMask, VkDependencyFlags dependencyFlags, uint32_t memoryBarrierCount, "
      "const VkMemoryBarrier* pMemoryBarriers, uint32_t bufferMemoryBarrierCount, "

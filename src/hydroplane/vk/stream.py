@@ -576,6 +576,44 @@ class DispatchRecorder:
         entry.dispatch(cmd, *self._grid)
 
 
+class SecondaryCommands(Owned):
+    """Dispatches with the barriers between them, recorded once into a secondary command buffer that a batch (or a
+    captured graph) runs with one vkCmdExecuteCommands: `recorder(cmd)`. A call of several launches then costs the
+    host one Vulkan call instead of up to four a launch (binds, push constants, dispatch, barrier). Begun for
+    simultaneous use: batches in flight may run it at once. `steps`: (DispatchRecorder, barrier before it) pairs; the
+    barriers are `batch_barrier`s after dispatches alone. Whoever queues it keeps it alive until the batches that run
+    it have finished (a batch's `keep`); closing it frees the command buffer. After it the primary command buffer's
+    bound pipeline, sets and push constants are undefined (Vulkan): the stream binds everything again."""
+
+    def __init__(self, device, steps):
+        device._require_open("Device")
+        self.device = device
+        self._array = (ctypes.c_void_p * 1)()
+        alloc = S.VkCommandBufferAllocateInfo(commandPool=device.command_pool,
+                                              level=E.VK_COMMAND_BUFFER_LEVEL_SECONDARY, commandBufferCount=1)
+        device.call("vkAllocateCommandBuffers", ctypes.byref(alloc), self._array)
+        self._adopt(device)
+        cmd = self._array[0]
+        inheritance = S.VkCommandBufferInheritanceInfo()
+        begin = S.VkCommandBufferBeginInfo(flags=E.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+                                           pInheritanceInfo=ctypes.addressof(inheritance))
+        check(_ffi.core("vkBeginCommandBuffer")(cmd, ctypes.byref(begin)), "vkBeginCommandBuffer")
+        for recorder, barrier_before in steps:
+            if barrier_before:
+                batch_barrier(cmd, True)
+            recorder(cmd)
+        check(_ffi.core("vkEndCommandBuffer")(cmd), "vkEndCommandBuffer")
+        self._execute = _ffi.recording("vkCmdExecuteCommands")
+        self._one = ctypes.c_uint32(1)
+
+    def __call__(self, cmd) -> None:
+        """Record its execution into primary command buffer `cmd`."""
+        self._execute(cmd, self._one, self._array)
+
+    def _destroy(self) -> None:
+        self.device.release("vkFreeCommandBuffers", self.device.command_pool, 1, self._array)
+
+
 def _argument(func, index: int, value):
     """`value` as the ctypes object of a function's argument `index` (converted once, passed many times)."""
     return func.argtypes[index](value)

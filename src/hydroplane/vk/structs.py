@@ -256,6 +256,13 @@ class VkCommandBufferAllocateInfo(_Struct):
         ("level", c_int32), ("commandBufferCount", c_uint32)]
 
 
+class VkCommandBufferInheritanceInfo(_Struct):
+    STYPE = 41  # VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO
+    _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("renderPass", c_uint64), ("subpass", c_uint32),
+        ("framebuffer", c_uint64), ("occlusionQueryEnable", c_uint32), ("queryFlags", c_uint32),
+        ("pipelineStatistics", c_uint32)]
+
+
 class VkCommandBufferBeginInfo(_Struct):
     STYPE = 42  # VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO
     _fields_ = [("sType", c_int32), ("pNext", c_void_p), ("flags", c_uint32),
