@@ -490,9 +490,9 @@ def test_the_quantized_matmul_of_a_signature_seen_before_skips_its_checks_and_gi
 @pytest.mark.vulkan
 @pytest.mark.parametrize("bundle", [True, False])
 def test_a_planned_call_of_several_launches_runs_from_one_secondary_command_buffer(bundle, monkeypatch):
-    """A decode attention call (a main pass over key splits and a combining pass) planned for its arrays is queued
-    as one launch that runs both from a secondary command buffer (launch.runtime.bundled), with the barrier between
-    them inside it; calls into two outputs in turn and over two KV caches, all in one held batch, give each call's
+    """A decode attention call (a main pass over key splits and a combining pass) planned for its arrays is queued,
+    from the second call at those places, as one launch that runs both from a secondary command buffer
+    (launch.runtime.bundled), with the barrier between them inside it; calls into two outputs in turn and over two KV caches, all in one held batch, give each call's
     own answer. BUNDLE_LAUNCHES False queues the two launches: the same answers."""
     from hydroplane import vk
     from hydroplane.launch import runtime as runtime_module
@@ -515,10 +515,13 @@ def test_a_planned_call_of_several_launches_runs_from_one_secondary_command_buff
     dq = hydroplane.device_array(q, 0)
     dcaches = [tuple(hydroplane.device_array(a, 0) for a in kv) for kv in caches]
     outs = [hydroplane.device_array(np.full((b, h, 1, d), np.nan, np.float16), 0) for _ in range(2)]
-    for i in range(4):  # the checked call, then each (cache, out) pair's first planned call
+    for i in range(4):  # the checked call, then each (cache, out) pair's first planned call: launches one by one
+        hydroplane.attention(dq, *dcaches[i % 2], out=outs[i // 2])
+    fast = next(iter(attention_module._fast.values()))
+    assert all(len(planned) == 2 for planned in fast.by_place.values()), "bundled only at the places' second call"
+    for i in range(4):  # each pair's second call
         hydroplane.attention(dq, *dcaches[i % 2], out=outs[i // 2])
     hydroplane.synchronize(0)
-    fast = next(iter(attention_module._fast.values()))
     for planned in fast.by_place.values():
         if bundle:
             assert len(planned) == 1 and isinstance(planned[0].record, vk.SecondaryCommands), planned

@@ -278,13 +278,15 @@ class FastAttention:
             if not prepared.passes:  # evicted meanwhile (by another thread): its scratch may be another's now
                 return None
             if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
+                if len(planned) > 1:  # (from one secondary command buffer, made at the places' second call)
+                    planned = self.by_place[places] = bundled(rt, planned)
                 for launch in planned:
                     rt.launch_planned(launch)
                 return out
             prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
             prepared.dispatch()
             prepared.park()
-            planned = bundled(rt, planned_of(prepared.passes))
+            planned = planned_of(prepared.passes)
             if planned is not None and places is not None:
                 if len(self.by_place) >= KEPT_PLANS:
                     self.by_place.clear()
@@ -303,8 +305,7 @@ def _register_fast(keywords: tuple, q, k, v, kv_len, out: DeviceArray, out_given
         fast = FastAttention(prepared, rt, None if out_given else (out.dtype, out.shape, out.nbytes))
         planned, places = planned_of(prepared.passes), places_of((q, k, v, kv_len, out))
         if planned is not None and places is not None:  # this call's arrays: queued again without rebinding
-            with rt.lock:
-                fast.by_place[places] = bundled(rt, planned)
+            fast.by_place[places] = planned
         _fast[key] = fast
     except TypeError:
         return

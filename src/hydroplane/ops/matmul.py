@@ -526,6 +526,8 @@ class FastCall:
             with rt.lock:
                 if not plan.gemms:  # evicted meanwhile (by another thread): its scratch may be another's now
                     return None
+                if len(planned) > 1:  # (from one secondary command buffer, made at the places' second call)
+                    planned = self.by_place[places] = bundled(rt, planned)
                 for launch in planned:
                     rt.launch_planned(launch)
             return out
@@ -546,7 +548,7 @@ class FastCall:
                     prepared.rebind(name, x.like(template, at))
             prepared.dispatch()
             prepared.park()
-        planned = bundled(self.runtime, planned_of(launch for prepared in plan.gemms for launch in prepared.launches))
+        planned = planned_of(launch for prepared in plan.gemms for launch in prepared.launches)
         if planned is not None and places is not None:
             if len(self.by_place) >= KEPT_PLANS:
                 self.by_place.clear()
@@ -583,8 +585,7 @@ def _register_fast(call: MatmulCall, kwargs: tuple, plan: MatmulPlan, jobs: list
     fast = FastCall(plan, rt, bindings, result)
     planned, places = planned_of(launch for prepared in plan.gemms for launch in prepared.launches), places_of(slots)
     if planned is not None and places is not None:  # this call's arrays: queued again without rebinding
-        with rt.lock:
-            fast.by_place[places] = bundled(rt, planned)
+        fast.by_place[places] = planned
     try:
         _fast[sig] = fast
     except TypeError:

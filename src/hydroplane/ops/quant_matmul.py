@@ -364,6 +364,8 @@ class _Recorded:
                 places += tuple(id(arr.storage.buffer) for arr in made)
             planned = self.by_place.get(places)
             if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
+                if len(planned) > 1:  # (from one secondary command buffer, made at the places' second call)
+                    planned = self.by_place[places] = bundled(rt, planned)
                 for launch in planned:
                     rt.launch_planned(launch)
                 return out
@@ -388,7 +390,7 @@ class _Recorded:
             if queued is not None:
                 if len(self.by_place) >= KEPT_PLANS:
                     self.by_place.clear()
-                self.by_place[places] = bundled(rt, tuple(queued))
+                self.by_place[places] = tuple(queued)
         return out
 
 
