@@ -492,8 +492,9 @@ def test_the_quantized_matmul_of_a_signature_seen_before_skips_its_checks_and_gi
 def test_a_planned_call_of_several_launches_runs_from_one_secondary_command_buffer(bundle, monkeypatch):
     """A decode attention call (a main pass over key splits and a combining pass) planned for its arrays is queued,
     from the second call at those places, as one launch that runs both from a secondary command buffer
-    (launch.runtime.bundled), with the barrier between them inside it; calls into two outputs in turn and over two KV caches, all in one held batch, give each call's
-    own answer. BUNDLE_LAUNCHES False queues the two launches: the same answers."""
+    (launch.runtime.bundled), with the barrier between them inside it; calls into two outputs in turn and over two
+    KV caches, all in one held batch, give each call's own answer. BUNDLE_LAUNCHES False queues the two launches:
+    the same answers."""
     from hydroplane import vk
     from hydroplane.launch import runtime as runtime_module
     from hydroplane.ops import attention as attention_module
