@@ -574,6 +574,14 @@ class DeviceRuntime:
         return PlannedLaunch(record, reads, writes, keep + (pipeline, record), label, None, _access_keys(reads),
                              _access_keys(writes))
 
+    def launch_kept(self, by_place: dict, places: tuple, planned: tuple) -> None:
+        """Queue again a call's planned launches kept for its arrays' places (`by_place[places]`, `planned`); several
+        are bundled first, at the places' second call (places met once never pay for it). The caller holds the lock."""
+        if len(planned) > 1:
+            planned = by_place[places] = bundled(self, planned)
+        for launch in planned:
+            self.launch_planned(launch)
+
     def launch_planned(self, planned: PlannedLaunch) -> None:
         """Queue a planned launch (its buffers must still be alive: the PreparedLaunch holding it checks)."""
         stream = self.stream

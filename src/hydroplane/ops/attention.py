@@ -51,7 +51,7 @@ from hydroplane.launch.prepared import (
     served_places,
     signature_of,
 )
-from hydroplane.launch.runtime import bundled, runtime, runtime_of
+from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.matmul import host_memory
 from hydroplane.ops.runner import DeviceRunner, runner_executor
 
@@ -278,10 +278,7 @@ class FastAttention:
             if not prepared.passes:  # evicted meanwhile (by another thread): its scratch may be another's now
                 return None
             if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
-                if len(planned) > 1:  # (from one secondary command buffer, made at the places' second call)
-                    planned = self.by_place[places] = bundled(rt, planned)
-                for launch in planned:
-                    rt.launch_planned(launch)
+                rt.launch_kept(self.by_place, places, planned)
                 return out
             prepared.bind({"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
             prepared.dispatch()

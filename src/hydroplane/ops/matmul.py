@@ -47,7 +47,7 @@ from hydroplane.launch.prepared import (
     served_places,
     signature_of,
 )
-from hydroplane.launch.runtime import bundled, runtime, runtime_of
+from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.arrays import is_quantized
 from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
 from hydroplane.spirv import types
@@ -526,10 +526,7 @@ class FastCall:
             with rt.lock:
                 if not plan.gemms:  # evicted meanwhile (by another thread): its scratch may be another's now
                     return None
-                if len(planned) > 1:  # (from one secondary command buffer, made at the places' second call)
-                    planned = self.by_place[places] = bundled(rt, planned)
-                for launch in planned:
-                    rt.launch_planned(launch)
+                rt.launch_kept(self.by_place, places, planned)
             return out
         with rt.lock:  # the plan is shared by the calls of its signature: bound and queued by one thread at a time
             return self._bind_and_queue(arrays, places, out)

@@ -42,7 +42,7 @@ from hydroplane.kernels.quant.source import (
     stage_bytes,
 )
 from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, served_places, signature_of
-from hydroplane.launch.runtime import bundled, canonical_device, runtime
+from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.arrays import is_quantized
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
 from hydroplane.quant.formats import QuantError
@@ -364,10 +364,7 @@ class _Recorded:
                 places += tuple(id(arr.storage.buffer) for arr in made)
             planned = self.by_place.get(places)
             if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
-                if len(planned) > 1:  # (from one secondary command buffer, made at the places' second call)
-                    planned = self.by_place[places] = bundled(rt, planned)
-                for launch in planned:
-                    rt.launch_planned(launch)
+                rt.launch_kept(self.by_place, places, planned)
                 return out
             arrays = (x, b, bias, out, *made)
             queued: list | None = []
