@@ -21,7 +21,8 @@ dequantized rows: relative Frobenius error, bound 2e-3), then
   (ops.quant_matmul.quantized_rows, checked against NumPy's dequantizer on its first rows), CUDA events, median of
   --reps, rotated over as many f16 copies as fit ROTATE_BYTES (at least 2).
 
-The table goes to stdout, the records as JSON to --out (default $OUT/quant_h200.json, else ./quant_h200.json).
+`--only decode` (or `prefill`) runs only those cases. The table goes to stdout, the records as JSON to --out
+(default $OUT/quant_h200.json, else ./quant_h200.json).
 On the lent H200 (after unpacking the Vulkan loader .debs, docs/vulkan.md):
 
     VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src \\
@@ -237,6 +238,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tuning", default=None, help="decode plans chosen by benchmarks/quant_sweep.py --best (JSON "
                         "[format, m, n, k, plan] rows) loaded into ops.quant_matmul.UNITS_TUNING first")
+    parser.add_argument("--only", default="decode,prefill", help="the cases: decode (M = 1), prefill, or both")
     args = parser.parse_args(argv)
     device = args.device if args.device == "ref" else int(args.device)
     reps = args.reps or (3 if args.tiny else 20)
@@ -252,9 +254,10 @@ def main(argv=None) -> int:
     shapes = TINY_SHAPES if args.tiny else SHAPES
     prefill = TINY_PREFILL_M if args.tiny else PREFILL_M
     rotate = TINY_ROTATE_BYTES if args.tiny else ROTATE_BYTES
-    cases = [(fmt, m, k, n) for m in (DECODE_M, prefill) for k, n in shapes for fmt in FORMAT_ORDER]
+    rows = [m for m, kind in ((DECODE_M, "decode"), (prefill, "prefill")) if kind in args.only.split(",")]
+    cases = [(fmt, m, k, n) for m in rows for k, n in shapes for fmt in FORMAT_ORDER]
     gk, gn = TINY_GEMMA if args.tiny else GEMMA_OUTPUT
-    cases += [("q8_0", DECODE_M, gk, gn), ("q8_0", prefill, gk, gn)]
+    cases += [("q8_0", m, gk, gn) for m in rows]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {rt.name}, Python {platform.python_version()}, "
           f"torch {'-' if torch is None else torch.__version__}; copy bandwidth "
           f"{'-' if bandwidth is None else f'{bandwidth / 1e12:.2f} TB/s'}; reps {reps}", flush=True)

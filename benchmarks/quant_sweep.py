@@ -28,6 +28,9 @@ lane's first unit once and decodes it for every unit: wrong results, timings onl
 coalesced through shared memory; GEMV_COALESCED, the first also with each ablation), each case its share of
 --decode-seconds.
 
+`--variants '[{"lw": 1, "rows": 2, "lpr": 32, "pipe": true}, ...]'` times, per decode case (`--formats q4_0,q8_0`
+picks the formats), the shipped plan and then exactly these UNITS_TUNING entries, instead of the grid.
+
 `--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
 """
 
@@ -197,6 +200,10 @@ def main(argv=None) -> int:
     parser.add_argument("--gemv-ablate", action="store_true", help="decode: a streaming read of the same bytes, "
                         "the shipped plan whole and with each of the unit GEMV's ablations, then COALESCE plans "
                         "(the module docstring)")
+    parser.add_argument("--variants", default=None, help="decode: after the shipped plan, exactly these unit plans "
+                        "(a JSON list of UNITS_TUNING entries, e.g. '[{\"lw\": 1, \"rows\": 2, \"lpr\": 32, "
+                        "\"pipe\": true}]'), instead of the grid")
+    parser.add_argument("--formats", default=None, help="decode: only these formats (comma-separated)")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
     parser.add_argument("--stats", action="store_true", help="record each variant's new pipelines' driver "
@@ -221,10 +228,13 @@ def main(argv=None) -> int:
             shapes = [(512, 64)] if args.tiny else DECODE_SHAPES
             shipped = dict(quant_matmul.UNITS_TUNING)
             pipes = (False, True) if args.pipe else (False,)
-            sweep_seconds = args.decode_seconds if args.pipe or args.dot or args.gemv_ablate else None
+            sweep_seconds = args.decode_seconds if args.pipe or args.dot or args.gemv_ablate or args.variants \
+                else None
             shared = rt.executor.target.shared_memory
             for k, n in shapes:
                 for fmt in bench.FORMAT_ORDER:
+                    if args.formats and fmt not in args.formats.split(","):
+                        continue
                     # --pipe: each case gets its share of --decode-seconds
                     deadline = time.monotonic() + sweep_seconds / len(shapes) / len(bench.FORMAT_ORDER) \
                         if sweep_seconds else None
@@ -252,6 +262,9 @@ def main(argv=None) -> int:
                         candidates += [dict(rows=rows, lpr=lpr, nsg=4, split=split, dot=True)
                                        for rows in (2, 4, 1) for lpr in ((4, 8) if args.tiny else LPRS)
                                        for split in (1, 0)]
+                        pipes = ()
+                    if args.variants:  # the shipped plan, then exactly the plans given
+                        candidates = [dict(shipped.get((fmt, 1, n, k), {})), *json.loads(args.variants)]
                         pipes = ()
                     for staged in pipes[::-1]:
                         for rows in ((4, 2, 1) if args.pipe else ROWS):
