@@ -26,7 +26,7 @@ import numpy as np
 
 from hydroplane.errors import HydroplaneError
 from hydroplane.kernels.quant.decode import FORMATS as KERNEL_FORMATS
-from hydroplane.kernels.quant.decode import unit_blocks
+from hydroplane.kernels.quant.decode import LANE_FORMATS, unit_blocks
 from hydroplane.kernels.quant.dot import DOT_FORMATS, LEVELS_THREADS, levels_kernel, levels_words
 from hydroplane.kernels.quant.source import (
     K_MAX_PROLOGUE,
@@ -36,12 +36,13 @@ from hydroplane.kernels.quant.source import (
     gemm_kernel,
     gemm_shared_bytes,
     gemv_kernel,
+    gemv_lanes_kernel,
     gemv_units_kernel,
     reduce_kernel,
     rows_kernel,
     stage_bytes,
 )
-from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, served_places, signature_of
+from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, Layout, dispatch_kept, served_places, signature_of
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.arrays import is_quantized
 from hydroplane.quant import QuantizedArray, QuantizedTranspose, block_format
@@ -562,9 +563,15 @@ _kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {s
 def _words(arr: DeviceArray) -> DeviceArray:
     """A DeviceArray of block bytes as the u32 words the kernels bind."""
     raw = arr.view(np.uint8) if arr.format is not None else arr
-    if raw.nbytes % 4:
-        raise QuantMatmulError(f"a quantized DeviceArray of {raw.nbytes} bytes: the kernels bind whole 32-bit words "
-                               "(pad its buffer to a multiple of 4 bytes)")
+    if raw.nbytes % 4:  # the blocks end inside a word: bind it whole where the buffer holds it (upload pads to 16)
+        words = -(-raw.nbytes // 4)
+        offset = raw.layout.offset
+        held = getattr(raw.storage.buffer, "nbytes", raw.storage.nbytes)
+        if not raw.contiguous or offset % 4 or offset + 4 * words > held:
+            raise QuantMatmulError(f"a quantized DeviceArray of {raw.nbytes} bytes: the kernels bind whole 32-bit "
+                                   "words (pad its buffer to a multiple of 4 bytes)")
+        return DeviceArray(None, None, None, np.uint32, (words,), storage=raw.storage, layout=Layout(offset, (4,)),
+                           base=raw if raw.base is None else raw.base)
     return raw.reshape(-1).view(np.uint32)
 
 
@@ -622,6 +629,37 @@ def gemv_plan(m: int, n: int, k: int, sg: int, reference: bool) -> GemvPlan:
     k_split = ceil_div(ceil_div(k, split), step) * step
     split = ceil_div(k, k_split)
     return GemvPlan(mr, rows, split, k_split, (-(-n // (GEMV_SUBGROUPS * rows)), -(-m // mr), split))
+
+
+@dataclass(frozen=True)
+class LanesPlan:
+    """The lane-interleaved GEMV's launch (kernels/quant/source.py gemv_lanes_kernel): MR rows of x a workgroup row,
+    ROWS rows of W a subgroup, NSG subgroups, U groups of 8 weights a lane a step, SPLIT ranges of split_groups."""
+
+    mr: int
+    rows: int
+    nsg: int
+    unroll: int
+    split: int
+    split_groups: int
+    grid: tuple
+
+
+LANES_ROWS = 2  # rows of W a subgroup
+LANES_UNROLL = 4  # groups a lane a step
+
+
+def lanes_plan(fmt: str, m: int, n: int, k: int, sg: int, tuned: dict) -> LanesPlan | None:
+    """The lane GEMV's plan where a tuning entry asks for it ("lanes": True; "rows", "nsg", "unroll", "split": K
+    split into that many ranges, default 1), else None: a format other than q8_0, q4_0, q5_0, or M over 8."""
+    if not tuned.get("lanes") or fmt not in LANE_FORMATS or m > 8:
+        return None
+    rows, nsg = tuned.get("rows", LANES_ROWS), tuned.get("nsg", UNITS_SUBGROUPS)
+    groups = k // 8
+    split_groups = ceil_div(groups, max(1, tuned.get("split", 1)))
+    split = ceil_div(groups, split_groups)
+    return LanesPlan(m, rows, nsg, tuned.get("unroll", LANES_UNROLL), split, split_groups,
+                     (ceil_div(n, nsg * rows), 1, split))
 
 
 @dataclass(frozen=True)
@@ -779,6 +817,12 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
             return
     for n0, n1, words in found:
         n = n1 - n0
+        lanes = lanes_plan(weight.fmt, m, n, k, sg, UNITS_TUNING.get((weight.fmt, m, n, k), {})) \
+            if prologue is None else None
+        if lanes is not None:
+            _gemv_lanes(rt, scratch, xflat, words, bflat, dflat, Weight(weight.fmt, n, k), lanes, m, col0 + n0,
+                        kinds, has_bias, act, ldd)
+            continue
         units = units_plan(weight.fmt, m, n, k, sg, rt.is_reference, UNITS_TUNING.get((weight.fmt, m, n, k)),
                            target.shared_memory)
         if units is not None:
@@ -809,6 +853,24 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
                                                       ACT=act if not partial else "none"), plan.grid, args, aliases)
         if partial:
             _reduce_split(rt, part, dflat, bflat, m, n, plan.split, ldd, col0 + n0, out_kind, has_bias, act)
+
+
+def _gemv_lanes(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: LanesPlan, m: int, col_base: int,
+                kinds: tuple[str, str], has_bias: bool, act: str, ldd: int) -> None:
+    """One window of W (weight: its rows) through the lane GEMV (and the reduction where K is split)."""
+    kind, out_kind = kinds
+    partial = plan.split > 1
+    args = {"x": xflat, "w": words, "d": dflat, "M": m, "N": weight.n, "K": weight.k, "row_bytes": weight.row_bytes,
+            "split_groups": plan.split_groups, "w_last": ceil_div(weight.n * weight.row_bytes, 4) - 1, "ldd": ldd,
+            "col_base": col_base}
+    aliases = {"x2": "x", "x4": "x"}
+    part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, weight.n, has_bias, bflat)
+    _launch(rt, gemv_lanes_kernel(kind, out_kind),
+            dict(FMT=weight.fmt, MR=plan.mr, ROWS=plan.rows, NSG=plan.nsg, SG=rt.executor.target.subgroup_size,
+                 U=plan.unroll, PARTIAL=partial, BIAS=has_bias and not partial, ACT=act if not partial else "none"),
+            plan.grid, args, aliases)
+    if partial:
+        _reduce_split(rt, part, dflat, bflat, m, weight.n, plan.split, ldd, col_base, out_kind, has_bias, act)
 
 
 def _gemv_units(rt, scratch, xflat, words, bflat, dflat, weight: Weight, plan: UnitsPlan, m: int, n: int,

@@ -12,7 +12,7 @@ in its order), for FMT in FORMATS: every quantized kernel (the decode GEMV, the 
 gather) calls this one helper, the format a constexpr. This module imports only the language.
 """
 
-from hydroplane.lang import bitcast, constexpr, f16, f32, fma, func, s32, static_range, u16, u32
+from hydroplane.lang import bitcast, constexpr, f16, f32, fma, func, minimum, s32, select, static_range, u16, u32
 
 FORMATS = {"q8_0": (32, 34), "q4_0": (32, 18), "q5_0": (32, 22), "q4_k": (256, 144), "q6_k": (256, 210)}
 
@@ -302,3 +302,66 @@ def block_dot(acc, words, p0: constexpr, STRIDE: constexpr, xs, wv, part, xsum, 
                 sc = half_of(words, q + 208) * f32(bitcast(byte_of(words, q + 192 + i) << 24, s32) >> 24)
                 for m in static_range(MR):
                     acc[m * ROWS + r] = fma(sc, part[m * ROWS + r], acc[m * ROWS + r])
+
+
+# Lane groups (the lane-interleaved decode GEMV, kernels/quant/source.py `gemv_lanes_kernel`) --------------------------
+# Four consecutive lanes share a 32-weight block of q8_0, q4_0 or q5_0, each taking 8 of its weights ("group" s, 0 ..
+# 3): q8_0 elements 8s .. 8s + 7 (bytes 8s .. 8s + 7 of its quants); q4_0 and q5_0 the low and the high nibbles of
+# bytes 4s .. 4s + 3 (elements 4s .. 4s + 3 and 16 + 4s .. 16 + 4s + 3). So 32 lanes read 8 consecutive blocks: each
+# load instruction of a subgroup touches one run of bytes, every sector used whole (a lane per unit of blocks touches
+# 32 runs a unit apart). The bytes are 2-byte aligned: a lane loads the aligned words around its bytes and funnels
+# them (a select, not a branch).
+
+LANE_FORMATS = ("q8_0", "q4_0", "q5_0")
+
+
+@func
+def word_near(w, p, w_last):
+    """The u32 at even byte offset p: the aligned word, or two (the second's index clamped to w_last) funnelled."""
+    i = p >> 2
+    a = w[i]
+    b = w[minimum(i + 1, w_last)]
+    return select((p & 2) != 0, (a >> 16) | (b << 16), a)
+
+
+@func
+def lane_group(wv, w, off, s, w_last, FMT: constexpr):
+    """Group s (0 .. 3, run time) of the q8_0, q4_0 or q5_0 block at byte off of w into wv[0:8] as integers with the
+    format's offset removed (f32, exactly; the order of `lane_runs`' activations); returns the block's scale d (f32).
+    No word past w_last (the weight's last) is read."""
+    w0 = w[off >> 2]
+    d = f32(bitcast(u16(select((off & 2) != 0, w0 >> 16, w0 & 0xFFFF)), f16))
+    if FMT == "q8_0":
+        p = off + 2 + 8 * s
+        i = p >> 2
+        a = w[i]
+        b = w[minimum(i + 1, w_last)]
+        c = w[minimum(i + 2, w_last)]
+        odd = (p & 2) != 0
+        lo = select(odd, (a >> 16) | (b << 16), a) ^ 0x80808080
+        hi = select(odd, (b >> 16) | (c << 16), b) ^ 0x80808080
+        for j in static_range(4):
+            wv[j] = small((lo >> (8 * j)) & 0xFF, MAGIC + 128.0)
+            wv[4 + j] = small((hi >> (8 * j)) & 0xFF, MAGIC + 128.0)
+    elif FMT == "q4_0":
+        qw = word_near(w, off + 2 + 4 * s, w_last)
+        for j in static_range(4):
+            wv[j] = small((qw >> (8 * j)) & 0xF, MAGIC + 8.0)
+            wv[4 + j] = small((qw >> (8 * j + 4)) & 0xF, MAGIC + 8.0)
+    else:  # q5_0: bit e of qh (bytes 2 .. 5) is element e's fifth bit
+        hb = word_near(w, off + 2, w_last) >> u32(4 * s)
+        qw = word_near(w, off + 6 + 4 * s, w_last)
+        for j in static_range(4):
+            wv[j] = small(((qw >> (8 * j)) & 0xF) | (((hb >> j) & 1) << 4), MAGIC + 16.0)
+            wv[4 + j] = small(((qw >> (8 * j + 4)) & 0xF) | (((hb >> (16 + j)) & 1) << 4), MAGIC + 16.0)
+    return d
+
+
+@func
+def lane_runs(g, FMT: constexpr):
+    """The first elements of group g's two runs of 4 activations (g: the row's 8-weight group, 4 a block)."""
+    e = (g >> 2) * 32
+    s = g & 3
+    if FMT == "q8_0":
+        return e + 8 * s, e + 8 * s + 4
+    return e + 4 * s, e + 16 + 4 * s

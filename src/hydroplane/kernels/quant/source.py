@@ -41,7 +41,7 @@ from hydroplane.kernels.attention.source import V4F, combined_rows
 from hydroplane.kernels.gemm.source import GELU_C, GELU_CUBIC, Blocks, KLoop, Staging, staged_k_loop
 from hydroplane.kernels.nn.activation import act
 from hydroplane.kernels.nn.common import STORAGE, V4, group_sum, load, log2_exact, narrow
-from hydroplane.kernels.quant.decode import FORMATS, block_dot, decode8, word_of
+from hydroplane.kernels.quant.decode import FORMATS, block_dot, decode8, lane_group, lane_runs, word_of
 from hydroplane.kernels.quant.dot import block_dot_int
 from hydroplane.lang import (
     Buffer,
@@ -51,6 +51,7 @@ from hydroplane.lang import (
     coop,
     f16,
     f32,
+    fma,
     func,
     global_id,
     kernel_source,
@@ -63,6 +64,7 @@ from hydroplane.lang import (
     readonly,
     rsqrt,
     s32,
+    select,
     shared_array,
     static_range,
     subgroup_add,
@@ -619,6 +621,92 @@ def gemv_units_kernel(XDT: str, ODT: str):
                                                                        ACT, ODT)
 
     return quant_gemv_units
+
+
+@func
+def load_x4(xs, slot: constexpr, x2, x4, at, XDT: constexpr):
+    """The 4 activations at element `at` (a multiple of 4) of x into xs[slot:slot + 4] as f32: one 8-byte load (f16,
+    bf16: x2, the V2 view) or one 16-byte load (f32: x4)."""
+    if XDT == "f32":
+        chunk = x4[at >> 2]
+        for j in static_range(4):
+            xs[slot + j] = bitcast(chunk[j], f32)
+    else:
+        pair = x2[at >> 2]
+        for j in static_range(2):
+            for h in static_range(2):
+                bits = pair[j] >> (16 * h) & 0xFFFF
+                if XDT == "bf16":
+                    xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
+                else:
+                    xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+
+
+@functools.cache
+def gemv_lanes_kernel(XDT: str, ODT: str):
+    """The lane-interleaved decode GEMV (q8_0, q4_0, q5_0; M <= 8 a workgroup row): a subgroup owns ROWS rows of W;
+    lane l takes the row's 8-weight groups l, l + SG, ... (decode.py's lane groups: 4 lanes a 32-weight block, so a
+    subgroup's loads of a step read 8 consecutive blocks of each row), U groups a step (all of a step's loads in one
+    basic block, for the compiler to issue together); each group's weights meet the matching activations of MR rows
+    of x (two runs of 4, read once for the ROWS rows) in f32 fused multiply-adds, each block's scale once. The lanes'
+    sums meet in subgroup adds; with SPLIT ranges of groups (grid z) the partial sums go to `part` for
+    reduce_kernel. w_last: the index of the weight's last word (no load goes past it)."""
+    XS, OS = STORAGE[XDT], STORAGE[ODT]
+
+    @kernel_source(local_size=gemv_threads, name=f"quant_gemv_lanes_{XDT}_{ODT}")
+    def quant_gemv_lanes(x: Buffer[XS, readonly], x2: Buffer[V2, readonly], x4: Buffer[V4, readonly],
+                         w: Buffer[u32, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32],
+                         M: s32, N: s32, K: s32, row_bytes: s32, split_groups: s32, w_last: s32, ldd: s32,
+                         col_base: s32, FMT: constexpr, MR: constexpr, ROWS: constexpr, NSG: constexpr,
+                         SG: constexpr, U: constexpr, PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr):
+        lane = lane_id()
+        n0 = (workgroup_id(0) * NSG + subgroup_id()) * ROWS
+        m0 = workgroup_id(1) * MR
+        split = workgroup_id(2)
+        g_begin = split * split_groups
+        g_end = minimum(K >> 3, g_begin + split_groups)
+        acc = local_array(f32, MR * ROWS)
+        for i in static_range(MR * ROWS):
+            acc[i] = 0.0
+        xoff = local_array(s32, MR)
+        for m in static_range(MR):
+            xoff[m] = minimum(m0 + m, M - 1) * K
+        rowb = local_array(s32, ROWS)
+        for r in static_range(ROWS):
+            rowb[r] = minimum(n0 + r, N - 1) * row_bytes
+        xs = local_array(f32, U * MR * 8)
+        wv = local_array(f32, 8)
+        BYTES = FORMATS[FMT][1]
+        for g0 in range(g_begin + lane, g_end, SG * U):
+            for t in static_range(U):
+                g = minimum(g0 + t * SG, g_end - 1)  # past the range: a group loaded again, its sum dropped
+                e1, e2 = lane_runs(g, FMT)
+                for m in static_range(MR):
+                    load_x4(xs, (t * MR + m) * 8, x2, x4, xoff[m] + e1, XDT)
+                    load_x4(xs, (t * MR + m) * 8 + 4, x2, x4, xoff[m] + e2, XDT)
+                live = g0 + t * SG < g_end
+                for r in static_range(ROWS):
+                    scale = lane_group(wv, w, rowb[r] + (g >> 2) * BYTES, g & 3, w_last, FMT)
+                    for m in static_range(MR):
+                        total = 0.0
+                        for j in static_range(8):
+                            total = fma(xs[(t * MR + m) * 8 + j], wv[j], total)
+                        acc[m * ROWS + r] = select(live, fma(scale, total, acc[m * ROWS + r]), acc[m * ROWS + r])
+        for i in static_range(MR * ROWS):
+            acc[i] = subgroup_add(acc[i])
+        if lane == 0:
+            for r in static_range(ROWS):
+                n = n0 + r
+                for m in static_range(MR):
+                    row = m0 + m
+                    if row < M and n < N:
+                        if PARTIAL:
+                            part[(split * M + row) * N + n] = acc[m * ROWS + r]
+                        else:
+                            d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n, BIAS,
+                                                                       ACT, ODT)
+
+    return quant_gemv_lanes
 
 
 STREAM_THREADS = 256
