@@ -11,8 +11,10 @@ Per case: one checked run (x uniform in [-1, 1) f16; the first CHECK_COLUMNS out
 dequantized rows: relative Frobenius error, bound 2e-3), then
 - `gpu_us`: GPU timestamps around each run (the device runtime's timing path, after its 0.3 s warm-up), median of
   --reps, the weight copy rotated every run;
-- `loop_us`: a user's loop of queued calls: --reps `hydroplane.matmul(dx, dw.T, out=dout)` back to back (the
-  copies rotated), the wall clock to the last one's completion divided by --reps;
+- `loop_us`: a user's loop of queued calls: max(--reps, 100) `hydroplane.matmul(dx, dw.T, out=dout)` back to back
+  (the copies rotated), the wall clock to the last one's completion divided by the calls, the median of 3 loops
+  after 0.3 s of such calls (before 2026-12-06 12:00 UTC: one loop of --reps calls after one call, which counted
+  each copy's first calls and the submission's latency);
 - decode: the quantized bytes read per second (`weight_tbs`, TB/s) against the copy bandwidth (torch's
   device-to-device copy of 1 GiB, bytes read + written per second), and `same_us`: GPU timestamps as `gpu_us` but on
   the same weights every run, as the peer's `test-backend-ops perf` measures (weights that fit stay in the L2);
@@ -113,15 +115,28 @@ def gpu_time(rt, run, reps: int) -> float:
     return statistics.median(rt.time(run, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.3))
 
 
+LOOP_CALLS = 100  # calls a timed loop (at least --reps)
+LOOP_WARM_S = 0.3  # seconds of back-to-back calls before the loops (an idle GPU runs at its idle clock)
+
+
 def loop_time(rt, run, reps: int) -> float:
-    """A user's loop: reps queued calls back to back, the wall clock to completion / reps."""
-    run()
-    rt.synchronize()
-    start = time.perf_counter()
-    for _ in range(reps):
-        run()
-    rt.synchronize()
-    return (time.perf_counter() - start) / reps
+    """A user's loop: max(reps, LOOP_CALLS) queued calls back to back, the wall clock to their completion divided by
+    the calls; the median of 3 such loops, after LOOP_WARM_S seconds of calls (every weight copy's first calls, which
+    plan its launches, happen there)."""
+    end = time.perf_counter() + LOOP_WARM_S
+    while time.perf_counter() < end:
+        for _ in range(10):
+            run()
+        rt.synchronize()
+    calls = max(reps, LOOP_CALLS)
+    loops = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        rt.synchronize()
+        loops.append((time.perf_counter() - start) / calls)
+    return statistics.median(loops)
 
 
 def torch_time(torch, x, weights, reps: int) -> float:

@@ -272,9 +272,10 @@ def main(argv=None) -> int:
                                 for split in (1, 0):
                                     v = dict(rows=rows, lpr=lpr, nsg=4, split=split)
                                     candidates.append(dict(v, xsh=True) if staged else v)
-                    for v in candidates:
-                        plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
-                                                       rt.is_reference, v, shared)
+                    for v in candidates:  # each plan once (the lane GEMV's plan where an entry asks for it)
+                        sg = rt.executor.target.subgroup_size
+                        plan = quant_matmul.lanes_plan(fmt, 1, n, k, sg, v) or \
+                            quant_matmul.units_plan(fmt, 1, n, k, sg, rt.is_reference, v, shared)
                         if plan is not None and plan not in plans:
                             plans.add(plan)
                             variants.append(v)

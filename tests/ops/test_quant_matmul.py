@@ -248,6 +248,54 @@ def test_the_unit_gemv_at_every_load_width(device, fmt, monkeypatch):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0"])
+def test_the_lane_gemv(device, fmt, monkeypatch):
+    """The lane GEMV (four lanes a 32-weight block; a tuning entry's "lanes") against float64 NumPy: rows of W 1, 2
+    and 4 a subgroup, 1-4 groups a lane a step (steps that run past the range: those groups are loaded again and
+    dropped), K split or not, M 1, 3 and 8, f16, bf16 and f32 activations, bias and GELU, an output view of a
+    wider array (ldd), and a weight whose blocks end inside a 32-bit word (17 rows of 5 blocks: the lanes' last
+    loads stay within it). Outputs are poisoned; plans are checked to be the lane GEMV's."""
+    sg = runtime(device).executor.target.subgroup_size
+    k = 5 * 32 if device == "ref" else 13 * 32  # 20 or 52 groups of 8: steps past the range at every unroll
+    for n in (17, 40):
+        qw, w64 = table(fmt, n, k)
+        bias = rng.standard_normal(n).astype(np.float32)
+        for m, dtype, tuned in ((1, np.float16, {}), (3, BF16, {"rows": 1, "unroll": 3, "split": 2}),
+                                (8, np.float32, {"rows": 4, "nsg": 2, "unroll": 1}),
+                                (1, np.float32, {"unroll": 2, "split": 3})):
+            tuned = {"lanes": True, **tuned}
+            plan = quant_matmul.lanes_plan(fmt, m, n, k, sg, tuned)
+            assert plan is not None and plan.split == tuned.get("split", 1)
+            monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, m, n, k), tuned)
+            x = activations((m, k), dtype)
+            x[0, :8] = [300, -300, 0, 1e-7, -3.5, 0, 1, -1]  # large values, an f16 subnormal, zeros
+            wide = np.full((m, n + 5), -777.0, dtype)
+            got = hydroplane.matmul(x, qw.T, bias=bias.astype(dtype), activation="gelu", out=wide[:, 2:2 + n],
+                                    device=device)
+            assert_close(got, expected(x, w64, bias.astype(dtype), "gelu"), dtype)
+            assert (wide[:, :2] == -777).all() and (wide[:, 2 + n:] == -777).all()
+    assert quant_matmul.lanes_plan("q4_k", 1, 64, 256, sg, {"lanes": True}) is None  # K-quants: the unit GEMV
+    assert quant_matmul.lanes_plan(fmt, 9, 64, k, sg, {"lanes": True}) is None  # M over 8
+    assert quant_matmul.lanes_plan(fmt, 1, 64, k, sg, {}) is None  # only where an entry asks
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_weight_whose_blocks_end_inside_a_word(device):
+    """17 rows of 3 q4_0 blocks are 918 bytes: upload pads the buffer to whole 16 bytes, and the kernels bind the
+    last word whole (before, the matmul refused the weight and asked to pad a buffer the user never made)."""
+    qw, w64 = table("q4_0", 17, 96)
+    assert qw.nbytes % 4 == 2
+    for m in (1, 20):
+        x = activations((m, 96), np.float16)
+        got = hydroplane.matmul(x, qw.T, out=np.full((m, 17), -777.0, np.float16), device=device)
+        assert_close(got, expected(x, w64), np.float16)
+    dw = upload(qw, device)
+    assert dw.nbytes == qw.nbytes  # the DeviceArray's bytes stay the blocks'
+    got = hydroplane.matmul(device_array(x, device), dw.T).numpy()
+    assert_close(got, expected(x, w64), np.float16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k"])
 def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
     """PIPE (each lane's next unit loaded while this one is multiplied) and XSH (one row of x converted into shared

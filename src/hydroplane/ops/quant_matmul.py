@@ -704,22 +704,27 @@ UNITS_COALESCE = False  # W's loads coalesced through shared memory (COALESCE) w
 UNITS_ROWS = 2  # rows of W per lane: each activation read once for them
 UNITS_LANES_TARGET = 1 << 17  # fewer lanes than this (N / ROWS x LPR x row tiles): split K (the H200: 132 x 2048)
 REF_UNITS_LANES_TARGET = 4  # the reference executor: kept small
-# (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=, xsh=): the fastest plans of benchmarks/quant_sweep.py on the
-# H200 (2026-12-04; docs/perf.md "Quantized weights"), where marked on an H100; other shapes take units_plan's rule
+# (fmt, m, n, k) -> dict(lw=, rows=, lpr=, nsg=, split=, xsh=, pipe=; lanes=, unroll=: the lane GEMV): the fastest
+# plans of benchmarks/quant_sweep.py on the H200 (2026-12-04; docs/perf.md "Quantized weights"), where marked on an H100
+# (no H200 came since); other shapes take units_plan's rule
 UNITS_TUNING: dict = {
-    ("q4_0", 1, 4096, 14336): {"rows": 2, "lpr": 32},
-    ("q5_0", 1, 4096, 14336): {"rows": 2, "lpr": 8},
-    ("q8_0", 1, 4096, 14336): {"rows": 4, "lpr": 32},
     ("q4_k", 1, 4096, 14336): {"rows": 4, "lpr": 32},
     # XSH (x staged in shared memory): the fastest on an H100 (2026-12-05 15:27, quant_sweep.py --pipe; docs/perf.md)
-    # for q6_k both ways (46.7 and 45.9 us against 55.4 and 58.5) and every format at 4096 -> 14336 (27.9-46.7 us
-    # against the H200 plans' 40.4-58.5 there); not yet measured on the H200
+    # for q6_k both ways (46.7 and 45.9 us against 55.4 and 58.5) and q4_k at 4096 -> 14336 (29.0 against 40.4)
     ("q6_k", 1, 4096, 14336): {"rows": 1, "lw": 1, "lpr": 8, "split": 1, "xsh": True},
-    ("q4_0", 1, 14336, 4096): {"rows": 2, "lpr": 8, "nsg": 4, "split": 1, "xsh": True},
-    ("q5_0", 1, 14336, 4096): {"rows": 2, "lpr": 8, "nsg": 4, "split": 1, "xsh": True},
-    ("q8_0", 1, 14336, 4096): {"rows": 2, "lpr": 16, "nsg": 4, "split": 1, "xsh": True},
     ("q4_k", 1, 14336, 4096): {"rows": 2, "lpr": 8, "nsg": 4, "split": 1, "xsh": True},
     ("q6_k", 1, 14336, 4096): {"rows": 1, "lw": 1, "lpr": 8, "split": 1, "xsh": True},
+    # 4-byte loads (units of 2 blocks), the next unit's loads issued before this one is multiplied (PIPE), K not
+    # split: an H100, 2026-12-06 11:05 and 11:11 UTC (quant_sweep.py --variants; docs/perf.md), us against the plans
+    # before: q4_0 24.5 / 27.4, q5_0 29.5 / 35.1, q8_0 34.7 / 38.5 at 14336 -> 4096; q4_0 23.9 (4 rows) / 26.5,
+    # q5_0 28.8 / 34.8 at 4096 -> 14336
+    ("q4_0", 1, 4096, 14336): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
+    ("q5_0", 1, 4096, 14336): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
+    ("q8_0", 1, 4096, 14336): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
+    ("q4_0", 1, 14336, 4096): {"lw": 1, "rows": 4, "lpr": 32, "pipe": True, "split": 1},
+    ("q5_0", 1, 14336, 4096): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
+    # the lane GEMV (gemv_lanes_kernel): 31.2 us against 35.5 (the XSH plan) and 35.0 (PIPE), the same H100 at 11:11
+    ("q8_0", 1, 14336, 4096): {"lanes": True},
 }
 UNITS_FORMAT_RULES = {"q6_k": {"rows": 1, "lpr": 8}}  # q6_k's many scales: one row a lane, 8 lanes a row
 
