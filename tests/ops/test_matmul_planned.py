@@ -541,3 +541,69 @@ def test_a_planned_call_of_several_launches_runs_from_one_secondary_command_buff
         for i in (2, 3):  # the last call into each output
             got = outs[i % 2].numpy().astype(np.float64)
             np.testing.assert_allclose(got, ref(q, *caches[(i + round_) % 2]), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_bundle_whose_head_waits_for_nothing_is_queued_without_a_barrier(overlap, monkeypatch):
+    """Planned decode attention calls alternate between two sets of scratch (ops.attention.TWIN_SCRATCH), so a call's
+    main pass shares no bytes with the last call's combining pass: in one held batch the runtime queues each bundle
+    without a barrier before it (launch.runtime.OVERLAP_BUNDLE_HEADS; the bundle's own barrier orders the last
+    call's passes before its combining pass), and every call still gives its own answer. A main pass that reads
+    what a pending dispatch writes (q, written by a matmul) gets its barrier; so does a bundle after a host write
+    (a transfer, which the bundle's barrier does not cover). OVERLAP_BUNDLE_HEADS False: a barrier before each."""
+    from hydroplane.launch import runtime as runtime_module
+    from hydroplane.ops import attention as attention_module
+    from hydroplane.vk import stream as stream_module
+
+    monkeypatch.setattr(runtime_module, "OVERLAP_BUNDLE_HEADS", overlap)
+    attention_module._fast.clear()
+    rng = np.random.default_rng()
+    b, h, kvh, s, d = 1, 4, 2, 1024, 64
+
+    def ref(q, k, v):
+        k, v = np.repeat(k, h // kvh, axis=1), np.repeat(v, h // kvh, axis=1)
+        scores = q.astype(np.float64) @ k.astype(np.float64).swapaxes(-1, -2) / np.sqrt(d)
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        return (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+
+    qs = [_f16(rng, b, h, 1, d) for _ in range(2)]
+    k, v = _f16(rng, b, kvh, s, d), _f16(rng, b, kvh, s, d)
+    dqs = [hydroplane.device_array(q, 0) for q in qs]
+    dk, dv = hydroplane.device_array(k, 0), hydroplane.device_array(v, 0)
+    outs = [hydroplane.device_array(np.full((b, h, 1, d), np.nan, np.float16), 0) for _ in range(2)]
+    for _ in range(3):  # every (q, out, scratch) place bundled
+        for i in range(4):
+            hydroplane.attention(dqs[i % 2], dk, dv, out=outs[i % 2])
+    hydroplane.synchronize(0)
+    stream = runtime(0).stream
+    monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)
+    monkeypatch.setattr(stream, "idle_batch", 10 ** 6)
+    stream._submitted_at = 1.0
+    barriers = []
+    real = stream._barrier
+    monkeypatch.setattr(stream, "_barrier", lambda *a: (barriers.append(a), real(*a)))
+    hydroplane.attention(dqs[0], dk, dv, out=outs[0])  # opens the batch (its full barrier is not _barrier's)
+    for i in range(1, 8):
+        hydroplane.attention(dqs[i % 2], dk, dv, out=outs[i % 2])
+    assert stream.recording, "the calls wait in one batch"
+    # without: a barrier before every second call (the one that meets the scratch and output of the call before last)
+    assert len(barriers) == (0 if overlap else 3)
+    for i in (0, 1):
+        np.testing.assert_allclose(outs[i].numpy().astype(np.float64), ref(qs[i], k, v), rtol=2e-2, atol=2e-2)
+    stream._submitted_at = 1.0
+    x2 = hydroplane.device_array(_f16(rng, h, d), 0)
+    w = hydroplane.device_array(np.eye(d, dtype=np.float16), 0)
+    hydroplane.attention(dqs[0], dk, dv, out=outs[0])
+    barriers.clear()
+    hydroplane.matmul(x2, w.T, out=dqs[1].reshape(h, d))  # a dispatch writes q ...
+    hydroplane.attention(dqs[1], dk, dv, out=outs[1])  # ... which this call's main pass reads: a barrier
+    assert len(barriers) == 1
+    barriers.clear()
+    rt = runtime(0)  # a transfer writes out0 (reading out1, which the last call wrote: a barrier) ...
+    rt.copy(outs[1].buffer, outs[1].offset, outs[0].buffer, outs[0].offset, outs[1].nbytes)
+    hydroplane.attention(dqs[0], dk, dv, out=outs[0])  # ... and this call's combining pass writes out0: a barrier
+    assert len(barriers) == 2, "the bundle's own barrier orders dispatches alone, not the copy"
+    np.testing.assert_allclose(outs[0].numpy().astype(np.float64), ref(qs[0], k, v), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(outs[1].numpy().astype(np.float64), ref(x2.numpy()[None, :, None, :], k, v),
+                               rtol=2e-2, atol=2e-2)
