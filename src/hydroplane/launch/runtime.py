@@ -97,7 +97,7 @@ class PlannedLaunch:
     was last queued into (the runtime's: that batch already keeps its objects and numbers its buffers)."""
 
     __slots__ = ("record", "reads", "writes", "keep", "label", "reference", "read_keys", "write_keys", "self_conflict",
-                 "seq", "_after", "head_tail", "__weakref__")
+                 "seq", "_after", "__weakref__")
 
     def __init__(self, record, reads: list, writes: list, keep: tuple, label: str, reference: tuple | None,
                  read_keys: tuple = (), write_keys: tuple = ()):
@@ -106,9 +106,6 @@ class PlannedLaunch:
         self.self_conflict = any(start < end for _, (start, end) in write_keys)
         self.seq = 0
         self._after: tuple | None = None  # (a weak reference to a launch, whether this one conflicts with it)
-        # a bundle with a barrier inside: (read keys, write keys) of its launches before the first such barrier (its
-        # head) and after the last (its tail); None otherwise (`bundled`, `launch_planned`)
-        self.head_tail: tuple | None = None
 
     def conflicts_after(self, other: PlannedLaunch) -> bool:
         """Whether this launch must wait for `other` (their byte ranges conflict); the answer for the last `other`
@@ -129,10 +126,6 @@ class PlannedLaunch:
 
 
 BUNDLE_LAUNCHES = True  # a planned call of several launches queued as one secondary command buffer (bundled)
-# a bundle whose head (its launches before its first barrier) conflicts with nothing pending is queued without a
-# barrier before it, where everything pending is a dispatch: its own first barrier orders the pending dispatches
-# before its later launches (and everything after it), so its head overlaps the work before it (launch_planned)
-OVERLAP_BUNDLE_HEADS = True
 
 
 def bundled(rt, planned: tuple | None) -> tuple | None:
@@ -145,27 +138,20 @@ def bundled(rt, planned: tuple | None) -> tuple | None:
     if planned is None or len(planned) < 2 or not BUNDLE_LAUNCHES or rt.stream is None or rt.closed or \
             any(type(p.record) is not vk.DispatchRecorder for p in planned):
         return planned
-    steps, pending, segments = [], {}, [[]]
+    steps, pending = [], {}
     for launch in planned:
         barrier = bool(pending) and _conflicts(pending, launch.read_keys, launch.write_keys)
         if barrier:
             pending.clear()
-            segments.append([])
         _add_accesses(pending, launch.read_keys, launch.write_keys)
         steps.append((launch.record, barrier))
-        segments[-1].append(launch)
     secondary = vk.SecondaryCommands(rt.executor.device, steps)
     writes = list(dict.fromkeys(w for launch in planned for w in launch.writes))
     written = set(writes)
     reads = [r for r in dict.fromkeys(r for launch in planned for r in launch.reads) if r not in written]
     keep = tuple(x for launch in planned for x in launch.keep) + (secondary,)
     label = " + ".join(launch.label for launch in planned if launch.label)
-    bundle = PlannedLaunch(secondary, reads, writes, keep, label, None, _access_keys(reads), _access_keys(writes))
-    if len(segments) > 1:
-        bundle.head_tail = tuple((tuple(k for launch in segment for k in launch.read_keys),
-                                  tuple(k for launch in segment for k in launch.write_keys))
-                                 for segment in (segments[0], segments[-1]))
-    return (bundle,)
+    return (PlannedLaunch(secondary, reads, writes, keep, label, None, _access_keys(reads), _access_keys(writes)),)
 
 
 def _access_keys(ranges) -> tuple:
@@ -610,17 +596,10 @@ class DeviceRuntime:
             # as _record, with what a planned launch knows: while the accesses pending are one launch's alone (a
             # chain of dependent launches: each after a barrier), the hazard check is a question of two launches,
             # whose answer the launch keeps; and in the batch that holds it already nothing more to keep or number
-            overlap = planned.head_tail is not None and OVERLAP_BUNDLE_HEADS and stream.dispatches_only
-            if overlap:  # a bundle with a barrier inside, after dispatches alone: does its head wait for any?
-                overlap = not _conflicts(self._pending_accesses(), *planned.head_tail[0])
             only, barrier = self._pending_only, False
             if not stream.recording:  # a new batch starts with a full barrier: nothing pending (a closed stream
                 self._pending.clear()  # records nothing: its record raises)
                 self._pending_only = planned
-            elif overlap:  # no: its first barrier orders every pending dispatch before its later launches and all
-                pending = self._pending  # that follows; pending from here on: its tail's accesses alone
-                pending.clear()
-                _add_accesses(pending, *planned.head_tail[1])
             elif only is not None:
                 if planned.conflicts_after(only):
                     barrier = True

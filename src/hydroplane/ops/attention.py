@@ -248,10 +248,6 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
 
 
 PLAN_CACHE_SIZE = 32  # attention calls of this many signatures keep their prepared passes
-# A planned decode call (a main pass and a combining pass) alternates between two sets of partial-result scratch:
-# a call's main pass then shares no bytes with the last call's combining pass, so the runtime queues it without a
-# barrier between them (launch.runtime.OVERLAP_BUNDLE_HEADS) and the GPU overlaps the two
-TWIN_SCRATCH = True
 _plans: dict = {}
 
 
@@ -260,20 +256,15 @@ class FastAttention:
     its checks' outcomes are those of the first call of the signature; `run` returns None where it cannot serve
     (a released argument, out sharing a buffer with an input, the plan evicted), and the checked path runs."""
 
-    __slots__ = ("prepared", "runtime", "result", "by_place", "twin", "turn")
+    __slots__ = ("prepared", "runtime", "result", "by_place")
 
     def __init__(self, prepared: PreparedAttention, rt, result: tuple | None):
         self.prepared, self.runtime, self.result = prepared, rt, result
         self.by_place: dict = {}  # the arguments' places -> the planned launches that bound them (launch.prepared)
-        self.twin: PreparedAttention | None = None  # TWIN_SCRATCH: the same passes over scratch of their own
-        self.turn = 0  # which of the two the next call uses
 
     def run(self, q: DeviceArray, k: DeviceArray, v: DeviceArray, kv_len, out):
         prepared, rt = self.prepared, self.runtime
         if not prepared.passes or rt.closed:
-            if self.twin is not None:
-                self.twin.close()
-                self.twin = None
             return None
         places = served_places((q, k, v, kv_len), out)
         if places is None:
@@ -282,18 +273,10 @@ class FastAttention:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
             out = DeviceArray.made(rt, nbytes, dtype, shape)
             places += ((id(out.storage.buffer), 0),)
+        planned = self.by_place.get(places)
         with rt.lock:  # the plan is shared by the calls of its signature: bound and queued by one thread at a time
             if not prepared.passes:  # evicted meanwhile (by another thread): its scratch may be another's now
                 return None
-            if TWIN_SCRATCH and prepared.plan.combine is not None:  # calls alternate between two sets of scratch
-                self.turn ^= 1
-                if self.turn:
-                    if self.twin is None:
-                        self.twin = PreparedAttention(prepared.executor, prepared.plan,
-                                                      {"q": q, "k": k, "v": v, "kv_len": kv_len}, out)
-                    prepared = self.twin
-                places += (self.turn,)
-            planned = self.by_place.get(places)
             if planned is not None:  # these buffers at these offsets were bound before: queue those launches again
                 rt.launch_kept(self.by_place, places, planned)
                 return out
@@ -319,8 +302,6 @@ def _register_fast(keywords: tuple, q, k, v, kv_len, out: DeviceArray, out_given
         fast = FastAttention(prepared, rt, None if out_given else (out.dtype, out.shape, out.nbytes))
         planned, places = planned_of(prepared.passes), places_of((q, k, v, kv_len, out))
         if planned is not None and places is not None:  # this call's arrays: queued again without rebinding
-            if TWIN_SCRATCH and prepared.plan.combine is not None:
-                places += (0,)  # this call's scratch was the first set; the next call takes the twin's
             fast.by_place[places] = planned
         _fast[key] = fast
     except TypeError:

@@ -167,9 +167,6 @@ class Stream(Owned):
             batch.dispatches_only = True
         if type(fn) is DispatchRecorder:
             fn.into(batch)
-        elif type(fn) is SecondaryCommands:  # dispatches and barriers after dispatches alone
-            fn(batch.commands[0])
-            batch.bound = None  # the primary's bindings are undefined after it
         else:
             fn(batch.commands[0])
             batch.bound = None  # what fn bound is not known
@@ -192,13 +189,6 @@ class Stream(Owned):
     @property
     def recording(self) -> bool:
         return self._current is not None
-
-    @property
-    def dispatches_only(self) -> bool:
-        """Whether a batch is being recorded and every command in it since its last barrier (or its opening full
-        barrier) is a dispatch or a SecondaryCommands."""
-        batch = self._current
-        return batch is not None and batch.dispatches_only
 
     # submitting and waiting ------------------------------------------------------------------------
     def flush(self) -> None:
