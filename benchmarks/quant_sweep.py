@@ -64,7 +64,9 @@ DECODE_SHAPES = [(14336, 4096), (4096, 14336)]
 PREFILL_SHAPES = [("q5_0", 512, 640, 4096, "float32"), ("q5_0", 512, 640, 1536, "float32"),
                   ("q4_k", 512, 1024, 640, "float32"), ("q6_k", 512, 2048, 640, "float32"),
                   ("q8_0", 512, 640, 256, "float32"), ("q4_0", 512, 14336, 4096, "float16"),
-                  ("q4_k", 512, 14336, 4096, "float16"), ("q6_k", 512, 14336, 4096, "float16")]
+                  ("q4_k", 512, 14336, 4096, "float16"), ("q6_k", 512, 14336, 4096, "float16"),
+                  ("q8_0", 512, 14336, 4096, "float16"), ("q5_0", 512, 14336, 4096, "float16"),
+                  ("q8_0", 512, 4096, 14336, "float16")]
 GEMMA_DECODE = [("q8_0", 640, 262144), ("q5_0", 640, 4096), ("q6_k", 2048, 640)]  # (format, K, N)
 PF = {"kt": 2, "pad": 1, "prefetch": True}
 # the GEMM's blocks tried ({}: the shipped rule, gemm_plan): WM x WN subgroups of SM x SN 16x16 tiles
@@ -132,9 +134,10 @@ def timed(rt, device, fmt, m, k, n, rotate, reps, rng, apply, variants, out, dty
             # 0.3 s of back-to-back runs first: a case's first variant follows seconds of weight making, uploads and
             # compiling, after which the H200 idles at 345 MHz (docs/perf.md); 0.05 s did not bring it back for sure
             seconds = np.median(rt.time(call, reps, warmup=1, warmup_s=0.0 if rt.is_reference else 0.3))
-            record.update(error=error, us=seconds * 1e6, plan=str(quant_matmul.gemm_plan(
-                m, n, k, tiles, tiles[0] < 16 or rt.is_reference)) if m > 16 else None, tbs=qw.nbytes / seconds / 1e12,
-                          tflops=2 * m * n * k / seconds / 1e12)
+            plan = quant_matmul.gemm_plan(m, n, k, tiles, tiles[0] < 16 or rt.is_reference, None, fmt) \
+                if m > 16 else None
+            record.update(error=error, us=seconds * 1e6, plan=None if plan is None else str(plan),
+                          tbs=qw.nbytes / seconds / 1e12, tflops=2 * m * n * k / seconds / 1e12)
         except Exception as err:  # noqa: BLE001 - a variant that fails is recorded, the sweep goes on
             record["failed"] = f"{type(err).__name__}: {err}"
         print(json.dumps(record), flush=True)
@@ -309,11 +312,11 @@ def main(argv=None) -> int:
                 if args.tiny:
                     m, k, n = 40, 512, 64
 
-                def apply_gemm(v, m=m, n=n, k=k):
+                def apply_gemm(v, m=m, n=n, k=k, fmt=fmt):
                     table.clear()
                     table.update(shipped_blocks)
                     if v:  # {}: the shipped plan (GEMM_TUNING's entry, else the rule)
-                        table[(m, n, k)] = v
+                        table[(fmt, m, n, k)] = v
 
                 timed(rt, device, fmt, m, k, n, rotate, max(3, reps // 3), rng, apply_gemm, blocks, out,
                       np.dtype(dtype), deadline)

@@ -997,7 +997,8 @@ GEMM_BLOCKS = (
 GEMM_WORKGROUPS = 128  # the H200 has 132 multiprocessors
 GEMM_SPLIT_TARGET = 264
 GEMM_SPLIT_MAX = 4
-# (M, N, K) -> a block (the keys above, "split" and "stages" too): measured, over the rule. Two of the sweep's Gemma 3
+# (M, N, K), or (format, M, N, K) for one format, -> a block (the keys above, "split" and "stages" too): measured,
+# over the rule. Two of the sweep's Gemma 3
 # 270M prefill shapes (512 tokens, f32 activations), fastest on the H100 sweep above: q, k and v in one weight
 # (640 -> 1536; the Q4_K_M file's model launches q+k as 640 -> 1280 and v apart, which take the rule) and the down
 # projection (2048 -> 640)
@@ -1038,10 +1039,11 @@ class GemmPlan:
 
 
 def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool,
-              shared_memory: int | None = None) -> GemmPlan:
+              shared_memory: int | None = None, fmt: str | None = None) -> GemmPlan:
     """The prefill GEMM's plan for (M, N, K) (`small`: SMALL_GEMM_SHAPE, for small tiles and the reference
-    executor): GEMM_TUNING's entry, else the rule above GEMM_BLOCKS; with `shared_memory` (the device's bytes a
-    workgroup), only blocks that fit it (the smallest of GEMM_BLOCKS where none does)."""
+    executor): GEMM_TUNING's entry for (fmt, M, N, K), else for (M, N, K), else the rule above GEMM_BLOCKS; with
+    `shared_memory` (the device's bytes a workgroup), only blocks that fit it (the smallest of GEMM_BLOCKS where none
+    does)."""
     tm, tn, tk = tiles
 
     def fits(block: dict) -> bool:
@@ -1050,7 +1052,7 @@ def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool,
             tm, tn, tk, block.get("wm", 2), block.get("wn", 2), block.get("sm", 1), block.get("sn", 1), kt,
             block.get("pad", 0), block.get("stages", 2)) <= shared_memory
 
-    shape: dict = SMALL_GEMM_SHAPE if small else GEMM_TUNING.get((m, n, k), {})
+    shape: dict = SMALL_GEMM_SHAPE if small else GEMM_TUNING.get((fmt, m, n, k)) or GEMM_TUNING.get((m, n, k), {})
     if not small and not (shape and fits(shape)):
         for shape in GEMM_BLOCKS:
             if fits(shape) and ceil_div(m, shape["wm"] * shape["sm"] * tm) * \
@@ -1078,7 +1080,7 @@ def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
     k = weight.k
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
-        plan = gemm_plan(m, n, k, tiles, tm < 16 or target.is_reference, target.shared_memory)
+        plan = gemm_plan(m, n, k, tiles, tm < 16 or target.is_reference, target.shared_memory, weight.fmt)
         partial = plan.split > 1
         dflat = _flat(d, STORAGE[out_kind])
         bflat = _flat(bias) if has_bias else None
