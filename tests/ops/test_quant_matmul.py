@@ -489,7 +489,7 @@ def test_prefill_prefetch_and_split(device, fmt, shape, monkeypatch):
 def test_prefill_plan_rule(monkeypatch):
     """gemm_plan on 16-wide tiles: the large block where its grid fills the GPU, else the small block, split over K
     where even that grid is short (K ranges whole K steps, covering K); GEMM_TUNING over the rule (the shipped
-    entries too); the small-tile shape unsplit."""
+    entries too), a format's entry over the shape's; the small-tile shape unsplit."""
     tiles = (16, 16, 16)
     big = quant_matmul.gemm_plan(512, 4096, 640, tiles, False)
     assert (big.bm, big.bn, big.split, big.wm * big.wn) == (128, 128, 1, 8)
@@ -510,6 +510,14 @@ def test_prefill_plan_rule(monkeypatch):
     small_device = quant_matmul.gemm_plan(512, 4096, 14336, tiles, False, 32768)
     assert (small_device.bm, small_device.bn) == (64, 64)
     assert quant_matmul.gemm_plan(512, 640, 2048, tiles, False, 32768).bm == 64  # the tuned entry does not fit
+    # a format's own entry over the shape's: q8_0 at 512 x 14336 -> 4096 (shipped), other formats the rule
+    q8 = quant_matmul.gemm_plan(512, 4096, 14336, tiles, False, 49152, "q8_0")
+    assert (q8.stages, q8.kt, q8.bm, q8.bn) == (1, 4, 128, 128)
+    assert quant_matmul.gemm_plan(512, 4096, 14336, tiles, False, 49152, "q4_0") == \
+        quant_matmul.gemm_plan(512, 4096, 14336, tiles, False, 49152)
+    monkeypatch.setitem(quant_matmul.GEMM_TUNING, ("q4_k", 512, 640, 3072), {"wm": 2, "wn": 2, "sm": 2, "sn": 2})
+    assert quant_matmul.gemm_plan(512, 640, 3072, tiles, False, None, "q4_k").bm == 64
+    assert quant_matmul.gemm_plan(512, 640, 3072, tiles, False, None, "q4_0").bm == 32  # the shape's entry above
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))

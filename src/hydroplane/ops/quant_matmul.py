@@ -1005,6 +1005,11 @@ GEMM_SPLIT_MAX = 4
 GEMM_TUNING: dict = {
     (512, 1536, 640): {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 52.4 -> 43.9 us
     (512, 640, 2048): {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 99.1 -> 64.5 us
+    # q8_0 at the benchmark's 512-row shapes, an H100, 2026-12-06 11:45 UTC (quant_sweep.py --only prefill
+    # --prefill-cases 8,9,10,5,6,7, each measured once; the rule's 128 x 128 block stays the fastest for q4_0, q5_0,
+    # q4_k and q6_k there): 14336 -> 4096 638.1 -> 610.6 us, 4096 -> 14336 763.5 -> 714.5 us
+    ("q8_0", 512, 4096, 14336): {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 4, "pad": 1, "prefetch": True, "stages": 1},
+    ("q8_0", 512, 14336, 4096): {"wm": 4, "wn": 2, "sm": 2, "sn": 4, "kt": 2, "pad": 1, "prefetch": True, "split": 2},
 }
 SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
 
