@@ -769,7 +769,7 @@ def units_plan(fmt: str, m: int, n: int, k: int, sg: int, reference: bool, tuned
         spare = 4 * max(K_MAX_PROLOGUE, ub * block) + 1024  # a prologue's row or XSH's one unit, and the sums
         coalesce = stage_bytes(fmt, ub, lw, rows, nsg * sg) + spare <= shared_memory
     return UnitsPlan(lw, ub, span, mr, rows, lpr, nsg, split, split_units, row_units, (groups, tiles, split),
-                     not coalesce and (span or not tuned.get("ablate")) and tuned.get("pipe", UNITS_PIPE),
+                     span and not coalesce and tuned.get("pipe", UNITS_PIPE),
                      m == 1 and not dot and tuned.get("xsh", UNITS_X_SHARED), dot, coalesce, tuned.get("ablate", ""))
 
 

@@ -338,10 +338,9 @@ def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, ro
               PRELOADED: constexpr, PIPE: constexpr, DOT: constexpr, COALESCE: constexpr, ABLATE: constexpr):
     """acc += the lane's units u_begin + sub, + LPR, ... < u_end of the ROWS rows of W (in FMT) whose first units
     rowc[] holds, against MR rows of x read by load_x from xsrc (the unit GEMV's main loop). PRELOADED (SPAN): the
-    first unit's words are in `words` already (`load_unit` before the prologue). PIPE: the lane's next unit (SPAN;
-    else its next block: this unit's, or its next unit's first) is loaded into `ahead` before this one is
-    multiplied, so that its loads are in flight during the arithmetic (twice the words in registers). DOT: the
-    integer path (kernels/quant/dot.py; xsrc: x's levels, M = 1).
+    first unit's words are in `words` already (`load_unit` before the prologue). PIPE (SPAN): the lane's next unit
+    is loaded into `ahead` before this one is multiplied, so that its loads are in flight during the arithmetic
+    (twice the words in registers). DOT: the integer path (kernels/quant/dot.py; xsrc: x's levels, M = 1).
     COALESCE: `coalesced_unit_loop` (stage4/2/1 and region: its shared stage). ABLATE: `unit_dots`' (timings only)."""
     CB = 4 * LW  # bytes per load
     UNIT_CHUNKS = UB * BYTES // CB
@@ -361,28 +360,6 @@ def unit_loop(acc, words, ahead, xs, wv, part_m, xsum, xsrc, xoff, w4, w2, w, ro
                       BLOCK, BYTES, MR, ROWS, XDT, load_x, DOT, ABLATE, ROWS * UNIT_CHUNKS * LW)
             if ABLATE != "alu" and u + LPR < u_end:
                 for i in static_range(ROWS * UNIT_CHUNKS * LW):
-                    words[i] = ahead[i]
-    elif PIPE:  # units loaded block by block: the next block's words (this unit's, or the lane's next unit's first)
-        WORDS = ROWS * SPAN_CHUNKS * LW  # loaded into `ahead` while this block is multiplied
-        if first < u_end:
-            for r in static_range(ROWS):
-                load_words(words, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + first) * UNIT_CHUNKS, 0,
-                           (BYTES - 1) // CB + 1, LW)
-        for u in range(first, u_end, LPR):
-            for b in static_range(UB):
-                NEXT = (b + 1) * BYTES // CB  # the next block's first chunk and chunks, where b + 1 < UB
-                NEXT_COUNT = ((b + 1) * BYTES + BYTES - 1) // CB - NEXT + 1
-                if b + 1 < UB:
-                    for r in static_range(ROWS):
-                        load_words(ahead, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u) * UNIT_CHUNKS, NEXT,
-                                   NEXT_COUNT, LW)
-                elif u + LPR < u_end:
-                    for r in static_range(ROWS):
-                        load_words(ahead, r * SPAN_CHUNKS * LW, w4, w2, w, (rowc[r] + u + LPR) * UNIT_CHUNKS, 0,
-                                   (BYTES - 1) // CB + 1, LW)
-                unit_dots(acc, words, b * BYTES % CB, 1, SPAN_CHUNKS * CB, xs, wv, part_m, xsum, xsrc, xoff,
-                          u * UB * BLOCK + b * BLOCK, u, FMT, BLOCK, BYTES, MR, ROWS, XDT, load_x, DOT, "", WORDS)
-                for i in static_range(WORDS):
                     words[i] = ahead[i]
     else:
         for u in range(first, u_end, LPR):
