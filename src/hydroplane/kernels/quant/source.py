@@ -105,14 +105,35 @@ def load_x8(xs, slot: constexpr, x4, at, XDT: constexpr):
             for j in static_range(4):
                 xs[slot + 4 * c + j] = bitcast(chunk[j], f32)
     else:
-        chunk = x4[at // 8]
-        for j in static_range(4):
-            for h in static_range(2):
-                bits = chunk[j] >> (16 * h) & 0xFFFF
-                if XDT == "bf16":
-                    xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
+        halves_f32(xs, slot, x4[at // 8], 4, XDT)
+
+
+@func
+def halves_f32(xs, slot: constexpr, words, COUNT: constexpr, XDT: constexpr):
+    """The 2 x COUNT f16 or bf16 values in words[0:COUNT] (low half first) into xs[slot:slot + 2 COUNT] as f32."""
+    for j in static_range(COUNT):
+        for h in static_range(2):
+            bits = words[j] >> (16 * h) & 0xFFFF
+            if XDT == "bf16":
+                xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
+            else:
+                xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+
+
+@func
+def store_sums(acc, part, d, bias, n0, m0, split, M, N, ldd, col_base, MR: constexpr, ROWS: constexpr,
+               PARTIAL: constexpr, BIAS: constexpr, ACT: constexpr, ODT: constexpr):
+    """A GEMV's sums acc[m * ROWS + r] (rows m0 + m of x, n0 + r of W) stored where both are in range: as split
+    `split`'s f32 partial sums (PARTIAL, for reduce_kernel), else through the epilogue into d."""
+    for r in static_range(ROWS):
+        n = n0 + r
+        for m in static_range(MR):
+            row = m0 + m
+            if row < M and n < N:
+                if PARTIAL:
+                    part[(split * M + row) * N + n] = acc[m * ROWS + r]
                 else:
-                    xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+                    d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n, BIAS, ACT, ODT)
 
 
 # The unit GEMV's prologue (PRO, one row of x: M = 1, K <= K_MAX_PROLOGUE): each workgroup computes the row it
@@ -287,16 +308,7 @@ def gemv_kernel(XDT: str, ODT: str):
         for i in static_range(MR * ROWS):
             acc[i] = subgroup_add(acc[i])
         if lane == 0:
-            for m in static_range(MR):
-                for r in static_range(ROWS):
-                    row = m0 + m
-                    n = n0 + r
-                    if row < M and n < N:
-                        if PARTIAL:
-                            part[(split * M + row) * N + n] = acc[m * ROWS + r]
-                        else:
-                            d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n,
-                                                                       BIAS, ACT, ODT)
+            store_sums(acc, part, d, bias, n0, m0, split, M, N, ldd, col_base, MR, ROWS, PARTIAL, BIAS, ACT, ODT)
 
     return quant_gemv
 
@@ -609,16 +621,7 @@ def gemv_units_kernel(XDT: str, ODT: str):
             for i in static_range(MR * ROWS):
                 acc[i] += subgroup_shuffle_xor(acc[i], 1 << s)
         if sub == 0:
-            for r in static_range(ROWS):
-                n = n0 + r
-                for m in static_range(MR):
-                    row = m0 + m
-                    if row < M and n < N:
-                        if PARTIAL:
-                            part[(split * M + row) * N + n] = acc[m * ROWS + r]
-                        else:
-                            d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n, BIAS,
-                                                                       ACT, ODT)
+            store_sums(acc, part, d, bias, n0, m0, split, M, N, ldd, col_base, MR, ROWS, PARTIAL, BIAS, ACT, ODT)
 
     return quant_gemv_units
 
@@ -632,14 +635,7 @@ def load_x4(xs, slot: constexpr, x2, x4, at, XDT: constexpr):
         for j in static_range(4):
             xs[slot + j] = bitcast(chunk[j], f32)
     else:
-        pair = x2[at >> 2]
-        for j in static_range(2):
-            for h in static_range(2):
-                bits = pair[j] >> (16 * h) & 0xFFFF
-                if XDT == "bf16":
-                    xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
-                else:
-                    xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+        halves_f32(xs, slot, x2[at >> 2], 2, XDT)
 
 
 @functools.cache
@@ -695,16 +691,7 @@ def gemv_lanes_kernel(XDT: str, ODT: str):
         for i in static_range(MR * ROWS):
             acc[i] = subgroup_add(acc[i])
         if lane == 0:
-            for r in static_range(ROWS):
-                n = n0 + r
-                for m in static_range(MR):
-                    row = m0 + m
-                    if row < M and n < N:
-                        if PARTIAL:
-                            part[(split * M + row) * N + n] = acc[m * ROWS + r]
-                        else:
-                            d[row * ldd + col_base + n] = finish_value(acc[m * ROWS + r], bias, col_base + n, BIAS,
-                                                                       ACT, ODT)
+            store_sums(acc, part, d, bias, n0, m0, split, M, N, ldd, col_base, MR, ROWS, PARTIAL, BIAS, ACT, ODT)
 
     return quant_gemv_lanes
 
