@@ -277,7 +277,7 @@ def main(argv=None) -> int:
                                     candidates.append(dict(v, xsh=True) if staged else v)
                     for v in candidates:  # each plan once (the lane GEMV's plan where an entry asks for it)
                         sg = rt.executor.target.subgroup_size
-                        plan = quant_matmul.lanes_plan(fmt, 1, n, k, sg, v) or \
+                        plan = quant_matmul.lanes_plan(fmt, 1, n, k, v) or \
                             quant_matmul.units_plan(fmt, 1, n, k, sg, rt.is_reference, v, shared)
                         if plan is not None and plan not in plans:
                             plans.add(plan)

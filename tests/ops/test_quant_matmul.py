@@ -255,7 +255,6 @@ def test_the_lane_gemv(device, fmt, monkeypatch):
     dropped), K split or not, M 1, 3 and 8, f16, bf16 and f32 activations, bias and GELU, an output view of a
     wider array (ldd), and a weight whose blocks end inside a 32-bit word (17 rows of 5 blocks: the lanes' last
     loads stay within it). Outputs are poisoned; plans are checked to be the lane GEMV's."""
-    sg = runtime(device).executor.target.subgroup_size
     k = 5 * 32 if device == "ref" else 13 * 32  # 20 or 52 groups of 8: steps past the range at every unroll
     for n in (17, 40):
         qw, w64 = table(fmt, n, k)
@@ -264,7 +263,7 @@ def test_the_lane_gemv(device, fmt, monkeypatch):
                                 (8, np.float32, {"rows": 4, "nsg": 2, "unroll": 1}),
                                 (1, np.float32, {"unroll": 2, "split": 3})):
             tuned = {"lanes": True, **tuned}
-            plan = quant_matmul.lanes_plan(fmt, m, n, k, sg, tuned)
+            plan = quant_matmul.lanes_plan(fmt, m, n, k, tuned)
             assert plan is not None and plan.split == tuned.get("split", 1)
             monkeypatch.setitem(quant_matmul.UNITS_TUNING, (fmt, m, n, k), tuned)
             x = activations((m, k), dtype)
@@ -274,9 +273,9 @@ def test_the_lane_gemv(device, fmt, monkeypatch):
                                     device=device)
             assert_close(got, expected(x, w64, bias.astype(dtype), "gelu"), dtype)
             assert (wide[:, :2] == -777).all() and (wide[:, 2 + n:] == -777).all()
-    assert quant_matmul.lanes_plan("q4_k", 1, 64, 256, sg, {"lanes": True}) is None  # K-quants: the unit GEMV
-    assert quant_matmul.lanes_plan(fmt, 9, 64, k, sg, {"lanes": True}) is None  # M over 8
-    assert quant_matmul.lanes_plan(fmt, 1, 64, k, sg, {}) is None  # only where an entry asks
+    assert quant_matmul.lanes_plan("q4_k", 1, 64, 256, {"lanes": True}) is None  # K-quants: the unit GEMV
+    assert quant_matmul.lanes_plan(fmt, 9, 64, k, {"lanes": True}) is None  # M over 8
+    assert quant_matmul.lanes_plan(fmt, 1, 64, k, {}) is None  # only where an entry asks
 
 
 @pytest.mark.parametrize("device", DEVICES)

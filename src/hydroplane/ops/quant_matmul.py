@@ -649,7 +649,7 @@ LANES_ROWS = 2  # rows of W a subgroup
 LANES_UNROLL = 4  # groups a lane a step
 
 
-def lanes_plan(fmt: str, m: int, n: int, k: int, sg: int, tuned: dict) -> LanesPlan | None:
+def lanes_plan(fmt: str, m: int, n: int, k: int, tuned: dict) -> LanesPlan | None:
     """The lane GEMV's plan where a tuning entry asks for it ("lanes": True; "rows", "nsg", "unroll", "split": K
     split into that many ranges, default 1), else None: a format other than q8_0, q4_0, q5_0, or M over 8."""
     if not tuned.get("lanes") or fmt not in LANE_FORMATS or m > 8:
@@ -822,7 +822,7 @@ def _gemv(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
             return
     for n0, n1, words in found:
         n = n1 - n0
-        lanes = lanes_plan(weight.fmt, m, n, k, sg, UNITS_TUNING.get((weight.fmt, m, n, k), {})) \
+        lanes = lanes_plan(weight.fmt, m, n, k, UNITS_TUNING.get((weight.fmt, m, n, k), {})) \
             if prologue is None else None
         if lanes is not None:
             _gemv_lanes(rt, scratch, xflat, words, bflat, dflat, Weight(weight.fmt, n, k), lanes, m, col0 + n0,

@@ -332,14 +332,8 @@ def lane_group(wv, w, off, s, w_last, FMT: constexpr):
     w0 = w[off >> 2]
     d = f32(bitcast(u16(select((off & 2) != 0, w0 >> 16, w0 & 0xFFFF)), f16))
     if FMT == "q8_0":
-        p = off + 2 + 8 * s
-        i = p >> 2
-        a = w[i]
-        b = w[minimum(i + 1, w_last)]
-        c = w[minimum(i + 2, w_last)]
-        odd = (p & 2) != 0
-        lo = select(odd, (a >> 16) | (b << 16), a) ^ 0x80808080
-        hi = select(odd, (b >> 16) | (c << 16), b) ^ 0x80808080
+        lo = word_near(w, off + 2 + 8 * s, w_last) ^ 0x80808080
+        hi = word_near(w, off + 6 + 8 * s, w_last) ^ 0x80808080
         for j in static_range(4):
             wv[j] = small((lo >> (8 * j)) & 0xFF, MAGIC + 128.0)
             wv[4 + j] = small((hi >> (8 * j)) & 0xFF, MAGIC + 128.0)
