@@ -716,9 +716,9 @@ UNITS_TUNING: dict = {
     ("q6_k", 1, 14336, 4096): {"rows": 1, "lw": 1, "lpr": 8, "split": 1, "xsh": True},
     # 4-byte loads (units of 2 blocks), the next unit's loads issued before this one is multiplied (PIPE), K not
     # split: an H100, 2026-12-06 11:05 and 11:11 UTC (quant_sweep.py --variants; docs/perf.md), us against the plans
-    # before: q4_0 24.5 / 27.4 (4 rows: 23.6, not yet taken), q5_0 29.5 / 35.1, q8_0 34.7 / 38.5 at 14336 -> 4096;
-    # q4_0 23.9 (4 rows) / 26.5, q5_0 28.8 / 34.8 at 4096 -> 14336
-    ("q4_0", 1, 4096, 14336): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
+    # before: q4_0 23.6 (4 rows, in both sweeps that tried it; 2 rows 24.5) / 27.4, q5_0 29.5 / 35.1, q8_0 34.7 / 38.5
+    # at 14336 -> 4096; q4_0 23.9 (4 rows) / 26.5, q5_0 28.8 / 34.8 at 4096 -> 14336
+    ("q4_0", 1, 4096, 14336): {"lw": 1, "rows": 4, "lpr": 32, "pipe": True, "split": 1},
     ("q5_0", 1, 4096, 14336): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
     ("q8_0", 1, 4096, 14336): {"lw": 1, "rows": 2, "lpr": 32, "pipe": True, "split": 1},
     ("q4_0", 1, 14336, 4096): {"lw": 1, "rows": 4, "lpr": 32, "pipe": True, "split": 1},
