@@ -28,9 +28,11 @@ DEVICES = ["ref", pytest.param(0, marks=pytest.mark.vulkan)]
 def memory_kind(request, monkeypatch):
     """Device 0's new buffers as lavapipe makes them (mapped) or device-local, as a discrete GPU's (the pool
     emptied before, since it holds mapped ones, and after). Either way the earlier tests' garbage is collected and
-    the pool emptied first, so that the counts see this test's buffers alone: a full CI run (2026-12-06 01:47 UTC)
-    counted one vkAllocateMemory in the replays of the mapped case, which this file alone never did (run 5 times);
-    the cause was not found."""
+    the pool emptied first, so that the counts see this test's buffers alone. (A full CI run, 2026-12-06 01:47 UTC,
+    counted one vkAllocateMemory in the replays of the mapped case, which this file alone never did; with queued
+    submits behind a running one it came in one run of three: a host write's staging buffer made anew while the
+    kept ones sat in a batch that had finished but was not retired yet. The runtime now retires finished batches
+    before it makes a staging buffer.)"""
     if request.param == "device-local":
         monkeypatch.setattr(memory, "mapping_is_fast", lambda device: False)
     gc.collect()

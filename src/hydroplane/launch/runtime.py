@@ -504,9 +504,13 @@ class DeviceRuntime:
 
     def _staging(self, nbytes: int, readback: bool):
         """A host-visible buffer of at least `nbytes` (host-cached for `readback`): a kept one of its size class
-        when there is one, else a new one."""
+        when there is one (after retiring the batches that have finished, whose staging buffers go back to the kept
+        ones), else a new one."""
         size = max(STAGING_MIN_BYTES, 1 << (nbytes - 1).bit_length()) if nbytes <= STAGING_MAX_BYTES else nbytes
         kept = self._staging_kept.get((size, readback))
+        if not kept and self.stream is not None and size <= STAGING_MAX_BYTES:
+            self.stream.poll()  # a finished batch not yet retired may hold one: its retirement keeps it
+            kept = self._staging_kept.get((size, readback))
         if kept:
             self._staging_bytes -= size
             return kept.pop()
