@@ -362,45 +362,6 @@ def test_a_batch_is_queued_behind_the_one_the_gpu_runs_but_not_behind_two(monkey
 
 
 @pytest.mark.vulkan
-@pytest.mark.parametrize("behind", [True, False])
-def test_a_short_batch_is_queued_behind_a_running_submit(monkeypatch, behind):
-    """A loop whose calls are longer on the GPU than on the host: its first call is submitted at once, and while
-    that submit runs (a real one: a spin of about half a second on lavapipe), the second call is queued behind it at
-    once though its batch is short and the last submit recent (SUBMIT_BEHIND), so the GPU is fed from the second call
-    on; the third finds two submits unfinished and is held. With SUBMIT_BEHIND off the short batch is held as when
-    the GPU is idle. The answers are NumPy's either way."""
-    from hydroplane.vk import stream as stream_module
-
-    rng = np.random.default_rng()
-    n = 512
-    rt, dx, dy, x, y, outs = _queue_of_axpys(rng, n, 3)
-    try:
-        stream = rt.stream
-        axpy[_grid(n)](dx, dy, outs[2], 1.0, n)  # compiled and run before anything is counted
-        stream.wait()
-        spun = DeviceArray(0, rt.executor, rt.alloc(64 * 4), np.float32, (64,))
-        submits = _count_submits(monkeypatch, stream)
-        monkeypatch.setattr(stream_module, "SUBMIT_BEHIND", behind)
-        monkeypatch.setattr(stream_module, "_clock", lambda: 1.0)  # every submit recent from here on
-        stream._submitted_at = float("-inf")
-        spin[(1,)](spun, 12_000_000)
-        assert len(submits) == 1 and stream.in_flight() == 1
-        axpy[_grid(n)](dx, dy, outs[0], 0.25, n)
-        assert stream.in_flight() == (2 if behind else 1), "the spin ended before the host's next call"
-        assert len(submits) == (2 if behind else 1) and stream.recording != behind
-        axpy[_grid(n)](dx, dy, outs[1], -3.0, n)
-        assert len(submits) == (2 if behind else 1) and stream.recording
-        stream.wait()
-        for out, a in zip(outs[:2], (0.25, -3.0)):
-            with np.errstate(over="ignore"):
-                want = np.float32(a) * x + y
-            np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
-    finally:
-        rt.close()
-        rt.executor.close()
-
-
-@pytest.mark.vulkan
 def test_a_device_fault_surfaces_at_the_wait_naming_the_calls():
     """A dispatch past its timeout (a private device, so the others go on): the launch returned at once; the
     wait raises hydroplane's DeviceLost naming the calls of the failed submission."""

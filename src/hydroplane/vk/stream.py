@@ -11,12 +11,9 @@ Batches are numbered: `stream.seq` is the number of the batch being recorded (th
 batch is queued behind it and the GPU does not idle between the end of one batch and the host's next look at its fence
 (the GPU never waits for a host still recording). Else the work waits for the next call, a full batch (`max_commands`)
 or a wait. One exception: a batch of fewer than `idle_batch` commands is held while the last submit is under IDLE_GAP_S
-old and the GPU has finished every submit (it ran dry before this call: the host is the slower side), so a loop of
-calls each shorter on the GPU than on the host makes a submit per `idle_batch` commands, not one per call (each submit
-costs the host and the GPU some tens of microseconds on a discrete GPU), while a call after a pause is submitted at
-once. While one submit runs, even a short batch is queued behind it (SUBMIT_BEHIND; False holds it as when the GPU is
-idle): a loop of calls longer on the GPU than on the host then keeps the GPU fed from its second call on, instead of
-idling after the first call until `idle_batch` calls have been recorded. Every batch starts with a full memory barrier (work of earlier submits, host writes -> this
+old, so a loop of calls each shorter on the GPU than on the host makes a submit per `idle_batch` commands, not one per
+call (each submit costs the host and the GPU some tens of microseconds on a discrete GPU), while a call after a pause
+is submitted at once. Every batch starts with a full memory barrier (work of earlier submits, host writes -> this
 batch); `barrier()` orders commands inside a batch (`batch_barrier`: from the compute stage's shader writes alone
 where every command since the last barrier was a dispatch, else from compute and transfer writes; to every later
 shader and transfer in any case). A batch keeps the objects it uses alive (`keep`) until its fence signals. A
@@ -54,7 +51,6 @@ SUCCESS, NOT_READY = 0, 1
 IDLE_BATCH = 8  # commands a batch holds before a call submits it soon after the last submit (submit_if_idle)
 MAX_IN_FLIGHT = 2  # unfinished submits: the batch the GPU runs and the one queued behind it
 IDLE_GAP_S = 200e-6  # "soon": a call this long after the last submit submits whatever the batch holds
-SUBMIT_BEHIND = True  # a short batch is still submitted at once behind a running one (submit_if_idle)
 _clock = time.perf_counter  # the clock of IDLE_GAP_S (a test sets it)
 
 
@@ -231,13 +227,9 @@ class Stream(Owned):
         """Submit the recorded batch now if fewer than `max_in_flight` submits are unfinished, unless the batch is
         short and the last submit recent (MAX_IN_FLIGHT, IDLE_BATCH, IDLE_GAP_S: the module docstring)."""
         batch = self._current
-        if batch is None:
-            return
-        gather = batch.count < self.idle_batch and _clock() - self._submitted_at < IDLE_GAP_S
-        if gather and (not SUBMIT_BEHIND or not self._in_flight):
-            return  # the GPU ran dry before this call (or the rule is off): the fences are not asked
-        running = self.in_flight()
-        if running >= self.max_in_flight or (gather and running == 0):
+        if batch is None or (batch.count < self.idle_batch and _clock() - self._submitted_at < IDLE_GAP_S):
+            return  # held either way: the fences are not asked
+        if self.in_flight() >= self.max_in_flight:
             return
         self.flush()
 

@@ -8,7 +8,7 @@ first call until eight calls are recorded. Per case and mode: 40 calls to plan, 
 runtime's timestamps (`kernel`); the last call's result compared bit for bit across the modes.
 
     VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src \\
-        python3 benchmarks/submit_rule.py [--tiny]
+        python3 docs/h100-2026-12-06-1546/submit_rule.py [--tiny]   (as run: on the tree of commit f5c80fe)
 """
 
 from __future__ import annotations
