@@ -298,16 +298,18 @@ def test_a_weight_whose_blocks_end_inside_a_word(device):
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0", "q5_0", "q4_k"])
 def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
     """PIPE (each lane's next unit loaded while this one is multiplied) and XSH (one row of x converted into shared
-    memory once per workgroup, in chunks: here of 2 or 3 units) add the same products in the same order as the plain
-    loop: the same bits, with and without a K split, lanes taking 2-3 units or none of a range."""
+    memory once per workgroup, in chunks: here of 2 or 3 units, so with 4 lanes a row the chunks are not a multiple
+    of the lanes) add the same products in the same order as the plain loop: the same bits, with and without a K
+    split, lanes taking 2-3 units or none of a range. Compared in f32 results as well as f16 ones: a different order
+    of additions changes an f32 result's last bits in most outputs, an f16 result's in a few."""
     block = FORMATS[fmt].block
     k = 2048 if block == 256 else 16 * block * 5  # 10 units a row (16-byte loads: 8 blocks), or 8 (q4_k: 1 block)
     n = 12 if device == "ref" else 40
     qw, w64 = table(fmt, n, k)
     sg = runtime(device).executor.target.subgroup_size
     monkeypatch.setattr(quant_matmul, "UNITS_X_SHARED_BYTES", 3 * 260 * 4)  # 3 units of 256 values (+ padding)
-    for m in (1, 3):
-        x = activations((m, k), np.float16)
+    for m, dtype in ((1, np.float16), (1, np.float32), (3, np.float32)):
+        x = activations((m, k), dtype)
         for lpr, split in ((2, 1), (2, 2), (4, 3)):
             results = []
             for pipe, xsh in ((False, False), (True, False), (False, True), (True, True)):
@@ -319,9 +321,9 @@ def test_the_pipelined_unit_gemv_gives_the_same_bits(device, fmt, monkeypatch):
                 assert plan.span and (plan.pipe, plan.xsh) == (pipe, xsh) and plan.split == split
                 if xsh:
                     assert quant_matmul.units_x_chunk(plan, block, 1 << 20) == (2 if lpr == 2 else 3) * 256
-                out = np.full((m, n), -777.0, np.float16)
+                out = np.full((m, n), -777.0, dtype)
                 results.append(hydroplane.matmul(x, qw.T, out=out, device=device))
-            assert_close(results[0], expected(x, w64), np.float16)
+            assert_close(results[0], expected(x, w64), dtype)
             for other in results[1:]:
                 np.testing.assert_array_equal(other, results[0])
     for dtype in (BF16, np.float32):  # XSH converts bf16 and f32 rows as the plain loop does

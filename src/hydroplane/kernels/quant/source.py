@@ -601,7 +601,10 @@ def gemv_units_kernel(XDT: str, ODT: str):
                                          load(x, at + 3, XDT))
                 barrier()
                 xoff[0] = -e0
-                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, sub, stage4,
+                # the lane takes the units it takes without XSH (u_begin + sub, + LPR, ...) also where a chunk is
+                # not a multiple of LPR units: the same sums in the same order, the same bits
+                rot = (sub + LPR - ((c0 - u_begin) & (LPR - 1))) & (LPR - 1)
+                unit_loop(acc, words, ahead, xs, wv, part_m, xsum, sx4, xoff, w4, w2, w, rowc, c0, c1, rot, stage4,
                           stage2, stage1, region, FMT, BLOCK, BYTES, UB, LW, SPAN, MR, ROWS, LPR, XDT, load_x8_staged,
                           False, PIPE, False, COALESCE, ABLATE)
         elif DOT:  # M = 1, no prologue, one weight: x4 is x's levels (kernels/quant/dot.py)
