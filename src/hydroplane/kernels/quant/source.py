@@ -1,6 +1,6 @@
 """The quantized kernels in the kernel language: y = act(x @ W.T + bias) with W (N, K) in a ggml block format,
 dequantized in the kernels' loads (never a dequantized copy of W in memory), and the row gather of a quantized
-table. The decoders are decode.py's (`decode8`, `block_dot`, `group_ints`) and this module's register decoders of the
+table. The decoders are decode.py's (`decode8`, `block_dot`, `group_ones`) and this module's register decoders of the
 GEMM's staging (`store_block32`, `store_k4`, `store_k6`), the format a constexpr.
 
 - `gemv_kernel(XDT, ODT)` (decode, M <= 16): a subgroup owns ROWS rows of W (outputs n); its lanes walk K in
