@@ -144,7 +144,10 @@ def decode8(vals, w, row_base, e, FMT: constexpr):
 # U = 2^width (part - X), and the offset's share folds into the same correction: q = u - offset gives
 # sum x * q = 2^width * part - (2^width + offset) * X. (`small`, the exponent trick bits | 0x4B000000 = 2^23 + bits,
 # costs one subtraction more a weight but needs no X: q8_0, q6_k and the lane GEMV keep it; an H100 measured `ones`
-# 5-8% faster for q4_0, q5_0 and q4_k and no faster, or 11% slower, for q8_0.)
+# 5-8% faster for q4_0, q5_0 and q4_k and no faster, or 11% slower, for q8_0.) Where a weight's bits lie in two
+# fields (q5_0's nibble and fifth bit, q6_k's 4 low and 2 high bits), four weights are put together at once, one in
+# each byte of a word (`field`'s REPEAT), and each is then taken from its byte: the same integers in fewer
+# instructions.
 
 MAGIC = 8388608.0  # 2^23: the f32 whose low mantissa bits hold a small integer exactly
 
@@ -179,9 +182,11 @@ def half_of(words, p: constexpr):
 
 
 @func
-def field(word, BIT: constexpr, TO: constexpr, WIDTH: constexpr):
-    """The WIDTH-bit field at bit BIT of the u32 word moved to bit TO (the other bits 0): a shift and an and."""
-    MASK = ((1 << WIDTH) - 1) << TO
+def field(word, BIT: constexpr, TO: constexpr, WIDTH: constexpr, REPEAT: constexpr = 1):
+    """The WIDTH-bit field at bit BIT of the u32 word moved to bit TO (the other bits 0): a shift and an and.
+    REPEAT 0x01010101: the four fields at BIT, BIT + 8, BIT + 16, BIT + 24 of the word's bytes, each moved to TO of its
+    byte (TO + WIDTH <= 8), in the same two instructions."""
+    MASK = (((1 << WIDTH) - 1) << TO) * REPEAT
     if BIT < TO:
         return (word << (TO - BIT)) & MASK
     if BIT > TO:
@@ -240,12 +245,16 @@ def group_ones(wv, words, p0: constexpr, g: constexpr, FMT: constexpr):
     QS = 2 if FMT == "q4_0" else 6
     for h in static_range(2):
         qw = word_of(words, p0 + QS + 8 * (g % 2) + 4 * h)
-        for j in static_range(4):
-            if FMT == "q4_0":
+        if FMT == "q4_0":
+            for j in static_range(4):
                 wv[4 * h + j] = ones(qw, 8 * j + 4 * (g // 2), 4)
-            else:  # the nibble at bits 18 .. 21, its fifth bit (bit 8g + 4h + j of qh) at 22
-                wv[4 * h + j] = bitcast(field(qw, 8 * j + 4 * (g // 2), 18, 4)
-                                        | field(word_of(words, p0 + 2), 8 * g + 4 * h + j, 22, 1) | 0x3F800000, f32)
+        else:  # the 4 weights' nibbles in the 4 bytes of q, and their fifth bits (bits 8g + 4h .. + 3 of qh) at bit
+            # 4 of each byte: bit j of the 4-bit t lands at 8j + 4 in t * 0x02040810 (the 4 shifted copies of t
+            # never overlap, so the sum carries nothing)
+            t = field(word_of(words, p0 + 2), 8 * g + 4 * h, 0, 4)
+            q = field(qw, 4 * (g // 2), 0, 4, 0x01010101) | ((t * 0x02040810) & 0x10101010)
+            for j in static_range(4):
+                wv[4 * h + j] = ones(q, 8 * j, 5)
 
 
 # (2^width, 2^width + offset) of group_ones: sum x * q = 2^width * sum x * wv - (2^width + offset) * sum x
@@ -333,13 +342,13 @@ def block_dot(acc, words, p0: constexpr, STRIDE: constexpr, xs, wv, part, xsum, 
                 el = 16 * half + 8 * c
                 load_x_rows(xs, x4, xoff, x_at + 128 * hh + 32 * g + el, MR, XDT, load_x)
                 for r in static_range(ROWS):
-                    for q4 in static_range(2):
+                    for q4 in static_range(2):  # 4 weights' 6 bits put together in the 4 bytes of q at once
                         lw = word_of(words, p0 + r * STRIDE + 64 * hh + 32 * (g % 2) + el + 4 * q4)
                         hw = word_of(words, p0 + r * STRIDE + 128 + 32 * hh + el + 4 * q4)
-                        for j in static_range(4):
-                            lq = (lw >> (8 * j + 4 * (g // 2))) & 0xF
-                            hq = (hw >> (8 * j + 2 * g)) & 0x3
-                            wv[4 * q4 + j] = small(lq | (hq << 4), MAGIC + 32.0)
+                        q = field(lw, 4 * (g // 2), 0, 4, 0x01010101) | field(hw, 2 * g, 4, 2, 0x01010101)
+                        for j in static_range(3):
+                            wv[4 * q4 + j] = small(field(q, 8 * j, 0, 6), MAGIC + 32.0)
+                        wv[4 * q4 + 3] = small(q >> 24, MAGIC + 32.0)
                     dot8(part, r, xs, wv, MR, ROWS)
             for r in static_range(ROWS):
                 q = p0 + r * STRIDE
