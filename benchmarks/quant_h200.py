@@ -14,7 +14,8 @@ dequantized rows: relative Frobenius error, bound 2e-3), then
 - `loop_us`: a user's loop of queued calls: max(--reps, 100) `hydroplane.matmul(dx, dw.T, out=dout)` back to back
   (the copies rotated), the wall clock to the last one's completion divided by the calls, the median of 3 loops
   after 0.3 s of such calls (before 2026-12-06 12:00 UTC: one loop of --reps calls after one call, which counted
-  each copy's first calls and the submission's latency);
+  each copy's first calls and the submission's latency); `loop_gc` (JSON only): the garbage collections that ran
+  during those loops, {generation: [count, ms]};
 - decode: the quantized bytes read per second (`weight_tbs`, TB/s) against the copy bandwidth (torch's
   device-to-device copy of 1 GiB, bytes read + written per second), and `same_us`: GPU timestamps as `gpu_us` but on
   the same weights every run, as the peer's `test-backend-ops perf` measures (weights that fit stay in the L2);
@@ -37,6 +38,7 @@ code at shapes a CPU driver finishes in seconds. Budget on the H200: under 3 min
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -119,24 +121,38 @@ LOOP_CALLS = 100  # calls a timed loop (at least --reps)
 LOOP_WARM_S = 0.3  # seconds of back-to-back calls before the loops (an idle GPU runs at its idle clock)
 
 
-def loop_time(rt, run, reps: int) -> float:
+def loop_time(rt, run, reps: int) -> tuple[float, dict]:
     """A user's loop: max(reps, LOOP_CALLS) queued calls back to back, the wall clock to their completion divided by
     the calls; the median of 3 such loops, after LOOP_WARM_S seconds of calls (every weight copy's first calls, which
-    plan its launches, happen there)."""
+    plan its launches, happen there). Also the garbage collections that ran during the 3 loops, by generation:
+    {generation: [count, milliseconds]} (a full collection soon after a kernel's compilation, whose objects it walks,
+    can take milliseconds of a loop)."""
     end = time.perf_counter() + LOOP_WARM_S
     while time.perf_counter() < end:
         for _ in range(10):
             run()
         rt.synchronize()
     calls = max(reps, LOOP_CALLS)
-    loops = []
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(calls):
-            run()
-        rt.synchronize()
-        loops.append((time.perf_counter() - start) / calls)
-    return statistics.median(loops)
+    loops, collections, began = [], {}, [0.0]
+
+    def watch(phase, info):
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            count, ms = collections.get(info["generation"], (0, 0.0))
+            collections[info["generation"]] = [count + 1, ms + (time.perf_counter() - began[0]) * 1e3]
+
+    gc.callbacks.append(watch)
+    try:
+        for _ in range(3):
+            start = time.perf_counter()
+            for _ in range(calls):
+                run()
+            rt.synchronize()
+            loops.append((time.perf_counter() - start) / calls)
+    finally:
+        gc.callbacks.remove(watch)
+    return statistics.median(loops), collections
 
 
 def torch_time(torch, x, weights, reps: int) -> float:
@@ -180,9 +196,9 @@ def run_case(rt, device, torch, fmt: str, m: int, k: int, n: int, rotate: int, r
         hydroplane.matmul(dx, dws[turn[0] % copies].T, out=dout)
 
     gpu = gpu_time(rt, call, reps)
-    loop = loop_time(rt, call, reps)
+    loop, collections = loop_time(rt, call, reps)
     record = dict(format=fmt, m=m, k=k, n=n, copies=copies, weight_bytes=qw.nbytes, error=error, ok=error <= BOUND,
-                  gpu_us=gpu * 1e6, loop_us=loop * 1e6, weight_tbs=qw.nbytes / gpu / 1e12,
+                  gpu_us=gpu * 1e6, loop_us=loop * 1e6, loop_gc=collections, weight_tbs=qw.nbytes / gpu / 1e12,
                   tflops=2 * m * n * k / gpu / 1e12)
     if m <= 16:  # the peer's method: the same weights every run (those that fit stay in the L2)
         same = gpu_time(rt, lambda: hydroplane.matmul(dx, dws[0].T, out=dout), reps)
