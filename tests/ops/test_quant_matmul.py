@@ -169,7 +169,7 @@ def test_the_h200_benchmark_at_a_tiny_size(tmp_path):
     cases = {(r["format"], r["m"], r["k"], r["n"]) for r in record["records"]}
     assert len(cases) == 2 * len(bench.TINY_SHAPES) * len(bench.FORMAT_ORDER) + 2
     assert all(r["ok"] and r["gpu_us"] > 0 and r["loop_us"] > 0 and r["copies"] >= 1 for r in record["records"])
-    assert all(set(r["loop_gc"]) <= {"0", "1", "2"} for r in record["records"])  # collections in the loops, by generation
+    assert all(set(r["loop_gc"]) <= {"0", "1", "2"} for r in record["records"])  # loop collections by generation
     # hydroplane's f16 matmul beside the prefill rows: measured, or its failure recorded (the GEMM's own tests
     # check it; this benchmark must still give the quantized rows)
     assert all("f16_tflops" in r or "f16_error" in r for r in record["records"] if r["m"] > 16)
