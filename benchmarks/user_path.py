@@ -11,7 +11,10 @@ For each case it prints, per call:
 Each case's loops (ours and torch's) follow 0.3 s of back-to-back calls, so that the GPU runs them at its clock;
 that warm-up also makes every weight copy's first call (its descriptor sets and planned launch, about 60 µs on
 this VM's lavapipe), so `record` is the steady state of a loop over weights already seen (before 2026-12-05 15:40
-the loops counted 7-15 such first calls in their 100).
+the loops counted 7-15 such first calls in their 100). The loop without out= has its own warm-up of such calls,
+which fills the device's pool of freed buffers with as many results as a loop keeps in flight: before 2026-12-06
+18:45 UTC it followed the out= warm-up alone (48-106 µs a call for the 1 x 4096 -> 14336 GEMV whose out= loop
+took 43-80).
 Decode GEMVs rotate over enough weight copies that the 60 MB L2 cannot hold them, and report the weights' bytes
 read per second. Last: a captured graph of 200 small dependent calls replayed, against its GPU time.
 
@@ -118,8 +121,9 @@ def matmul_case(m, n, k, copies=1, label=None) -> dict:
     want = x.numpy().astype(np.float32) @ ws[0].numpy().astype(np.float32).T
     err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
     assert err < 2e-2, f"matmul {m}x{n}x{k}: relative error {err}"
-    _warm(call_out, hydroplane.synchronize)
+    _warm(call_new, hydroplane.synchronize)  # also fills the buffer pool with the results' buffers (_warm)
     user, _ = _loop(call_new, hydroplane.synchronize)
+    _warm(call_out, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
     torch_s = None
@@ -154,8 +158,9 @@ def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
     def call_new():
         hydroplane.attention(q, k, v, causal=causal)
 
-    _warm(call_out, hydroplane.synchronize)
+    _warm(call_new, hydroplane.synchronize)  # also fills the buffer pool with the results' buffers (_warm)
     user, _ = _loop(call_new, hydroplane.synchronize)
+    _warm(call_out, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
     kernel = _kernel_seconds(call_out)
     torch_s = None
