@@ -13,8 +13,9 @@ that warm-up also makes every weight copy's first call (its descriptor sets and 
 this VM's lavapipe), so `record` is the steady state of a loop over weights already seen (before 2026-12-05 15:40
 the loops counted 7-15 such first calls in their 100). The loop without out= has its own warm-up of such calls,
 which fills the device's pool of freed buffers with as many results as a loop keeps in flight: before 2026-12-06
-18:45 UTC it followed the out= warm-up alone (48-106 µs a call for the 1 x 4096 -> 14336 GEMV whose out= loop
-took 43-80).
+18:45 UTC it followed the out= warm-up alone, and on an H100 ran the 1 x 4096 -> 14336 GEMV at 48-106 µs a call
+against 43-80 for the out= loop after it: an out= loop at the same point ran as slowly, so it was the GPU's clock
+early in the process, not the new results (docs/perf.md, "2026-12-06, 17:50-20:50 UTC").
 Decode GEMVs rotate over enough weight copies that the 60 MB L2 cannot hold them, and report the weights' bytes
 read per second. Last: a captured graph of 200 small dependent calls replayed, against its GPU time.
 
