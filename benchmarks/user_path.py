@@ -11,11 +11,11 @@ For each case it prints, per call:
 Each case's loops (ours and torch's) follow 0.3 s of back-to-back calls, so that the GPU runs them at its clock;
 that warm-up also makes every weight copy's first call (its descriptor sets and planned launch, about 60 µs on
 this VM's lavapipe), so `record` is the steady state of a loop over weights already seen (before 2026-12-05 15:40
-the loops counted 7-15 such first calls in their 100). The loop without out= has its own warm-up of such calls,
-which fills the device's pool of freed buffers with as many results as a loop keeps in flight: before 2026-12-06
-18:45 UTC it followed the out= warm-up alone, and on an H100 ran the 1 x 4096 -> 14336 GEMV at 48-106 µs a call
-against 43-80 for the out= loop after it: an out= loop at the same point ran as slowly, so it was the GPU's clock
-early in the process, not the new results (docs/perf.md, "2026-12-06, 17:50-20:50 UTC").
+the loops counted 7-15 such first calls in their 100). The loop without out= has its own warm-up of such calls
+(and plans its own first calls there). Before 2026-12-06 18:45 UTC it followed the out= warm-up alone, and on an
+H100 ran the 1 x 4096 -> 14336 GEMV at 48-106 µs a call against 43-80 for the out= loop after it; an out= loop at
+the same point ran as slowly, so that was the GPU's clock early in the process, not the new results (docs/perf.md,
+"2026-12-06, 17:50-20:50 UTC").
 Decode GEMVs rotate over enough weight copies that the 60 MB L2 cannot hold them, and report the weights' bytes
 read per second. Last: a captured graph of 200 small dependent calls replayed, against its GPU time.
 
@@ -122,7 +122,7 @@ def matmul_case(m, n, k, copies=1, label=None) -> dict:
     want = x.numpy().astype(np.float32) @ ws[0].numpy().astype(np.float32).T
     err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
     assert err < 2e-2, f"matmul {m}x{n}x{k}: relative error {err}"
-    _warm(call_new, hydroplane.synchronize)  # also fills the buffer pool with the results' buffers (_warm)
+    _warm(call_new, hydroplane.synchronize)  # this loop's own warm-up (the module docstring)
     user, _ = _loop(call_new, hydroplane.synchronize)
     _warm(call_out, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
@@ -159,7 +159,7 @@ def attention_case(b, h, s_q, s_kv, d, kv_heads=None, causal=False) -> dict:
     def call_new():
         hydroplane.attention(q, k, v, causal=causal)
 
-    _warm(call_new, hydroplane.synchronize)  # also fills the buffer pool with the results' buffers (_warm)
+    _warm(call_new, hydroplane.synchronize)  # this loop's own warm-up (the module docstring)
     user, _ = _loop(call_new, hydroplane.synchronize)
     _warm(call_out, hydroplane.synchronize)
     user_out, record = _loop(call_out, hydroplane.synchronize)
