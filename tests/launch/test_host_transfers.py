@@ -13,6 +13,7 @@ import pytest
 from launch.vulkan_counts import count_vulkan_calls
 
 import hydroplane
+from hydroplane import vk
 from hydroplane.lang import Buffer, f32, global_id, readonly, s32
 from hydroplane.launch.checks import LaunchError
 from hydroplane.launch.prepared import ArgumentError
@@ -66,6 +67,47 @@ def test_writes_and_reads_of_device_local_arrays_allocate_nothing_once_warm(devi
         np.testing.assert_array_equal(x[5:9].numpy(), values[5:9])
     assert vulkan_calls["vkAllocateMemory"] == 0
     assert vulkan_calls["vkAllocateCommandBuffers"] == 0 and vulkan_calls["vkCreateFence"] == 0
+
+
+@pytest.mark.vulkan
+def test_small_queued_writes_go_in_the_command_buffer_and_allocate_nothing_however_many_are_in_flight(
+        device_local, vulkan_calls):
+    """Writes of up to 64 KiB, a multiple of 4 bytes at an offset that is one, are held in the command buffer
+    (vkCmdUpdateBuffer): no staging buffer even the first time, so the count of writes in flight at once (which
+    depends on how fast the GPU runs) cannot make one. Any other write (odd size or offset, over 64 KiB) is staged."""
+    n = 40_000
+    x = hydroplane.device_array(np.zeros(n, np.float32), 0)
+    out = hydroplane.device_array(np.zeros(n, np.float32), 0)
+    hydroplane.synchronize(0)
+    want = np.zeros(n, np.float32)
+    rng = np.random.default_rng()
+    vulkan_calls.clear()
+    for _ in range(40):  # each write lands after the launch before it reads x, nothing waits
+        lo = int(rng.integers(0, n - 16_384))
+        values = rng.standard_normal(int(rng.integers(1, 16_384))).astype(np.float32)
+        values[0], values[-1] = -np.inf, np.float32(-0.0)
+        x[lo:lo + values.size].write(values)
+        want[lo:lo + values.size] = values
+        scaled_copy[_grid(n)](x, out, -1.0, n)
+        values.fill(np.nan)  # the caller may reuse its array at once
+    assert vulkan_calls["fence waits"] == 0 and vulkan_calls["vkAllocateMemory"] == 0
+    assert vulkan_calls["vkCmdUpdateBuffer"] == 40 and vulkan_calls["vkCmdCopyBuffer"] == 0
+    np.testing.assert_array_equal(out.numpy(), -want)
+    np.testing.assert_array_equal(x.numpy(), want)
+
+    raw = hydroplane.device_array(np.zeros(70_003, np.uint8), 0)
+    for lo, size in ((1, 8), (4, 7), (0, 65_540), (3, 70_000)):  # odd offset, odd size, over 64 KiB: staged
+        vulkan_calls.clear()
+        values = rng.integers(0, 256, size, dtype=np.uint8)
+        raw[lo:lo + size].write(values)
+        assert vulkan_calls["vkCmdUpdateBuffer"] == 0 and vulkan_calls["vkCmdCopyBuffer"] == 1
+        np.testing.assert_array_equal(raw[lo:lo + size].numpy(), values)
+
+
+def test_record_update_refuses_what_vkcmdupdatebuffer_cannot_take():
+    for nbytes, offset in ((6, 0), (8, 2), (0, 0), (vk.UPDATE_MAX_BYTES + 4, 0)):
+        with pytest.raises(vk.UsageError, match="vkCmdUpdateBuffer takes 4 to 65536 bytes"):
+            vk.record_update(None, None, offset, bytes(nbytes))
 
 
 @pytest.mark.vulkan

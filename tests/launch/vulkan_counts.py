@@ -9,7 +9,7 @@ import collections
 from hydroplane.vk import _ffi
 from hydroplane.vk.sync import Fence
 
-COUNTED = ("vkAllocateMemory", "vkAllocateCommandBuffers", "vkCreateFence")
+COUNTED = ("vkAllocateMemory", "vkAllocateCommandBuffers", "vkCreateFence", "vkCmdUpdateBuffer", "vkCmdCopyBuffer")
 
 
 def count_vulkan_calls(monkeypatch) -> collections.Counter:

@@ -431,8 +431,10 @@ class DeviceRuntime:
 
     def upload(self, buf, offset: int, data: np.ndarray) -> None:
         """Copy bytes into `buf` at `offset`, the caller free to reuse `data` at once: straight into mapped memory
-        that no unfinished work uses; else queued, through a staging buffer kept for reuse (no allocation, no
-        wait: on mapped memory in use, the copy runs after the work that uses the range)."""
+        that no unfinished work uses; else queued (no wait: on mapped memory in use, the write runs after the work
+        that uses the range): up to 64 KiB, a multiple of 4 bytes at an offset that is one, inside the command
+        buffer (vkCmdUpdateBuffer: nothing allocated, however many such writes are in flight); else through a
+        staging buffer kept for reuse (allocated when every kept one of its size class is still in flight)."""
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         if raw.nbytes == 0:
             return
@@ -444,6 +446,11 @@ class DeviceRuntime:
             if buf.mapped and (raw.nbytes > STAGING_MAX_BYTES or self._finished(buf._hp_access)):
                 self.stream.wait(buf._hp_access)
                 buf.write(raw, offset)
+                return
+            if raw.nbytes <= vk.UPDATE_MAX_BYTES and raw.nbytes % 4 == 0 and offset % 4 == 0:
+                data = raw.tobytes()  # held in the command buffer: no staging buffer, whatever is in flight
+                self._transfer(lambda cmd: vk.record_update(cmd, buf, offset, data), reads=(),
+                               writes=((buf, offset, raw.nbytes),), keep=(), label="upload")
                 return
             staging = self._staging(raw.nbytes, readback=False)
             staging.write(raw)

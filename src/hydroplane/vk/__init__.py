@@ -37,6 +37,7 @@ from hydroplane.vk.pipeline import Binding, Pipeline
 from hydroplane.vk.recording import Recording
 from hydroplane.vk.results import check, result_name
 from hydroplane.vk.stream import (
+    UPDATE_MAX_BYTES,
     DescriptorSets,
     DispatchRecorder,
     QueryPool,
@@ -49,6 +50,7 @@ from hydroplane.vk.stream import (
     record_copy,
     record_dispatch,
     record_fill,
+    record_update,
 )
 from hydroplane.vk.timing import BenchResult, PipelineExecutable, bench, pipeline_statistics, warm_up
 
@@ -56,7 +58,8 @@ __all__ = [
     "BenchResult", "Binding", "Buffer", "ClosedError", "CoopMatrixProperties", "DescriptorSets", "Device", "DeviceInfo",
     "DeviceLost", "DispatchRecorder", "QueryPool", "SecondaryCommands", "Stream", "batch_barrier",
     "dispatch_recorder", "full_barrier", "host_barrier", "record_copy", "record_dispatch", "record_fill",
-    "DeviceTimeout", "Instance", "LoaderMissing", "Message", "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
+    "record_update", "UPDATE_MAX_BYTES", "DeviceTimeout", "Instance", "LoaderMissing", "Message",
+    "OutOfDeviceMemory", "OutOfHostMemory", "Pipeline",
     "PipelineExecutable", "Recording", "UnsupportedFeature", "UsageError", "ValidationMessage", "VulkanError",
     "bench", "check", "default_instance", "devices", "pick_device", "pipeline_statistics", "requirements",
     "result_name", "take_all_messages", "validation_requested", "warm_up",

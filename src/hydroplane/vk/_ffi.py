@@ -123,6 +123,8 @@ PROTOTYPES = (
      "uint32_t regionCount, const VkBufferCopy* pRegions)",
     "void vkCmdFillBuffer(VkCommandBuffer commandBuffer, VkBuffer dstBuffer, VkDeviceSize dstOffset, "
      "VkDeviceSize size, uint32_t data)",
+    "void vkCmdUpdateBuffer(VkCommandBuffer commandBuffer, VkBuffer dstBuffer, VkDeviceSize dstOffset, "
+     "VkDeviceSize dataSize, const void* pData)",
     "VkResult vkFreeDescriptorSets(VkDevice device, VkDescriptorPool descriptorPool, uint32_t descriptorSetCount, "
      "const VkDescriptorSet* pDescriptorSets)",
     "void vkCmdExecuteCommands(VkCommandBuffer commandBuffer, uint32_t commandBufferCount, "

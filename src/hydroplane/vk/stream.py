@@ -657,6 +657,18 @@ def record_copy(cmd, src, dst, src_offset: int, dst_offset: int, nbytes: int) ->
     _ffi.core("vkCmdCopyBuffer")(cmd, src.handle, dst.handle, 1, ctypes.byref(region))
 
 
+UPDATE_MAX_BYTES = 65536  # vkCmdUpdateBuffer's limit on dataSize
+
+
+def record_update(cmd, dst, offset: int, data: bytes) -> None:
+    """Write `data` into `dst` at `offset`, the bytes held in the command buffer itself (no staging buffer): at
+    most UPDATE_MAX_BYTES, its length and `offset` multiples of 4 (vkCmdUpdateBuffer's rules)."""
+    if len(data) > UPDATE_MAX_BYTES or len(data) % 4 or offset % 4 or not data:
+        raise UsageError(f"vkCmdUpdateBuffer takes 4 to {UPDATE_MAX_BYTES} bytes, a multiple of 4, at an offset "
+                         f"that is a multiple of 4: not {len(data)} bytes at offset {offset}")
+    _ffi.core("vkCmdUpdateBuffer")(cmd, dst.handle, offset, len(data), data)
+
+
 def record_fill(cmd, dst, offset: int, nbytes: int, word: int) -> None:
     """Fill `nbytes` (a multiple of 4) at `offset` with a 32-bit pattern."""
     _ffi.core("vkCmdFillBuffer")(cmd, dst.handle, offset, nbytes, word & 0xFFFFFFFF)
