@@ -5,6 +5,7 @@ Every test runs on the reference executor and on lavapipe (device 0 in the test 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import hydroplane
+from hydroplane import vk
 from hydroplane.errors import HydroplaneError
 from hydroplane.lang import Buffer, f32, global_id, readonly, s32
 from hydroplane.launch import runtime as rt_module
@@ -393,6 +395,35 @@ def test_timing_goes_through_the_checked_launch(device):
     with axpy[_grid(n)].prepare(dx, dx, out, 1.0, n) as launch:
         seconds = launch.time(repeat=3, warmup=1, warmup_s=0.0)
     assert len(seconds) == 3 and all(s > 0 for s in seconds)
+    np.testing.assert_array_equal(out.numpy(), 2.0)
+
+
+@pytest.mark.vulkan
+def test_timing_on_a_gpu_takes_its_runs_again_while_they_get_faster(monkeypatch):
+    """On a GPU (not a CPU device: lavapipe here says it is a discrete one) a timing with a warm-up settles:
+    `vk.timing.settled` takes the timed runs at least twice, for up to SETTLE_MAX_S; with no warm-up (timed_run),
+    or on a CPU device, once."""
+    n = 4096
+    dx = hydroplane.device_array(np.ones(n, np.float32), 0)
+    out = hydroplane.device_array(np.zeros(n, np.float32), 0)
+    rt = runtime(0)
+    samples, given = [], []
+    settled = vk.timing.settled
+
+    def counted(sample, max_s=vk.timing.SETTLE_MAX_S):
+        given.append(max_s)
+        return settled(lambda: samples.append(sample()) or samples[-1], max_s)
+
+    monkeypatch.setattr(vk.timing, "settled", counted)
+    with axpy[_grid(n)].prepare(dx, dx, out, 1.0, n) as launch:
+        assert len(launch.time(repeat=4, warmup=0, warmup_s=0.01)) == 4
+        assert given == [0.0] and len(samples) == 1  # lavapipe: a CPU device
+        monkeypatch.setattr(rt.executor, "info", dataclasses.replace(rt.executor.info, device_type="discrete"))
+        seconds = launch.time(repeat=4, warmup=0, warmup_s=0.01)
+        assert given[1] == vk.timing.SETTLE_MAX_S and len(samples) >= 3 and seconds == samples[-1]
+        assert len(seconds) == 4 and all(s > 0 for s in seconds)
+        launch.timed_run()
+        assert given[2] == 0.0
     np.testing.assert_array_equal(out.numpy(), 2.0)
 
 

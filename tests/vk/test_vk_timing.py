@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+import types
 
 import numpy as np
 import pytest
 from vk_support import compile_glsl, device, validated_instance, vk_info, vk_instance  # noqa: F401
 
-from hydroplane.vk import Device, UnsupportedFeature, UsageError, bench
+from hydroplane.vk import Device, UnsupportedFeature, UsageError, bench, timing
+from hydroplane.vk.timing import settled, still_rising
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +60,36 @@ def test_bench_warms_up_for_a_time():
     bench(fn, warmup=1, reps=2, warmup_s=0.05)
     assert calls[-2] - calls[0] >= 0.045  # the timed calls began only after warmup_s of warm-up calls
     assert len(calls) > 1 + 2
+
+
+def test_settled_times_again_while_a_rising_clock_makes_the_runs_faster(monkeypatch):
+    """A GPU's clock rising after the warm-up: each sample faster than the last, or one whose runs get faster
+    within it, is taken again; a steady one (noise under SETTLE_RATIO either way) ends it; the time is capped."""
+    samples = iter([[200.0] * 9, [150.0] * 9, [120.0] * 6 + [100.0] * 3, [101.0] * 9, [100.0] * 9, [50.0] * 9])
+    taken = []
+
+    def sample():
+        taken.append(next(samples))
+        return taken[-1]
+
+    assert settled(sample) == [101.0] * 9 and len(taken) == 4  # 200 -> 150 -> rising within -> steady
+    assert still_rising([100.0] * 9, [104.0] * 9) and not still_rising([100.0] * 9, [102.0] * 9)
+    assert not still_rising([110.0] * 9, [100.0] * 9)  # slower than the last: not a rising clock
+    assert not still_rising([130.0, 100.0, 100.0, 100.0, 100.0])  # under 6 runs: no thirds to compare
+    assert settled(lambda: [1.0, 2.0], max_s=0) == [1.0, 2.0]
+    ticks = iter(range(1000))
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
+    falling = iter(range(1000, 0, -100))
+    assert settled(lambda: [float(next(falling))] * 3, max_s=3) == [700.0] * 3  # ever faster: ends at the deadline
+    assert next(falling) == 600  # the first sample (the deadline read after it: 3 ticks on), then one a tick
+
+
+def test_bench_settles_when_asked():
+    device = iter([100.0, 90.0, 80.0, 70.0] + [60.0] * 20)
+    result = bench(lambda: next(device), warmup=0, reps=2, settle_s=5.0)
+    assert result.median_ns == 60.0  # 100/90 -> 80/70 (faster) -> 60/60 -> 60/60 (steady)
+    with pytest.raises(UsageError, match="settle_s >= 0"):
+        bench(lambda: 1, settle_s=-1)
 
 
 def test_device_time_needs_timestamps(device, scale_add_words):

@@ -719,7 +719,9 @@ class DeviceRuntime:
     def time(self, run: Callable[[], None], repeat: int, warmup: int = 1, warmup_s: float = 0.3) -> list[float]:
         """Seconds per `run()` (a sequence of launches): GPU timestamps around each run on Vulkan, after `warmup`
         runs and at least `warmup_s` seconds of back-to-back runs (an idle GPU runs at its idle clock); the wall
-        clock around each run on the reference executor."""
+        clock around each run on the reference executor. On a GPU (not a CPU device such as lavapipe), with
+        `warmup_s` > 0, the `repeat` timed runs are taken again while they still get faster, for up to
+        `vk.timing.SETTLE_MAX_S` seconds (its clock still rising after the warm-up), and the last ones returned."""
         if self.stream is None:
             times = []
             for _ in range(warmup):
@@ -739,21 +741,27 @@ class DeviceRuntime:
                 for _ in range(4):
                     run()
                 self.synchronize()
-            pool = vk.QueryPool(self.executor.device, 2 * repeat)
-            self._timing = True
-            try:
-                stream = self.stream
-                stream.record(pool.reset, "timing", (pool,))
-                for i in range(repeat):
-                    stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i, False), "", (pool,))
-                    run()
-                    stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i + 1, True), "", (pool,))
-                self._timing = False
-                self.synchronize()
-                return [ns / 1e9 for ns in pool.nanoseconds()]
-            finally:
-                self._timing = False
-                stream.after(stream.seq - 1, pool.close)
+            timing = vk.timing
+            settle = timing.SETTLE_MAX_S if warmup_s > 0 and self.executor.info.device_type != "cpu" else 0.0
+            return timing.settled(lambda: self._timestamps(run, repeat), settle)
+
+    def _timestamps(self, run: Callable[[], None], repeat: int) -> list[float]:
+        """Seconds of `repeat` runs queued back to back, by GPU timestamps around each (the lock held)."""
+        pool = vk.QueryPool(self.executor.device, 2 * repeat)
+        self._timing = True
+        stream = self.stream
+        try:
+            stream.record(pool.reset, "timing", (pool,))
+            for i in range(repeat):
+                stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i, False), "", (pool,))
+                run()
+                stream.record(lambda cmd, i=i: pool.write(cmd, 2 * i + 1, True), "", (pool,))
+            self._timing = False
+            self.synchronize()
+            return [ns / 1e9 for ns in pool.nanoseconds()]
+        finally:
+            self._timing = False
+            stream.after(stream.seq - 1, pool.close)
 
     # capture -----------------------------------------------------------------------------------------------------
     def _refuse_in_capture(self, what: str) -> None:

@@ -43,6 +43,7 @@ from hydroplane.kernels.attention import (
 )
 from hydroplane.launch.prepared import (
     KEPT_PLANS,
+    WARMUP_S,
     DeviceArray,
     is_masked,
     places_of,
@@ -55,7 +56,6 @@ from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.matmul import host_memory
 from hydroplane.ops.runner import DeviceRunner, runner_executor
 
-WARMUP_S = 0.3  # seconds of back-to-back runs before a GPU timing (a GPU idle a moment runs at its idle clock)
 POISON = -777.0  # written over the outputs before a checked run: no attention of the test inputs gives it
 
 
