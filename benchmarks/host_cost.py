@@ -3,10 +3,10 @@
 is busy, does not count. Each case: 5 warm-up calls, then the best of 3 loops of N calls (each loop closed by a
 synchronize outside the timing). Cases: hydroplane.matmul on DeviceArrays (with out= and a new result each call, a
 decode GEMV rotating over 4 weights), a decode attention, nn ops (rms_norm, add, gated, rotary_embedding,
-embedding), a quantized GEMV and GEMM, a user's kernel[grid], and a prefill step of a Gemma-3-shaped model of 18
-small blocks (tests/models/tiny.py; without the gguf package, tools/make_benchmark_gguf.py's Gemma 3 270M): as
-calls (`step(ids, last_only=False)`: every launch queued by the host) and as the replay of its bucket's captured
-graph.
+embedding, sample greedy and drawn), a quantized GEMV and GEMM, a user's kernel[grid], and a prefill step of a
+Gemma-3-shaped model of 18 small blocks (tests/models/tiny.py; without the gguf package,
+tools/make_benchmark_gguf.py's Gemma 3 270M): as calls (`step(ids, last_only=False)`: every launch queued by the
+host) and as the replay of its bucket's captured graph.
 
     PYTHONPATH=src python3 benchmarks/host_cost.py [--device 0|ref] [--calls 200] [--json OUT]
 
@@ -201,6 +201,11 @@ def main() -> None:
     case("nn.rotary_embedding (4, 4, 64), out=x", lambda: nn.rotary_embedding(qr, pos, theta=1e6, out=qr))
     ids, table = hydroplane.device_array(np.arange(4, dtype=np.int32)), arr(np.float32, 64, 640)
     case("nn.embedding 4 of (64, 640), new result", lambda: nn.embedding(ids, table))
+    logits = arr(np.float32, 1, 32000)
+    case("nn.sample greedy (1, 32000)", lambda: nn.sample(logits))
+    draws = iter(range(1 << 30))
+    case("nn.sample t=0.8 top-k 40 top-p 0.95, a new seed a call",
+         lambda: nn.sample(logits, temperature=0.8, top_k=40, top_p=0.95, seed=next(draws)))
     qw = hydroplane.device_array(quantize(rng.uniform(-1, 1, (256, 640)).astype(np.float32), "q8_0"))
     x1, x32 = arr(np.float32, 1, 640), arr(np.float32, 32, 640)
     case("matmul q8_0 1x640 -> 256, new result", lambda: hydroplane.matmul(x1, qw.T))

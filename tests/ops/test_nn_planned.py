@@ -347,3 +347,52 @@ def test_numpy_inputs_stay_on_the_checked_path(device):
         nn.rotary_embedding(xr, positions + (1 << 24))
     assert served() == start
     assert np.array_equal(bits(nn.rms_norm(dx, 40, w)), bits(nn.rms_norm(x, 40, w, device=device)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("options", [dict(), dict(temperature=0.8, top_k=40, top_p=0.9), dict(temperature=1.5)])
+@pytest.mark.parametrize("vocab", [700, nn.ARGMAX_CHUNK * 2 + 3])  # greedy in one pass, and in chunks
+def test_a_loop_of_samples_is_planned_and_draws_what_the_checked_path_draws(device, options, vocab, monkeypatch):
+    """nn.sample's later calls of a key are planned: greedy's partial results and a draw's seed live in buffers
+    its plan holds, the seed (a new int each call, or None: a fresh one) written into it per call, queued."""
+    shape = (3, vocab)
+    logits = to_device(np.zeros(shape, np.float16), device)
+    start = served()
+    reads, wants = [], []
+    for step in range(8):  # queued: logits rewritten between calls, the ids read at the end
+        values = awkward(shape, np.float16)
+        logits.write(values)
+        reads.append(nn.sample(logits, seed=step, **options).numpy_later())
+        wants.append(nn.sample(values, seed=step, device=device, **options))
+    for step, (read, want) in enumerate(zip(reads, wants)):
+        assert np.array_equal(read(), want), f"step {step}"
+    assert served() - start >= 7, "the loop's calls were not planned"
+    monkeypatch.setattr(nn, "as_array", lambda *a: pytest.fail("a planned call ran the checks"))
+    draws = [nn.sample(logits, seed=seed, **options) for seed in (11, 12, None, None)]
+    monkeypatch.undo()
+    values = logits.numpy()
+    for seed, got in zip((11, 12), draws):
+        assert np.array_equal(got.numpy(), nn.sample(values, seed=seed, device=device, **options))
+    for got in draws[2:]:  # a fresh seed: some token of each row
+        assert got.shape == (3,) and np.all((0 <= got.numpy()) & (got.numpy() < vocab))
+    with pytest.raises(NNError, match="seed is an integer of at least 0"):
+        nn.sample(logits, seed=-1, **options)  # refused with a plan there too
+    with pytest.raises(NNError, match="seed is an integer"):
+        nn.sample(logits, seed=True, **options)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_planned_draws_with_fresh_seeds_differ_and_a_device_seed_is_read_on_the_device(device):
+    vocab = 64
+    logits = to_device(np.zeros((1, vocab), np.float32), device)  # every token equally likely
+    fresh_draws = {int(nn.sample(logits, temperature=1.0).numpy()[0]) for _ in range(12)}
+    assert len(fresh_draws) > 3  # 12 draws of 64 equal tokens: a fixed seed would give one
+    seed = to_device(np.array([7], np.uint32), device)
+    first = nn.sample(logits, temperature=1.0, seed=seed)
+    seed.write(np.array([8], np.uint32))
+    second = nn.sample(logits, temperature=1.0, seed=seed)
+    seed.write(np.array([7], np.uint32))
+    third = nn.sample(logits, temperature=1.0, seed=seed)
+    assert np.array_equal(first.numpy(), third.numpy())
+    assert np.array_equal(first.numpy(), nn.sample(logits.numpy(), temperature=1.0, seed=7, device=device))
+    assert np.array_equal(second.numpy(), nn.sample(logits.numpy(), temperature=1.0, seed=8, device=device))

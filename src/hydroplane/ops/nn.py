@@ -22,6 +22,7 @@ Layer: ops (above launch and kernels).
 from __future__ import annotations
 
 import math
+import random
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -185,6 +186,7 @@ class _Call:
         self.executor = self.runtime.executor
         self.target = self.executor.target
         self._scratch: list = []
+        self.holds: dict = {}  # name -> the `held` buffers this call binds
 
     def array(self, contents: np.ndarray | None, dtype, shape) -> DeviceArray:
         """A DeviceArray of this device: of `contents`, or unset."""
@@ -207,6 +209,19 @@ class _Call:
     def scratch(self, count: int, dtype) -> DeviceArray:
         made = self.array(None, dtype, (count,))
         self._scratch.append(made)
+        return made
+
+    def held(self, name: str, count: int, dtype) -> DeviceArray:
+        """A buffer the calls of this call's key share (greedy sampling's partial results, a drawn seed): the
+        key's plan's when it has one, else made here and kept by the plan this call makes (`_Plan.keep`), so that
+        every launch of the key binds the same one (the queue orders their uses). Without a key, scratch."""
+        if self.key is None:
+            return self.scratch(count, dtype)
+        plan = _plans.get(self.key)
+        made = plan.held.get(name) if plan is not None and plan.rt is self.runtime else None
+        if made is None or made.released:
+            made = self.array(None, dtype, (count,))
+        self.holds[name] = made
         return made
 
     def launch(self, kernel, constexprs: dict, grid: tuple, arguments: dict, aliases: dict | None = None) -> None:
@@ -256,12 +271,13 @@ class _Plan:
     at new places, the recorded launches bound to their arrays (each argument a view of one of the call's arrays,
     or a table of this module) through dispatch_kept, which plans them. `served`: the calls it served."""
 
-    __slots__ = ("rt", "launches", "result", "by_place", "served")
+    __slots__ = ("rt", "launches", "result", "by_place", "served", "held")
 
     def __init__(self, rt, launches: list | None, result: tuple | None):
         self.rt, self.launches, self.result = rt, launches, result
         self.by_place: dict = {}  # the arrays' places (out's last) -> the planned launches that bound them
         self.served = 0
+        self.held: dict = {}  # name -> a buffer every launch of the key binds (_Call.held), written per call
 
     @staticmethod
     def keep(call: _Call, made: DeviceArray, new_result: bool) -> None:
@@ -296,6 +312,9 @@ class _Plan:
                 _plans.pop(next(iter(_plans)))
         elif plan.launches is None:
             plan.launches = launches
+        if any(plan.held.get(name) is not made for name, made in call.holds.items()):
+            plan.launches, plan.by_place = launches, {}  # (a held buffer made anew: the old launches bind the old)
+            plan.held = dict(call.holds)
         if places is not None and None not in planned:
             plan.remember(places, tuple(planned))
 
@@ -304,13 +323,20 @@ class _Plan:
             self.by_place.clear()
         self.by_place[places] = planned
 
-    def run(self, arrays: tuple, out: DeviceArray | None) -> DeviceArray | None:
+    def run(self, arrays: tuple, out: DeviceArray | None, writes: dict | None = None) -> DeviceArray | None:
         """The call's result with its launches queued, or None where the plan cannot serve it (an argument
-        released, a new place and no launches traced): the checked path then runs."""
+        released, a new place and no launches traced): the checked path then runs. `writes`: {held name: NumPy
+        values} written into the held buffers first (queued: the launches read them after)."""
         rt = self.rt
         places = places_of(arrays)
         if places is None or rt.closed:
             return None
+        if writes:
+            held = [self.held.get(name) for name in writes]
+            if any(buf is None or buf.released for buf in held):
+                return None
+            for buf, values in zip(held, writes.values(), strict=True):
+                buf.write(values)
         made = out is None
         if made:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
@@ -356,6 +382,7 @@ class _Plan:
 
 
 _plans: dict = {}  # planned_call's keys -> _Plan
+_SEEDS = random.Random()  # sample's fresh seeds (seed=None), from the OS's entropy at import
 PLANNED_CALLS = 256
 _PLAIN = frozenset((type(None), bool, int, float, str))  # types whose == a planned call's key trusts
 
@@ -373,11 +400,12 @@ def _kind(value):
     return None
 
 
-def planned_call(op: str, arrays: tuple, out, scalars: tuple) -> tuple:
+def planned_call(op: str, arrays: tuple, out, scalars: tuple, writes: dict | None = None) -> tuple:
     """(the result, the key) of a call that its key's plan served; else (None, the key under which the checked call
     plans itself), or (None, None) where the call has none (an array argument that is not a DeviceArray). The key:
     the op, each array's signature (None where absent), out's (None: a new result), and `scalars` (every other
-    argument, as given) with their types, a tuple's elements' too: a call differing in anything checked misses."""
+    argument, as given) with their types, a tuple's elements' too: a call differing in anything checked misses.
+    `writes` ({held name: values}): what a served call writes into its plan's held buffers (`_Plan.run`)."""
     signatures = []
     for arr in arrays:
         if arr is None:
@@ -399,7 +427,7 @@ def planned_call(op: str, arrays: tuple, out, scalars: tuple) -> tuple:
     except TypeError:  # an unhashable argument: the checked path says what is wrong with it
         return None, None
     if plan is not None:
-        result = plan.run(arrays, out)
+        result = plan.run(arrays, out, writes)
         if result is not None:
             return result, key
     return None, key
@@ -716,6 +744,22 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
     one). NumPy logits give an int (1-D) or an int32 array (R,); a
     DeviceArray an int32 DeviceArray of shape () or (R,)."""
     op = "sample"
+    on_device = isinstance(seed, DeviceArray)
+    if not on_device and seed is not None:
+        seed = integer(seed, op, "seed")
+    try:
+        greedy = float(temperature) == 0.0
+    except (TypeError, ValueError):
+        greedy = False  # (the checked path says what is wrong with it)
+    word = None  # a draw's seed as the kernel reads it, where it is a number (a fresh one for None)
+    if not on_device and not greedy:
+        word = np.array([(_SEEDS.getrandbits(32) if seed is None else seed) & 0xFFFFFFFF], np.uint32)
+    # planned per key (logits' signature, the options, the seed's kind: its value is written per call)
+    result, key = planned_call(op, (logits, seed if on_device else None), None,
+                               (temperature, top_k, top_p, on_device, device),
+                               None if word is None else {"seeds": word})
+    if result is not None:
+        return result
     logits = as_array(logits, op, "logits")
     kind = float_kind(logits, op, "logits")
     if len(logits.shape) not in (1, 2) or logits.shape[-1] < 1:
@@ -726,17 +770,13 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
     top_p = real(top_p, op, "top_p")
     if not 0.0 < top_p <= 1.0:
         raise NNError(f"{op}: top_p must lie in (0, 1], not {top_p!r}")
-    if seed is None:
-        seed = int(np.random.default_rng().integers(1 << 32))
-    if isinstance(seed, DeviceArray):
+    if on_device:
         if seed.dtype != np.uint32 or seed.size != 1:
             raise NNError(f"{op}: a seed DeviceArray holds one uint32, not {seed.shape} {seed.dtype}")
         seeds = seed.reshape(1)
-    else:
-        seeds = np.array([integer(seed, op, "seed") & 0xFFFFFFFF], np.uint32)
     rows, v = (1, int(logits.shape[0])) if len(logits.shape) == 1 else (int(s) for s in logits.shape)
     shape = tuple(logits.shape[:-1])
-    with _Call(op, (logits, seeds if isinstance(seeds, DeviceArray) else None), None, device) as call:
+    with _Call(op, (logits, seeds if on_device else None), None, device, key) as call:
         made = call.output(None, shape, np.int32)
         if rows == 0:
             return call.result(made, None, shape)
@@ -746,7 +786,8 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
             chunks = -(-v // ARGMAX_CHUNK)
             chunk = -(-v // chunks)
             threads = threads_for(call, chunk)
-            part_key, part_idx = call.scratch(rows * chunks, np.uint32), call.scratch(rows * chunks, np.int32)
+            part_key, part_idx = call.held("part_key", rows * chunks, np.uint32), call.held("part_idx", rows * chunks,
+                                                                                           np.int32)
             call.launch(OPS["argmax"].kernel(kind), dict(THREADS=threads, SG=sg, FINAL=chunks == 1), (chunks, rows),
                         {"logits": raw, "part_key": part_key, "part_idx": part_idx, "out": made, "v": v,
                          "chunk": chunk, "chunks": chunks})
@@ -754,6 +795,9 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
                 call.launch(argmax_final_kernel(), dict(THREADS=threads_for(call, chunks), SG=sg), (rows,),
                             {"part_key": part_key, "part_idx": part_idx, "out": made, "chunks": chunks})
         else:
+            if not on_device:
+                seeds = call.held("seeds", 1, np.uint32)
+                seeds.write(word)
             call.launch(OPS[op].kernel(kind), dict(THREADS=threads_for(call, v), SG=sg), (rows,),
                         {"logits": raw, "seeds": seeds, "out": made, "v": v,
                          "inv_temp": min(1.0 / temperature, float(np.finfo(np.float32).max)),
