@@ -66,6 +66,20 @@ def test_bad_arguments_are_named(capsys):
     assert "--plot draws a --sweep" in capsys.readouterr().err
 
 
+@pytest.mark.vulkan
+def test_a_type_the_device_lacks_is_refused_before_any_search(capsys, monkeypatch):
+    """lavapipe has no bf16: --device 0 with a bf16 input or output is refused at once, naming the device and
+    --device ref (no tuning search first); without --device the GEMM runs on ref, with a note saying why."""
+    monkeypatch.setattr(GemmRunner, "tune", lambda *a, **k: pytest.fail("a search ran"))
+    for dtype in ("bf16:f32", "f16:f32:bf16"):
+        assert cli.main(["gemm", "32", "48", "40", "--dtype", dtype, "--device", "0"]) == 1
+        err = capsys.readouterr().err
+        assert f"--dtype {dtype}:" in err and "llvmpipe" in err and "has no bf16 arithmetic; pass --device ref" in err
+    assert cli.main(["gemm", "16", "16", "16", "--dtype", "f16:f32:bf16", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "no Vulkan device has bf16 arithmetic; ran on the reference executor" in out and "check   ok" in out
+
+
 def test_without_a_device_ref_shrinks_a_large_problem(capsys, monkeypatch):
     monkeypatch.setattr(kernels_cli, "REFERENCE_BUDGET", 64 ** 3)
     monkeypatch.setattr(GemmRunner, "open", classmethod(_ref_runner))

@@ -364,3 +364,9 @@ def test_a_dtype_the_default_device_lacks_is_refused_by_name():
     with pytest.raises(MatmulError, match=r"llvmpipe.*has no bf16 arithmetic; pass device=\"ref\""):
         matmul(a, b)
     assert_close(matmul(a, b, device="ref"), expected(a, b), BF16)
+    f, g = values(rng, (5, 24), np.float16), values(rng, (24, 7), np.float16)
+    with pytest.raises(MatmulError, match=r"llvmpipe.*has no bf16 arithmetic; pass device=\"ref\""):
+        matmul(f, g, out_dtype="bf16")  # f16 inputs, a bf16 output: bf16 all the same
+    got = matmul(f, g, out_dtype="bf16", device="ref")
+    assert got.dtype == BF16
+    assert_close(got, expected(f, g), BF16)

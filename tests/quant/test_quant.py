@@ -141,11 +141,12 @@ def test_gguf_refusals(tmp_path):
     path = tmp_path / "t.gguf"
     write_gguf(path, {"w": (random_blocks("q8_0", 64, 256), GGML["q8_0"])})
     data = path.read_bytes()
-    (tmp_path / "short.gguf").write_bytes(data[: len(data) - 1000])
-    with pytest.raises(GGUFError, match="short.gguf"):
-        hydroplane.gguf.load(tmp_path / "short.gguf")
+    for cut in (1000, 100, 1):  # (the gguf package's reader refuses some cuts itself, hydroplane the others)
+        (tmp_path / "short.gguf").write_bytes(data[: len(data) - cut])
+        with pytest.raises(GGUFError, match="short.gguf.*it is truncated or corrupt"):
+            hydroplane.gguf.load(tmp_path / "short.gguf")
     (tmp_path / "junk.gguf").write_bytes(b"GGUF" + bytes(rng.integers(0, 256, 200, dtype=np.uint8)))
-    with pytest.raises(GGUFError, match="junk.gguf"):
+    with pytest.raises(GGUFError, match="junk.gguf.*it is truncated or corrupt"):
         hydroplane.gguf.load(tmp_path / "junk.gguf")
     with pytest.raises(GGUFError, match="no such file"):
         hydroplane.gguf.load(tmp_path / "missing.gguf")

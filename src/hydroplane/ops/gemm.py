@@ -125,10 +125,22 @@ class GemmResult:
         return "\n".join(lines)
 
 
-def has_input_type(dtype, target) -> bool:
-    """Whether the target has the GEMM's input type (bf16 and fp8 are device features; the rest every device has)."""
-    needed = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}.get(str(dtype.a))
-    return needed is None or needed in target.support
+_TYPE_FEATURES = {"bf16": "bfloat16", "e4m3": "float8", "e5m2": "float8"}  # the types a device may lack
+
+
+def missing_type(dtype, target) -> str | None:
+    """The first of the GEMM's types (input, accumulator, output) the target lacks, else None: bf16 and fp8 are
+    device features (an f16 GEMM with a bf16 output needs bf16 too); the rest every device has."""
+    for t in (dtype.a, dtype.acc, dtype.out):
+        needed = _TYPE_FEATURES.get(str(t))
+        if needed is not None and needed not in target.support:
+            return str(t)
+    return None
+
+
+def lacks_type_message(dtype, name: str, choose_ref: str) -> str:
+    """The refusal of a GEMM on a device without one of its types (`choose_ref`: how the caller picks ref)."""
+    return f"{name} has no {dtype} arithmetic; pass {choose_ref} (the reference executor) or use another dtype"
 
 
 class GemmRunner(DeviceRunner):
@@ -140,9 +152,9 @@ class GemmRunner(DeviceRunner):
 
     @classmethod
     def open(cls, device=None, dtype=None) -> GemmRunner:
-        """Device "ref", N, or None: the first Vulkan device with cooperative matrices for `dtype`, else the first
-        Vulkan device that has its input type (bf16 and fp8 need a device feature), else the reference executor
-        (with a note saying why)."""
+        """Device "ref", N, or None: the first Vulkan device with cooperative matrices for `dtype` and its types,
+        else the first Vulkan device that has its types (input, accumulator and output: bf16 and fp8 need a device
+        feature), else the reference executor (with a note saying why)."""
         if device is not None:
             return cls(device, runner_executor(device))
         try:
@@ -155,12 +167,14 @@ class GemmRunner(DeviceRunner):
         chosen = None
         for index in range(len(infos)):
             executor = runner_executor(index)
-            if dtype is None or coop_shapes(dtype, executor.target):
+            if dtype is None or (coop_shapes(dtype, executor.target) and missing_type(dtype, executor.target) is None):
                 return cls(index, executor)
-            if chosen is None and has_input_type(dtype, executor.target):
+            if chosen is None and missing_type(dtype, executor.target) is None:
                 chosen = index
         if chosen is None:
-            return cls("ref", runner_executor("ref"), f"no Vulkan device has {dtype.a} arithmetic; ran on the "
+            lacking = " and ".join(sorted({str(missing_type(dtype, runner_executor(i).target))
+                                           for i in range(len(infos))}))
+            return cls("ref", runner_executor("ref"), f"no Vulkan device has {lacking} arithmetic; ran on the "
                                                       "reference executor")
         return cls(chosen, runner_executor(chosen))
 

@@ -27,7 +27,15 @@ from hydroplane.kernels.gemm import (
 )
 from hydroplane.kernels.gemm.plan import GEMM_DTYPES
 from hydroplane.kernels.gemm.route import config_from_dict
-from hydroplane.ops.gemm import GemmRunner, cache_path, load_cache, shipped_table, terminal_progress
+from hydroplane.ops.gemm import (
+    GemmRunner,
+    cache_path,
+    lacks_type_message,
+    load_cache,
+    missing_type,
+    shipped_table,
+    terminal_progress,
+)
 from hydroplane.ops.runner import device_option
 
 PLOT_INSTALL = "pip install hydroplane-gpu[plot]"
@@ -96,6 +104,10 @@ def _gemm(args) -> int:
         GemmProblem(*shape, dtype, args.layout, args.alpha, args.beta, args.bias, args.activation)
     device = device_option(args.device, GemmError)
     with GemmRunner.open(device, dtypes[0]) as runner:
+        for dtype in dtypes:  # a device named that lacks a type: refused now, not after a search finds nothing
+            lacking = None if runner.is_reference else missing_type(dtype, runner.executor.target)
+            if lacking is not None:
+                raise GemmError(f"--dtype {dtype}: {lacks_type_message(lacking, runner.executor.name, '--device ref')}")
         if args.sweep:
             return _sweep(runner, args, dtypes)
         problem = GemmProblem(args.m, args.n, args.k, dtypes[0], args.layout, args.alpha, args.beta, args.bias,

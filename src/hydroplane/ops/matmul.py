@@ -49,7 +49,7 @@ from hydroplane.launch.prepared import (
 )
 from hydroplane.launch.runtime import runtime, runtime_of
 from hydroplane.ops.arrays import is_quantized
-from hydroplane.ops.gemm import GemmRunner, PreparedGemm, has_input_type
+from hydroplane.ops.gemm import GemmRunner, PreparedGemm, lacks_type_message, missing_type
 from hydroplane.spirv import types
 
 # loaded on first use (the first quantized call): name -> its module
@@ -373,9 +373,9 @@ def runner_for(call: MatmulCall) -> GemmRunner:
     found = _runners.get(rt.key)
     if found is None or found.executor is not rt.executor:
         found = _runners[rt.key] = GemmRunner(rt.key, rt.executor, owns_executor=False)
-    if not rt.is_reference and not has_input_type(call.dtype, rt.target):
-        raise MatmulError(f"matmul: {rt.name} has no {call.dtype.a} arithmetic; pass device=\"ref\" (the reference "
-                          "executor) or use another dtype")
+    lacking = None if rt.is_reference else missing_type(call.dtype, rt.target)
+    if lacking is not None:
+        raise MatmulError("matmul: " + lacks_type_message(lacking, rt.name, 'device="ref"'))
     return found
 
 

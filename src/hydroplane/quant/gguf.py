@@ -99,7 +99,8 @@ def load(path) -> GGUFFile:
     try:
         reader = g.GGUFReader(path, "r")
     except Exception as err:  # noqa: BLE001 - the reader fails in many ways on a bad file (ValueError, IndexError..)
-        raise GGUFError(f"{path} is not a readable GGUF file ({size} bytes): {type(err).__name__}: {err}") from None
+        raise GGUFError(f"{path} is not a readable GGUF file ({size} bytes): it is truncated or corrupt (the gguf "
+                        f"package's reader: {type(err).__name__}: {err})") from None
     tensors: dict = {}
     for t in reader.tensors:
         tensors[t.name] = _tensor(path, size, t)
