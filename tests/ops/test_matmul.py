@@ -370,3 +370,27 @@ def test_a_dtype_the_default_device_lacks_is_refused_by_name():
     got = matmul(f, g, out_dtype="bf16", device="ref")
     assert got.dtype == BF16
     assert_close(got, expected(f, g), BF16)
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+def test_results_land_in_views_at_offsets_the_device_cannot_bind(device):
+    """A result DeviceArray at a byte offset off the storage alignment (16 on lavapipe, 4 on ref) goes through a
+    staged copy; the skinny route binds d to two parameters (d, and its unused partial sums), which once had a copy
+    each, the second copied back over the first's results: out= views at 2..14 bytes and batched results of 70-byte
+    matrices came back poisoned for M <= 64 (2026-12-06). Each call here twice: checked, then planned (rebound)."""
+    rng = np.random.default_rng()
+    for m in (1, 3, 64, 65):
+        a, b = values(rng, (m, 5), np.float16), values(rng, (5, 3), np.float16)
+        da, db = hydroplane.device_array(a, device), hydroplane.device_array(b, device)
+        flat = hydroplane.device_array(np.zeros(3 * m + 16, np.float16), device)
+        for start in (1, 3, 5, 7, 1):
+            out = flat[start:start + 3 * m].reshape(m, 3)
+            flat.write(np.full(flat.shape, POISON[np.dtype(np.float16)], np.float16))
+            assert matmul(da, db, out=out) is out
+            got = flat.numpy()
+            assert_close(got[start:start + 3 * m].reshape(m, 3), expected(a, b), np.float16)
+            assert np.all(got[:start] == POISON[np.dtype(np.float16)])  # nothing written outside the view
+            assert np.all(got[start + 3 * m:] == POISON[np.dtype(np.float16)])
+    x, w = values(rng, (3, 7, 3), np.float16), values(rng, (3, 3, 5), np.float16)  # 7 x 5 f16: 70 bytes a matrix
+    for _ in range(2):
+        assert_close(matmul(hydroplane.device_array(x, device), w).numpy(), expected(x, w), np.float16)

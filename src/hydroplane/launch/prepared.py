@@ -514,9 +514,11 @@ class PreparedLaunch:
         """Queue one run (checked in `prepare`)."""
         rt = self.runtime
         staged = self._staged
-        for view, copy, reads, _ in staged.values():
-            if reads:
-                rt.copy(view.buffer, view.offset, copy.buffer, 0, view.nbytes)
+        if staged:
+            staged = _by_copy(staged)
+            for view, copy, reads, _ in staged:
+                if reads:
+                    rt.copy(view.buffer, view.offset, copy.buffer, 0, min(view.nbytes, copy.nbytes))
         planned = self._planned
         if planned is None:
             for b in self._bound_list:
@@ -534,9 +536,9 @@ class PreparedLaunch:
             if arr.storage.buffer is None:
                 raise ReleasedError(f"{self.label}: an argument (the device array {arr._describe()}) was released")
         rt.launch_planned(planned)
-        for view, copy, _, writes in staged.values():
+        for view, copy, _, writes in staged or ():
             if writes:
-                rt.copy(copy.buffer, 0, view.buffer, view.offset, view.nbytes)
+                rt.copy(copy.buffer, 0, view.buffer, view.offset, min(view.nbytes, copy.nbytes))
 
     def rebind(self, name: str, value: DeviceArray) -> None:
         """Bind parameter `name` to another DeviceArray of the same dtype and size (a planned call's next operands)."""
@@ -546,10 +548,8 @@ class PreparedLaunch:
                                 f"{old.nbytes}")
         if name in self._staged or not _bindable(self.runtime, value):
             if name not in self._staged:
-                copy = _owned_array(self.runtime, old.nbytes, value.dtype, value.shape, self._owned)
-                self._staged[name] = [value, copy, old.reads, old.writes]
-                bound = _bound_array(self.runtime, name, copy, old.nbytes, old.reads, old.writes)
-                self.bound[name] = Bound(old.set, old.binding, bound.buffer, 0, old.nbytes, old.reads, old.writes)
+                self._staged[name] = [value, None, old.reads, old.writes]
+                self._share_copy(name, old.nbytes)
             self._staged[name][0] = value
         else:
             bound = _bound_array(self.runtime, name, value, old.nbytes, old.reads, old.writes)
@@ -559,6 +559,21 @@ class PreparedLaunch:
         self._arrays[name] = (value, value)
         self._planned = None
         self._live = [held for _, held in self._arrays.values() if isinstance(held, DeviceArray)]
+
+    def _share_copy(self, name: str, nbytes: int) -> None:
+        """Bind staged parameter `name` to the copy of its view that another parameter binds (one copy a view:
+        see prepare), else to a new one; a copy too small for it is replaced for every parameter that binds it."""
+        key = _view_key(self._staged[name][0])
+        sharing = [n for n, entry in self._staged.items() if entry[1] is not None and _view_key(entry[0]) == key]
+        copy = self._staged[sharing[0]][1] if sharing else None
+        if copy is None or copy.nbytes < nbytes:
+            size = max(nbytes, 0 if copy is None else copy.nbytes)
+            copy = _owned_array(self.runtime, size, np.uint8, (size,), self._owned)
+        for n in (*sharing, name):
+            self._staged[n][1] = copy
+            old = self.bound[n]
+            bound = _bound_array(self.runtime, n, copy, old.nbytes, old.reads, old.writes)
+            self.bound[n] = Bound(old.set, old.binding, bound.buffer, 0, old.nbytes, old.reads, old.writes)
 
     def rebind_moved(self, values, aliases: Mapping[str, str] | None = None) -> None:
         """Rebind each (parameter, DeviceArray) whose array is not where the launch's binding is (the same array
@@ -666,19 +681,29 @@ def prepare(executor: Executor | DeviceRuntime, kernel: CheckedKernel, spec: Spe
     staged: dict[str, list] = {}
     arrays: dict[str, tuple[Any, Any]] = {}
     try:
+        helds = {p.name: _argument_array(rt, p, arguments.get(p.name), owned) for p in spec.buffers
+                 if p.name not in aliases}
+        needed: dict = {}  # a view the device cannot bind -> the bytes of its copy (the most any parameter binds)
+        for held in helds.values():
+            if not _bindable(rt, held):
+                needed[_view_key(held)] = max(needed.get(_view_key(held), 0), held.nbytes)
+        copies: dict = {}  # one copy a view, whichever parameters bind it (a GEMM's d and its unused part):
+        # copies of their own would each be copied back, the last over the results of the first
         for p in spec.buffers:
             if p.name in aliases:
                 continue
-            value = arguments.get(p.name)
-            held = _argument_array(rt, p, value, owned)
+            value, held = arguments.get(p.name), helds[p.name]
             reads = p.access != Access.writeonly.value
             writes = p.access != Access.readonly.value
             bind = held
             if not _bindable(rt, held):  # a view at an offset the device cannot bind: through a queued copy
-                bind = _owned_array(rt, held.nbytes, held.dtype, held.shape, owned)
+                key = _view_key(held)
+                if key not in copies:
+                    copies[key] = _owned_array(rt, needed[key], np.uint8, (needed[key],), owned)
+                bind = copies[key]
                 staged[p.name] = [held, bind, reads, writes]
             arrays[p.name] = (value, held)
-            b = _bound_array(rt, p.name, bind, bind.nbytes, reads, writes)
+            b = _bound_array(rt, p.name, bind, held.nbytes, reads, writes)
             bound[p.name] = Bound(0, _binding(p), b.buffer, b.offset, b.nbytes, reads, writes)
         for p in spec.buffers:
             if p.name in aliases:
@@ -714,6 +739,27 @@ def _bound_array(rt: DeviceRuntime, name: str, arr: DeviceArray, nbytes: int, re
 
 def _bindable(rt: DeviceRuntime, arr: DeviceArray) -> bool:
     return arr.offset % rt.storage_alignment == 0
+
+
+def _view_key(arr: DeviceArray) -> tuple:
+    """Where a view starts: its storage and byte offset (what parameters staged through one copy share)."""
+    return id(arr.storage), arr.offset
+
+
+def _by_copy(staged: dict) -> list:
+    """The staged views once a copy: [view, copy, read by any, written by any], the view the largest of those
+    that share the copy (they start at one offset)."""
+    merged: dict = {}
+    for view, copy, reads, writes in staged.values():
+        entry = merged.get(id(copy))
+        if entry is None:
+            merged[id(copy)] = [view, copy, reads, writes]
+        else:
+            if view.nbytes > entry[0].nbytes:
+                entry[0] = view
+            entry[2] |= reads
+            entry[3] |= writes
+    return list(merged.values())
 
 
 def _owned_array(rt: DeviceRuntime, nbytes: int, dtype, shape, owned: list) -> DeviceArray:
