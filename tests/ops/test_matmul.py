@@ -394,3 +394,26 @@ def test_results_land_in_views_at_offsets_the_device_cannot_bind(device):
     x, w = values(rng, (3, 7, 3), np.float16), values(rng, (3, 3, 5), np.float16)  # 7 x 5 f16: 70 bytes a matrix
     for _ in range(2):
         assert_close(matmul(hydroplane.device_array(x, device), w).numpy(), expected(x, w), np.float16)
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+def test_inf_and_nan_go_through_every_route_as_numpy_has_them(device):
+    """An inf in B's last row (or A's last column), which the skinny kernels' loop steps past K load again and
+    counted as 0 * inf = NaN for M <= 64 until 2026-12-06, and a NaN through ReLU, which an FMax turned into 0
+    (np.maximum and torch.relu keep it), on the skinny (M 1, 5), tiled (M 65, 130) routes, both layouts of B."""
+    rng = np.random.default_rng()
+    for m, n, k in ((1, 6, 1), (1, 6, 37), (5, 40, 16), (65, 40, 33), (130, 72, 48)):
+        for layout in ("nn", "nt"):
+            a, b = values(rng, (m, k), np.float16, -3, 4), values(rng, (k, n), np.float16, -3, 4)
+            b[k - 1, 0], a[m - 1, k - 1], b[0, n - 1] = np.inf, -np.inf, -np.inf
+            a[0, 0] = np.nan if m > 1 else a[0, 0]
+            bb = np.ascontiguousarray(b.T).T if layout == "nt" else b
+            with np.errstate(all="ignore"):
+                want = a.astype(np.float64) @ b.astype(np.float64)
+            for activation in ("none", "relu"):
+                got = np.asarray(matmul(a, bb, activation=activation, device=device)).astype(np.float64)
+                ref = np.maximum(want, 0) if activation == "relu" else want
+                assert np.array_equal(np.isnan(got), np.isnan(ref)), (m, k, layout, activation)
+                finite = np.isfinite(ref)
+                assert np.array_equal(got[~finite & ~np.isnan(ref)], ref[~finite & ~np.isnan(ref)])
+                np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-2, atol=1e-2)

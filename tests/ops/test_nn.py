@@ -291,6 +291,10 @@ def test_greedy_ties_nan_and_infinities(device, dtype):
     assert got[1] == np.argmax(np.where(np.isnan(logits[1].astype(np.float32)), -np.inf, logits[1]))
     assert got[5] == int(np.flatnonzero(logits[5].astype(np.float32) == 0)[0])
     assert np.array_equal(got, nn.reference_sample(logits))
+    # a draw answers a row with nothing to draw greedily too (an all-NaN row gave 0x7FFFFFFF, 2026-12-06)
+    for options in (dict(temperature=1.0), dict(temperature=0.7, top_k=5, top_p=0.9)):
+        drawn = nn.sample(logits[2:5], seed=3, device=device, **options)
+        assert np.array_equal(drawn, got[2:5]), options
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -83,6 +83,22 @@ def test_every_format_and_m(device, m, fmt):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("m", [1, 3, 17])
+def test_relu_keeps_a_nan(device, m):
+    """A NaN activation makes NaN its row's outputs, through ReLU too (an FMax turned them into 0 until
+    2026-12-06; np.maximum and torch.relu keep NaN), on the decode (M 1, 3) and prefill (M 17) paths."""
+    fmt = ["q8_0", "q4_0", "q4_k"][m % 3]
+    n, k = sizes(device, fmt)
+    qw, w64 = table(fmt, n, k)
+    x = activations((m, k), np.float16)
+    x[0, 5] = np.nan
+    got = np.asarray(hydroplane.matmul(x, qw.T, activation="relu", device=device)).astype(np.float64)
+    assert np.all(np.isnan(got[0])) and not np.any(np.isnan(got[1:]))
+    if m > 1:
+        assert_close(got[1:].astype(np.float16), expected(x[1:], w64, activation="relu"), np.float16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [np.float16, BF16, np.float32], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("m", [3, 33])
 def test_activation_dtypes_batched_and_epilogue(device, dtype, m):

@@ -44,7 +44,6 @@ from hydroplane.lang import (
     kernel_source,
     lane_id,
     local_array,
-    maximum,
     minimum,
     readonly,
     s32,
@@ -122,8 +121,8 @@ def epilogue(value, c, bias, row, col, N, alpha, beta, USE_C: constexpr, BIAS: c
         result += cast(c[row * N + col], WORK) * factor(beta, WORK)
     if BIAS:
         result += cast(bias[col], WORK)
-    if ACT == "relu":
-        result = maximum(result, 0)
+    if ACT == "relu":  # NaN stays NaN, as np.maximum and torch.relu
+        result = select(result < 0, WORK(0), result)
     if ACT == "gelu":
         xf = f32(result)
         result = cast(0.5 * xf * (1.0 + tanh(GELU_C * (xf + GELU_CUBIC * xf * xf * xf))), WORK)
@@ -192,7 +191,8 @@ def gemv_rows_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's
         elems = local_array(WORK, 1 if WIDE else UNROLL)
         vals = local_array(WORK, VEC)
         for k0 in range(k_begin + kw, k_end, KW * UNROLL):
-            # UNROLL rows of B loaded first (rows past the range load the last row and count zero)
+            # UNROLL rows of B loaded first (rows past the range load the last row and count zero: both factors
+            # zeroed, so that an inf in that row or in A's last column makes no 0 * inf = NaN)
             for u in static_range(UNROLL):
                 k = minimum(k0 + u * KW, k_end - 1)
                 if WIDE:
@@ -206,6 +206,8 @@ def gemv_rows_kernel(IN, ACC, OUT):  # noqa: N803 -- dtypes read as the kernel's
                 else:
                     vals[0] = elems[u]
                 live = k0 + u * KW < k_end
+                for j in static_range(VEC):
+                    vals[j] = select(live, vals[j], WORK(0))
                 for m in static_range(MR):
                     av = select(live, a_element(a, minimum(m0 + m, M - 1), k, M, K, AT, WORK), WORK(0))
                     for j in static_range(VEC):
@@ -320,6 +322,9 @@ def gemv_dot_kernel(IN, ACC, OUT):  # noqa: N803
                         unpack_chunk(bv, chunks[u * CPI + i], IN, WORK, VEC)
                     else:
                         bv[0] = elems[u * CPI + i]
+                    if not EVEN_K:  # the last chunk again, past the range: B zeroed too (no 0 * inf = NaN)
+                        for j in static_range(VEC):
+                            bv[j] = select(live, bv[j], WORK(0))
                     for m in static_range(MR):
                         for j in static_range(VEC):
                             acc[m * CPI + i] = madd(acc[m * CPI + i], av[m * VEC + j], bv[j], WORK)

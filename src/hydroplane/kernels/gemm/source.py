@@ -52,10 +52,10 @@ from hydroplane.lang import (
     lane_id,
     local_array,
     local_index,
-    maximum,
     minimum,
     readonly,
     s32,
+    select,
     shared_array,
     static_assert,
     static_range,
@@ -548,8 +548,8 @@ def scale_by(row, col, x, factor):
 @func
 def activation(row, col, x, ACT: constexpr):
     """The epilogue's per-element tail: none, relu or gelu (tanh form, computed in f32)."""
-    if ACT == "relu":
-        return maximum(x, 0)
+    if ACT == "relu":  # NaN stays NaN, as np.maximum and torch.relu (an FMax may return the other operand)
+        return select(x < 0, cast(0, x.type), x)
     if ACT == "gelu":
         xf = f32(x)
         y = 0.5 * xf * (1.0 + tanh(GELU_C * (xf + GELU_CUBIC * xf * xf * xf)))
@@ -798,8 +798,8 @@ def scalar_kernel(IN, ACC, OUT):  # noqa: N803
                         value += ACC(c[r * N + col]) * beta_acc
                     if BIAS:
                         value += ACC(bias[col])
-                    if ACT == "relu":
-                        value = maximum(value, 0)
+                    if ACT == "relu":  # NaN stays NaN
+                        value = select(value < 0, ACC(0), value)
                     if ACT == "gelu":
                         xf = f32(value)
                         value = cast(0.5 * xf * (1.0 + tanh(GELU_C * (xf + GELU_CUBIC * xf * xf * xf))), ACC)

@@ -168,9 +168,9 @@ def sample_kernel(DT: str):
                 bk = k
                 bi = i
         top_key, top_index = group_best(bk, bi, skey, sidx, SG, NSG)
-        if top_key <= FLOOR or top_key >= CEILING:
+        if top_key <= FLOOR or top_key >= CEILING:  # nothing to draw: greedy's answer (a row of NaNs: 0)
             if t == 0:
-                out[r] = top_index
+                out[r] = top_index if top_index != NO_INDEX else 0
             return
         m = value_of_bits(u32(logits[base + top_index]), DT)
         # top-k: the k-th largest key, by a radix select from the top, 4 bits a pass (counts, then subgroup adds)

@@ -58,7 +58,6 @@ from hydroplane.lang import (
     lane_id,
     local_array,
     local_index,
-    maximum,
     minimum,
     num_workgroups,
     readonly,
@@ -89,8 +88,8 @@ def finish_value(v, bias, col, BIAS: constexpr, ACT: constexpr, ODT: constexpr):
     result = v
     if BIAS:
         result += load(bias, col, ODT)
-    if ACT == "relu":
-        result = maximum(result, 0.0)
+    if ACT == "relu":  # NaN stays NaN, as np.maximum and torch.relu
+        result = select(result < 0.0, 0.0, result)
     if ACT == "gelu":
         result = 0.5 * result * (1.0 + tanh(GELU_C * (result + GELU_CUBIC * result * result * result)))
     return narrow(result, ODT)
