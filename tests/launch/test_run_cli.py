@@ -198,7 +198,7 @@ def test_long_reference_run_shows_progress_and_stops_on_ctrl_c(files, tmp_path):
             if not chunk:
                 break
             seen += chunk
-        rc = proc.wait(timeout=60)
+        rc = proc.wait(timeout=180)
     finally:
         if proc.poll() is None:
             proc.kill()
