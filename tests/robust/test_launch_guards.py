@@ -122,3 +122,18 @@ def test_reference_step_budget_and_time_limit_from_python():
     for bad in ({"max_blocks": 0}, {"time_limit": -1}, {"time_limit": "10"}):
         with pytest.raises(Exception, match="must be a positive"):
             Executor(**bad)
+
+
+@pytest.mark.vulkan
+def test_a_cpu_device_waits_longer_by_default():
+    """lavapipe compiles a pipeline at its first dispatch on cores it shares with everything else: 600 s by default
+    (a head-dim-256 attention's first dispatch passed 60 s on a loaded 2-core machine); a GPU keeps 60 s."""
+    from hydroplane.vk.sync import CPU_TIMEOUT_NS, DEFAULT_TIMEOUT_NS
+
+    (info, *_) = vk.devices()
+    with vk.Device(info) as device:
+        assert info.device_type == "cpu"  # lavapipe, in the test userland
+        assert device.timeout_ns == CPU_TIMEOUT_NS == 600 * 10 ** 9
+        device.set_timeout(2)
+        assert device.timeout_ns == 2 * 10 ** 9
+    assert DEFAULT_TIMEOUT_NS == 60 * 10 ** 9

@@ -33,7 +33,7 @@ from hydroplane.vk.memory import Buffer
 from hydroplane.vk.pipeline import Pipeline
 from hydroplane.vk.recording import Recording, push_bytes
 from hydroplane.vk.results import check
-from hydroplane.vk.sync import DEFAULT_TIMEOUT_NS
+from hydroplane.vk.sync import CPU_TIMEOUT_NS, DEFAULT_TIMEOUT_NS
 
 # Enabled whenever the device has them: cheap, and the runtime's optional paths use them.
 DEFAULT_BITS = {
@@ -104,7 +104,7 @@ class Device(Owned):
                     if info.has_feature(key, bit):
                         req.add_bit(key, bit, "robust")
         self.robust = robust and info.has_feature(CORE, "robustBufferAccess")
-        self.timeout_ns = DEFAULT_TIMEOUT_NS
+        self.timeout_ns = CPU_TIMEOUT_NS if info.device_type == "cpu" else DEFAULT_TIMEOUT_NS
         self._hung = False
         self.enabled_bits = {k: frozenset(v) for k, v in req.bits.items()}
         self.enabled_extensions = self._device_extensions(req, api)

@@ -11,6 +11,8 @@ from hydroplane.vk.handles import Owned
 from hydroplane.vk.results import TIMEOUT
 
 DEFAULT_TIMEOUT_NS = 60 * 1_000_000_000
+CPU_TIMEOUT_NS = 600 * 1_000_000_000  # a CPU device's (lavapipe's): it compiles a pipeline at its first dispatch,
+# on cores it shares with everything else (a head-dim-256 attention's took over 60 s on a loaded 2-core machine)
 
 
 class Fence(Owned):
@@ -26,7 +28,8 @@ class Fence(Owned):
         self._adopt(device)
 
     def wait(self, timeout_ns: int | None = None) -> None:
-        """Wait for the fence: `timeout_ns`, else the device's timeout (`Device.set_timeout`, default 60 s)."""
+        """Wait for the fence: `timeout_ns`, else the device's timeout (`Device.set_timeout`, default 60 s; 600 s
+        on a CPU device)."""
         device = self.device
         if timeout_ns is None:
             timeout_ns = getattr(device, "timeout_ns", DEFAULT_TIMEOUT_NS)
