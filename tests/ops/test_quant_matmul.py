@@ -164,6 +164,11 @@ def test_refusals():
         big = x.astype(np.float32)
         big[1, 3] = 7e4
         hydroplane.matmul(big, qw.T, device="ref")
+    for dtype in (np.float16, np.float32):  # an inf: the decode GEMV's q4_0 row would be NaN, the prefill's +-inf
+        infinite = x.astype(dtype)
+        infinite[0, 9] = -np.inf
+        with pytest.raises(QuantMatmulError, match=r"x\[0, 9\] = -inf: an infinite activation"):
+            hydroplane.matmul(infinite, qw.T, device="ref")
     with pytest.raises(QuantMatmulError, match="not c, alpha"):
         hydroplane.matmul(x, qw.T, c=np.zeros((2, 8), np.float16), beta=1.0, alpha=2.0, device="ref")
     with pytest.raises(QuantMatmulError, match="row of N=8"):

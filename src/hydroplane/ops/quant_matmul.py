@@ -232,13 +232,20 @@ def _bits(x, kind: str):
 
 
 def _check_f16_range(x: np.ndarray, kind: str) -> None:
-    if kind == "f16" or x.size == 0:
+    """Refuse a host activation beyond f16's finite range, an infinite one included: the result would depend on
+    the path (the prefill GEMM's f16 makes a large value inf; the decode GEMV of q4_0, q5_0 and q4_k subtracts each
+    block's sum of activations, so an inf makes its row NaN where the prefill gives +-inf)."""
+    if x.size == 0:
         return
-    big = np.abs(x.astype(np.float32)) > F16_MAX
+    big = np.isinf(x) if kind == "f16" else np.abs(x.astype(np.float32)) > F16_MAX
     if big.any():
         at = np.unravel_index(int(np.flatnonzero(big)[0]), x.shape)
-        raise QuantMatmulError(f"x[{', '.join(map(str, at))}] = {float(x[at])!r} is beyond f16's range (65504): "
-                               f"{kind} activations enter the quantized kernels as f16; scale them down")
+        where = f"x[{', '.join(map(str, at))}] = {float(x[at])!r}"
+        if np.isinf(float(x[at])):
+            raise QuantMatmulError(f"{where}: an infinite activation gives a result that depends on the path (the "
+                                   "decode GEMV's q4_0, q5_0 and q4_k rows NaN, the prefill GEMM's +-inf)")
+        raise QuantMatmulError(f"{where} is beyond f16's range (65504): {kind} activations enter the quantized "
+                               "kernels as f16; scale them down")
 
 
 # the call -----------------------------------------------------------------------------------------------------
