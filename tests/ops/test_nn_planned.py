@@ -396,3 +396,31 @@ def test_planned_draws_with_fresh_seeds_differ_and_a_device_seed_is_read_on_the_
     assert np.array_equal(first.numpy(), third.numpy())
     assert np.array_equal(first.numpy(), nn.sample(logits.numpy(), temperature=1.0, seed=7, device=device))
     assert np.array_equal(second.numpy(), nn.sample(logits.numpy(), temperature=1.0, seed=8, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_samples_of_one_key_from_several_threads(device):
+    """The calls of a key share its held buffers (greedy's partial results, a draw's seed): each call writes and
+    queues them under the runtime's lock, so threads drawing at once each get the draw of their own seed."""
+    import threading
+
+    vocab = nn.ARGMAX_CHUNK + 5  # greedy in two passes: partial results between two launches
+    values = awkward((2, vocab), np.float32)
+    logits = to_device(values, device)
+    nn.sample(logits, temperature=1.0, seed=0)
+    nn.sample(logits)  # the keys planned
+    got: dict = {}
+
+    def draws(first: int) -> None:
+        for seed in range(first, first + 6):
+            got[seed] = (nn.sample(logits, temperature=1.0, seed=seed).numpy_later(), nn.sample(logits))
+
+    threads = [threading.Thread(target=draws, args=(6 * i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    greedy = nn.sample(values, device=device)
+    for seed, (drawn, best) in sorted(got.items()):
+        assert np.array_equal(drawn(), nn.sample(values, temperature=1.0, seed=seed, device=device)), seed
+        assert np.array_equal(best.numpy(), greedy)

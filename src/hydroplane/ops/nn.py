@@ -335,8 +335,14 @@ class _Plan:
             held = [self.held.get(name) for name in writes]
             if any(buf is None or buf.released for buf in held):
                 return None
-            for buf, values in zip(held, writes.values(), strict=True):
-                buf.write(values)
+            with rt.lock:  # the writes and the launches that read them queued together (another thread's call
+                # of the key writes the same held buffers)
+                for buf, values in zip(held, writes.values(), strict=True):
+                    buf.write(values)
+                return self._queue(rt, places, arrays, out)
+        return self._queue(rt, places, arrays, out)
+
+    def _queue(self, rt, places: tuple, arrays: tuple, out: DeviceArray | None) -> DeviceArray | None:
         made = out is None
         if made:
             dtype, shape, nbytes = self.result  # type: ignore[misc]
@@ -782,26 +788,28 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
             return call.result(made, None, shape)
         raw = view(logits, RAW[kind])
         sg = call.target.subgroup_size
-        if temperature == 0.0:
-            chunks = -(-v // ARGMAX_CHUNK)
-            chunk = -(-v // chunks)
-            threads = threads_for(call, chunk)
-            part_key, part_idx = call.held("part_key", rows * chunks, np.uint32), call.held("part_idx", rows * chunks,
-                                                                                           np.int32)
-            call.launch(OPS["argmax"].kernel(kind), dict(THREADS=threads, SG=sg, FINAL=chunks == 1), (chunks, rows),
-                        {"logits": raw, "part_key": part_key, "part_idx": part_idx, "out": made, "v": v,
-                         "chunk": chunk, "chunks": chunks})
-            if chunks > 1:
-                call.launch(argmax_final_kernel(), dict(THREADS=threads_for(call, chunks), SG=sg), (rows,),
-                            {"part_key": part_key, "part_idx": part_idx, "out": made, "chunks": chunks})
-        else:
-            if not on_device:
-                seeds = call.held("seeds", 1, np.uint32)
-                seeds.write(word)
-            call.launch(OPS[op].kernel(kind), dict(THREADS=threads_for(call, v), SG=sg), (rows,),
-                        {"logits": raw, "seeds": seeds, "out": made, "v": v,
-                         "inv_temp": min(1.0 / temperature, float(np.finfo(np.float32).max)),
-                         "top_k": top_k if top_k < v else 0, "top_p": top_p})
+        with call.runtime.lock:  # the held buffers' writes and the launches that use them queued together: another
+            # thread's call of the key binds the same ones
+            if temperature == 0.0:
+                chunks = -(-v // ARGMAX_CHUNK)
+                chunk = -(-v // chunks)
+                threads = threads_for(call, chunk)
+                part_key = call.held("part_key", rows * chunks, np.uint32)
+                part_idx = call.held("part_idx", rows * chunks, np.int32)
+                call.launch(OPS["argmax"].kernel(kind), dict(THREADS=threads, SG=sg, FINAL=chunks == 1), (chunks, rows),
+                            {"logits": raw, "part_key": part_key, "part_idx": part_idx, "out": made, "v": v,
+                             "chunk": chunk, "chunks": chunks})
+                if chunks > 1:
+                    call.launch(argmax_final_kernel(), dict(THREADS=threads_for(call, chunks), SG=sg), (rows,),
+                                {"part_key": part_key, "part_idx": part_idx, "out": made, "chunks": chunks})
+            else:
+                if not on_device:
+                    seeds = call.held("seeds", 1, np.uint32)
+                    seeds.write(word)
+                call.launch(OPS[op].kernel(kind), dict(THREADS=threads_for(call, v), SG=sg), (rows,),
+                            {"logits": raw, "seeds": seeds, "out": made, "v": v,
+                             "inv_temp": min(1.0 / temperature, float(np.finfo(np.float32).max)),
+                             "top_k": top_k if top_k < v else 0, "top_p": top_p})
         result = call.result(made, None, shape)
         if isinstance(result, np.ndarray) and result.ndim == 0:
             return int(result)
