@@ -513,12 +513,10 @@ class PreparedLaunch:
     def dispatch(self) -> None:
         """Queue one run (checked in `prepare`)."""
         rt = self.runtime
-        staged = self._staged
-        if staged:
-            staged = _by_copy(staged)
-            for view, copy, reads, _ in staged:
-                if reads:
-                    rt.copy(view.buffer, view.offset, copy.buffer, 0, min(view.nbytes, copy.nbytes))
+        copies = _by_copy(self._staged) if self._staged else ()
+        for view, copy, reads, _ in copies:
+            if reads:
+                rt.copy(view.buffer, view.offset, copy.buffer, 0, min(view.nbytes, copy.nbytes))
         planned = self._planned
         if planned is None:
             for b in self._bound_list:
@@ -536,7 +534,7 @@ class PreparedLaunch:
             if arr.storage.buffer is None:
                 raise ReleasedError(f"{self.label}: an argument (the device array {arr._describe()}) was released")
         rt.launch_planned(planned)
-        for view, copy, _, writes in staged or ():
+        for view, copy, _, writes in copies:
             if writes:
                 rt.copy(copy.buffer, 0, view.buffer, view.offset, min(view.nbytes, copy.nbytes))
 
