@@ -37,6 +37,8 @@ for s in ${steps//,/ }; do
                # again with every module's .pyc written first, as an installed package has them
                python3 -m compileall -q src >> "$OUT/7_first_call.txt" 2>&1
                step 7_first_call.txt 90 python3 benchmarks/first_call.py --runs 1 --breakdown --import-costs 5 ;;
+        # the timing path's settling after an idle GPU: what it changes and what it costs (docs/runtime.md "Timing")
+        settle) step 8_settle.txt 60 python3 benchmarks/settle_check.py --rounds 3 --idle 3 ;;
         *) echo "unknown step $s" >&2; exit 2 ;;
     esac
 done
