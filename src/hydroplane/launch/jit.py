@@ -88,7 +88,8 @@ def device_array(array, device=None) -> DeviceArray:
         raise JitLaunchError("device_array() takes a plain array, not a masked array (its mask would be dropped): "
                              "pass .filled(value) or .data")
     try:
-        array = np.ascontiguousarray(array)
+        given = np.asarray(array)
+        array = given if given.flags.c_contiguous else np.ascontiguousarray(given)  # (0-D stays 0-D)
     except (TypeError, ValueError) as err:
         raise JitLaunchError(f"device_array() takes a NumPy array (or what np.asarray accepts): {err}") from None
     if array.dtype.kind in "OUSMm" or array.dtype.fields is not None or (array.dtype.kind == "V" and

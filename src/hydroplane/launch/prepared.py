@@ -127,13 +127,21 @@ def _c_ordered(shape: tuple, strides: tuple, itemsize: int) -> bool:
     return True
 
 
+def _rows_in_order(shape: tuple, strides: tuple) -> bool:
+    """Whether a block-format array's rows lie whole and in order: (N, K) whose K axis is the blocks' own (stride
+    1) and whose row stride is its row's bytes (its layout's strides are (row bytes, 1); its .T's (1, row bytes))."""
+    return len(shape) == 2 and strides[1] == 1
+
+
 class DeviceArray:
     """An array held in a device's buffer: it binds to launches on that device without copies, and views of it
     (`.T`, `reshape`, slices of leading dimensions, `view(dtype)`) share its bytes (docs/runtime.md's table).
 
     `DeviceArray(device, executor, buffer, dtype, shape)` wraps a buffer of that executor (the launch layer's
     own constructor); users make them with `hydroplane.device_array(x)`. `format` names a block format (a
-    quantized array's "q4_0" ...) whose bytes are not `dtype` elements; None for plain arrays."""
+    quantized array's "q4_0" ...) whose bytes are not `dtype` elements; None for plain arrays. A block-format
+    array is (N, K) rows of blocks, its layout's strides (row bytes, 1): a row slice `d[a:b]` is a view at a*row
+    bytes; its `.T` is the layout a matmul takes."""
 
     __slots__ = ("runtime", "storage", "dtype", "shape", "layout", "base", "format", "size", "contiguous", "_signature",
                  "__weakref__")
@@ -155,7 +163,8 @@ class DeviceArray:
             self.contiguous = True
         else:  # whether the elements lie in C order without gaps (what a kernel's buffer binding takes)
             self.layout = layout
-            self.contiguous = self.size <= 1 or _c_ordered(shape, layout.strides, dtype.itemsize)
+            self.contiguous = _rows_in_order(shape, layout.strides) if format is not None else \
+                self.size <= 1 or _c_ordered(shape, layout.strides, dtype.itemsize)
         self._signature: tuple | None = None
 
     @classmethod
@@ -238,9 +247,13 @@ class DeviceArray:
 
     @property
     def nbytes(self) -> int:
-        """The elements' bytes (a block format's: the storage's bytes)."""
+        """The elements' bytes (a block format's: its rows' blocks)."""
         if self.format is not None:
-            return self.storage.nbytes
+            if self.ndim != 2:
+                return self.storage.nbytes
+            rows, row_bytes = (self.shape[0], self.strides[0]) if self.strides[1] == 1 else \
+                (self.shape[1], self.strides[1])
+            return rows * row_bytes
         return self.size * self.dtype.itemsize
 
     @property
@@ -257,6 +270,8 @@ class DeviceArray:
         """The byte range [start, end) of the storage that the elements span."""
         if self.size == 0:
             return self.offset, self.offset
+        if self.format is not None:  # whole rows of blocks
+            return self.offset, self.offset + self.nbytes
         low = self.offset + sum(st * (n - 1) for st, n in zip(self.layout.strides, self.shape) if st < 0)
         high = self.offset + sum(st * (n - 1) for st, n in zip(self.layout.strides, self.shape) if st > 0)
         return low, high + self.dtype.itemsize
@@ -329,7 +344,10 @@ class DeviceArray:
         base = self.base
         arr.base, arr.format, arr._signature = self if base is None else base, self.format, None
         arr.size = size = math.prod(shape)
-        arr.contiguous = contiguous or size <= 1 or _c_ordered(shape, strides, dtype.itemsize)
+        if self.format is not None and contiguous is None:
+            arr.contiguous = _rows_in_order(shape, strides)
+        else:
+            arr.contiguous = contiguous or size <= 1 or _c_ordered(shape, strides, dtype.itemsize)
         return arr
 
     def flat(self, dtype=None) -> DeviceArray:
@@ -424,6 +442,8 @@ class DeviceArray:
             key = key[:at] + (slice(None),) * (self.ndim - len(key) + 1) + key[at + 1:]
         if len(key) > self.ndim:
             raise ArgumentError(f"too many indices ({len(key)}) for a {self.ndim}-D DeviceArray")
+        if self.format is not None:
+            self._check_row_slice(key)
         offset = self.offset
         shape, strides = [], []
         for axis, k in enumerate(key):
@@ -447,6 +467,15 @@ class DeviceArray:
         shape += self.shape[len(key):]
         strides += self.layout.strides[len(key):]
         return self._view(tuple(shape), tuple(strides), offset=offset)
+
+    def _check_row_slice(self, key: tuple) -> None:
+        """A block-format array is sliced by whole rows only: d[a:b] (step 1) of its (N, K) layout."""
+        whole = slice(None)
+        rows = key[0] if key else whole
+        if not (self.contiguous and isinstance(rows, slice) and rows.step in (None, 1) and
+                all(k == whole for k in key[1:])):
+            raise ArgumentError(f"a {self.format} DeviceArray {self.shape} is sliced by whole rows, d[a:b] of its "
+                                f"(N, K) layout, not {key!r}: its K axis is blocks, not elements")
 
     def __len__(self) -> int:
         if not self.shape:

@@ -439,7 +439,9 @@ class DeviceRuntime:
         if raw.nbytes == 0:
             return
         with self.lock:
-            self._refuse_in_capture("a host write into a device array")
+            self._refuse_in_capture("a host write into a device array (write(), a NumPy operand such as a bias, or "
+                                    "a call's first use at its shapes, which writes its plan's buffers: call it "
+                                    "once before capturing)")
             if self.stream is None:
                 buf.data[offset: offset + raw.nbytes] = raw
                 return
@@ -540,7 +542,9 @@ class DeviceRuntime:
             return
         with self.lock:
             if self.stream is None:
-                dst.data[dst_offset: dst_offset + nbytes] = src.data[src_offset: src_offset + nbytes]
+                def run() -> None:
+                    dst.data[dst_offset: dst_offset + nbytes] = src.data[src_offset: src_offset + nbytes]
+                self._host_step(run, (src, dst))
                 return
             self._transfer(lambda cmd: vk.record_copy(cmd, src, dst, src_offset, dst_offset, nbytes),
                            reads=((src, src_offset, nbytes),), writes=((dst, dst_offset, nbytes),), keep=(src, dst),
@@ -550,11 +554,25 @@ class DeviceRuntime:
         """A queued fill of `nbytes` (a multiple of 4) with a 32-bit pattern."""
         with self.lock:
             if self.stream is None:
-                pattern = np.array([word & 0xFFFFFFFF], np.uint32).view(np.uint8)
-                buf.data[offset: offset + nbytes] = np.resize(pattern, nbytes)
+                def run() -> None:
+                    pattern = np.array([word & 0xFFFFFFFF], np.uint32).view(np.uint8)
+                    buf.data[offset: offset + nbytes] = np.resize(pattern, nbytes)
+                self._host_step(run, (buf,))
                 return
             self._transfer(lambda cmd: vk.record_fill(cmd, buf, offset, nbytes, word),
                            reads=(), writes=((buf, offset, nbytes),), keep=(buf,), label="fill")
+
+    def _host_step(self, run: Callable[[], None], buffers: tuple) -> None:
+        """A copy or fill on the reference executor: run now, or, inside a capture, recorded in order with the
+        captured launches and run by each replay."""
+        graph = self.capture
+        if graph is None:
+            run()
+            return
+        graph.steps.append(run)
+        graph.keep.extend(buffers)
+        for buf in buffers:
+            graph.buffers[id(buf)] = buf
 
     # launches ----------------------------------------------------------------------------------------------------
     def launch(self, kernel: CheckedKernel, grid: tuple[int, int, int], bound: Sequence[Bound], push: bytes | None,
@@ -929,7 +947,7 @@ class Graph:
 
     @property
     def launches(self) -> int:
-        return len(self.steps) if self.commands is None else len(self.labels)
+        return sum(not callable(step) for step in self.steps) if self.commands is None else len(self.labels)
 
     def replay(self) -> None:
         """Run the captured launches again: one submit on a Vulkan device (queued: returns at once)."""
@@ -941,8 +959,11 @@ class Graph:
                 raise CaptureError("replay() inside a capture: replay the graph before or after it")
             if rt.stream is None:
                 try:
-                    for kernel, grid, buffers, push in self.steps:
-                        rt.executor.dispatch(kernel, grid, buffers, push)
+                    for step in self.steps:
+                        if callable(step):  # a copy or fill (DeviceRuntime._host_step)
+                            step()
+                        else:
+                            rt.executor.dispatch(*step)
                 except BaseException:
                     _zero_faulted(self.buffers.values())
                     raise

@@ -72,6 +72,10 @@ def as_array(x, name: str):
             return x.astype(x.dtype.newbyteorder("="))
         return x
     if isinstance(x, DeviceArray):
+        if not x.contiguous:
+            raise AttentionError(f"attention: {name} is a strided DeviceArray view (shape {x.shape}, strides "
+                                 f"{x.strides}); the kernels read and write C-ordered arrays (slices of leading "
+                                 "dimensions are)")
         return x
     if hasattr(x, "__dlpack__"):
         try:
@@ -184,6 +188,9 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     else:
         fast_key = None
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
+    if config is not None and not isinstance(config, AttentionConfig):
+        raise AttentionError(f"attention: config is an AttentionConfig (hydroplane.kernels.attention) or None, not "
+                             f"{config!r}")
     if not isinstance(causal, bool | np.bool_):
         raise AttentionError(f"attention: causal must be a bool, not {type(causal).__name__}")
     problem = problem_of(q, k, v, causal, scale, window, kv_len is not None)

@@ -40,7 +40,7 @@ from hydroplane.kernels.nn.rotary import rotary_kernel
 from hydroplane.kernels.nn.sampling import argmax_final_kernel, argmax_partial_kernel, sample_kernel
 from hydroplane.kernels.nn.softcap import THREADS as SOFTCAP_THREADS
 from hydroplane.kernels.nn.softcap import softcap_kernel
-from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, dispatch_kept, places_of
+from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, ReleasedError, dispatch_kept, places_of
 from hydroplane.launch.runtime import canonical_device, runtime
 from hydroplane.ops.quant_matmul import quantized_rows
 from hydroplane.quant import QuantizedArray
@@ -48,6 +48,10 @@ from hydroplane.quant import QuantizedArray
 
 class NNError(HydroplaneError):
     """A hydroplane.nn request that cannot run as asked: arrays, dtypes, shapes, values, devices."""
+
+
+class NNReleasedError(NNError, ReleasedError):
+    """A released DeviceArray given to an nn op: an NNError and the runtime's ReleasedError both."""
 
 
 # dtypes and the per-op table --------------------------------------------------------------------------------
@@ -89,7 +93,7 @@ def as_array(value, op: str, name: str):
     """A DeviceArray as it is; anything else as a NumPy array (DLPack CPU arrays through np.from_dlpack)."""
     if isinstance(value, DeviceArray | np.ndarray):
         if isinstance(value, DeviceArray) and value.buffer is None:
-            raise NNError(f"{op}: {name} is a released DeviceArray")
+            raise NNReleasedError(f"{op}: {name} is a released DeviceArray")
         if isinstance(value, DeviceArray) and not value.contiguous:
             raise NNError(f"{op}: {name} is a strided DeviceArray view ({value!r}); the kernels take contiguous "
                           "arrays (slices of leading dimensions are)")
@@ -140,7 +144,12 @@ def real(value, op: str, name: str, *, positive: bool = False, low: float | None
     if not math.isfinite(value) or (positive and value <= 0) or (low is not None and value < low):
         need = "finite and positive" if positive else (f"finite and at least {low:g}" if low is not None else "finite")
         raise NNError(f"{op}: {name} must be {need}, not {value!r}")
+    if abs(value) >= F32_LIMIT:
+        raise NNError(f"{op}: {name} must be within float32's range (the kernels take it as an f32), not {value!r}")
     return value
+
+
+F32_LIMIT = float(np.finfo(np.float32).max) + 2.0 ** 103  # the numbers that round to a finite f32 lie below it
 
 
 def integer(value, op: str, name: str, low: int = 0) -> int:
@@ -166,6 +175,26 @@ def view(x, dtype, op: str = "nn", name: str = "an argument") -> DeviceArray | n
     return flat.view(dtype) if flat.size else np.zeros(16 // dtype.itemsize, dtype)
 
 
+# the inputs (their index in a call's arrays) that out= may be exactly, computed in place: every element read
+# and written by one invocation; an out sharing bytes with any other input, or only part of one, is computed into
+# scratch and then copied into out (as hydroplane.matmul's and attention's out=)
+IN_PLACE = {"rms_norm": (0, 2), "rotary_embedding": (0,), "gelu": (0,), "silu": (0,), "gated": (0, 1),
+            "add": (0, 1), "softcap": (0,)}
+
+
+def staged_out(op: str, arrays: tuple, out) -> bool:
+    """Whether `out` (a DeviceArray) shares bytes with an input other than as the in-place alias IN_PLACE allows."""
+    if type(out) is not DeviceArray:
+        return False
+    allowed = IN_PLACE.get(op, ())
+    for i, arr in enumerate(arrays):
+        if type(arr) is DeviceArray and arr.storage is out.storage and out.overlaps(arr):
+            if i in allowed and arr.layout.offset == out.layout.offset and arr.nbytes == out.nbytes:
+                continue
+            return True
+    return False
+
+
 class _Call:
     """One op call on one device: the device chosen (the DeviceArrays', else `device`, else the runtime's default),
     the outputs (DeviceArrays there: the caller's or made here), scratch buffers, the launches. With a `key`
@@ -182,11 +211,15 @@ class _Call:
             raise NNError(f"{op}: DeviceArrays of {sorted(map(str, pinned))} with device={device!r}")
         self.on_device = bool(pinned)
         self.device = pinned.pop() if pinned else canonical_device(device)
-        self.runtime = runtime(self.device)
+        try:
+            self.runtime = runtime(self.device)
+        except HydroplaneError as err:  # no Vulkan loader, no such device: the op's own class
+            raise NNError(f"{op}: {err}") from None
         self.executor = self.runtime.executor
         self.target = self.executor.target
         self._scratch: list = []
         self.holds: dict = {}  # name -> the `held` buffers this call binds
+        self.staged: DeviceArray | None = None  # out, where the result is computed into scratch first
 
     def array(self, contents: np.ndarray | None, dtype, shape) -> DeviceArray:
         """A DeviceArray of this device: of `contents`, or unset."""
@@ -198,11 +231,14 @@ class _Call:
         return made
 
     def output(self, out, shape, dtype) -> DeviceArray:
-        """Where the result goes: the caller's DeviceArray out, else a new DeviceArray (read back for NumPy)."""
+        """Where the result goes: the caller's DeviceArray out (or scratch, copied into it, where out shares bytes
+        with an input: `staged_out`), else a new DeviceArray (read back for NumPy, a NumPy out's too)."""
         if isinstance(out, DeviceArray):
-            return out
+            if not staged_out(self.op, self.arrays, out):
+                return out
+            self.staged, self.recorded = out, None  # (such a call is not planned: planned_call stages it again)
         made = self.array(None, dtype, shape)
-        if not self.on_device:
+        if not self.on_device or out is not None:
             self._scratch.append(made)
         return made
 
@@ -240,9 +276,14 @@ class _Call:
             self.recorded.append((made[id(spec)][1], spec, grid3, dict(arguments), aliases, planned))
 
     def result(self, made: DeviceArray, out, shape):
-        """The call's value: the DeviceArray (device calls), else NumPy (out written when given). A call of a
-        planned key keeps its plan here (every check passed)."""
-        if self.on_device:
+        """The call's value: the DeviceArray (device calls: out when given), else NumPy (out written when given: a
+        NumPy out of a device call too, after waiting for the result). A call of a planned key keeps its plan here
+        (every check passed)."""
+        if self.staged is not None:
+            rt = self.runtime
+            rt.copy(made.buffer, made.offset, self.staged.buffer, self.staged.offset, self.staged.nbytes)
+            return self.staged
+        if self.on_device and not isinstance(out, np.ndarray):
             if self.recorded is not None:
                 _Plan.keep(self, made, out is None)
             return made
@@ -420,7 +461,7 @@ def planned_call(op: str, arrays: tuple, out, scalars: tuple, writes: dict | Non
             signatures.append(arr.signature)
         else:
             return None, None
-    if out is not None and type(out) is not DeviceArray:
+    if out is not None and (type(out) is not DeviceArray or staged_out(op, arrays, out)):
         return None, None
     kinds = tuple(map(type, scalars))
     if not _PLAIN.issuperset(kinds):
@@ -550,7 +591,7 @@ def rotary_embedding(x, positions, *, theta=10000.0, style="neox", rotary_dim=No
         if positions.size and (positions.min() < 0 or positions.max() >= POSITION_LIMIT):
             raise NNError(f"{op}: positions range over {positions.min()} .. {positions.max()}; they must lie in "
                           f"0 .. {POSITION_LIMIT - 1} (exact in f32)")
-        positions = np.ascontiguousarray(positions, np.int32)
+        positions = np.ascontiguousarray(positions, np.int32).reshape(positions.shape)
     out = check_out(out, x.shape, np.dtype(x.dtype), op)
     with _Call(op, (x, positions), out, device, key) as call:
         made = call.output(out, x.shape, x.dtype)
@@ -697,18 +738,28 @@ def embedding(ids, weight, *, out=None, dtype=None, device=None):
     if result is not None:
         return result
     if is_quantized(weight):
-        if isinstance(out, DeviceArray):
-            raise NNError(f"{op}: out= is a NumPy array for a quantized table (its rows are made on the device)")
         if dtype is None:
             dtype = np.float32 if out is None else out.dtype
         if np.dtype(dtype) not in FLOATS:
             raise NNError(f"{op}: dtype is float32, float16 or bfloat16, not {np.dtype(dtype)}")
         ids = as_array(ids, op, "ids")
+        if isinstance(out, DeviceArray):
+            out = as_array(out, op, "out")
+            if device is not None and canonical_device(device) != out.device:
+                raise NNError(f"{op}: out is on device {out.device!r}, device={device!r}")
+            device = out.device
         rows = quantized_rows(weight, ids, np.dtype(dtype), device=device)
         if out is None:
             return rows
         out = check_out(out, rows.shape, np.dtype(dtype), op)
-        np.copyto(out, rows)
+        if isinstance(out, DeviceArray):  # the rows made on out's device, then copied into it (queued)
+            if isinstance(rows, DeviceArray):
+                out.runtime.copy(rows.buffer, rows.offset, out.buffer, out.offset, out.nbytes)
+                rows.release()
+            else:
+                out.write(rows)
+            return out
+        np.copyto(out, rows.numpy() if isinstance(rows, DeviceArray) else rows)
         return out
     if dtype is not None:
         raise NNError(f"{op}: dtype= is for quantized tables; a float table's rows keep its dtype")
@@ -727,7 +778,7 @@ def embedding(ids, weight, *, out=None, dtype=None, device=None):
             raise NNError(f"{op}: ids is {ids.dtype}; it must be integers")
         if ids.size and (ids.min() < 0 or ids.max() >= vocab):
             raise NNError(f"{op}: ids range over {ids.min()} .. {ids.max()}; the table has rows 0 .. {vocab - 1}")
-        ids = np.ascontiguousarray(ids, np.int32)
+        ids = np.ascontiguousarray(ids, np.int32).reshape(ids.shape)  # (a 0-D id stays 0-D: the result (D,))
     shape = (*tuple(ids.shape), d)
     out = check_out(out, shape, np.dtype(weight.dtype), op)
     n_ids = math.prod(ids.shape)

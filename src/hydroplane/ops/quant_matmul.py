@@ -188,7 +188,8 @@ def upload(qw: QuantizedArray, device=None) -> DeviceArray:
     plain = DeviceArray(rt.key, rt.executor, rt.alloc(padded.size), np.uint8, (padded.size,))
     plain.write(padded)
     plain.storage.nbytes = raw.size  # the blocks' bytes (the buffer holds them padded to whole 16 bytes)
-    made = DeviceArray(None, None, None, np.uint8, qw.shape, storage=plain.storage, format=qw.format)
+    made = DeviceArray(None, None, None, np.uint8, qw.shape, storage=plain.storage, format=qw.format,
+                       layout=Layout(0, (block_format(qw.format).row_bytes(qw.shape[1]), 1)))
     per_device[device] = made
     return made
 
@@ -212,8 +213,17 @@ def weight_of(b, what: str = "b") -> Weight:
             block_format(b.format).row_bytes(k)
         except QuantError as err:
             raise QuantMatmulError(str(err)) from None
-        return Weight(block_format(b.format).name, n, k, device_array=b.base or b)
+        _check_word_offset(b, what)
+        return Weight(block_format(b.format).name, n, k, device_array=b.T)  # its rows, at the view's offset
     raise QuantMatmulError(f"{what} is not a quantized weight ({type(b).__name__})")
+
+
+def _check_word_offset(blocks: DeviceArray, what: str) -> None:
+    """A row slice of a quantized DeviceArray binds as 32-bit words: its first row must start on a word."""
+    if blocks.offset % 4:
+        raise QuantMatmulError(f"{what}: a {blocks.format} DeviceArray view whose rows start at byte {blocks.offset} "
+                               "of its buffer, not a multiple of 4: the kernels bind 32-bit words; slice the "
+                               "QuantizedArray on the host and upload that, hydroplane.device_array(qw[a:b])")
 
 
 def _float_kind(x, name: str) -> str:
@@ -476,6 +486,10 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
                                    f"{shape}")
         if isinstance(out, np.ndarray) and not out.flags.writeable:
             raise QuantMatmulError("out is a read-only array")
+    for name, arr in (("x", x), ("bias", bias), ("out", out)):
+        if isinstance(arr, DeviceArray) and not arr.contiguous:
+            raise QuantMatmulError(f"{name}: a strided DeviceArray view ({arr.shape}, strides {arr.strides}); the "
+                                   "quantized kernels read and write C-ordered rows")
     rt = runtime(device)
     if m == 0 or n == 0:
         empty = np.zeros(shape, result_dtype)
@@ -487,9 +501,17 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
     blocks = weight.on(device)
     blocks_b = second.on(device) if second is not None else None
     scratch: list[DeviceArray] = []
+    staged = None
     try:
         if isinstance(out, DeviceArray):
             d = out
+            inputs = (x, bias, weight.device_array, None if second is None else second.device_array)
+            if any(isinstance(a, DeviceArray) and out.overlaps(a) for a in inputs):
+                if col0 is not None:
+                    raise QuantMatmulError("out shares bytes with an input: a result written into columns (col0) "
+                                           "must not overlap x, bias or the weight")
+                staged, d = out, _alloc(rt, result_dtype, shape)  # computed into scratch, then copied into out
+                scratch.append(d)
         else:
             d = _alloc(rt, result_dtype, shape)
             if not on_device:
@@ -519,6 +541,9 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
                 if prologue is not None:
                     prologue = replace(prologue, sum_out=None)  # the running sum written once
         if on_device:
+            if staged is not None:
+                rt.copy(d.buffer, d.offset, staged.buffer, staged.offset, staged.nbytes)
+                return staged
             return d
         value = _from_bits(d.numpy() if out_kind != "bf16" else d.view(np.uint16).numpy(), out_kind).reshape(shape)
         if out is not None:
@@ -1122,8 +1147,9 @@ def quantized_rows(qw, ids, dtype=np.float32, *, device=None, scale: float = 1.0
         if qw.ndim != 2:
             raise QuantMatmulError(f"quantized_rows takes a (V, D) table, not shape {qw.shape}")
         weight = Weight(qw.format, qw.shape[0], qw.shape[1], host=qw)
-    elif isinstance(qw, DeviceArray) and qw.format is not None and qw.ndim == 2:
-        weight = Weight(block_format(qw.format).name, qw.shape[0], qw.shape[1], device_array=qw.base or qw)
+    elif isinstance(qw, DeviceArray) and qw.format is not None and qw.ndim == 2 and qw.contiguous:
+        _check_word_offset(qw, "the table")
+        weight = Weight(block_format(qw.format).name, qw.shape[0], qw.shape[1], device_array=qw)
     else:
         raise QuantMatmulError(f"quantized_rows takes a (V, D) QuantizedArray or quantized DeviceArray, not "
                                f"{type(qw).__name__}")
@@ -1145,7 +1171,7 @@ def quantized_rows(qw, ids, dtype=np.float32, *, device=None, scale: float = 1.0
             raise QuantMatmulError(f"ids is {ids.dtype}; it must be integers")
         if ids.size and (ids.min() < 0 or ids.max() >= vocab):
             raise QuantMatmulError(f"ids range over {ids.min()} .. {ids.max()}; the table has rows 0 .. {vocab - 1}")
-        ids = np.ascontiguousarray(ids, np.int32)
+        ids = np.ascontiguousarray(ids, np.int32).reshape(ids.shape)  # (0-D stays 0-D)
     shape = (*tuple(ids.shape), dim)
     count = math.prod(ids.shape)
     rt = runtime(device)

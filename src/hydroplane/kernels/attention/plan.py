@@ -100,7 +100,8 @@ class AttentionProblem:
         if self.head_dim % HEAD_DIM_STEP or self.head_dim > MAX_HEAD_DIM:
             raise AttentionError(f"attention: head_dim {self.head_dim} is not supported: it must be a multiple of "
                                  f"{HEAD_DIM_STEP} up to {MAX_HEAD_DIM} (64 and 128 are the tuned ones)")
-        if self.scale is not None and not (math.isfinite(self.scale) and abs(self.scale) <= F32_MAX):
+        # (a number under F32_MAX + half its ulp rounds to F32_MAX: 3.4028235e38 as written is taken)
+        if self.scale is not None and not (math.isfinite(self.scale) and abs(self.scale) < F32_MAX + 2.0 ** 103):
             raise AttentionError(f"attention: scale must be a finite number within float32's range (|scale| <= "
                                  f"{F32_MAX:.8g}: the scores are f32), not {self.scale!r}")
         if self.window is not None and (isinstance(self.window, bool) or not isinstance(self.window, int | np.integer)
