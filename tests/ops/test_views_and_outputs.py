@@ -47,6 +47,22 @@ def test_a_row_slice_of_a_quantized_device_array_multiplies_by_its_own_rows(devi
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_planned_calls_over_row_slices_of_one_signature_bind_each_slice(device):
+    """Slices 16 rows apart share a signature (2304-byte offsets): the planned call of the first serves the others
+    and must bind each one's rows."""
+    rng = np.random.default_rng()
+    qw = quantize(rng.standard_normal((48, 256)).astype(np.float32), "q4_0")
+    w = qw.dequantize().astype(np.float64)
+    dw = hydroplane.device_array(qw, device)
+    for m in (1, 20):
+        dx = hydroplane.device_array(rng.uniform(-1, 1, (m, 256)).astype(np.float16), device)
+        x = dx.numpy().astype(np.float64)
+        for _ in range(2):
+            for lo in (0, 16, 32):
+                assert _rel(hydroplane.matmul(dx, dw[lo:lo + 16].T), x @ w[lo:lo + 16].T) < 2e-3, (m, lo)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_quantized_device_arrays_are_sliced_by_whole_rows_only(device):
     qw = quantize(np.linspace(-1, 1, 8 * 96, dtype=np.float32).reshape(8, 96), "q5_0")  # 66-byte rows
     dw = hydroplane.device_array(qw, device)
