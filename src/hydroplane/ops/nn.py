@@ -186,11 +186,15 @@ def staged_out(op: str, arrays: tuple, out) -> bool:
     """Whether `out` (a DeviceArray) shares bytes with an input other than as the in-place alias IN_PLACE allows."""
     if type(out) is not DeviceArray:
         return False
-    allowed = IN_PLACE.get(op, ())
+    storage = out.storage
     for i, arr in enumerate(arrays):
-        if type(arr) is DeviceArray and arr.storage is out.storage and out.overlaps(arr):
-            if i in allowed and arr.layout.offset == out.layout.offset and arr.nbytes == out.nbytes:
-                continue
+        if type(arr) is not DeviceArray or arr.storage is not storage:
+            continue
+        if (arr is out or (arr.layout.offset == out.layout.offset and
+                           arr.size * arr.dtype.itemsize == out.size * out.dtype.itemsize)) and \
+                i in IN_PLACE.get(op, ()):
+            continue  # exactly the input out= may be (the arrays are contiguous: checked before, or planned)
+        if out.overlaps(arr):
             return True
     return False
 
