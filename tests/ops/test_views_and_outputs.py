@@ -219,3 +219,26 @@ def test_refusals_name_the_op_and_keep_their_classes(device):
         hydroplane.matmul(dx[:, :32], quantize(np.ones((8, 32), np.float32), "q8_0").T)
     with pytest.raises(QuantMatmulError, match="out: a strided DeviceArray view"):
         hydroplane.matmul(dx, qw.T, out=hydroplane.device_array(np.zeros((8, 4), np.float32), device).T)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_numpy_out_of_a_matmul_on_device_arrays_is_written_and_returned(device):
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (5, 8)).astype(np.float16)
+    b = rng.uniform(-1, 1, (8, 3)).astype(np.float16)
+    out = np.full((5, 3), np.nan, np.float16)
+    assert hydroplane.matmul(hydroplane.device_array(a, device), b, out=out) is out
+    np.testing.assert_allclose(out.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64),
+                               rtol=1e-2, atol=1e-2)
+    c = rng.uniform(-1, 1, (5, 3)).astype(np.float16)
+    want = a.astype(np.float64) @ b.astype(np.float64) + c.astype(np.float64)
+    assert hydroplane.matmul(a, hydroplane.device_array(b, device), c=c, beta=1.0, out=c) is c
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_integer_matmul_of_k_0_wraps_before_its_relu(device):
+    a, b = np.zeros((1, 0), np.int8), np.zeros((0, 4), np.int8)
+    c = np.array([[2 ** 31 - 1, 5, -3, 2 ** 30 + 7]], np.int32)
+    got = hydroplane.matmul(a, b, c=c, beta=2, activation="relu", out_dtype=np.int32, device=device)
+    np.testing.assert_array_equal(got, [[0, 10, 0, 0]])  # 2 * (2^31 - 1) wraps to -2 in s32, then relu

@@ -345,17 +345,21 @@ def host_result(call: MatmulCall, c_full: np.ndarray | None, bias: np.ndarray | 
         work = work + (np.int64(call.beta) if integer else call.beta) * c_full.astype(work.dtype)
     if bias is not None:
         work = work + bias.astype(work.dtype)
+    if integer:  # the integer epilogue wraps in the accumulator before the activation, as the kernels do
+        work = _wrapped(work, call.dtype.acc.width, call.dtype.acc.signed)
     if call.activation == "relu":
         work = np.maximum(work, 0)
     elif call.activation == "gelu":
         work = 0.5 * work * (1 + np.tanh(source.GELU_C * (work + source.GELU_CUBIC * work ** 3)))
     if integer:
-        bits = call.dtype.out.width
-        wrapped = work & ((1 << bits) - 1)
-        if call.dtype.out.signed:
-            wrapped = np.where(wrapped >= 1 << (bits - 1), wrapped - (1 << bits), wrapped)
-        return wrapped.astype(call.result_dtype)
+        return _wrapped(work, call.dtype.out.width, call.dtype.out.signed).astype(call.result_dtype)
     return work.astype(call.result_dtype)
+
+
+def _wrapped(work: np.ndarray, bits: int, signed: bool) -> np.ndarray:
+    """int64 values wrapped to `bits` bits (two's complement where signed)."""
+    wrapped = work & ((1 << bits) - 1)
+    return np.where(wrapped >= 1 << (bits - 1), wrapped - (1 << bits), wrapped) if signed else wrapped
 
 
 # running ----------------------------------------------------------------------------------------------------------
@@ -693,6 +697,11 @@ def run_call(call: MatmulCall, kwargs: tuple | None = None):
             rt.copy(d_array.buffer, d_array.offset, staged.buffer, staged.offset, staged.nbytes)
             d_array.release()
             return staged
+        if call.out is not None and not call.out.on_device:  # a NumPy out of a call on DeviceArrays: written
+            value = d_array.numpy().reshape(call.result_shape)
+            d_array.release()
+            np.copyto(call.out.array, value)
+            return call.out.array
         if kwargs is not None and call.a.on_device and call.b.on_device and c_op is None and \
                 (call.bias is None or call.bias.on_device):
             _register_fast(call, kwargs, plan, [job for job, _, _ in jobs], d_array, rt)
