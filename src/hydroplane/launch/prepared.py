@@ -326,6 +326,12 @@ class DeviceArray:
                                 "array it views")
         self.runtime.upload(buffer, self.offset, np.ascontiguousarray(array))
 
+    def copy_from(self, src: DeviceArray) -> None:
+        """A queued device-to-device copy of `src`'s bytes (a contiguous array of this device, this one's nbytes)
+        into this contiguous array: the ops' result computed into scratch, then copied into out."""
+        self.runtime.copy(src._require_live("copy_from()"), src.offset, self._require_live("copy_from()"),
+                          self.offset, self.nbytes)
+
     def release(self) -> None:
         """Free the storage (safe twice): this array and every view of its storage are unusable afterwards. The
         free waits for the queued work that uses it."""

@@ -240,7 +240,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
         prepared.dispatch()
         prepared.park()  # the caller's arrays held weakly until the next call
         if staged is not None:
-            rt.copy(out.buffer, out.offset, staged.buffer, staged.offset, staged.nbytes)
+            staged.copy_from(out)
             out.release()
             return staged
         if isinstance(out, DeviceArray):

@@ -694,14 +694,13 @@ def run_call(call: MatmulCall, kwargs: tuple | None = None):
                 d_part.array[...] = prepared.read()
             return _deliver(call, result.reshape(call.result_shape))
         if staged is not None:
-            rt.copy(d_array.buffer, d_array.offset, staged.buffer, staged.offset, staged.nbytes)
+            staged.copy_from(d_array)
             d_array.release()
             return staged
         if call.out is not None and not call.out.on_device:  # a NumPy out of a call on DeviceArrays: written
-            value = d_array.numpy().reshape(call.result_shape)
+            value = d_array.numpy()
             d_array.release()
-            np.copyto(call.out.array, value)
-            return call.out.array
+            return _deliver(call, value.reshape(call.result_shape))
         if kwargs is not None and call.a.on_device and call.b.on_device and c_op is None and \
                 (call.bias is None or call.bias.on_device):
             _register_fast(call, kwargs, plan, [job for job, _, _ in jobs], d_array, rt)

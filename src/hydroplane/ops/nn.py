@@ -284,8 +284,7 @@ class _Call:
         NumPy out of a device call too, after waiting for the result). A call of a planned key keeps its plan here
         (every check passed)."""
         if self.staged is not None:
-            rt = self.runtime
-            rt.copy(made.buffer, made.offset, self.staged.buffer, self.staged.offset, self.staged.nbytes)
+            self.staged.copy_from(made)
             return self.staged
         if self.on_device and not isinstance(out, np.ndarray):
             if self.recorded is not None:
@@ -758,7 +757,7 @@ def embedding(ids, weight, *, out=None, dtype=None, device=None):
         out = check_out(out, rows.shape, np.dtype(dtype), op)
         if isinstance(out, DeviceArray):  # the rows made on out's device, then copied into it (queued)
             if isinstance(rows, DeviceArray):
-                out.runtime.copy(rows.buffer, rows.offset, out.buffer, out.offset, out.nbytes)
+                out.copy_from(rows)
                 rows.release()
             else:
                 out.write(rows)

@@ -542,7 +542,7 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
                     prologue = replace(prologue, sum_out=None)  # the running sum written once
         if on_device:
             if staged is not None:
-                rt.copy(d.buffer, d.offset, staged.buffer, staged.offset, staged.nbytes)
+                staged.copy_from(d)
                 return staged
             return d
         value = _from_bits(d.numpy() if out_kind != "bf16" else d.view(np.uint16).numpy(), out_kind).reshape(shape)
