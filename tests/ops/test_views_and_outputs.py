@@ -11,6 +11,7 @@ import pytest
 
 import hydroplane
 from hydroplane.kernels.attention import AttentionError
+from hydroplane.lang import Buffer, f32, global_id, readonly, s32, writeonly
 from hydroplane.launch.prepared import ArgumentError, ReleasedError
 from hydroplane.ops import nn
 from hydroplane.ops.nn import NNError
@@ -242,3 +243,77 @@ def test_an_integer_matmul_of_k_0_wraps_before_its_relu(device):
     c = np.array([[2 ** 31 - 1, 5, -3, 2 ** 30 + 7]], np.int32)
     got = hydroplane.matmul(a, b, c=c, beta=2, activation="relu", out_dtype=np.int32, device=device)
     np.testing.assert_array_equal(got, [[0, 10, 0, 0]])  # 2 * (2^31 - 1) wraps to -2 in s32, then relu
+
+
+# views, found by a second randomized run (2026-12-07 05:00 UTC) ------------------------------------------------------
+@hydroplane.kernel(local_size=64)
+def even_only(x: Buffer[f32, readonly], out: Buffer[f32, writeonly], n: s32):
+    i = global_id()
+    if i < n:
+        if i % 2 == 0:
+            out[i] = x[i]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_written_only_view_staged_through_a_copy_keeps_what_the_kernel_does_not_write(device):
+    """A user kernel's writeonly buffer at an offset the device cannot bind goes through a copy: the copy starts as
+    the view's bytes, so the elements the kernel leaves keep their values (not the pool's stale bytes)."""
+    rng = np.random.default_rng()
+    n = 40
+    src = rng.uniform(-9, 9, n).astype(np.float32)
+    x = hydroplane.device_array(src, device)
+    for off in (4, 1, 3):  # 16 bytes: bound as it is; 4 and 12 bytes: staged through a copy
+        junk = hydroplane.device_array(np.full(off + n + 8, 777.0, np.float32), device)
+        junk.release()  # its buffer goes back to the pool, where the staged copy may come from
+        old = rng.uniform(-5, 5, off + n).astype(np.float32)
+        base = hydroplane.device_array(old, device)
+        even_only[(1,)](x, base[off:off + n], n)
+        want = old.copy()
+        want[off::2] = src[::2]
+        np.testing.assert_array_equal(base.numpy(), want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_transposed_device_c_is_refused_and_never_read_as_stored(device):
+    rng = np.random.default_rng()
+    a = hydroplane.device_array(rng.integers(-3, 4, (4, 8)).astype(np.float16), device)
+    b = hydroplane.device_array(rng.integers(-3, 4, (8, 6)).astype(np.float16), device)
+    c = rng.integers(-3, 4, (4, 6)).astype(np.float16)
+    with pytest.raises(hydroplane.MatmulError, match="c: .*not C-ordered"):
+        hydroplane.matmul(a, b, c=hydroplane.device_array(np.ascontiguousarray(c.T), device).T, beta=1.0)
+    got = hydroplane.matmul(a, b, c=hydroplane.device_array(c, device), beta=1.0).numpy()
+    want = a.numpy().astype(np.float64) @ b.numpy().astype(np.float64) + c
+    np.testing.assert_array_equal(got, want.astype(np.float16))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_strided_vector_operands_of_matmul_are_refused_as_matmul_errors(device):
+    a = hydroplane.device_array(np.ones((4, 6), np.float16), device)
+    column = hydroplane.device_array(np.ones((6, 3), np.float16), device)[:, 1]
+    for args, kwargs, name in (((a, column), {}, "b"), ((column, a.T), {}, "a"),
+                               ((a, hydroplane.device_array(np.ones((6, 4), np.float16), device)),
+                                {"bias": hydroplane.device_array(np.ones(8, np.float16), device)[::2]}, "bias")):
+        with pytest.raises(hydroplane.MatmulError, match=f"^{name}: a strided 1-D"):
+            hydroplane.matmul(*args, **kwargs)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_array_edges_follow_numpy(device):
+    d = hydroplane.device_array(np.arange(5, dtype=np.int32) - 2, device)
+    zero_d = d[0].view(np.uint32)
+    assert zero_d.shape == () and zero_d.numpy() == np.uint32(2**32 - 2)
+    with pytest.raises(ArgumentError, match="0-d"):
+        d[0].view(np.uint8)
+    empty = hydroplane.device_array(np.zeros((6, 0), np.float32), device)
+    for view in (empty[4], empty[5], empty[2:]):  # views starting at or past the buffer's end
+        assert view.numpy().shape == view.shape and view.numpy_later()().shape == view.shape
+        view.write(np.zeros(view.shape, np.float32))
+    m = hydroplane.device_array(np.zeros((2, 3), np.float32), device)
+    with pytest.raises(ArgumentError, match="does not fit"):
+        m.write(np.arange(6, dtype=np.float32).reshape(3, 2))
+    m.write(np.array([1, -2, 3], np.float32))  # broadcasts, as NumPy's assignment
+    np.testing.assert_array_equal(m.numpy(), [[1, -2, 3], [1, -2, 3]])
+    m.write(np.arange(6, dtype=np.float32))  # flat, in C order
+    np.testing.assert_array_equal(m.numpy(), np.arange(6).reshape(2, 3))
+    with pytest.raises(ArgumentError, match="None"):
+        d[None, 1:3]

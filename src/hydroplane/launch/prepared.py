@@ -290,6 +290,8 @@ class DeviceArray:
         if self.format is not None:
             raise ArgumentError(f"a {self.format} DeviceArray holds blocks, not {self.dtype} elements: read it as "
                                 "blocks with .view(np.uint8).numpy() or dequantize it")
+        if self.size == 0:  # an empty view may start at its buffer's end: nothing to read
+            return np.zeros(self.shape, self.dtype)
         start, end = self.extent()
         raw = self.runtime.download(buffer, start, end - start)
         if self.contiguous:  # download's array is new: no second copy
@@ -308,22 +310,34 @@ class DeviceArray:
         if self.format is not None or not self.contiguous:
             raise ArgumentError(f"numpy_later() reads contiguous arrays of elements, not {self._describe()}: use "
                                 "numpy()")
-        read = self.runtime.read_queued(buffer, self.offset, self.nbytes)
         dtype, shape = self.dtype, self.shape
+        if self.size == 0:
+            return lambda: np.zeros(shape, dtype)
+        read = self.runtime.read_queued(buffer, self.offset, self.nbytes)
         return lambda: read().view(dtype).reshape(shape)
 
     def write(self, array) -> None:
-        """Overwrite the contents with `array` (same dtype and number of elements), copied now: the caller may reuse
-        `array` at once. Queued after the work that uses the range."""
+        """Overwrite the contents with `array` of the same dtype: of this shape, of a shape that broadcasts to it
+        (NumPy's assignment), or flat (1-D, the elements in C order). Copied now: the caller may reuse `array` at
+        once. Queued after the work that uses the range."""
         buffer = self._require_live("write()")
         array = np.asarray(array)
         if is_masked(array):
             raise ArgumentError("write() takes a plain array, not a masked array (its mask would be dropped)")
-        if array.dtype != self.dtype or array.size != self.size:
-            raise ArgumentError(f"a device array of {self.size} {self.dtype} cannot take {array.size} {array.dtype}")
+        if array.dtype != self.dtype:
+            raise ArgumentError(f"a device array of {self.dtype} cannot take {array.dtype} elements")
+        if array.shape != self.shape and not (array.ndim == 1 and array.size == self.size):
+            try:
+                array = np.broadcast_to(array, self.shape)
+            except ValueError:
+                raise ArgumentError(f"write(): an array of shape {array.shape} does not fit a device array of shape "
+                                    f"{self.shape} (give its shape, one that broadcasts to it, or its {self.size} "
+                                    "elements flat)") from None
         if not self.contiguous:
             raise ArgumentError(f"write() into a strided view ({self._describe()}) is not supported: write the "
                                 "array it views")
+        if self.size == 0:
+            return
         self.runtime.upload(buffer, self.offset, np.ascontiguousarray(array))
 
     def copy_from(self, src: DeviceArray) -> None:
@@ -417,6 +431,11 @@ class DeviceArray:
         if not self.contiguous:
             raise ArgumentError("view(dtype) of a strided view: only a contiguous DeviceArray can be reinterpreted")
         nbytes = self.nbytes
+        if not self.shape and self.format is None:  # 0-d: NumPy's rule
+            if dtype.itemsize != self.dtype.itemsize:
+                raise ArgumentError(f"view({dtype}) of a 0-d DeviceArray of {self.dtype}: only a dtype of the same "
+                                    "size (as NumPy's view)")
+            return self._view((), (), dtype=dtype, contiguous=True)
         last = self.shape[-1] * self.dtype.itemsize if self.shape else nbytes
         if last % dtype.itemsize:
             raise ArgumentError(f"view({dtype}): the last dimension's {last} bytes are not a multiple of "
@@ -443,6 +462,9 @@ class DeviceArray:
         """Basic indexing: ints and slices (step 1 or any positive step), `...`; a view, never a copy."""
         if not isinstance(key, tuple):
             key = (key,)
+        if any(k is None for k in key):
+            raise ArgumentError("DeviceArray indexing does not take None (np.newaxis): add the axis with reshape, "
+                                "a view of a contiguous array")
         if any(k is Ellipsis for k in key):
             at = key.index(Ellipsis)
             key = key[:at] + (slice(None),) * (self.ndim - len(key) + 1) + key[at + 1:]
@@ -549,9 +571,8 @@ class PreparedLaunch:
         """Queue one run (checked in `prepare`)."""
         rt = self.runtime
         copies = _by_copy(self._staged) if self._staged else ()
-        for view, copy, reads, _ in copies:
-            if reads:
-                rt.copy(view.buffer, view.offset, copy.buffer, 0, min(view.nbytes, copy.nbytes))
+        for view, copy, _, _ in copies:  # written-only views too: the elements a kernel leaves keep their values
+            rt.copy(view.buffer, view.offset, copy.buffer, 0, min(view.nbytes, copy.nbytes))
         planned = self._planned
         if planned is None:
             for b in self._bound_list:

@@ -260,6 +260,10 @@ def check_call(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none
             raise MatmulError(f"out is {out_op.dtype}; the result is {out_np} ({dtype}: choose with out_dtype)")
         if out_op.array is not None and not out_op.array.flags.writeable:
             raise MatmulError("out is a read-only array")
+    for name, op in (("a", a_op), ("b", b_op), ("bias", bias_op)):
+        if op is not None and op.on_device and len(op.shape) == 1 and not op.device_array.contiguous:
+            raise MatmulError(f"{name}: a strided 1-D DeviceArray view (strides {op.device_array.strides}); a vector "
+                              "operand is read contiguous (copy it with hydroplane.device_array(x.numpy()))")
     pinned = {op.device_array.device for op in (a_op, b_op, c_op, bias_op, out_op) if op is not None and op.on_device}
     if len(pinned) > 1:
         raise MatmulError(f"the operands are DeviceArrays of different devices: {sorted(map(str, pinned))}")
@@ -666,6 +670,10 @@ def run_call(call: MatmulCall, kwargs: tuple | None = None):
             if part.array is not None:
                 letter, job[name] = stored_layout(part.array) if name != "c" else \
                     ("n", np.ascontiguousarray(part.array))
+            elif name == "c" and not part.device_array.contiguous:
+                raise MatmulError(f"c: a DeviceArray view of strides {part.device_array.strides} "
+                                  f"({part.device_array.shape}) is not C-ordered; the GEMM reads c C-ordered "
+                                  "(copy it with hydroplane.device_array(c.numpy()))")
             else:
                 letter, job[name] = _device_layout(part.device_array, name)
             layout += letter if name != "c" else ""
