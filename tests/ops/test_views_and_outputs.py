@@ -317,3 +317,25 @@ def test_device_array_edges_follow_numpy(device):
     np.testing.assert_array_equal(m.numpy(), np.arange(6).reshape(2, 3))
     with pytest.raises(ArgumentError, match="None"):
         d[None, 1:3]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_released_operand_of_a_planned_call_is_named(device):
+    rng = np.random.default_rng()
+    x = hydroplane.device_array(rng.uniform(-1, 1, (8, 32)).astype(np.float16), device)
+    w = hydroplane.device_array(rng.uniform(-1, 1, (16, 32)).astype(np.float16), device)
+    out = hydroplane.device_array(np.zeros((8, 16), np.float16), device)
+    for _ in range(2):  # the second call is planned
+        hydroplane.matmul(x[2:6], w.T, out=out[2:6])
+    base = hydroplane.device_array(x.numpy(), device)
+    view = base[2:6]
+    base.release()
+    with pytest.raises(ReleasedError, match="^matmul: a: "):
+        hydroplane.matmul(view, w.T, out=out[2:6])
+    q = hydroplane.device_array(rng.uniform(-1, 1, (1, 2, 4, 16)).astype(np.float16), device)
+    kv = hydroplane.device_array(rng.uniform(-1, 1, (1, 2, 8, 16)).astype(np.float16), device)
+    for _ in range(2):
+        hydroplane.attention(q, kv, kv)
+    q.release()
+    with pytest.raises(ReleasedError, match="^attention: q: "):
+        hydroplane.attention(q, kv, kv)

@@ -188,6 +188,9 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, wind
     else:
         fast_key = None
     q, k, v = as_array(q, "q"), as_array(k, "k"), as_array(v, "v")
+    for name, x in (("q", q), ("k", k), ("v", v), ("kv_len", kv_len), ("out", out)):
+        if isinstance(x, DeviceArray):  # ReleasedError naming the argument, before anything is bound
+            x._require_live(f"attention: {name}")
     if config is not None and not isinstance(config, AttentionConfig):
         raise AttentionError(f"attention: config is an AttentionConfig (hydroplane.kernels.attention) or None, not "
                              f"{config!r}")

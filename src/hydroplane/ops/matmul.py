@@ -260,6 +260,9 @@ def check_call(a, b, *, c=None, alpha=1.0, beta=0.0, bias=None, activation="none
             raise MatmulError(f"out is {out_op.dtype}; the result is {out_np} ({dtype}: choose with out_dtype)")
         if out_op.array is not None and not out_op.array.flags.writeable:
             raise MatmulError("out is a read-only array")
+    for op in (a_op, b_op, c_op, bias_op, out_op):
+        if op is not None and op.on_device:  # ReleasedError naming the operand, before anything is bound
+            op.device_array._require_live(f"matmul: {op.name}")
     for name, op in (("a", a_op), ("b", b_op), ("bias", bias_op)):
         if op is not None and op.on_device and len(op.shape) == 1 and not op.device_array.contiguous:
             raise MatmulError(f"{name}: a strided 1-D DeviceArray view (strides {op.device_array.strides}); a vector "
