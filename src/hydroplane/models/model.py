@@ -477,7 +477,7 @@ class Model:
         logits = state.logits
         assert logits is not None
         copy = self._empty(logits.shape, logits.dtype)
-        self.runtime.copy(logits.buffer, logits.offset, copy.buffer, copy.offset, logits.nbytes)
+        copy.copy_from(logits)
         return copy
 
     def forward(self, x: DeviceArray, positions: DeviceArray, last_only: bool = True,
