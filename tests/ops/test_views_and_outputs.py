@@ -339,3 +339,42 @@ def test_a_released_operand_of_a_planned_call_is_named(device):
     q.release()
     with pytest.raises(ReleasedError, match="^attention: q: "):
         hydroplane.attention(q, kv, kv)
+
+
+# quantized weights, found by a randomized run (2026-12-07 05:00 UTC) -------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+def test_weights_beyond_f16s_range_are_refused_on_every_path(device):
+    """q8_0 blocks of d = 1024 dequantize to finite weights up to 131072: the prefill GEMM (f16 staging) gave NaN
+    where the decode GEMV gave the right answer."""
+    from hydroplane.quant import from_bytes
+    rng = np.random.default_rng()
+    n, k = 4, 64
+    for d, wide in ((1024.0, True), (0.5, False), (np.inf, False)):  # an infinite scale: inf weights, not refused
+        raw = np.zeros((n * k // 32, 34), np.uint8)
+        raw[:, 0:2] = np.full((raw.shape[0], 1), d, np.float16).view(np.uint8)
+        raw[:, 2:] = rng.integers(-128, 128, (raw.shape[0], 32)).astype(np.int8).view(np.uint8)
+        qw = from_bytes(raw.reshape(n, -1), "q8_0", (n, k))
+        dw = hydroplane.device_array(qw, device)
+        for m in (1, 17):
+            x = rng.uniform(-1e-3, 1e-3, (m, k)).astype(np.float16)
+            for weight in (qw.T, dw.T, dw[:2].T):
+                if wide:
+                    with pytest.raises(QuantMatmulError, match="beyond f16's range"):
+                        hydroplane.matmul(x, weight)
+                else:
+                    hydroplane.matmul(x, weight)
+    assert qw.beyond_f16() is None and from_bytes(raw.reshape(n, -1), "q8_0", (n, k)).beyond_f16() is None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_quantized_device_array_reshapes_only_to_its_own_shape(device):
+    rng = np.random.default_rng()
+    qw = quantize(rng.standard_normal((8, 128)).astype(np.float32), "q4_0")
+    dw = hydroplane.device_array(qw, device)
+    same = dw.reshape(8, 128)
+    assert same.strides == dw.strides and same.nbytes == dw.nbytes
+    x = rng.uniform(-1, 1, (2, 128)).astype(np.float32)
+    want = x.astype(np.float64) @ qw.dequantize()[4:8].astype(np.float64).T
+    assert _rel(hydroplane.matmul(x, same[4:8].T), want) < 2e-3
+    with pytest.raises(ArgumentError, match="reshape"):
+        dw.reshape(4, 256)

@@ -101,6 +101,8 @@ def write_gguf(path, tensors: dict) -> None:
     writer.add_uint32("test.count", 7)
     writer.add_string("test.name", "hydroplane")
     writer.add_array("test.list", [1, 2, 3])
+    writer.add_array("test.nested", [[1, 2], [3, 4, 5], [6]])
+    writer.add_array("test.nested_str", [["a", ""], ["c"]])
     writer.add_float32("test.eps", 1e-6)
     writer.add_bool("test.flag", True)
     for name, (data, kind) in tensors.items():
@@ -133,6 +135,7 @@ def test_gguf_file_written_by_gguf(tmp_path):
                                                                                         array.view(np.uint8))
     md = f.metadata
     assert md["test.count"] == 7 and md["test.name"] == "hydroplane" and md["test.list"] == [1, 2, 3]
+    assert md["test.nested"] == [[1, 2], [3, 4, 5], [6]] and md["test.nested_str"] == [["a", ""], ["c"]]
     assert md["test.flag"] is True and md["test.eps"] == np.float32(1e-6)
     assert md["general.architecture"] == "test"
 
@@ -150,6 +153,14 @@ def test_gguf_refusals(tmp_path):
         hydroplane.gguf.load(tmp_path / "junk.gguf")
     with pytest.raises(GGUFError, match="no such file"):
         hydroplane.gguf.load(tmp_path / "missing.gguf")
+    # an array length corrupted to 2e8 elements: refused at once (the gguf package's reader would read past the end
+    # element by element, for tens of seconds and unbounded memory)
+    at = data.index(b"test.list") + len(b"test.list") + 8  # the value type (9), the element type, then the length
+    bad = bytearray(data)
+    bad[at:at + 8] = (200_000_000).to_bytes(8, "little")
+    (tmp_path / "long.gguf").write_bytes(bytes(bad))
+    with pytest.raises(GGUFError, match="long.gguf.*truncated or corrupt.*runs past the end"):
+        hydroplane.gguf.load(tmp_path / "long.gguf")
 
 
 def test_the_missing_extra_is_named(monkeypatch):
@@ -188,3 +199,30 @@ def test_gemma3_270m_every_tensor(tmp_path):
     ids = np.array([0, 2, 262143, 1000])
     rows = quantized_rows(embd, ids, np.float32, device=0)
     assert bits_equal(rows, np.stack([embd[int(i):int(i) + 1].dequantize()[0] for i in ids]))
+
+
+def test_quantize_refuses_values_whose_scale_is_beyond_f16():
+    """The gguf package writes an infinite scale for these (q8_0 from about 8.3e6, q4_0 from 5.2e5): silent infs."""
+    for fmt, big in (("q8_0", 1e7), ("q4_0", 6e5), ("q5_0", 2e6)):
+        w = rng.standard_normal((2, 64)).astype(np.float32)
+        w[1, 5] = big
+        with pytest.raises(QuantError, match="beyond f16's range"):
+            quantize(w, fmt)
+        w[1, 5] = big / 100
+        assert np.isfinite(quantize(w, fmt).dequantize()).all()
+
+
+def test_q4_k_of_tiny_rows_is_no_worse_than_zeros():
+    """d below f16's smallest step: every weight of a sub-block was its minimum (relative error about 2.4); a
+    constant sub-block keeps its value."""
+    w = (rng.standard_normal((4, 256)) * 1e-6).astype(np.float32)
+    assert np.linalg.norm(quantize(w, "q4_k").dequantize() - w) / np.linalg.norm(w) <= 1.0
+    flat = np.full((1, 256), -0.5, np.float32)
+    np.testing.assert_allclose(quantize(flat, "q4_k").dequantize(), flat, rtol=1e-3)
+
+
+def test_a_shape_of_non_integers_is_refused():
+    raw = quantize(rng.standard_normal((4, 64)).astype(np.float32), "q8_0").blocks
+    for shape in ((4.5, 64), (4, 64.0), (True, 64)):
+        with pytest.raises(QuantError, match="a shape is a tuple of ints"):
+            from_bytes(raw, "q8_0", shape)

@@ -408,6 +408,11 @@ class DeviceArray:
         """A contiguous array with another shape (one -1 allowed): a view; a strided array cannot be reshaped."""
         if len(shape) == 1 and isinstance(shape[0], tuple | list):
             shape = tuple(shape[0])
+        if self.format is not None and shape != (-1,):  # rows of blocks (-1: their bytes, view(dtype)'s first step)
+            if tuple(int(s) for s in shape) != self.shape:
+                raise ArgumentError(f"reshape{tuple(shape)} of a {self.format} DeviceArray of shape {self.shape}: "
+                                    "its rows are blocks of K weights; reshape the QuantizedArray's rows on the host")
+            return self._view(self.shape, self.layout.strides)
         if shape == (-1,) and self.contiguous:  # the launch paths' flat view
             return self._view((self.size,), (self.dtype.itemsize,), contiguous=True)
         shape = tuple(int(s) for s in shape)

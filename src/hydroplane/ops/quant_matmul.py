@@ -188,6 +188,9 @@ def upload(qw: QuantizedArray, device=None) -> DeviceArray:
     plain = DeviceArray(rt.key, rt.executor, rt.alloc(padded.size), np.uint8, (padded.size,))
     plain.write(padded)
     plain.storage.nbytes = raw.size  # the blocks' bytes (the buffer holds them padded to whole 16 bytes)
+    wide = qw.beyond_f16()
+    if wide is not None:  # the quantized matmul refuses these bytes wherever they are multiplied (weight_of)
+        _beyond_f16[plain.storage] = wide
     made = DeviceArray(None, None, None, np.uint8, qw.shape, storage=plain.storage, format=qw.format,
                        layout=Layout(0, (block_format(qw.format).row_bytes(qw.shape[1]), 1)))
     per_device[device] = made
@@ -201,6 +204,7 @@ def weight_of(b, what: str = "b") -> Weight:
                                f"hydroplane.matmul(x, qw.T)")
     if isinstance(b, QuantizedTranspose):
         n, k = b.base.shape
+        _check_weight_range(b.base.beyond_f16(), what)
         return Weight(b.format, n, k, host=b.base)
     if isinstance(b, DeviceArray) and b.format is not None:
         if b.ndim != 2:
@@ -214,8 +218,22 @@ def weight_of(b, what: str = "b") -> Weight:
         except QuantError as err:
             raise QuantMatmulError(str(err)) from None
         _check_word_offset(b, what)
+        _check_weight_range(_beyond_f16.get(b.storage), what)
         return Weight(block_format(b.format).name, n, k, device_array=b.T)  # its rows, at the view's offset
     raise QuantMatmulError(f"{what} is not a quantized weight ({type(b).__name__})")
+
+
+# the storages of quantized DeviceArrays uploaded from weights beyond f16's range -> their largest |weight|
+_beyond_f16: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _check_weight_range(largest: float | None, what: str) -> None:
+    """Refuse weights beyond f16's finite range: the prefill GEMM stages weights as f16 (such a weight becomes inf
+    there) while the decode GEMV multiplies them in f32, so the result would depend on M."""
+    if largest is not None:
+        raise QuantMatmulError(f"{what}: weights up to {largest:g}, beyond f16's range (65504): the prefill GEMM "
+                               "stages weights as f16, so the quantized matmul refuses them on every path (a result "
+                               "never depends on M); multiply by the dequantized weights, or scale them down")
 
 
 def _check_word_offset(blocks: DeviceArray, what: str) -> None:
@@ -364,7 +382,7 @@ class _Recorded:
 
     def run(self, x: DeviceArray, b: DeviceArray, bias: DeviceArray | None, out: DeviceArray | None):
         rt = self.rt
-        if rt.closed:
+        if rt.closed or (_beyond_f16 and b.storage in _beyond_f16):  # the checked path refuses such weights
             return None
         places = served_places((x, b, bias), out)
         if places is None:

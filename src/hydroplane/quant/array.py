@@ -16,14 +16,22 @@ import math
 
 import numpy as np
 
-from hydroplane.quant.formats import BlockFormat, QuantError, block_format, dequantize_blocks, quantize_blocks
+from hydroplane.quant.formats import (
+    BlockFormat,
+    QuantError,
+    beyond_f16,
+    block_format,
+    dequantize_blocks,
+    finite_scales,
+    quantize_blocks,
+)
 
 
 class QuantizedArray:
     """Rows of K weights in a block format (the module docstring). `.blocks` is an (…, K / BLOCK * BYTES) uint8
     array: ggml's bytes, in NumPy row order."""
 
-    __slots__ = ("fmt", "shape", "blocks", "__weakref__")
+    __slots__ = ("fmt", "shape", "blocks", "_largest", "__weakref__")
 
     def __init__(self, blocks: np.ndarray, fmt, shape):
         self.fmt: BlockFormat = block_format(fmt)
@@ -38,6 +46,7 @@ class QuantizedArray:
                              f"takes {want} bytes ({self.shape[-1]} // {self.fmt.block} blocks of "
                              f"{self.fmt.bytes} bytes per row)")
         self.blocks = blocks.reshape(*self.shape[:-1], row)
+        self._largest: tuple | None = None  # (beyond_f16's answer,) once asked
 
     @property
     def format(self) -> str:
@@ -68,6 +77,13 @@ class QuantizedArray:
         """The weights as float32, of shape `shape` (bit-identical to gguf.quants.dequantize)."""
         flat = np.ascontiguousarray(self.blocks).reshape(-1, self.fmt.bytes)
         return dequantize_blocks(flat, self.fmt).reshape(self.shape)
+
+    def beyond_f16(self) -> float | None:
+        """The largest finite |weight| where it is beyond f16's range (65504), else None; found once (from the scales
+        alone where they bound the weights within it). The quantized matmul refuses such weights."""
+        if self._largest is None:
+            self._largest = (beyond_f16(np.ascontiguousarray(self.blocks).reshape(-1, self.fmt.bytes), self.fmt),)
+        return self._largest[0]
 
     def __getitem__(self, key) -> QuantizedArray:
         """Rows by int or slice of the leading dimensions (the last, K, stays whole): a view of the blocks."""
@@ -117,10 +133,10 @@ class QuantizedTranspose:
 
 
 def _checked_shape(shape, fmt: BlockFormat) -> tuple[int, ...]:
-    try:
-        dims = tuple(int(s) for s in (shape if isinstance(shape, tuple | list) else (shape,)))
-    except (TypeError, ValueError):
-        raise QuantError(f"a shape is a tuple of ints, not {shape!r}") from None
+    items = shape if isinstance(shape, tuple | list) else (shape,)
+    if any(isinstance(s, bool) or not isinstance(s, int | np.integer) for s in items):
+        raise QuantError(f"a shape is a tuple of ints, not {shape!r}")
+    dims = tuple(int(s) for s in items)
     if not dims or any(d < 0 for d in dims):
         raise QuantError(f"a {fmt.name} array has 1 or more dimensions of size >= 0, not {shape!r}")
     if dims[-1] % fmt.block:
@@ -160,5 +176,11 @@ def quantize(w, fmt) -> QuantizedArray:
         raise QuantError(f"quantize({f.name}): the array holds NaN or infinite values (at flat index "
                          f"{int(np.flatnonzero(~np.isfinite(array))[0])})")
     flat = array.reshape(-1, f.block)
-    out = quantize_blocks(flat, f) if flat.size else np.zeros((0, f.bytes), np.uint8)
-    return QuantizedArray(np.ascontiguousarray(out).reshape(-1), f, shape)
+    with np.errstate(over="ignore"):  # a scale beyond f16's range is refused below, by name
+        out = quantize_blocks(flat, f) if flat.size else np.zeros((0, f.bytes), np.uint8)
+    made = QuantizedArray(np.ascontiguousarray(out).reshape(-1), f, shape)
+    if not finite_scales(out, f):  # a scale beyond f16's range: the gguf package writes inf there, silently
+        raise QuantError(f"quantize({f.name}): values up to {float(np.abs(array).max()):g} need a block scale beyond "
+                         "f16's range (its largest is 65504), which would make them infinite: scale the weights "
+                         "down")
+    return made

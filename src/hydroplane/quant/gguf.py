@@ -15,6 +15,7 @@ that a file with one exotic tensor still loads. The gguf package is the `gguf` e
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,7 @@ def load(path) -> GGUFFile:
     if not os.path.isfile(path):
         raise GGUFError(f"{path}: no such file")
     size = os.path.getsize(path)
+    _check_lengths(path, size)
     try:
         reader = g.GGUFReader(path, "r")
     except Exception as err:  # noqa: BLE001 - the reader fails in many ways on a bad file (ValueError, IndexError..)
@@ -106,6 +108,76 @@ def load(path) -> GGUFFile:
         tensors[t.name] = _tensor(path, size, t)
     fields = {name: field for name, field in reader.fields.items() if not name.startswith("GGUF.")}
     return GGUFFile(path, tensors, Metadata(fields))
+
+
+# the bytes of GGUF's fixed-size value types (GGUFValueType: 0..7, 10..12); 8 is a string, 9 an array
+VALUE_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def _check_lengths(path: str, size: int) -> None:
+    """Walk the metadata's lengths (strings, arrays) against the file's size before the gguf package reads it: its
+    reader takes a corrupt array length (2e8 elements in a 416-byte file) element by element past the end, for
+    tens of seconds and unbounded memory."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+        if len(head) < 24 or head[:4] != b"GGUF":
+            return  # not GGUF at all: the reader says so
+        version, kv = struct.unpack_from("<I", head, 4)[0], struct.unpack_from("<Q", head, 16)[0]
+        if version < 2:
+            return
+        data = f.read() if size < (1 << 26) else None
+    if data is None:  # a large file: its metadata is read in pieces from a memory map
+        data = np.memmap(path, np.uint8, "r")[24:]
+    at = 0
+
+    def need(count: int, what: str) -> None:
+        if count < 0 or at + count > len(data):
+            raise GGUFError(f"{path} is not a readable GGUF file ({size} bytes): it is truncated or corrupt ({what} "
+                            f"of {count} bytes at byte {24 + at} runs past the end)")
+
+    def u32() -> int:
+        nonlocal at
+        need(4, "a value type")
+        at += 4
+        return struct.unpack_from("<I", data, at - 4)[0]
+
+    def u64(what: str) -> int:
+        nonlocal at
+        need(8, what)
+        at += 8
+        return struct.unpack_from("<Q", data, at - 8)[0]
+
+    def value(kind: int, depth: int) -> None:
+        nonlocal at
+        if kind == 8:
+            n = u64("a string length")
+            need(n, "a string")
+            at += n
+        elif kind == 9:
+            inner, n = u32(), u64("an array length")
+            if depth > 8:
+                raise GGUFError(f"{path}: arrays nested more than 8 deep: the file is corrupt")
+            if inner in VALUE_BYTES:
+                need(n * VALUE_BYTES[inner], "an array")
+                at += n * VALUE_BYTES[inner]
+            elif inner in (8, 9):
+                need(n * 8, "an array")  # each element takes 8 bytes or more
+                for _ in range(n):
+                    value(inner, depth + 1)
+        elif kind in VALUE_BYTES:
+            need(VALUE_BYTES[kind], "a value")
+            at += VALUE_BYTES[kind]
+        # an unknown type: the reader refuses it
+
+    if kv > len(data) // 12:  # each key-value pair takes 12 bytes or more
+        raise GGUFError(f"{path} is not a readable GGUF file ({size} bytes): it is truncated or corrupt (it claims "
+                        f"{kv} metadata keys)")
+    for _ in range(kv):
+        value(8, 0)  # the key
+        kind = u32()
+        if kind not in VALUE_BYTES and kind not in (8, 9):
+            return
+        value(kind, 0)
 
 
 def _tensor(path: str, size: int, t):
@@ -128,6 +200,23 @@ def _tensor(path: str, size: int, t):
     return GGUFTensor(t.name, kind, shape, raw)
 
 
+def _nested(parts: list, at: int) -> tuple[list, int]:
+    """The array whose parts start at parts[at] (its element type, its length, then each element's parts: a nested
+    array's own, a string's length and bytes, a scalar), and the index after it."""
+    inner, n = int(parts[at][0]), int(parts[at + 1][0])
+    at += 2
+    items = []
+    for _ in range(n):
+        if inner == 9:
+            item, at = _nested(parts, at)
+        elif inner == 8:
+            item, at = _scalar(parts[at + 1], 8), at + 2
+        else:
+            item, at = _scalar(parts[at], inner), at + 1
+        items.append(item)
+    return items, at
+
+
 def _scalar(part: np.ndarray, kind: int):
     if kind == 8:  # GGUFValueType.STRING
         return bytes(part).decode("utf-8", errors="replace")
@@ -140,6 +229,8 @@ def _field_value(field):
         types = [int(x) for x in field.types]
         if not types:
             return None
+        if types[0] == 9 and len(types) > 2:  # an array of arrays: its parts walked (the reader flattens it)
+            return _nested(field.parts, 3)[0]
         if types[0] == 9:  # ARRAY: one part per element, listed in field.data
             return [_scalar(field.parts[i], types[-1]) for i in field.data]
         return _scalar(field.parts[field.data[0]], types[0])

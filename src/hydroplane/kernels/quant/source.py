@@ -1017,8 +1017,10 @@ def int_pairs(m):
 def store_k4(sb, at, words, s):
     """32 weights of q4_k's sub-block s (run-time, 0..7) into sb[at : at + 4]: words[0:4] the block's header (d, dmin,
     12 bytes of 6-bit scales and minimums), words[4:12] its 32 bytes of nibbles (low nibbles for even s). In 2 x f16
-    arithmetic: d * (sc q) (sc q exact) and dmin * m rounded once each, then their difference (gguf's f32 values
-    rounded to f16 once may differ from these in the last place; docs/quant.md)."""
+    arithmetic: d * (sc q) (sc q exact) less dmin * m taken as two f16 (its rounding, and the exact rest), the first
+    in one fma: a rounding shared by the sub-block's weights (of dmin * m, or of d * (sc q) for one q) adds up over
+    them in a sum of non-negative x (gguf's f32 values rounded to f16 once may differ from these in the last place;
+    docs/quant.md)."""
     t = u32(s & 3) << 3
     lo_s = words[1] >> t
     lo_m = words[2] >> t
@@ -1030,10 +1032,20 @@ def store_k4(sb, at, words, s):
         mn = (upper >> 4 & 0xF) | ((lo_m >> 6 & 3) << 4)
     k1024 = f16(1024.0)
     base = vec(k1024, k1024)
-    dmin = bitcast(words[0] >> 16, H2)[0]
-    sc_low = (bitcast((sc | (mn << 16)) | 0x64006400, H2) - base) * vec(f16(1.0), dmin)  # (sc, dmin m)
+    dbits_min = words[0] >> 16
+    dmin = bitcast(dbits_min, H2)[0]
+    ints = bitcast((sc | (mn << 16)) | 0x64006400, H2) - base  # (sc, m), exact
+    sc_low = ints * vec(f16(1.0), dmin)  # (sc, dmin m rounded once)
     sc2 = vec(sc_low[0], sc_low[0])
     low2 = vec(sc_low[1], sc_low[1])
+    # dmin m - its rounding, exactly: dmin = hi (5 significant bits) + mid (3) + lo (3), each product with m (6 bits)
+    # exact in f16, and each sum below exact (Sterbenz, then results of at most 11 bits); 0 for an infinite product
+    m16 = ints[1]
+    hi = bitcast(dbits_min & 0xFFC0, H2)[0]
+    top8 = bitcast(dbits_min & 0xFFF8, H2)[0]
+    rest = ((hi * m16 - sc_low[1]) + (top8 - hi) * m16) + (dmin - top8) * m16
+    rest = select(rest - rest == f16(0.0), rest, f16(0.0))
+    rest2 = vec(rest, rest)
     dbits = words[0] & 0xFFFF
     d2 = bitcast(dbits | (dbits << 16), H2)
     shift = u32(s & 1) << 2
@@ -1041,8 +1053,9 @@ def store_k4(sb, at, words, s):
     for g in static_range(4):
         for h in static_range(2):
             pairs = int_pairs((words[4 + 2 * g + h] >> shift) & 0x0F0F0F0F)
-            for c in static_range(2):  # sc q <= 945: exact in f16, so d (sc q) is rounded once
-                outs[2 * h + c] = bitcast(((bitcast(pairs[c], H2) - base) * sc2) * d2 - low2, u32)
+            for c in static_range(2):  # sc q <= 945: exact in f16; d (sc q) - (dmin m's rounding) rounded once where
+                # the device fuses fma (NVIDIA, the reference executor), else twice; then less the rest of dmin m
+                outs[2 * h + c] = bitcast(fma((bitcast(pairs[c], H2) - base) * sc2, d2, -low2) - rest2, u32)
         sb[at + g] = vec(outs[0], outs[1], outs[2], outs[3])
 
 
