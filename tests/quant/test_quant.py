@@ -226,3 +226,17 @@ def test_a_shape_of_non_integers_is_refused():
     for shape in ((4.5, 64), (4, 64.0), (True, 64)):
         with pytest.raises(QuantError, match="a shape is a tuple of ints"):
             from_bytes(raw, "q8_0", shape)
+
+
+def test_a_big_endian_file_passes_the_length_walk(tmp_path):
+    path = tmp_path / "be.gguf"
+    writer = gguf.GGUFWriter(str(path), "test", endianess=gguf.GGUFEndian.BIG)
+    writer.add_array("test.list", [1, 2, 3])
+    writer.add_string("test.name", "hydroplane")
+    writer.add_tensor("w", np.arange(8, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    md = hydroplane.gguf.load(path).metadata
+    assert md["test.list"] == [1, 2, 3] and md["test.name"] == "hydroplane"

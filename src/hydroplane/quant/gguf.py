@@ -120,14 +120,13 @@ def _check_lengths(path: str, size: int) -> None:
     tens of seconds and unbounded memory."""
     with open(path, "rb") as f:
         head = f.read(24)
-        if len(head) < 24 or head[:4] != b"GGUF":
-            return  # not GGUF at all: the reader says so
-        version, kv = struct.unpack_from("<I", head, 4)[0], struct.unpack_from("<Q", head, 16)[0]
-        if version < 2:
-            return
-        data = f.read() if size < (1 << 26) else None
-    if data is None:  # a large file: its metadata is read in pieces from a memory map
-        data = np.memmap(path, np.uint8, "r")[24:]
+    if len(head) < 24 or head[:4] != b"GGUF":
+        return  # not GGUF at all: the reader says so
+    order = ">" if struct.unpack_from("<I", head, 4)[0] & 0xFFFF == 0 else "<"  # a big-endian file, as the reader
+    version, tensors, kv = struct.unpack_from(order + "IQQ", head, 4)
+    if version < 2:
+        return
+    data = np.memmap(path, np.uint8, "r")[24:]  # read where the walk goes
     at = 0
 
     def need(count: int, what: str) -> None:
@@ -139,13 +138,13 @@ def _check_lengths(path: str, size: int) -> None:
         nonlocal at
         need(4, "a value type")
         at += 4
-        return struct.unpack_from("<I", data, at - 4)[0]
+        return struct.unpack_from(order + "I", data, at - 4)[0]
 
     def u64(what: str) -> int:
         nonlocal at
         need(8, what)
         at += 8
-        return struct.unpack_from("<Q", data, at - 8)[0]
+        return struct.unpack_from(order + "Q", data, at - 8)[0]
 
     def value(kind: int, depth: int) -> None:
         nonlocal at
@@ -178,6 +177,12 @@ def _check_lengths(path: str, size: int) -> None:
         if kind not in VALUE_BYTES and kind not in (8, 9):
             return
         value(kind, 0)
+    need(tensors * 24, "the tensors' records")  # a name's length, dimensions, type and offset: 24 bytes or more
+    for _ in range(tensors):
+        value(8, 0)  # the name
+        dims = u32()
+        need(dims * 8 + 12, "a tensor's record")
+        at += dims * 8 + 12
 
 
 def _tensor(path: str, size: int, t):
