@@ -178,9 +178,8 @@ def quantize(w, fmt) -> QuantizedArray:
     flat = array.reshape(-1, f.block)
     with np.errstate(over="ignore"):  # a scale beyond f16's range is refused below, by name
         out = quantize_blocks(flat, f) if flat.size else np.zeros((0, f.bytes), np.uint8)
-    made = QuantizedArray(np.ascontiguousarray(out).reshape(-1), f, shape)
     if not finite_scales(out, f):  # a scale beyond f16's range: the gguf package writes inf there, silently
         raise QuantError(f"quantize({f.name}): values up to {float(np.abs(array).max()):g} need a block scale beyond "
                          "f16's range (its largest is 65504), which would make them infinite: scale the weights "
                          "down")
-    return made
+    return QuantizedArray(np.ascontiguousarray(out).reshape(-1), f, shape)

@@ -126,11 +126,17 @@ SCALE_REACH = {"q8_0": 128.0, "q4_0": 8.0, "q5_0": 16.0, "q4_k": 945.0, "q6_k": 
 SCALE_BYTES = {"q8_0": 0, "q4_0": 0, "q5_0": 0, "q4_k": 0, "q6_k": 208}  # where the f16 d sits in a block
 
 
+def _scales(blocks: np.ndarray, fmt: BlockFormat) -> list[tuple[np.ndarray, float]]:
+    """Each f16 scale field of (n, BYTES) blocks as float32 (n, 1), with the largest |integer| it multiplies: d, and
+    q4_k's dmin."""
+    at = SCALE_BYTES[fmt.name]
+    fields = [(_f16(blocks[:, at:at + 2]), SCALE_REACH[fmt.name])]
+    return fields + [(_f16(blocks[:, 2:4]), 63.0)] if fmt.name == "q4_k" else fields
+
+
 def finite_scales(blocks: np.ndarray, fmt: BlockFormat) -> bool:
     """Whether every (n, BYTES) block's f16 scales (d; q4_k's dmin too) are finite."""
-    at = SCALE_BYTES[fmt.name]
-    fields = [blocks[:, at:at + 2]] + ([blocks[:, 2:4]] if fmt.name == "q4_k" else [])
-    return all(bool(np.isfinite(_f16(raw)).all()) for raw in fields)
+    return all(bool(np.isfinite(scale).all()) for scale, _ in _scales(blocks, fmt))
 
 
 def beyond_f16(blocks: np.ndarray, fmt: BlockFormat, rows: int = 1 << 14) -> float | None:
@@ -138,10 +144,7 @@ def beyond_f16(blocks: np.ndarray, fmt: BlockFormat, rows: int = 1 << 14) -> flo
     from the scales first (every real model's weights are far below that range, so their weights are not decoded),
     then found exactly, `rows` blocks at a time. Infinite and NaN weights (scales of inf or NaN) do not count."""
     with np.errstate(invalid="ignore", over="ignore"):
-        at = SCALE_BYTES[fmt.name]
-        bound = np.abs(_f16(blocks[:, at:at + 2])) * SCALE_REACH[fmt.name]
-        if fmt.name == "q4_k":
-            bound = bound + np.abs(_f16(blocks[:, 2:4])) * 63.0
+        bound = sum(np.abs(scale) * reach for scale, reach in _scales(blocks, fmt))
         if not (bound > 65504.0).any():
             return None
         largest = 0.0
