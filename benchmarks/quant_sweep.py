@@ -325,18 +325,32 @@ def main(argv=None) -> int:
         if "gemma_decode" in args.only:  # the model's decode GEMVs (f32 activations), plans by rows, lanes, load width
             deadline = time.monotonic() + args.decode_seconds
             for fmt, k, n in GEMMA_DECODE:
+                if args.formats and fmt not in args.formats.split(","):
+                    continue
                 variants = []
                 plans = set()
+                # the lane GEMV first (q8_0, q4_0, q5_0: 4 lanes a block, a subgroup's load reading 8 consecutive
+                # blocks of a row), then the unit GEMV's plans, with PIPE where a unit is loaded whole
+                if fmt in quant_matmul.LANE_FORMATS:
+                    for rows in (1, 2, 4):
+                        for unroll in (1, 2, 4):
+                            for nsg in (2, 4):
+                                v = dict(lanes=True, rows=rows, unroll=unroll, nsg=nsg)
+                                plan = quant_matmul.lanes_plan(fmt, 1, n, k, v)
+                                if plan is not None and plan not in plans:
+                                    plans.add(plan)
+                                    variants.append(v)
                 for lw in (1, 2, 4):
                     for rows in (1, 2, 4):
                         for lpr in (1, 2, 4, 8):
                             for nsg in (2, 4):
-                                v = dict(lw=lw, rows=rows, lpr=lpr, nsg=nsg)
-                                plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
-                                                               rt.is_reference, v)
-                                if plan is not None and plan.lw == lw and plan not in plans:
-                                    plans.add(plan)
-                                    variants.append(v)
+                                for pipe in (False, True):
+                                    v = dict(lw=lw, rows=rows, lpr=lpr, nsg=nsg, pipe=pipe)
+                                    plan = quant_matmul.units_plan(fmt, 1, n, k, rt.executor.target.subgroup_size,
+                                                                   rt.is_reference, v)
+                                    if plan is not None and plan.lw == lw and plan not in plans:
+                                        plans.add(plan)
+                                        variants.append(v)
 
                 def apply_units(v, fmt=fmt, k=k, n=n):
                     quant_matmul.UNITS_TUNING.clear()
