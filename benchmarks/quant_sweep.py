@@ -212,6 +212,7 @@ def main(argv=None) -> int:
     parser.add_argument("--stats", action="store_true", help="record each variant's new pipelines' driver "
                         "statistics (registers, local and shared memory: VK_KHR_pipeline_executable_properties)")
     args = parser.parse_args(argv)
+    only = set(args.only.split(","))  # the sweeps asked for, by name ("decode" is not "gemma_decode")
     device = args.device if args.device == "ref" else int(args.device)
     reps = args.reps or (2 if args.tiny else 10)
     rt = runtime(device)
@@ -219,7 +220,7 @@ def main(argv=None) -> int:
         rt.executor.capture_statistics = True
     rng = np.random.default_rng(0)
     path = Path(args.out or Path(os.environ.get("OUT", ".")) / "quant_sweep.jsonl")
-    torch = None if args.tiny or "decode" not in args.only else bench.torch_or_none()
+    torch = None if args.tiny or "decode" not in only else bench.torch_or_none()
     bandwidth = bench.copy_bandwidth(torch)
     best: list = []
     rotate = bench.TINY_ROTATE_BYTES if args.tiny else bench.ROTATE_BYTES // 2  # 2 x the L2
@@ -227,7 +228,7 @@ def main(argv=None) -> int:
         out.write(json.dumps(dict(device=rt.name, copy_bandwidth=bandwidth,
                                   date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))) + "\n")
         print(rt.name, "copy bandwidth", bandwidth, flush=True)
-        if "decode" in args.only:
+        if "decode" in only:
             shapes = [(512, 64)] if args.tiny else DECODE_SHAPES
             shipped = dict(quant_matmul.UNITS_TUNING)
             pipes = (False, True) if args.pipe else (False,)
@@ -296,7 +297,7 @@ def main(argv=None) -> int:
                         if args.best:  # after every case: a run cut off by its time limit keeps what it found
                             Path(args.best).write_text(json.dumps(best))
             quant_matmul.UNITS_TUNING.clear()
-        if "prefill" in args.only:
+        if "prefill" in only:
             deadline = time.monotonic() + args.seconds if args.seconds else None
             shapes = PREFILL_SHAPES[:2] if args.tiny else PREFILL_SHAPES
             if args.prefill_cases:
@@ -322,7 +323,7 @@ def main(argv=None) -> int:
                       np.dtype(dtype), deadline)
             table.clear()
             table.update(shipped_blocks)
-        if "gemma_decode" in args.only:  # the model's decode GEMVs (f32 activations), plans by rows, lanes, load width
+        if "gemma_decode" in only:  # the model's decode GEMVs (f32 activations), plans by rows, lanes, load width
             deadline = time.monotonic() + args.decode_seconds
             for fmt, k, n in GEMMA_DECODE:
                 if args.formats and fmt not in args.formats.split(","):

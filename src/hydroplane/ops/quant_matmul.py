@@ -777,6 +777,10 @@ UNITS_TUNING: dict = {
     ("q5_0", 1, 14336, 4096): {"lw": 1, "rows": 4, "lpr": 32, "pipe": True, "split": 1},
     # the lane GEMV (gemv_lanes_kernel): 31.2 us against 35.5 (the XSH plan) and 35.0 (PIPE), the same H100 at 11:11
     ("q8_0", 1, 14336, 4096): {"lanes": True},
+    # Gemma 3 270M's output projection (640 -> 262144, the decode step's largest GEMV): 2 rows, 4 lanes a row, PIPE,
+    # 95.6 us against the rule's 155.1 (f32 x; an H100, 2026-12-07 08:38 UTC, quant_sweep.py --only gemma_decode,
+    # 114 plans; docs/perf.md)
+    ("q8_0", 1, 262144, 640): {"lw": 1, "rows": 2, "lpr": 4, "nsg": 4, "pipe": True},
 }
 UNITS_FORMAT_RULES = {"q6_k": {"rows": 1, "lpr": 8}}  # q6_k's many scales: one row a lane, 8 lanes a row
 
