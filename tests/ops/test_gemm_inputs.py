@@ -88,6 +88,13 @@ def test_every_accepted_dtype_verifies_on_ref(ref, dtype):
     ("f16:f16", dict(alpha=70000.0), "GEMM alpha=70000.0 does not fit f16, the accumulator type (largest 65504)"),
     ("s8:s32", dict(alpha=2 ** 31), "GEMM alpha=2147483648 does not fit s32"),
     ("s8:s32", dict(beta=1.5), "an integer GEMM takes integer alpha and beta, not beta=1.5"),
+    # the integer reaches the kernel as an f32 push constant: one f32 cannot hold would be rounded (2026-12-07)
+    ("s8:s32", dict(alpha=2 ** 24 + 1), "GEMM alpha=16777217 is not exact in f32"),
+    ("u8:u32", dict(beta=123456789), "GEMM beta=123456789 is not exact in f32"),
+    ("s8:s32", dict(alpha=2 ** 31 - 1), "GEMM alpha=2147483647 is not exact in f32"),
+    # a float that f32 (or the f16 accumulator) rounds to zero (2026-12-07)
+    ("f16:f32", dict(alpha=1e-50), "GEMM alpha=1e-50 becomes 0 in f32, its push constant's type"),
+    ("f16:f16", dict(beta=1e-9), "GEMM beta=1e-09 becomes 0 in f16, the accumulator type"),
     ("f16:f32", dict(alpha="2"), "GEMM alpha must be a number, not '2'"),
     ("f16:f32", dict(beta=None), "GEMM beta must be a number, not None"),
 ])
@@ -100,7 +107,8 @@ def test_scalars_are_refused_by_name(dtype, options, says):
 def test_largest_scalars_that_fit_still_verify(ref):
     problem = GemmProblem(8, 8, 8, parse_dtype("f16:f32"), alpha=-3e38 / 4096, beta=0.5)
     assert ref.run(problem).ok
-    assert GemmProblem(8, 8, 8, parse_dtype("s8:s32"), alpha=2 ** 31 - 1, beta=-(2 ** 31)).alpha == 2 ** 31 - 1
+    assert GemmProblem(8, 8, 8, parse_dtype("s8:s32"), alpha=2 ** 30, beta=-(2 ** 31)).alpha == 2 ** 30
+    assert GemmProblem(8, 8, 8, parse_dtype("s8:s32"), alpha=-(2 ** 24), beta=2 ** 24 - 1).beta == 2 ** 24 - 1
     with pytest.raises(GemmError, match="size M must be a positive int, not True"):
         GemmProblem(True, 8, 8, parse_dtype("f16:f32"))
 
@@ -131,3 +139,4 @@ def test_cli_runs_an_output_conversion_and_verifies(capsys):
     assert cli.main(["gemm", "24", "40", "56", "--device", "ref", "--dtype", "f16:f32:f16", "--beta", "2",
                      "--repeat", "1"]) == 0
     assert "check   ok" in capsys.readouterr().out
+

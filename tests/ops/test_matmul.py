@@ -417,3 +417,17 @@ def test_inf_and_nan_go_through_every_route_as_numpy_has_them(device):
                 finite = np.isfinite(ref)
                 assert np.array_equal(got[~finite & ~np.isnan(ref)], ref[~finite & ~np.isnan(ref)])
                 np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("device", ["ref", pytest.param(0, marks=pytest.mark.vulkan)])
+def test_matmul_refuses_an_integer_alpha_f32_would_round(device):
+    """hydroplane.matmul(int8, alpha=2**24 + 1) gave 16777216 on both executors before 2026-12-07 (the f32 push
+    constant rounded it); the exact integers up to 2**24 still scale exactly, on the skinny route and the GEMM."""
+    a = np.ones((1, 16), np.int8)
+    b = np.zeros((16, 16), np.int8)
+    b[0, 0] = 1
+    with pytest.raises(MatmulError, match="is not exact in f32"):
+        hydroplane.matmul(a, b, alpha=2 ** 24 + 1, device=device)
+    for rows in (1, 40):
+        got = hydroplane.matmul(np.ones((rows, 16), np.int8), b, alpha=-(2 ** 24), device=device)
+        assert got[0, 0] == -(2 ** 24) and got.dtype == np.int32 and not got[:, 1:].any()

@@ -155,13 +155,19 @@ class GemmProblem:
                 raise GemmError(f"an integer GEMM takes integer alpha and beta, not {name}={value!r}")
             if not -(1 << 31) <= int(value) < 1 << 31:
                 raise GemmError(f"GEMM {name}={value!r} does not fit s32, in which an integer GEMM scales")
+            if int(np.float32(int(value))) != int(value):  # the push constant is f32: it would round the integer
+                raise GemmError(f"GEMM {name}={value!r} is not exact in f32, the push constant's type that carries it "
+                                f"to the integer GEMM (every integer up to 2**24 in magnitude is)")
             return
         for holder, dtype in (("f32, its push constant's type", np.float32),
                               (f"{self.dtype.acc}, the accumulator type", self.dtype.acc.dtype)):
-            with np.errstate(over="ignore"):
+            with np.errstate(over="ignore", under="ignore"):
                 held = np.asarray(number).astype(dtype)
             if not np.isfinite(held):
                 raise GemmError(f"GEMM {name}={value!r} does not fit {holder} (largest {float(np.finfo(dtype).max):g})")
+            if number != 0 and held == 0:
+                raise GemmError(f"GEMM {name}={value!r} becomes 0 in {holder} (its smallest is "
+                                f"{float(np.finfo(dtype).smallest_subnormal):g})")
 
     @property
     def a_transposed(self) -> bool:
