@@ -81,3 +81,43 @@ def test_sampling_is_seeded_and_top_k_1_is_greedy(pair):
     assert all(0 <= t < model.config.n_vocab for t in drawn)
     text = "".join(model.stream_text(ids, 2))
     assert text == model.detokenize(greedy)
+
+
+def test_bad_arguments_are_refused_before_any_work(pair, tiny_files):
+    """Found by a randomized run on 2026-12-07: bytes prompts were read as ids, a bad sampling option was refused
+    only after the prefill had run, decode(-1) did nothing, context=2.5 became 2, and several mistakes raised
+    TypeError or NumPy's MemoryError instead of hydroplane's errors."""
+    from hydroplane import HydroplaneError
+    from hydroplane.models import TokenizerError
+
+    model, _ = pair
+    ids = model.tokenize("the cat")
+    for prompt in (b"hi", None, 7):
+        with pytest.raises(ModelError, match="a prompt is text"):
+            model.generate(prompt, 1)
+    for options, says in ((dict(temperature=-1.0), "temperature must be finite and at least 0"),
+                          (dict(temperature=0.8, top_p=2.0), r"top_p must lie in \(0, 1\]"),
+                          (dict(top_k=-1), "top_k is an integer of at least 0"),
+                          (dict(temperature=0.8, seed="x"), "seed is an integer or None")):
+        model.reset()
+        with pytest.raises(HydroplaneError, match=says):
+            model.generate(ids, 1, **options)
+        assert model.length == 0  # refused before the prefill ran
+    for steps_arg in (-1, 1.5, True):
+        with pytest.raises(ModelError, match="steps must be a non-negative integer"):
+            model.decode(steps_arg)
+    with pytest.raises(HydroplaneError, match="temperature"):
+        model.decode(1, temperature=float("nan"))
+    file = model.file
+    for context, says in ((2.5, "context is a number of positions"), ("16", "context is a number of positions"),
+                          (10 ** 9, "KV cache of .* elements; the kernels index at most 2")):
+        with pytest.raises(ContextError, match=says):
+            Model(file, device="ref", context=context)
+    tokenizer = model.tokenizer
+    with pytest.raises(TokenizerError, match="UTF-8"):
+        tokenizer.tokenize("a\ud800b")
+    for bad in (818, None, "ab"):
+        with pytest.raises(TokenizerError, match="detokenize takes a sequence"):
+            tokenizer.detokenize(bad)
+    with pytest.raises(TokenizerError, match="token ids are integers, not bool"):
+        tokenizer.detokenize([True])

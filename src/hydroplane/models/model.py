@@ -199,9 +199,15 @@ class Model:
             raise ModelError(f"{file.path}: {self.tokenizer.n_vocab} tokens but an embedding of "
                              f"{self.config.n_vocab} rows")
         c = self.config
+        if context is not None and (isinstance(context, bool) or not isinstance(context, int | np.integer)):
+            raise ContextError(f"context is a number of positions (an int), not {context!r}")
         self.context = int(context) if context is not None else min(c.context_length, DEFAULT_CONTEXT)
         if self.context < 1:
             raise ContextError(f"context must be at least 1 position, not {context}")
+        cached = c.n_head_kv * self.context * max(c.head_dim, c.head_dim_v)  # one layer's K or V cache, elements
+        if cached >= 1 << 31:  # the kernels index with 32 bits (and the cache would take that much memory)
+            raise ContextError(f"context={self.context} makes a layer's KV cache of {cached} elements; the kernels "
+                               f"index at most 2**31")
         self.device = canonical_device(device)
         self.runtime = runtime(self.device)
         self._pipelines: dict = {}
@@ -579,6 +585,9 @@ class Model:
     def decode(self, steps: int, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0) -> None:
         """`steps` decode steps from the device state (queued; nothing read back): the first one of a sampling
         setting runs as calls (planning every launch), then it is captured once, and replayed from then on."""
+        if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
+            raise ModelError(f"steps must be a non-negative integer, not {steps!r}")
+        nn.sample_options(temperature, top_k, top_p, "decode")
         if self.length + steps > self.context:  # a step writes its keys at row `length`: past the cache, never
             raise ContextError(f"{steps} decode steps from position {self.length} exceed the context of "
                                f"{self.context} positions (load(..., context=N) holds more)")
@@ -642,6 +651,8 @@ class Model:
     def _prompt_ids(self, prompt, special: bool) -> list[int]:
         if isinstance(prompt, str):
             return self.tokenize(prompt, bos=True, special=special)
+        if isinstance(prompt, bytes | bytearray | memoryview) or not hasattr(prompt, "__iter__"):
+            raise ModelError(f"a prompt is text (str) or a sequence of token ids, not {type(prompt).__name__}")
         return [int(t) for t in self._check_ids(list(prompt))]
 
     def generate(self, prompt: str | Sequence[int], max_tokens: int = 16, temperature: float = 0.0, top_k: int = 0,
@@ -654,6 +665,9 @@ class Model:
         ids = self._prompt_ids(prompt, special)
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
             raise ModelError(f"max_tokens must be a non-negative integer, not {max_tokens!r}")
+        nn.sample_options(temperature, top_k, top_p, "generate")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+            raise ModelError(f"seed is an integer or None, not {seed!r}")
         if len(ids) + max_tokens > self.context:
             raise ContextError(f"a prompt of {len(ids)} tokens and {max_tokens} new tokens need {len(ids) + max_tokens}"
                                f" positions; the context holds {self.context} (load(..., context=N) holds more)")

@@ -98,6 +98,11 @@ class Tokenizer:
         """Token ids of `text` (llama_tokenize(add_special=bos, parse_special=special))."""
         if not isinstance(text, str):
             raise TokenizerError(f"tokenize takes a str, not {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:  # a lone surrogate ("\ud800"): no UTF-8, so no tokens
+            raise TokenizerError(f"tokenize takes text that UTF-8 can hold: {err.reason} at index "
+                                 f"{err.start}") from None
         out: list[int] = []
         if bos and self.add_bos:
             if self.bos_id is None:
@@ -202,7 +207,7 @@ class Tokenizer:
 
     # -- ids -> text -----------------------------------------------------------------------------------------
     def _check_id(self, token) -> int:
-        if not isinstance(token, int) and not hasattr(token, "__index__"):
+        if isinstance(token, bool) or (not isinstance(token, int) and not hasattr(token, "__index__")):
             raise TokenizerError(f"token ids are integers, not {type(token).__name__}")
         token = int(token)
         if not 0 <= token < len(self.tokens):
@@ -235,6 +240,8 @@ class Tokenizer:
     def detokenize(self, ids, special: bool = False) -> str:
         """The text of `ids` (llama_detokenize(remove_special=False, unparse_special=special)); bytes that are no
         UTF-8 become U+FFFD."""
+        if isinstance(ids, str | bytes) or not hasattr(ids, "__iter__"):
+            raise TokenizerError(f"detokenize takes a sequence of token ids, not {type(ids).__name__}")
         return self.detokenize_bytes(list(ids), special).decode("utf-8", "replace")
 
     def is_eog(self, token: int) -> bool:

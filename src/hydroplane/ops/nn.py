@@ -158,6 +158,17 @@ def integer(value, op: str, name: str, low: int = 0) -> int:
     return int(value)
 
 
+def sample_options(temperature, top_k, top_p, op: str = "sample") -> tuple[float, int, float]:
+    """`sample`'s options checked (a caller that samples later, such as a model's generate, checks them before its
+    work): temperature finite and at least 0, top_k an integer of at least 0, top_p in (0, 1]."""
+    temperature = real(temperature, op, "temperature", low=0.0)
+    top_k = integer(top_k, op, "top_k")
+    top_p = real(top_p, op, "top_p")
+    if not 0.0 < top_p <= 1.0:
+        raise NNError(f"{op}: top_p must lie in (0, 1], not {top_p!r}")
+    return temperature, top_k, top_p
+
+
 # the one launch path ----------------------------------------------------------------------------------------
 _pipelines: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {id(spec): (spec, kernel)}
 _kept: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # executor -> {signature: PreparedLaunch}
@@ -825,11 +836,7 @@ def sample(logits, *, temperature=0.0, top_k=0, top_p=1.0, seed=None, device=Non
     if len(logits.shape) not in (1, 2) or logits.shape[-1] < 1:
         raise NNError(f"{op}: logits has shape {tuple(logits.shape)}; it must be (vocab,) or (rows, vocab), vocab "
                       "at least 1")
-    temperature = real(temperature, op, "temperature", low=0.0)
-    top_k = integer(top_k, op, "top_k")
-    top_p = real(top_p, op, "top_p")
-    if not 0.0 < top_p <= 1.0:
-        raise NNError(f"{op}: top_p must lie in (0, 1], not {top_p!r}")
+    temperature, top_k, top_p = sample_options(temperature, top_k, top_p, op)
     if on_device:
         if seed.dtype != np.uint32 or seed.size != 1:
             raise NNError(f"{op}: a seed DeviceArray holds one uint32, not {seed.shape} {seed.dtype}")
