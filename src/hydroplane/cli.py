@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except HydroplaneError as exc:
         print(f"hydroplane: error: {exc}", file=sys.stderr)
         return 1
+    except MemoryError as exc:  # the host's memory (a size too large for this machine's arrays), not a bug
+        print(f"hydroplane: error: out of host memory: {exc or 'an allocation failed'}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:

@@ -155,3 +155,11 @@ def test_a_queued_read_of_device_local_memory_gives_what_the_work_before_it_left
     np.testing.assert_array_equal(out.numpy(), -np.arange(n, dtype=np.float32))
     with pytest.raises(ArgumentError, match="contiguous"):
         out[:2000].reshape(2, 1000).T.numpy_later()
+
+
+def test_device_array_of_a_view_too_large_to_copy_is_hydroplanes_error():
+    """device_array of a broadcast view whose contiguous copy the host cannot hold raised NumPy's MemoryError
+    (2026-12-07); now an ArgumentError saying so, before any device memory is taken."""
+    huge = np.broadcast_to(np.ones(1, np.float16), (1 << 50,))  # 2 PiB: more than any address space holds
+    with pytest.raises(ArgumentError, match="out of host memory for a contiguous copy"):
+        hydroplane.device_array(huge, "ref")

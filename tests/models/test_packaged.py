@@ -38,4 +38,27 @@ def test_generate_command_streams_the_models_text(tiny_files, capsys):
     out, err = capsys.readouterr()
     assert out == "" and "context holds 64" in err
     assert cli.main(["generate", str(path), "x", "--device", "gpu"]) == 1
-    assert "--device is a Vulkan device number or 'ref'" in capsys.readouterr().err
+    assert "--device is a Vulkan device number, 'ref' or 'numpy', not 'gpu'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--device", "numpy", "--top-k", "5"], "--device numpy runs greedy decoding without a KV cache"),
+    (["--device", "numpy", "--context", "4"], "--device numpy runs greedy decoding without a KV cache"),
+    (["--device", "numpy", "--top-p", "7"], "top_p must lie in (0, 1]"),
+    (["--device", "ref", "--top-k", "-5"], "top_k is an integer of at least 0"),
+    (["--device", "ref", "--seed", "-1"], "--seed is a 32-bit unsigned integer"),
+    (["--device", "ref", "--seed", str(1 << 32)], "--seed is a 32-bit unsigned integer"),
+    (["--device", "ref", "--context", "0"], "--context must be at least 1 position"),
+])
+def test_generate_command_checks_every_option_before_any_work(tiny_files, capsys, monkeypatch, options, says):
+    """The numpy path ignored --top-k, --top-p, --seed and --context; a seed was taken modulo 2**32 (2026-12-07)."""
+    from hydroplane.models import commands
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the model was read before the options were checked")
+
+    monkeypatch.setattr(commands, "load", no_work)
+    monkeypatch.setattr(commands, "reference", no_work)
+    assert cli.main(["generate", str(tiny_files["gemma3"]), "x", *options]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err

@@ -117,6 +117,34 @@ def test_plot_without_matplotlib_is_refused_before_any_work(capsys, monkeypatch)
     assert project["name"] == "hydroplane-gpu" and project["optional-dependencies"]["plot"] == ["matplotlib"]
 
 
+@pytest.mark.parametrize("name, says", [("missing/x.png", "does not exist or cannot be written"),
+                                         ("out.xyz", "the file's suffix names the image format"),
+                                         ("noext", "the file's suffix names the image format"),
+                                         (".", "a folder; name the image file")])
+def test_a_plot_path_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, monkeypatch, name, says):
+    """A folder or a name without a suffix was reported as written where matplotlib wrote NAME.png; a missing folder
+    or an unknown suffix was a traceback after the whole sweep (2026-12-07)."""
+    def no_work(*args, **kwargs):
+        raise AssertionError("the sweep started before the plot's path was checked")
+
+    monkeypatch.setattr(GemmRunner, "open", no_work)
+    assert cli.main(["gemm", "64", "64", "64", "--sweep", "--device", "ref", "--plot", str(tmp_path / name)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
+
+
+def test_the_host_running_out_of_memory_is_one_line(capsys, monkeypatch):
+    """`hydroplane gemm 30000 30000 1000` on a small host: NumPy's MemoryError was a traceback (2026-12-07)."""
+    def too_large(*args, **kwargs):
+        raise MemoryError("Unable to allocate 6.71 GiB for an array with shape (30000, 30000)")
+
+    monkeypatch.setattr(GemmRunner, "open", too_large)
+    assert cli.main(["gemm", "64", "64", "64", "--device", "ref"]) == 1
+    err = capsys.readouterr().err
+    assert err == "hydroplane: error: out of host memory: Unable to allocate 6.71 GiB for an array with shape " \
+                  "(30000, 30000)\n"
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

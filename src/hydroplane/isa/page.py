@@ -249,7 +249,8 @@ def _example(page: Page, spec: Spec, instruction: Instruction, form: Instruction
     targets = targets_of(spec.architecture)
     tool = find_llvm_mc() if check else None
     if not targets or tool is None:
-        why = "llvm-mc was not found." if targets else f"no gfx target known for {spec.architecture}."
+        why = (f"no gfx target known for {spec.architecture}." if not targets else
+               "llvm-mc was not found." if check else "the check was turned off (--no-llvm).")
         page.example_check = "Not checked with LLVM's assembler: " + why
         return
     tool_name = tool.rsplit("/", 1)[-1]

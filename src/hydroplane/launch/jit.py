@@ -92,6 +92,8 @@ def device_array(array, device=None) -> DeviceArray:
         array = given if given.flags.c_contiguous else np.ascontiguousarray(given)  # (0-D stays 0-D)
     except (TypeError, ValueError) as err:
         raise JitLaunchError(f"device_array() takes a NumPy array (or what np.asarray accepts): {err}") from None
+    except MemoryError as err:  # a contiguous copy of a broadcast or strided view too large for the host
+        raise JitLaunchError(f"device_array(): out of host memory for a contiguous copy of the array: {err}") from None
     if array.dtype.kind in "OUSMm" or array.dtype.fields is not None or (array.dtype.kind == "V" and
                                                                           array.dtype.names is None and
                                                                           array.dtype.itemsize not in (1, 2)):

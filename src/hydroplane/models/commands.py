@@ -20,6 +20,7 @@ import numpy as np
 from hydroplane.models import load, read_gguf, reference, resolve
 from hydroplane.models.errors import ModelError
 from hydroplane.models.tokenizer import Tokenizer
+from hydroplane.ops import nn
 from hydroplane.ops.runner import device_option
 
 
@@ -42,9 +43,19 @@ def register(sub) -> None:
 def generate_command(args) -> int:
     if args.tokens < 0:
         raise ModelError(f"--tokens must be at least 0, not {args.tokens}")
+    # the options every device path takes, checked before any work (the numpy path ignores none of them silently)
+    nn.sample_options(args.temperature, args.top_k, args.top_p, "generate")
+    if args.context is not None and args.context < 1:
+        raise ModelError(f"--context must be at least 1 position, not {args.context}")
+    if args.seed is not None and not 0 <= args.seed < 1 << 32:
+        raise ModelError(f"--seed is a 32-bit unsigned integer (0 .. {(1 << 32) - 1}), not {args.seed}")
     if args.device == "numpy":
         return _numpy_generate(args)
-    model = load(args.model, device=device_option(args.device, ModelError), context=args.context)
+    try:
+        device = device_option(args.device, ModelError)
+    except ModelError:
+        raise ModelError(f"--device is a Vulkan device number, 'ref' or 'numpy', not {args.device!r}") from None
+    model = load(args.model, device=device, context=args.context)
     stats: dict = {}
     pieces = model.tokenizer.incremental()
     tokens = model.generate(args.prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
@@ -56,6 +67,7 @@ def generate_command(args) -> int:
         out.write(pieces.push(token))
         out.flush()
     out.write(pieces.flush() + "\n")
+    out.flush()  # the text before the speed line on stderr, also where both go to one file
     _speed(stats)
     return 0
 
@@ -73,6 +85,9 @@ def _speed(stats: dict) -> None:
 def _numpy_generate(args) -> int:
     if args.temperature != 0.0:
         raise ModelError("--device numpy runs greedy decoding only (--temperature 0)")
+    if args.seed is not None or args.top_k or args.top_p != 1.0 or args.context is not None:
+        raise ModelError("--device numpy runs greedy decoding without a KV cache: --seed, --top-k, --top-p and "
+                         "--context do not apply")
     ref = reference(args.model)
     tokenizer = Tokenizer.from_metadata(read_gguf(resolve(args.model)).metadata)
     ids = tokenizer.tokenize(args.prompt, special=args.special)
@@ -87,5 +102,6 @@ def _numpy_generate(args) -> int:
         sys.stdout.write(pieces.push(token))
         sys.stdout.flush()
     sys.stdout.write(pieces.flush() + "\n")
+    sys.stdout.flush()
     print(f"numpy reference: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0

@@ -14,8 +14,10 @@ the GEMM cannot compute, --plot without matplotlib); a warning (a broken autotun
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
+from pathlib import Path
 
 from hydroplane.kernels.gemm import (
     ACTIVATIONS,
@@ -93,7 +95,7 @@ def _gemm(args) -> int:
     if args.plot and not args.sweep:
         raise GemmError("--plot draws a --sweep; add --sweep")
     if args.plot:
-        _require_matplotlib()  # before any work: a sweep takes minutes
+        _check_plot_path(args.plot, _require_matplotlib())  # before any work: a sweep takes minutes
     if args.repeat < 1:
         raise GemmError(f"--repeat must be at least 1, not {args.repeat}")
     dtypes = [parse_dtype(t) for t in args.dtype.split(",")]
@@ -193,6 +195,23 @@ def _require_matplotlib():
     return matplotlib
 
 
+def _check_plot_path(path: str, matplotlib) -> None:
+    """--plot's file: a name whose suffix matplotlib writes (it would add .png to one without and report nothing),
+    in a folder that exists, not a folder itself."""
+    matplotlib.use("Agg")
+    from matplotlib.backend_bases import FigureCanvasBase  # noqa: PLC0415
+
+    out = Path(path)
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    if out.is_dir():
+        raise GemmError(f"--plot {path}: a folder; name the image file (e.g. {out / 'gemm.png'})")
+    if out.suffix.lstrip(".").lower() not in kinds:
+        raise GemmError(f"--plot {path}: the file's suffix names the image format, one of {', '.join(sorted(kinds))}")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise GemmError(f"--plot {path}: the folder {parent} does not exist or cannot be written")
+
+
 def _plot(rows, path: str, device: str) -> None:
     matplotlib = _require_matplotlib()
     matplotlib.use("Agg")
@@ -209,8 +228,12 @@ def _plot(rows, path: str, device: str) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=120)
+    except (OSError, ValueError) as exc:  # checked before the sweep; a folder removed since, a full disk
+        raise GemmError(f"--plot {path}: {exc}") from None
+    finally:
+        plt.close(fig)
 
 
 if __name__ == "__main__":
