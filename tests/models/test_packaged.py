@@ -25,6 +25,9 @@ def test_the_packaged_name_is_assembled_once_with_the_notice(tmp_path, monkeypat
     assert capsys.readouterr().err == ""
     with pytest.raises(ModelError, match="neither a file nor a packaged model"):
         resolve("gemma3-999m")
+    for bad in (5, None):  # a TypeError from Path() before 2026-12-07
+        with pytest.raises(ModelError, match="a model is a packaged name or a .gguf path"):
+            resolve(bad)
 
 
 def test_generate_command_streams_the_models_text(tiny_files, capsys):

@@ -33,6 +33,8 @@ def cache_dir() -> Path:
 
 def resolve(name_or_path) -> Path:
     """The file of a packaged model's name, else the path itself (a ModelError when neither exists)."""
+    if not isinstance(name_or_path, str | os.PathLike):
+        raise ModelError(f"a model is a packaged name or a .gguf path, not {type(name_or_path).__name__}")
     name = str(name_or_path)
     if name in PACKAGED:
         return packaged_file(name)
