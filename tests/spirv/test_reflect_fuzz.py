@@ -101,3 +101,23 @@ def test_reflect_refuses_a_struct_that_contains_itself():
             assert "\n" not in str(exc)
         else:
             raise AssertionError(f"reflect accepted {block.strip()!r}")
+
+
+def test_a_module_cut_at_an_instruction_boundary_is_refused(corpus_binaries):
+    """`hydroplane spirv reflect` printed an entry point whose function and interface were never defined, and a
+    header alone as a module (2026-12-07): every cut of a real module at an instruction boundary now reflects as the
+    whole does (a cut before the entry point reflects none: a module may have none), or raises SpirvError."""
+    words = binary.as_words(sorted(corpus_binaries.items())[0][1])
+    whole = reflect(words)
+    module = binary.decode(words)
+    cuts = [inst.offset for inst in module.instructions] + [len(words)]
+    refused = 0
+    for cut in cuts:
+        try:
+            got = reflect(words[:cut])
+        except SpirvError:
+            refused += 1
+            continue
+        assert got.entry_points in ((), whole.entry_points), cut
+        assert not got.entry_points or got.bindings == whole.bindings, cut
+    assert refused >= len(cuts) // 2  # every cut past the entry point and before the module's end

@@ -324,11 +324,18 @@ def _reflect(module: Module, table: types.TypeTable, reading: _Reading) -> Modul
     matrices = _coop_matrix_types(module, table)
     spec_by_result = {s.result_id: s for s in specs}
     entry_points = []
+    if not memory:  # SPIR-V requires one; a module cut at an instruction boundary can lack it (and much more)
+        raise SpirvError("the module has no OpMemoryModel (a truncated module?)")
+    defined = {i.result_id: i.opcode for i in module.instructions if i.result_id is not None}
     for inst in entry_raw:
         reading.inst = inst
         model = _enum_name("ExecutionModel", inst.operands[0].value)
         func, name = inst.operands[1].value, inst.operands[2].value
         interface = tuple(o.value for o in inst.operands[3:])
+        missing = [f"%{i}" for i in (func, *interface) if i not in defined]
+        if missing or defined[func] != Op.Function:
+            what = f"{', '.join(missing)} never defined" if missing else f"%{func} is no OpFunction"
+            raise SpirvError(f"entry point {name!r}: {what} (a truncated module?)", inst.offset)
         emodes = modes.get(func, {})
         local_size = emodes.get("LocalSize")
         spec_ids: list[int | None] = [None, None, None]
