@@ -158,6 +158,9 @@ def refusal(args: dict):
     ({"q": np.zeros((1, 2, 8, 16), [("x", np.float16)]), "k": np.zeros((1, 2, 8, 16), [("x", np.float16)]),
       "v": np.zeros((1, 2, 8, 16), [("x", np.float16)])}, "not the structured dtype"),
     ({"out": np.zeros((1, 2, 8, 16), ">f2")}, r"out is \(1, 2, 8, 16\) >f2; it must be"),
+    # empty keys were refused as "kv_len must be a positive integer, not 0", a kv_len nobody passed (2026-12-07)
+    ({"k": np.zeros((1, 2, 0, 16), np.float16), "v": np.zeros((1, 2, 0, 16), np.float16)},
+     r"k's and v's sequence \(the keys\) is empty \(0\)"),
 ])
 def test_refusals_name_what_is_wrong(args, message):
     assert re.search(message, refusal(args))
@@ -199,3 +202,12 @@ def test_device_arrays_of_two_devices_are_refused():
         attention(device_array(q, "ref"), device_array(k, 0), v)
     with pytest.raises(AttentionError, match="with device=0"):
         attention(device_array(q, "ref"), k, v, device=0)
+
+
+def test_a_grid_beyond_the_reference_executors_counts_is_an_attention_error():
+    """65536 heads: lavapipe refused it as an AttentionError, the reference executor as a GridError from its
+    dispatch (its target claimed 2**31 workgroups a dimension; the executor takes 65535: 2026-12-07)."""
+    q = np.zeros((1, 65536, 1, 16), np.float16)
+    kv = np.zeros((1, 1, 1, 16), np.float16)
+    with pytest.raises(AttentionError, match=r"the grid \(1, 65536, 1\) exceeds ref's workgroup counts"):
+        attention(q, kv, kv, device="ref")

@@ -107,6 +107,10 @@ def problem_of(q, k, v, causal: bool = False, scale: float | None = None, window
         raise AttentionError(f"attention: q has batch {b}, k and v {b_kv}")
     if d_kv != d:
         raise AttentionError(f"attention: q has head_dim {d}, k and v {d_kv}")
+    for what, size in (("batch", b), ("q's heads", h), ("q's sequence", s_q), ("head_dim", d),
+                       ("k's and v's sequence (the keys)", s_kv)):
+        if size < 1:
+            raise AttentionError(f"attention: {what} is empty (0); attention takes lengths of at least 1")
     if h_kv < 1 or h % h_kv:
         raise AttentionError(f"attention: k and v have {h_kv} heads, which must divide q's {h} "
                              "(grouped-query attention)")

@@ -293,7 +293,7 @@ class Target:
         return cls(name="ref", description="hydroplane reference executor", nv2_features=frozenset(NV2_FEATURES),
                    ext_maintenance1=True, subgroup_size=subgroup_size, min_subgroup_size=1, max_subgroup_size=1024,
                    shared_memory=1 << 30, max_workgroup_invocations=1 << 16, max_workgroup_size=(1 << 16,) * 3,
-                   max_workgroup_count=(1 << 31,) * 3, max_push_constants=1 << 16, max_bound_descriptor_sets=1 << 16,
+                   max_workgroup_count=(65535,) * 3, max_push_constants=1 << 16, max_bound_descriptor_sets=1 << 16,
                    is_reference=True)
 
     @classmethod
