@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from hydroplane import vk  # noqa: E402
 from hydroplane.launch.runtime import capture, runtime  # noqa: E402
 from hydroplane.models import load  # noqa: E402
 
@@ -81,11 +82,18 @@ def profile(model, name: str, run, reps: int, top: int, reset=None) -> dict:
     whole = statistics.median(rt.time(graph.replay, reps, warmup=2 if reset is None else 10,
                                       warmup_s=0.3 if reset is None else 0.0)) * 1e6
     each = []
-    for label, launch in launches:
-        if reset is not None:
-            reset()
-        times = rt.time(lambda launch=launch: rt.launch_planned(launch), reps, warmup=2, warmup_s=0.002)
-        each.append((label, statistics.median(times) * 1e6))
+    # the launches are timed back to back right after the step (the clock is up): without the timing's settling,
+    # which re-times a sample while it looks faster than the last, and so took up to 2 s for each of a decode step's
+    # 130 launches of a few us, whose medians vary by more than its 3% (a 200 s run did not finish, 2026-12-07)
+    shipped, vk.timing.SETTLE_MAX_S = vk.timing.SETTLE_MAX_S, 0.0
+    try:
+        for label, launch in launches:
+            if reset is not None:
+                reset()
+            times = rt.time(lambda launch=launch: rt.launch_planned(launch), reps, warmup=2, warmup_s=0.002)
+            each.append((label, statistics.median(times) * 1e6))
+    finally:
+        vk.timing.SETTLE_MAX_S = shipped
     by_kernel: dict[str, list[float]] = collections.defaultdict(list)
     for label, us in each:
         by_kernel[label].append(us)
