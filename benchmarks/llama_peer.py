@@ -71,7 +71,11 @@ DOCS_8192 = {"f16:f32": 268.0, "f16:f16": 325.0}  # docs/perf.md's figures, the 
 PREFILL_EXTRA = tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=(4, 4), k_tiles=kt, stages=st, pad=1,
                                   prefetch=True, split=split)
                       for sg, kt, st, split in (((2, 2), 2, 1, 2), ((2, 2), 2, 1, 4), ((2, 2), 2, 2, 2),
-                                                ((2, 2), 2, 2, 4), ((4, 2), 2, 1, 2)))
+                                                ((2, 2), 2, 2, 4), ((4, 2), 2, 1, 2))) + \
+    tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=tiles, k_tiles=2, stages=st, pad=1, prefetch=2,
+                      split=split)  # the loads two K steps ahead (a second register set)
+          for sg, tiles, st, split in (((2, 4), (4, 2), 2, 2), ((2, 4), (4, 2), 1, 2), ((2, 2), (4, 4), 1, 2),
+                                       ((2, 4), (4, 2), 2, 4)))
 
 
 def candidates_of(problem: GemmProblem, runner, args) -> list:

@@ -31,6 +31,9 @@ coalesced through shared memory; GEMV_COALESCED, the first also with each ablati
 `--variants '[{"lw": 1, "rows": 2, "lpr": 32, "pipe": true}, ...]'` times, per decode case (`--formats q4_0,q8_0`
 picks the formats), the shipped plan and then exactly these UNITS_TUNING entries, instead of the grid.
 
+`--blocks '[{"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": 2}, ...]'` times, per prefill case, the
+shipped plan and then exactly these blocks, instead of PREFILL_BLOCKS ("prefetch": 2 loads two K steps ahead).
+
 `--tiny` runs a few variants at small shapes (lavapipe). The chosen plans go into ops/quant_matmul.py's tables.
 """
 
@@ -206,6 +209,8 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", default=None, help="decode: after the shipped plan, exactly these unit plans "
                         "(a JSON list of UNITS_TUNING entries, e.g. '[{\"lw\": 1, \"rows\": 2, \"lpr\": 32, "
                         "\"pipe\": true}]'), instead of the grid")
+    parser.add_argument("--blocks", default=None, help="prefill: after the shipped plan, exactly these blocks "
+                        "(a JSON list of GEMM_TUNING entries) instead of PREFILL_BLOCKS")
     parser.add_argument("--formats", default=None, help="decode: only these formats (comma-separated)")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
@@ -303,6 +308,8 @@ def main(argv=None) -> int:
             if args.prefill_cases:
                 shapes = [shapes[int(i)] for i in args.prefill_cases.split(",")]
             blocks = PREFILL_BLOCKS[1:4] if args.tiny else PREFILL_BLOCKS
+            if args.blocks:
+                blocks = [{}, *json.loads(args.blocks)]
             if args.ablate:
                 chosen = json.loads(args.ablate)
                 blocks = [dict(chosen, ablate=a) if a else chosen for a in ABLATIONS]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype, random_inputs, reference, relative_error
+from hydroplane.kernels.gemm.plan import GemmError
 from hydroplane.kernels.gemm import copy as copy_kernels
 from hydroplane.kernels.gemm.gemv import dot_threads as gemv_dot_threads
 from hydroplane.kernels.gemm.route import (
@@ -165,6 +166,11 @@ SPLIT_CONFIGS = {
                              prefetch=True, split=2),
     "prefetch1": SplitConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), k_tiles=2, stages=1, pad=1,
                              prefetch=True, split=4),
+    # the loads two K steps ahead: two stages, and one (split 3 of 200: ranges of 5, 5 and 3 steps of 16)
+    "ahead2": SplitConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), k_tiles=1, stages=2, pad=1,
+                          prefetch=2, split=2),
+    "ahead1": SplitConfig(tile=(16, 16, 16), subgroups=(1, 1), tiles=(2, 2), k_tiles=1, stages=1, pad=1,
+                          prefetch=2, split=3),
 }
 
 
@@ -185,12 +191,22 @@ def test_split_k_on_ref(ref, name, dtype, shape, layout):
 
 @pytest.mark.vulkan
 @pytest.mark.parametrize("dtype", ["f16:f32", "s8:s32"])
-def test_split_k_on_lavapipe(lavapipe, dtype):
-    config = SplitConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=2, stages=1, pad=1, prefetch=True,
-                         split=3)
+@pytest.mark.parametrize("prefetch", [True, 2])
+def test_split_k_on_lavapipe(lavapipe, dtype, prefetch):
+    config = SplitConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=2, stages=1, pad=1,
+                         prefetch=prefetch, split=3)
     for shape, layout in (((24, 40, 104), "nn"), ((32, 64, 96), "nt")):
         problem = GemmProblem(*shape, parse_dtype(dtype), layout, beta=1.0, bias=True)
         run_route(lavapipe, problem, config)
+    if prefetch == 2:  # and two stages, one range
+        plain = GemmConfig(tile=(8, 8, 8), subgroups=(1, 2), tiles=(2, 2), k_tiles=2, stages=2, pad=1, prefetch=2)
+        run_route(lavapipe, GemmProblem(40, 48, 136, parse_dtype(dtype), "nt", beta=1.0, bias=True), plain)
+
+
+def test_prefetch_is_one_or_two_steps():
+    with pytest.raises(GemmError, match="prefetch is False, True"):
+        GemmConfig(prefetch=3)
+    assert "two steps ahead" in GemmConfig(pad=1, prefetch=2).describe()
 
 
 def test_split_k_padded_and_offered_where_the_gpu_is_short_of_workgroups(ref):

@@ -490,11 +490,13 @@ def test_prefill_block_shapes(device, monkeypatch):
 @pytest.mark.parametrize("fmt", list(FORMATS))
 @pytest.mark.parametrize("shape", [{"prefetch": True}, {"prefetch": True, "split": 3, "kt": 4, "pad": 1},
                                    {"split": 2, "sm": 2}, {"prefetch": True, "stages": 1, "sn": 2},
-                                   {"wm": 1, "wn": 1, "sn": 2, "kt": 4, "prefetch": True}])
+                                   {"wm": 1, "wn": 1, "sn": 2, "kt": 4, "prefetch": True},
+                                   {"prefetch": 2}, {"prefetch": 2, "stages": 1, "sn": 2, "split": 2}])
 def test_prefill_prefetch_and_split(device, fmt, shape, monkeypatch):
-    """The prefill GEMM with the next K step's loads in registers across the multiplications (PREFETCH) and split over
-    K (grid z, partial sums added by the reduction with the bias and activation): every format, odd M, N not a
-    multiple of the block, each activation dtype, K not a multiple of the split."""
+    """The prefill GEMM with the next K step's loads in registers across the multiplications (PREFETCH; 2: two steps
+    ahead, the unrolled pairs of steps with an odd count and a count of 1 or 2 in a split) and split over K (grid z,
+    partial sums added by the reduction with the bias and activation): every format, odd M, N not a multiple of the
+    block, each activation dtype, K not a multiple of the split."""
     monkeypatch.setattr(quant_matmul, "SMALL_GEMM_SHAPE", {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0, **shape})
     block = FORMATS[fmt].block
     # odd counts of blocks a row: rows of 2 bytes past a word, every other row's blocks aligned differently

@@ -1082,7 +1082,8 @@ def gemm_tiles(target) -> tuple[int, int, int] | None:
 @dataclass(frozen=True)
 class GemmPlan:
     """The prefill GEMM's launch: its block (WM x WN subgroups of SM x SN tiles of TM x TN, KT tiles of TK a K step),
-    PAD, PREFETCH, and SPLIT K ranges of k_split each."""
+    PAD, PREFETCH (0, 1: the next K step's loads in registers, 2: two steps ahead), and SPLIT K ranges of k_split
+    each."""
 
     wm: int
     wn: int
@@ -1090,7 +1091,7 @@ class GemmPlan:
     sn: int
     kt: int
     pad: int
-    prefetch: bool
+    prefetch: int
     stages: int
     split: int
     k_split: int
@@ -1129,7 +1130,7 @@ def gemm_plan(m: int, n: int, k: int, tiles: tuple[int, int, int], small: bool,
         split = 1 if small or groups >= GEMM_WORKGROUPS else min(GEMM_SPLIT_MAX, ceil_div(GEMM_SPLIT_TARGET, groups))
     split = max(1, min(split, steps))
     k_split = ceil_div(steps, split) * bk
-    return GemmPlan(wm, wn, sm, sn, kt, shape.get("pad", 0), bool(shape.get("prefetch", False)),
+    return GemmPlan(wm, wn, sm, sn, kt, shape.get("pad", 0), int(shape.get("prefetch", 0)),
                     shape.get("stages", 2), ceil_div(k, k_split), k_split, bm, bn, shape.get("ablate", ""))
 
 

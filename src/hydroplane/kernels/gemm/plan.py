@@ -207,7 +207,8 @@ class GemmConfig:
     wide: 16-byte loads (through V4 views of A and B) where the sizes allow them (see wide_elements); with them, a
     staged coop kernel pads each shared row by `pad` 16-byte chunks (against bank conflicts) and, with `prefetch`,
     loads the next blocks into registers before its multiplications and stores them into shared memory after them
-    (into the other buffer with 2 stages; with 1, after a barrier). kmajor (with prefetch, 8-bit inputs): a B stored
+    (into the other buffer with 2 stages; with 1, after a barrier); prefetch 2 loads two K steps ahead, into two
+    register sets. kmajor (with prefetch, 8-bit inputs): a B stored
     K x N (layouts nn, tn) goes into shared memory transposed, K contiguous, its bytes transposed in registers: the
     layout of B that NVIDIA's 8-bit tensor-core loads want (s8 at 8192^3 on the H200: 453 TOP/s with B stored
     N x K, 274 with B stored K x N; docs/perf.md)."""
@@ -224,10 +225,13 @@ class GemmConfig:
     bk: int = 16
     wide: bool = True
     pad: int = 0
-    prefetch: bool = False
+    prefetch: bool | int = False
     kmajor: bool = False
 
     def __post_init__(self):
+        if self.prefetch not in (False, True, 2):
+            raise GemmError(f"a GEMM config's prefetch is False, True (1: the next K step) or 2 (two steps ahead), "
+                            f"not {self.prefetch!r}")
         if self.kind not in ("coop", "workgroup", "scalar"):
             raise GemmError(f"a GEMM config's kind is 'coop', 'workgroup' or 'scalar', not {self.kind!r}")
         if self.stages not in (1, 2):
@@ -262,8 +266,8 @@ class GemmConfig:
                 f"of {self.tiles[0]}x{self.tiles[1]} tiles, {self.stages} stage{'s' * (self.stages > 1)}"
                 + (", direct loads" if self.direct else "") + ("" if self.wide else ", no wide loads")
                 + (f", rows padded by {16 * self.pad} bytes" if self.pad else "")
-                + (", register prefetch" if self.prefetch else "") + (", B K-major in shared memory" if self.kmajor
-                                                                       else ""))
+                + (", register prefetch" if self.prefetch else "") + (" two steps ahead" * (self.prefetch == 2))
+                + (", B K-major in shared memory" if self.kmajor else ""))
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}

@@ -104,7 +104,7 @@ class SplitConfig:
     stages: int = 1
     wide: bool = True
     pad: int = 0
-    prefetch: bool = False
+    prefetch: bool | int = False
     kmajor: bool = False
     split: int = 2
 

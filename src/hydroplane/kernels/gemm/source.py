@@ -367,8 +367,9 @@ GEMM_STAGING = Staging(fetch_blocks, put_blocks, stage_blocks)
 @dataclass(frozen=True)
 class KLoop:
     """The staged K loop's compile-time shape: the A and B tile types (TA: TM x TK, TB: TK x TN), SM x SN accumulator
-    tiles per subgroup, KT tiles per K step, STAGES (1 or 2 shared buffers), PREFETCH (the next step's loads in
-    registers across the multiplications), EDGES (False: every block whole, bounds checks compiled out), SATURATE.
+    tiles per subgroup, KT tiles per K step, STAGES (1 or 2 shared buffers), PREFETCH (True or 1: the next step's
+    loads in registers across the multiplications; 2: two steps ahead in two register sets, so that a load has a
+    whole step, its decoding and barrier included, to arrive), EDGES (False: every block whole, bounds checks compiled out), SATURATE.
     ABLATE (measurement only, wrong results: benchmarks/gemm_ablation.py) leaves a part of the steps out: "no_global"
     the global loads after the first step (the shared stores keep storing the first registers), "no_stage" every copy
     into shared memory after the first step, "no_barrier" the barriers between steps, joined by "+"; "" (the default)
@@ -380,7 +381,7 @@ class KLoop:
     SN: int
     KT: int
     STAGES: int
-    PREFETCH: bool
+    PREFETCH: bool | int
     EDGES: bool
     SATURATE: bool
     ABLATE: str = ""  # "+"-separated
@@ -402,23 +403,88 @@ class KLoop:
 
 
 @func
+def multiply_step(acc, btile, sa, sb, a_base, b_base, wm, wn, blocks: constexpr, loop: constexpr):
+    """Subgroup (wm, wn)'s SM x SN tiles += its rows of the A block at a_base times its columns of the B block at
+    b_base (one K step: KT tiles)."""
+    TA, TB, SM, SN, KT, SATURATE = loop.TA, loop.TB, loop.SM, loop.SN, loop.KT, loop.SATURATE
+    TM, TK, TN = TA.rows, TA.cols, TB.cols
+    for kt in static_range(KT):
+        for j in static_range(SN):
+            btile[j] = load_tile_any(TB, sb, b_base, kt * TK, (wn * SN + j) * TN, blocks.B_LD, blocks.B_T,
+                                     blocks.B_UNIT)
+        for i in static_range(SM):
+            ta = load_tile_any(TA, sa, a_base, (wm * SM + i) * TM, kt * TK, blocks.A_LD, blocks.AT, blocks.WIDE)
+            for j in static_range(SN):
+                acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+
+
+@func
+def ahead_step(acc, btile, sa, sb, held, fill, a, b, row0, col0, k_begin, step, steps, k_end, M, N, lda, ldb, wm, wn,
+               full, blocks: constexpr, loop: constexpr, staging: constexpr):
+    """K step `step` of the two-ahead loop (PREFETCH 2): `held` holds step + 1's loads (issued a step ago), `fill`
+    receives step + 2's; this step's block is multiplied out of its buffer, then step + 1's is decoded into the other
+    (STAGES 2) or, after every subgroup is done, into the same (STAGES 1)."""
+    BK = blocks.BK
+    k0 = k_begin + step * BK
+    current = 0
+    if loop.STAGES == 2:
+        current = step % 2
+    more = step + 1 < steps
+    if loop.LOAD:
+        if step + 2 < steps:
+            staging.fetch(fill, a, b, row0, col0, k0 + 2 * BK, M, N, k_end, lda, ldb,
+                          loop.EDGES and (not full or k0 + 3 * BK > k_end), blocks)
+    multiply_step(acc, btile, sa, sb, current * blocks.A_SIZE, current * blocks.B_SIZE, wm, wn, blocks, loop)
+    if loop.STAGES == 2:
+        if loop.STORE:
+            if more:
+                staging.put(sa, sb, held, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE, blocks)
+        if loop.SYNC:
+            barrier()
+    else:
+        if loop.SYNC:
+            barrier()
+        if loop.STORE:
+            if more:
+                staging.put(sa, sb, held, 0, 0, blocks)
+                if loop.SYNC:
+                    barrier()
+
+
+@func
 def staged_k_loop(acc, sa, sb, a, b, row0, col0, k_begin, k_end, M, N, lda, ldb, wm, wn, full, blocks: constexpr,
                   loop: constexpr, staging: constexpr = GEMM_STAGING):
     """The staged K steps of [k_begin, k_end) into the caller's accumulators acc (a local array of SM * SN tiles, by
     reference): per step of BK the A and B blocks at (row0, k) and (k, col0) go into shared memory (bounds-checked
     against M, N and k_end unless the block is whole: full), then subgroup (wm, wn) multiplies its tiles out of them.
     STAGES=2 fills the other buffer while this one is multiplied (one barrier a step); PREFETCH issues the next step's
-    loads into registers before the multiplications and stores them after. The plain and the K-split GEMM run it,
+    loads into registers before the multiplications and stores them after (PREFETCH 2: the step after next's, into
+    a second register set, `ahead_step`). The plain and the K-split GEMM run it,
     and kernels with other staging (`staging`) too."""
-    TA, TB, SM, SN, KT = loop.TA, loop.TB, loop.SM, loop.SN, loop.KT
-    STAGES, PREFETCH, EDGES, SATURATE = loop.STAGES, loop.PREFETCH, loop.EDGES, loop.SATURATE
+    TB, SN = loop.TB, loop.SN
+    STAGES, PREFETCH, EDGES = loop.STAGES, loop.PREFETCH, loop.EDGES
     LOAD, STORE, SYNC = loop.LOAD, loop.STORE, loop.SYNC  # all True but for the ablation benchmark
-    TM, TK, TN = TA.rows, TA.cols, TB.cols
-    BK, AT = blocks.BK, blocks.AT
+    BK = blocks.BK
     btile = local_array(TB, SN)
     regs = local_array(V4, blocks.REGISTERS if PREFETCH else 1)
     steps = (k_end - k_begin + BK - 1) // BK
-    if steps > 0:
+    if PREFETCH == 2 and steps > 0:  # two steps ahead: two register sets, the loop unrolled by two to swap them
+        ahead = local_array(V4, blocks.REGISTERS)
+        first_guard = EDGES and (not full or k_begin + BK > k_end)
+        staging.fetch(regs, a, b, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
+        staging.put(sa, sb, regs, 0, 0, blocks)
+        if steps > 1:
+            staging.fetch(regs, a, b, row0, col0, k_begin + BK, M, N, k_end, lda, ldb,
+                          EDGES and (not full or k_begin + 2 * BK > k_end), blocks)
+        barrier()
+        for pair in range((steps + 1) // 2):
+            step = 2 * pair
+            ahead_step(acc, btile, sa, sb, regs, ahead, a, b, row0, col0, k_begin, step, steps, k_end, M, N, lda,
+                       ldb, wm, wn, full, blocks, loop, staging)
+            if step + 1 < steps:
+                ahead_step(acc, btile, sa, sb, ahead, regs, a, b, row0, col0, k_begin, step + 1, steps, k_end, M, N,
+                           lda, ldb, wm, wn, full, blocks, loop, staging)
+    elif steps > 0:
         first_guard = EDGES and (not full or k_begin + BK > k_end)
         if PREFETCH:
             staging.fetch(regs, a, b, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
@@ -442,16 +508,7 @@ def staged_k_loop(acc, sa, sb, a, b, row0, col0, k_begin, k_end, M, N, lda, ldb,
                 if more:
                     staging.stage(sa, sb, a, b, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
                                   row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
-            a_base = current * blocks.A_SIZE
-            b_base = current * blocks.B_SIZE
-            for kt in static_range(KT):
-                for j in static_range(SN):
-                    btile[j] = load_tile_any(TB, sb, b_base, kt * TK, (wn * SN + j) * TN, blocks.B_LD,
-                                             blocks.B_T, blocks.B_UNIT)
-                for i in static_range(SM):
-                    ta = load_tile_any(TA, sa, a_base, (wm * SM + i) * TM, kt * TK, blocks.A_LD, AT, blocks.WIDE)
-                    for j in static_range(SN):
-                        acc[i * SN + j] = coop.mul_add(ta, btile[j], acc[i * SN + j], SATURATE)
+            multiply_step(acc, btile, sa, sb, current * blocks.A_SIZE, current * blocks.B_SIZE, wm, wn, blocks, loop)
             if PREFETCH and STAGES == 2 and STORE:
                 if more:
                     staging.put(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE, blocks)
