@@ -209,6 +209,8 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", default=None, help="decode: after the shipped plan, exactly these unit plans "
                         "(a JSON list of UNITS_TUNING entries, e.g. '[{\"lw\": 1, \"rows\": 2, \"lpr\": 32, "
                         "\"pipe\": true}]'), instead of the grid")
+    parser.add_argument("--prefill-m", type=int, default=None, help="prefill: the cases' M instead of 512 (M <= 16: "
+                        "the blocks' entries route the decode through the GEMM; {} stays the shipped GEMV)")
     parser.add_argument("--blocks", default=None, help="prefill: after the shipped plan, exactly these blocks "
                         "(a JSON list of GEMM_TUNING entries) instead of PREFILL_BLOCKS")
     parser.add_argument("--formats", default=None, help="decode: only these formats (comma-separated)")
@@ -319,6 +321,8 @@ def main(argv=None) -> int:
             for fmt, m, k, n, dtype in shapes:
                 if args.tiny:
                     m, k, n = 40, 512, 64
+                if args.prefill_m:
+                    m = args.prefill_m
 
                 def apply_gemm(v, m=m, n=n, k=k, fmt=fmt):
                     table.clear()

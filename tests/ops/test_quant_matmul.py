@@ -574,3 +574,32 @@ def test_the_prefill_gemm_keeps_the_bound_for_non_negative_activations(device, f
     for dtype in (np.float16, np.float32):
         x = np.abs(activations((m, k), dtype))
         assert_close(hydroplane.matmul(x, qw.T, device=device), expected(x, w64), dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", ["q4_0", "q6_k"])
+def test_decode_through_the_gemm_where_tuned(device, fmt, monkeypatch):
+    """A GEMM_TUNING entry for (format, M, N, K) with M in the GEMV's range sends that decode through the prefill GEMM
+    (its tensor cores; rows of x past M zero), split over K and reduced: the same answers as the GEMV's."""
+    block = FORMATS[fmt].block
+    n, k = (40, 8 * block) if device == "ref" else (72, 8 * block)
+    qw, w64 = table(fmt, n, k)
+    x = activations((1, k), np.float16)
+    launched = []
+    spied = quant_matmul._launch
+
+    def spy(rt, kernel, *args, **kwargs):
+        launched.append(kernel.name)
+        return spied(rt, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(quant_matmul, "_launch", spy)
+    gemv = hydroplane.matmul(x, qw.T, device=device)
+    assert not any("quant_gemm" in name for name in launched)
+    monkeypatch.setitem(quant_matmul.GEMM_TUNING, (fmt, 1, n, k), {"split": 3, "prefetch": 2, "pad": 1})
+    monkeypatch.setattr(quant_matmul, "SMALL_GEMM_SHAPE", {"wm": 1, "wn": 2, "sm": 1, "sn": 1, "pad": 1,
+                                                           "prefetch": 2, "split": 3})
+    launched.clear()
+    got = hydroplane.matmul(x, qw.T, device=device)
+    assert any("quant_gemm" in name for name in launched) and any("reduce" in name for name in launched)
+    assert_close(got, expected(x, w64), np.float16)
+    assert_close(gemv, expected(x, w64), np.float16)

@@ -552,7 +552,8 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
             for w, b, c in ((weight, blocks, first), (second, blocks_b, first + weight.n)):
                 if w is None:
                     continue
-                if m <= DECODE_ROWS or tiles is None or prologue is not None:
+                by_gemm = (w.fmt, m, w.n, w.k) in GEMM_TUNING  # a measured entry: the GEMM at any M
+                if (m <= DECODE_ROWS and not by_gemm) or tiles is None or prologue is not None:
                     _gemv(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, ldd, c, prologue)
                 else:
                     _gemm(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, tiles, ldd, c)
