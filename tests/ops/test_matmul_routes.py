@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from hydroplane.kernels.gemm import GemmConfig, GemmProblem, parse_dtype, random_inputs, reference, relative_error
-from hydroplane.kernels.gemm.plan import GemmError
 from hydroplane.kernels.gemm import copy as copy_kernels
 from hydroplane.kernels.gemm.gemv import dot_threads as gemv_dot_threads
+from hydroplane.kernels.gemm.plan import GemmError
 from hydroplane.kernels.gemm.route import (
     GemvConfig,
     SplitConfig,
