@@ -370,10 +370,10 @@ class KLoop:
     tiles per subgroup, KT tiles per K step, STAGES (1 or 2 shared buffers), PREFETCH (True or 1: the next step's
     loads in registers across the multiplications; 2: two steps ahead in two register sets, so that a load has a
     whole step, its decoding and barrier included, to arrive), EDGES (False: every block whole, bounds checks
-    compiled out), SATURATE. ABLATE (measurement only, wrong results: benchmarks/gemm_ablation.py) leaves a part of the steps out: "no_global"
-    the global loads after the first step (the shared stores keep storing the first registers), "no_stage" every copy
-    into shared memory after the first step, "no_barrier" the barriers between steps, joined by "+"; "" (the default)
-    compiles nothing of it."""
+    compiled out), SATURATE. ABLATE (measurement only, wrong results: benchmarks/gemm_ablation.py) leaves a part of
+    the steps out: "no_global" the global loads after the first step (the shared stores keep storing the first
+    registers), "no_stage" every copy into shared memory after the first step, "no_barrier" the barriers between
+    steps, joined by "+"; "" (the default) compiles nothing of it."""
 
     TA: object
     TB: object
