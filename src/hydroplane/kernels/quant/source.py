@@ -47,6 +47,7 @@ from hydroplane.lang import (
     Buffer,
     barrier,
     bitcast,
+    cast,
     constexpr,
     coop,
     f16,
@@ -82,6 +83,9 @@ V2 = vector_type(u32, 2)  # 8 bytes: the middle load width
 ROWS_THREADS = 64
 
 
+H2 = vector_type(f16, 2)
+
+
 @func
 def finish_value(v, bias, col, BIAS: constexpr, ACT: constexpr, ODT: constexpr):
     """f32 v (+ bias[col]), the activation, in the output storage ODT."""
@@ -97,26 +101,29 @@ def finish_value(v, bias, col, BIAS: constexpr, ACT: constexpr, ODT: constexpr):
 
 @func
 def load_x8(xs, slot: constexpr, x4, at, XDT: constexpr):
-    """The 8 activations at element `at` (a multiple of 8) of x into xs[slot:slot + 8] as f32, in 16-byte loads."""
+    """The 8 activations at element `at` (a multiple of 8, not negative: shifts, not the signed division's selects) of x
+    into xs[slot:slot + 8] as f32, in 16-byte loads."""
     if XDT == "f32":
         for c in static_range(2):
-            chunk = x4[at // 4 + c]
+            chunk = x4[(at >> 2) + c]
             for j in static_range(4):
                 xs[slot + 4 * c + j] = bitcast(chunk[j], f32)
     else:
-        halves_f32(xs, slot, x4[at // 8], 4, XDT)
+        halves_f32(xs, slot, x4[at >> 3], 4, XDT)
 
 
 @func
 def halves_f32(xs, slot: constexpr, words, COUNT: constexpr, XDT: constexpr):
-    """The 2 x COUNT f16 or bf16 values in words[0:COUNT] (low half first) into xs[slot:slot + 2 COUNT] as f32."""
+    """The 2 x COUNT f16 or bf16 values in words[0:COUNT] (low half first) into xs[slot:slot + 2 COUNT] as f32 (f16:
+    each word converted as a pair, no extraction of its halves)."""
     for j in static_range(COUNT):
-        for h in static_range(2):
-            bits = words[j] >> (16 * h) & 0xFFFF
-            if XDT == "bf16":
-                xs[slot + 2 * j + h] = bitcast(bits << 16, f32)
-            else:
-                xs[slot + 2 * j + h] = f32(bitcast(u16(bits), f16))
+        if XDT == "bf16":
+            xs[slot + 2 * j] = bitcast(words[j] << 16, f32)
+            xs[slot + 2 * j + 1] = bitcast(words[j] & 0xFFFF0000, f32)
+        else:
+            pair = cast(bitcast(words[j], H2), f32)
+            xs[slot + 2 * j] = pair[0]
+            xs[slot + 2 * j + 1] = pair[1]
 
 
 @func
@@ -254,7 +261,7 @@ def load_x8_shared(xs, slot: constexpr, sx, at, XDT: constexpr):
 def load_x8_staged(xs, slot: constexpr, sx4, at, XDT: constexpr):
     """The 8 values at element `at` (a multiple of 8) of XSH's chunk in shared memory (`x_slot`: every 256 values
     followed by 4 unused ones) into xs[slot:slot + 8], in two 16-byte loads."""
-    q = x_slot(at // 4)
+    q = x_slot(at >> 2)
     for c in static_range(2):
         v = sx4[q + c]
         for j in static_range(4):
@@ -791,7 +798,6 @@ def pack2(lo, hi):
     return u32(bitcast(f16(lo), u16)) | (u32(bitcast(f16(hi), u16)) << 16)
 
 
-H2 = vector_type(f16, 2)
 # store_block32's f16 integers: 1024 + u has the bits 0x6400 | u (u < 1024), so (0x6400 | u) - (1024 + offset) is the
 # weight's integer q, exactly: the offset of q4_0 (8), q5_0 (16) and q8_0 (128: its signed bytes read as u ^ 0x80)
 F16_INT_BIAS = {"q4_0": 1032.0, "q5_0": 1040.0, "q8_0": 1152.0}
