@@ -20,8 +20,7 @@ B='[{"wm":2,"wn":4,"sm":4,"sn":2,"kt":2,"pad":1,"prefetch":2},
 {"wm":2,"wn":4,"sm":4,"sn":2,"kt":2,"pad":1,"prefetch":2,"stages":1},
 {"wm":2,"wn":4,"sm":4,"sn":2,"kt":4,"pad":1,"prefetch":2,"stages":1},
 {"wm":4,"wn":2,"sm":2,"sn":4,"kt":2,"pad":1,"prefetch":2},
-{"wm":2,"wn":2,"sm":4,"sn":4,"kt":4,"pad":1,"prefetch":2,"stages":1},
-{"wm":2,"wn":2,"sm":2,"sn":2,"kt":2,"pad":1,"prefetch":2}]'
+{"wm":2,"wn":2,"sm":4,"sn":4,"kt":4,"pad":1,"prefetch":2,"stages":1}]'
 timeout 190 python3 benchmarks/quant_sweep.py --only prefill --stats --prefill-cases 5,8,6,7,9,10 \
     --blocks "$B" --seconds 170 --out $OUT/A1_prefill.jsonl > $OUT/A1_log.txt 2>&1
 timeout 110 python3 benchmarks/llama_peer.py --sweep --ns 512 --candidates 0 --skinny-candidates 0 \
