@@ -23,6 +23,6 @@ B='[{"wm":2,"wn":4,"sm":4,"sn":2,"kt":2,"pad":1,"prefetch":2},
 {"wm":2,"wn":2,"sm":4,"sn":4,"kt":4,"pad":1,"prefetch":2,"stages":1}]'
 timeout 140 python3 benchmarks/quant_sweep.py --only prefill --stats --prefill-cases 5,8,6,7,9,10 \
     --blocks "$B" --seconds 120 --out $OUT/A1_prefill.jsonl > $OUT/A1_log.txt 2>&1
-timeout 80 python3 benchmarks/llama_peer.py --sweep --ns 512 --candidates 0 --skinny-candidates 0 \
-    --thin-candidates 0 --budget-s 60 $OUT/A2_peer > $OUT/A2_log.txt 2>&1
+timeout 60 python3 benchmarks/llama_peer.py --sweep --ns 512 --candidates 0 --skinny-candidates 0 \
+    --thin-candidates 0 --budget-s 45 $OUT/A2_peer > $OUT/A2_log.txt 2>&1
 tail -3 $OUT/A1_log.txt $OUT/A3_log.txt $OUT/A2_log.txt
