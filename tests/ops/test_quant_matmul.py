@@ -603,3 +603,8 @@ def test_decode_through_the_gemm_where_tuned(device, fmt, monkeypatch):
     assert any("quant_gemm" in name for name in launched) and any("reduce" in name for name in launched)
     assert_close(got, expected(x, w64), np.float16)
     assert_close(gemv, expected(x, w64), np.float16)
+    launched.clear()  # f32 activations keep the GEMV, which does not round them to f16
+    x32 = activations((1, k), np.float32) * np.float32(1e-6)
+    got32 = hydroplane.matmul(x32, qw.T, device=device)
+    assert not any("quant_gemm" in name for name in launched)
+    assert_close(got32, expected(x32, w64), np.float32)

@@ -552,7 +552,9 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
             for w, b, c in ((weight, blocks, first), (second, blocks_b, first + weight.n)):
                 if w is None:
                     continue
-                by_gemm = (w.fmt, m, w.n, w.k) in GEMM_TUNING  # a measured entry: the GEMM at any M
+                # a measured entry sends a decode through the GEMM, for f16 activations only: the GEMM rounds f32
+                # and bf16 ones to f16, where the GEMV keeps them (rows of activations under 2^-14 lose precision)
+                by_gemm = kind == "f16" and (w.fmt, m, w.n, w.k) in GEMM_TUNING
                 if (m <= DECODE_ROWS and not by_gemm) or tiles is None or prologue is not None:
                     _gemv(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, ldd, c, prologue)
                 else:
