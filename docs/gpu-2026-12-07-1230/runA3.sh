@@ -1,7 +1,6 @@
 #!/bin/bash
-# Call A3 alone (the device budget left): the decode through the GEMM
-# (tuning, not the measuring run): the loads two K steps ahead (PREFETCH 2) in the quantized prefill GEMM
-# and in the f16 GEMM's deep-prefill K-split candidates, beside the shipped plans, GPU timestamps.
+# runA.sh's first step alone (the device budget left): the decode (M = 1) through the prefill GEMM's tensor cores,
+# split over K, beside the shipped GEMV; tuning, not the measuring run; GPU timestamps.
 for f in .gl/*.deb; do dpkg -x $f / >/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src PYTHONUNBUFFERED=1
 python3 -m compileall -q src
