@@ -459,8 +459,8 @@ def staged_k_loop(acc, sa, sb, a, b, row0, col0, k_begin, k_end, M, N, lda, ldb,
     against M, N and k_end unless the block is whole: full), then subgroup (wm, wn) multiplies its tiles out of them.
     STAGES=2 fills the other buffer while this one is multiplied (one barrier a step); PREFETCH issues the next step's
     loads into registers before the multiplications and stores them after (PREFETCH 2: the step after next's, into
-    a second register set, `ahead_step`). The plain and the K-split GEMM run it,
-    and kernels with other staging (`staging`) too."""
+    a second register set, `ahead_step`). The plain and the K-split GEMM run it, and kernels with other staging
+    (`staging`) too."""
     TB, SN = loop.TB, loop.SN
     STAGES, PREFETCH, EDGES = loop.STAGES, loop.PREFETCH, loop.EDGES
     LOAD, STORE, SYNC = loop.LOAD, loop.STORE, loop.SYNC  # all True but for the ablation benchmark
