@@ -468,61 +468,60 @@ def staged_k_loop(acc, sa, sb, a, b, row0, col0, k_begin, k_end, M, N, lda, ldb,
     btile = local_array(TB, SN)
     regs = local_array(V4, blocks.REGISTERS if PREFETCH else 1)
     steps = (k_end - k_begin + BK - 1) // BK
-    if PREFETCH == 2 and steps > 0:  # two steps ahead: two register sets, the loop unrolled by two to swap them
-        ahead = local_array(V4, blocks.REGISTERS)
-        first_guard = EDGES and (not full or k_begin + BK > k_end)
-        staging.fetch(regs, a, b, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
-        staging.put(sa, sb, regs, 0, 0, blocks)
-        if steps > 1:
-            staging.fetch(regs, a, b, row0, col0, k_begin + BK, M, N, k_end, lda, ldb,
-                          EDGES and (not full or k_begin + 2 * BK > k_end), blocks)
-        barrier()
-        for pair in range((steps + 1) // 2):
-            step = 2 * pair
-            ahead_step(acc, btile, sa, sb, regs, ahead, a, b, row0, col0, k_begin, step, steps, k_end, M, N, lda,
-                       ldb, wm, wn, full, blocks, loop, staging)
-            if step + 1 < steps:
-                ahead_step(acc, btile, sa, sb, ahead, regs, a, b, row0, col0, k_begin, step + 1, steps, k_end, M, N,
-                           lda, ldb, wm, wn, full, blocks, loop, staging)
-    elif steps > 0:
+    if steps > 0:
         first_guard = EDGES and (not full or k_begin + BK > k_end)
         if PREFETCH:
             staging.fetch(regs, a, b, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
             staging.put(sa, sb, regs, 0, 0, blocks)
         else:
             staging.stage(sa, sb, a, b, 0, 0, row0, col0, k_begin, M, N, k_end, lda, ldb, first_guard, blocks)
+        if PREFETCH == 2:  # the second step's loads too, before the loop
+            if steps > 1:
+                staging.fetch(regs, a, b, row0, col0, k_begin + BK, M, N, k_end, lda, ldb,
+                              EDGES and (not full or k_begin + 2 * BK > k_end), blocks)
         barrier()
-        for step in range(steps):
-            k0 = k_begin + step * BK
-            current = 0
-            if STAGES == 2:
-                current = step % 2
-            more = step + 1 < steps
-            next_guard = EDGES and (not full or k0 + 2 * BK > k_end)  # the next blocks cross M, N or k_end
-            # The next blocks: into registers (PREFETCH: into shared memory after the multiplications) or, with
-            # two stages, straight into the other buffer while this one is multiplied.
-            if PREFETCH and LOAD:
-                if more:
-                    staging.fetch(regs, a, b, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
-            elif STAGES == 2 and LOAD and not PREFETCH:
-                if more:
-                    staging.stage(sa, sb, a, b, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
-                                  row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
-            multiply_step(acc, btile, sa, sb, current * blocks.A_SIZE, current * blocks.B_SIZE, wm, wn, blocks, loop)
-            if PREFETCH and STAGES == 2 and STORE:
-                if more:
-                    staging.put(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE, blocks)
-            if SYNC:
-                barrier()
-            if STAGES == 1 and STORE and (PREFETCH or LOAD):  # one buffer: refilled once every subgroup is done
-                if more:
-                    if PREFETCH:
-                        staging.put(sa, sb, regs, 0, 0, blocks)
-                    else:
-                        staging.stage(sa, sb, a, b, 0, 0, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard,
-                                      blocks)
-                    if SYNC:
-                        barrier()
+        if PREFETCH == 2:  # two steps ahead: two register sets, the loop unrolled by two to swap them
+            ahead = local_array(V4, blocks.REGISTERS)
+            for pair in range((steps + 1) // 2):
+                step = 2 * pair
+                ahead_step(acc, btile, sa, sb, regs, ahead, a, b, row0, col0, k_begin, step, steps, k_end, M, N,
+                           lda, ldb, wm, wn, full, blocks, loop, staging)
+                if step + 1 < steps:
+                    ahead_step(acc, btile, sa, sb, ahead, regs, a, b, row0, col0, k_begin, step + 1, steps, k_end, M,
+                               N, lda, ldb, wm, wn, full, blocks, loop, staging)
+        else:
+            for step in range(steps):
+                k0 = k_begin + step * BK
+                current = 0
+                if STAGES == 2:
+                    current = step % 2
+                more = step + 1 < steps
+                next_guard = EDGES and (not full or k0 + 2 * BK > k_end)  # the next blocks cross M, N or k_end
+                # The next blocks: into registers (PREFETCH: into shared memory after the multiplications) or, with
+                # two stages, straight into the other buffer while this one is multiplied.
+                if PREFETCH and LOAD:
+                    if more:
+                        staging.fetch(regs, a, b, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
+                elif STAGES == 2 and LOAD and not PREFETCH:
+                    if more:
+                        staging.stage(sa, sb, a, b, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE,
+                                      row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard, blocks)
+                multiply_step(acc, btile, sa, sb, current * blocks.A_SIZE, current * blocks.B_SIZE, wm, wn, blocks,
+                              loop)
+                if PREFETCH and STAGES == 2 and STORE:
+                    if more:
+                        staging.put(sa, sb, regs, (1 - current) * blocks.A_SIZE, (1 - current) * blocks.B_SIZE, blocks)
+                if SYNC:
+                    barrier()
+                if STAGES == 1 and STORE and (PREFETCH or LOAD):  # one buffer: refilled once every subgroup is done
+                    if more:
+                        if PREFETCH:
+                            staging.put(sa, sb, regs, 0, 0, blocks)
+                        else:
+                            staging.stage(sa, sb, a, b, 0, 0, row0, col0, k0 + BK, M, N, k_end, lda, ldb, next_guard,
+                                          blocks)
+                        if SYNC:
+                            barrier()
 
 
 @func
