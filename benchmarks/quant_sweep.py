@@ -213,6 +213,8 @@ def main(argv=None) -> int:
                         "the blocks' entries route the decode through the GEMM; {} stays the shipped GEMV)")
     parser.add_argument("--blocks", default=None, help="prefill: after the shipped plan, exactly these blocks "
                         "(a JSON list of GEMM_TUNING entries) instead of PREFILL_BLOCKS")
+    parser.add_argument("--x-dtype", default=None, choices=["float16", "float32"],
+                        help="prefill: the cases' activations in this dtype instead of each case's own")
     parser.add_argument("--formats", default=None, help="decode: only these formats (comma-separated)")
     parser.add_argument("--best", default=None, help="write the fastest decode plan of each case here (JSON), for "
                         "quant_h200.py --tuning")
@@ -323,6 +325,8 @@ def main(argv=None) -> int:
                     m, k, n = 40, 512, 64
                 if args.prefill_m:
                     m = args.prefill_m
+                if args.x_dtype:
+                    dtype = args.x_dtype
 
                 def apply_gemm(v, m=m, n=n, k=k, fmt=fmt):
                     table.clear()

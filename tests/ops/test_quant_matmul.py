@@ -603,8 +603,39 @@ def test_decode_through_the_gemm_where_tuned(device, fmt, monkeypatch):
     assert any("quant_gemm" in name for name in launched) and any("reduce" in name for name in launched)
     assert_close(got, expected(x, w64), np.float16)
     assert_close(gemv, expected(x, w64), np.float16)
-    launched.clear()  # f32 activations keep the GEMV, which does not round them to f16
+    launched.clear()  # small f32 activations too: scaled into f16's range first
     x32 = activations((1, k), np.float32) * np.float32(1e-6)
     got32 = hydroplane.matmul(x32, qw.T, device=device)
-    assert not any("quant_gemm" in name for name in launched)
+    assert any("quant_scaled_f16" in name for name in launched) and any("quant_gemm" in name for name in launched)
     assert_close(got32, expected(x32, w64), np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, BF16], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("fmt", ["q8_0", "q4_k"])
+def test_the_prefill_gemm_scales_each_row_into_f16s_range(device, dtype, fmt):
+    """f32 and bf16 rows enter the tensor cores as f16 times a power of two each (undone in the epilogue), so that
+    rows far below 2^-14 (f16's subnormals; found 2026-12-07: 2.1e-2 at 1e-6 before) or, in a DeviceArray, beyond
+    65504 keep the bound: each row is checked on its own. A row of zeros stays zeros; an infinite activation in a
+    DeviceArray still gives infinities in its row, not in the others."""
+    m, n, k = (20, 24, 256) if device == "ref" else (40, 72, 512)
+    qw, w64 = table(fmt, n, k)
+    scales = np.array([1e-30, 1e-12, 1e-6, 1e-5, 3e-5, 1, 1e4] * 6)[:m].astype(np.float32)
+    x = (activations((m, k), np.float32) * scales[:, None]).astype(dtype)
+    x[4] = 0
+    x[6, : k // 2] *= np.float32(1e-20)  # one row's values 2^-66 apart
+    bound = BF16_BOUND if np.dtype(dtype) == BF16 else BOUND
+    y = np.asarray(hydroplane.matmul(x, qw.T, device=device)).astype(np.float64)
+    want = expected(x, w64)
+    assert not y[4].any()
+    for r in (r for r in range(m) if r != 4):
+        error = np.linalg.norm(y[r] - want[r]) / np.linalg.norm(want[r])
+        assert error <= bound, f"row {r} (x about {scales[r]:g}): relative error {error:.2e}"
+    big = (activations((m, k), np.float32) * scales[::-1, None] * np.float32(1e30)).astype(dtype)
+    big[2, 5] = np.inf
+    d = hydroplane.matmul(device_array(big, device), qw.T, device=device).numpy().astype(np.float64)
+    want = expected(np.where(np.isinf(big), 0, big), w64)
+    assert np.isinf(d[2]).all() or np.isnan(d[2]).any()
+    for r in (r for r in range(m) if r != 2):
+        error = np.linalg.norm(d[r] - want[r]) / np.linalg.norm(want[r])
+        assert np.isfinite(d[r]).all() and error <= bound, f"row {r}: relative error {error:.2e}"

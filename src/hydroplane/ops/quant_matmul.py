@@ -7,8 +7,9 @@ x is f16, bf16 or f32 of any leading shape (..., K), a NumPy array or a DeviceAr
 QuantizedArray's `.T` (its blocks uploaded once per device and kept there while the QuantizedArray lives) or the `.T`
 of a quantized DeviceArray (`format` set, its buffer the blocks). The result is x's dtype, shape (..., N), f32
 accumulation, the dequantization in the kernels' loads (kernels/quant): M <= 16 rows take the decode GEMV (split
-over K when N is small), more take the cooperative-matrix GEMM (activations rounded to f16 on their way into shared
-memory: a host array with a value beyond f16's range is refused), or the GEMV where the device has no f16 tiles.
+over K when N is small), more take the cooperative-matrix GEMM (f16 activations; f32 and bf16 rows scaled by a
+power of two each into f16's range first, undone in the epilogue; a host array with a value beyond f16's range is
+refused all the same), or the GEMV where the device has no f16 tiles.
 Epilogue: bias (N values, in the result dtype), activation "relu" / "gelu" (tanh form), `out=`.
 
 `run_quantized(x, weight, fmt, (N, K), ...)` is the one core both weight kinds reach. Layer: ops.
@@ -40,6 +41,7 @@ from hydroplane.kernels.quant.source import (
     gemv_units_kernel,
     reduce_kernel,
     rows_kernel,
+    scaled_f16_kernel,
     stage_bytes,
 )
 from hydroplane.launch.prepared import KEPT_PLANS, DeviceArray, Layout, dispatch_kept, served_places, signature_of
@@ -552,9 +554,8 @@ def run_quantized(x, weight: Weight, *, bias=None, activation="none", out=None, 
             for w, b, c in ((weight, blocks, first), (second, blocks_b, first + weight.n)):
                 if w is None:
                     continue
-                # a measured entry sends a decode through the GEMM, for f16 activations only: the GEMM rounds f32
-                # and bf16 ones to f16, where the GEMV keeps them (rows of activations under 2^-14 lose precision)
-                by_gemm = kind == "f16" and (w.fmt, m, w.n, w.k) in GEMM_TUNING
+                # a measured entry sends a decode through the GEMM (f32 and bf16 rows scaled into f16's range)
+                by_gemm = (w.fmt, m, w.n, w.k) in GEMM_TUNING
                 if (m <= DECODE_ROWS and not by_gemm) or tiles is None or prologue is not None:
                     _gemv(rt, scratch, xarg, b, barg, d, w, m, kinds, bias is not None, activation, ldd, c, prologue)
                 else:
@@ -1143,6 +1144,14 @@ def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
     kind, out_kind = kinds
     tm, tn, tk = tiles
     k = weight.k
+    scaled = kind != "f16"
+    if scaled:  # f32 and bf16 rows as f16 times a power of two each (undone in the GEMM's epilogue), once
+        h = _alloc(rt, np.float16, (m * k,))
+        xe = _alloc(rt, np.int32, (m,))
+        scratch += [h, xe]
+        _launch(rt, scaled_f16_kernel(kind), dict(SG=target.subgroup_size), (min(m, MAX_GROUPS),),
+                {"x": _flat(x), "h": h, "xe": xe, "M": m, "K": k}, {"x4": "x", "h4": "h"})
+        x = h
     for n0, n1, words in windows(weight, blocks):
         n = n1 - n0
         plan = gemm_plan(m, n, k, tiles, tm < 16 or target.is_reference, target.shared_memory, weight.fmt)
@@ -1152,11 +1161,15 @@ def _gemm(rt, scratch, x, blocks, bias, d, weight: Weight, m: int, kinds: tuple[
         args = {"x": _flat(x), "w": words, "d": dflat, "M": m, "N": n, "K": k, "row_bytes": weight.row_bytes,
                 "ldd": ldd, "col_base": col0 + n0, "k_split": plan.k_split}
         aliases = {"x4": "x", "w4": "w"}
+        if scaled:
+            args["xe"] = xe
+        else:
+            aliases["xe"] = "x"
         part = _partial_and_bias(rt, scratch, args, aliases, plan.split, m, n, has_bias, bflat)
-        _launch(rt, gemm_kernel(kind, out_kind),
+        _launch(rt, gemm_kernel(out_kind),
                 dict(FMT=weight.fmt, TM=tm, TN=tn, TK=tk, WM=plan.wm, WN=plan.wn, SM=plan.sm, SN=plan.sn, KT=plan.kt,
                      SG=target.subgroup_size, BIAS=has_bias and not partial, ACT=act if not partial else "none",
-                     PAD=plan.pad, PREFETCH=plan.prefetch, STAGES=plan.stages, PARTIAL=partial,
+                     PAD=plan.pad, PREFETCH=plan.prefetch, STAGES=plan.stages, PARTIAL=partial, SCALED=scaled,
                      **({"ABLATE": plan.ablate} if plan.ablate else {})),
                 (ceil_div(n, plan.bn), ceil_div(m, plan.bm), plan.split), args, aliases)
         if partial:

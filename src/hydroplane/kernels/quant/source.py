@@ -14,14 +14,16 @@ GEMM's staging (`store_block32`, `store_k4`, `store_k6`), the format a constexpr
   pass); with a prologue the lanes' first unit of W is loaded before it (PRELOAD), so both latencies overlap;
   COALESCE: the row group's units loaded by consecutive lanes in consecutive chunks into shared memory, each lane
   then reading its own unit from there.
-- `gemm_kernel(XDT, ODT)` (prefill): the cooperative-matrix GEMM's staged K loop (kernels.gemm.source's
-  `staged_k_loop`, with this module's `QUANT_STAGING`): per K step `fetch_quant` loads the BM x BK block of x and
-  the words of W's BN x BK block into registers (every load of the step issued at once, none used there) and
-  `put_quant` rounds x to f16 (f32 and bf16 activations) and decodes W into shared memory as f16; PREFETCH issues the
+- `gemm_kernel(ODT)` (prefill): the cooperative-matrix GEMM's staged K loop (kernels.gemm.source's
+  `staged_k_loop`, with this module's `QUANT_STAGING`) over f16 activations: per K step `fetch_quant` loads the
+  BM x BK block of x and the words of W's BN x BK block into registers (every load of the step issued at once, none
+  used there) and `put_quant` stores x and decodes W into shared memory as f16; PREFETCH issues the
   next step's loads before the multiplications and decodes them after; the subgroups multiply their tiles out of
   shared memory with f32 accumulators; STAGES=2 (the default) fills the other shared buffer while this one is
   multiplied. The epilogue stages each accumulator tile through shared memory and writes it element by element;
-  PARTIAL (K split over grid z) writes f32 partial sums for reduce_kernel instead.
+  PARTIAL (K split over grid z) writes f32 partial sums for reduce_kernel instead. f32 and bf16 activations are
+  `scaled_f16_kernel`'s first: each row as f16 times a power of two that puts its largest value near 2^14 (SCALED:
+  the epilogue multiplies the row's results back), so that no row is too small or too large for f16.
 - `rows_kernel(ODT)`: out[t] = W[ids[t]] dequantized (an embedding of a quantized table); an id outside 0 .. V - 1
   gives a zero row.
 
@@ -48,6 +50,7 @@ from hydroplane.lang import (
     barrier,
     bitcast,
     cast,
+    clamp,
     constexpr,
     coop,
     f16,
@@ -59,6 +62,7 @@ from hydroplane.lang import (
     lane_id,
     local_array,
     local_index,
+    maximum,
     minimum,
     num_workgroups,
     readonly,
@@ -69,6 +73,7 @@ from hydroplane.lang import (
     static_range,
     subgroup_add,
     subgroup_id,
+    subgroup_max,
     subgroup_shuffle_xor,
     tanh,
     u16,
@@ -733,6 +738,58 @@ def stream_kernel():
     return quant_stream
 
 
+SCALE_THREADS = 256
+SCALE_TOP = 14  # a row's largest |x| is scaled into [2^14, 2^15): f16 keeps 11 bits down to 2^-28 of it
+SCALE_LIMIT = 126  # |exponent| at most: 2^e and 2^-e both normal f32
+
+
+@functools.cache
+def scaled_f16_kernel(XDT: str):
+    """x's rows (f32, or bf16 as u16; K a multiple of 8) as f16 times a power of two per row, into h, and that
+    power's exponent e into xe[row], for the prefill GEMM (which multiplies the f16 rows and scales each result row
+    by 2^-e in its epilogue). e puts the row's largest |x| in [2^SCALE_TOP, 2^(SCALE_TOP + 1)) (clamped to
+    +-SCALE_LIMIT): every value keeps f16's 11 significant bits down to 2^-28 of the row's largest, however small or
+    large the row (where plain f16 keeps them only from 2^-14 to 65504). A row of zeros, or with an infinity or a NaN,
+    gets e = 0 (an infinity stays one; a NaN stays NaN). The largest |x| is compared as bits (NaN-safe). One
+    workgroup per row, a grid-stride loop over rows."""
+    XS = STORAGE[XDT]
+
+    @kernel_source(local_size=SCALE_THREADS, name=f"quant_scaled_f16_{XDT}")
+    def quant_scaled_f16(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], h: Buffer[f16], h4: Buffer[V4],
+                         xe: Buffer[s32], M: s32, K: s32, SG: constexpr):
+        first = local_index()
+        chunks = K >> 3
+        xs = local_array(f32, 8)
+        tops = shared_array(u32, SCALE_THREADS // SG)
+        for row in range(workgroup_id(0), M, num_workgroups()):
+            top = u32(0)
+            for c in range(first, chunks, SCALE_THREADS):
+                load_x8(xs, 0, x4, (row * chunks + c) << 3, XDT)
+                for j in static_range(8):
+                    top = maximum(top, bitcast(xs[j], u32) & 0x7FFFFFFF)
+            top = subgroup_max(top)
+            barrier()
+            if lane_id() == 0:
+                tops[subgroup_id()] = top
+            barrier()
+            top = tops[0]
+            for j in range(1, SCALE_THREADS // SG):
+                top = maximum(top, tops[j])
+            e = s32(0)
+            if top != 0 and top < 0x7F800000:
+                e = clamp(s32(127 + SCALE_TOP) - s32(top >> 23), -SCALE_LIMIT, SCALE_LIMIT)
+            scale = bitcast(u32(127 + e) << 23, f32)
+            for c in range(first, chunks, SCALE_THREADS):
+                load_x8(xs, 0, x4, (row * chunks + c) << 3, XDT)
+                for j in static_range(8):
+                    xs[j] = xs[j] * scale
+                h4[row * chunks + c] = pack8(xs)
+            if first == 0:
+                xe[row] = e
+
+    return quant_scaled_f16
+
+
 @functools.cache
 def reduce_kernel(ODT: str):
     """The SPLIT K ranges' partial sums (part: SPLIT x M x N f32) added up, through the epilogue into d."""
@@ -838,15 +895,15 @@ def store_block32(sb, at, words, p0: constexpr, FMT: constexpr):
 @dataclass(frozen=True)
 class QuantBlocks(Blocks):
     """The GEMM's K-step geometry (A: BM x BK of x, B: BN x BK rows of W, both f16 in shared memory in 16-byte chunks
-    of 8: WIDE is 8, rows PAD chunks longer) with the weights' block format FMT and the activations' storage XDT.
+    of 8: WIDE is 8, rows PAD chunks longer) with the weights' block format FMT; x is f16 (f32 and bf16 rows are
+    scaled_f16_kernel's first).
 
     A K step's loads go into registers (V4s, `fetch_quant`) and are converted and decoded into shared memory later
     (`put_quant`): register 0 holds the step's k0 and the W items' alignment bits, then X_ITEMS items of x (8
-    activations: X_V4 registers each), then W_ITEMS items of W (32 weights of one row: W_V4 registers each, the raw
+    f16 activations: one register each), then W_ITEMS items of W (32 weights of one row: W_V4 registers each, the raw
     block words they need)."""
 
     FMT: str = "q8_0"
-    XDT: str = "f16"
 
     @property
     def X_TOTAL(self) -> int:
@@ -856,11 +913,6 @@ class QuantBlocks(Blocks):
     @property
     def X_ITEMS(self) -> int:
         return -(-self.X_TOTAL // self.THREADS)
-
-    @property
-    def X_V4(self) -> int:
-        """Registers per x item: 32 bytes of f32, 16 of f16 or bf16."""
-        return 2 if self.XDT == "f32" else 1
 
     @property
     def W_TOTAL(self) -> int:
@@ -879,7 +931,7 @@ class QuantBlocks(Blocks):
 
     @property
     def W_SLOT(self) -> int:
-        return 1 + self.X_ITEMS * self.X_V4
+        return 1 + self.X_ITEMS
 
     @property
     def REGISTERS(self) -> int:
@@ -897,7 +949,7 @@ def fetch_quant(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: co
     conversions and decoding wait for put_quant."""
     first = local_index()
     BK, THREADS, FMT = blocks.BK, blocks.THREADS, blocks.FMT
-    XV, WV, WS = blocks.X_V4, blocks.W_V4, blocks.W_SLOT
+    WV, WS = blocks.W_V4, blocks.W_SLOT
     GROUPS = BK // 8
     PER_ROW = BK // 32
     zero = vec(u32(0), u32(0), u32(0), u32(0))
@@ -905,12 +957,9 @@ def fetch_quant(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: co
         i = first + t * THREADS
         r = i // GROUPS
         g = i - r * GROUPS
-        at = ((row0 + r) * lda + k0 + g * 8) // (8 // XV)
-        for c in static_range(XV):
-            regs[1 + t * XV + c] = zero
+        regs[1 + t] = zero
         if i < blocks.X_TOTAL and (not guard or (row0 + r < M and k0 + g * 8 < K)):
-            for c in static_range(XV):
-                regs[1 + t * XV + c] = a[at + c]
+            regs[1 + t] = a[((row0 + r) * lda + k0 + g * 8) // 8]
     words = local_array(u32, 4 * WV)
     flags = u32(0)
     for t in static_range(blocks.W_ITEMS):
@@ -956,11 +1005,11 @@ def fetch_quant(regs, a, b, row0, col0, k0, M, N, K, lda, ldb, guard, blocks: co
 
 @func
 def put_quant(sa, sb, regs, a_base, b_base, blocks: constexpr):
-    """fetch_quant's registers into the shared blocks at a_base and b_base (elements): x's items rounded to f16 (f16
-    as stored), W's decoded (gguf's f32 products, rounded to f16), 16-byte chunks of 8 f16, rows PAD chunks longer."""
+    """fetch_quant's registers into the shared blocks at a_base and b_base (elements): x's items as loaded (f16), W's
+    decoded (gguf's f32 products, rounded to f16), 16-byte chunks of 8 f16, rows PAD chunks longer."""
     first = local_index()
     BK, THREADS, PAD, FMT = blocks.BK, blocks.THREADS, blocks.PAD, blocks.FMT
-    XV, WV, WS = blocks.X_V4, blocks.W_V4, blocks.W_SLOT
+    WV, WS = blocks.W_V4, blocks.W_SLOT
     GROUPS = BK // 8
     PER_ROW = BK // 32
     a0 = a_base // 8
@@ -968,7 +1017,7 @@ def put_quant(sa, sb, regs, a_base, b_base, blocks: constexpr):
     for t in static_range(blocks.X_ITEMS):
         i = first + t * THREADS
         if i < blocks.X_TOTAL:
-            sa[a0 + i + i // GROUPS * PAD] = x_chunk_of(regs, 1 + t * XV, blocks.XDT)
+            sa[a0 + i + i // GROUPS * PAD] = regs[1 + t]
     step = regs[0]
     k0 = s32(step[0])
     flags = step[1]
@@ -994,23 +1043,6 @@ def put_quant(sa, sb, regs, a_base, b_base, blocks: constexpr):
                 store_block32(sb, at, words, 0, FMT)
             else:
                 store_block32(sb, at, words, 2, FMT)
-
-
-@func
-def x_chunk_of(regs, slot: constexpr, XDT: constexpr):
-    """The 8 activations held in regs[slot] (f16, bf16) or regs[slot : slot + 2] (f32) as one chunk of 8 f16."""
-    if XDT == "f16":
-        return regs[slot]
-    if XDT == "f32":
-        lo = regs[slot]
-        hi = regs[slot + 1]
-        return vec(pack2(bitcast(lo[0], f32), bitcast(lo[1], f32)), pack2(bitcast(lo[2], f32), bitcast(lo[3], f32)),
-                   pack2(bitcast(hi[0], f32), bitcast(hi[1], f32)), pack2(bitcast(hi[2], f32), bitcast(hi[3], f32)))
-    v = regs[slot]
-    return vec(pack2(bitcast(v[0] << 16, f32), bitcast(v[0] & 0xFFFF0000, f32)),
-               pack2(bitcast(v[1] << 16, f32), bitcast(v[1] & 0xFFFF0000, f32)),
-               pack2(bitcast(v[2] << 16, f32), bitcast(v[2] & 0xFFFF0000, f32)),
-               pack2(bitcast(v[3] << 16, f32), bitcast(v[3] & 0xFFFF0000, f32)))
 
 
 @func
@@ -1117,24 +1149,27 @@ def gemm_threads(constexprs: dict) -> int:
 
 
 @functools.cache
-def gemm_kernel(XDT: str, ODT: str):
-    """The prefill GEMM for activations XDT and output ODT: the module docstring. PREFETCH: the next K step's loads
+def gemm_kernel(ODT: str):
+    """The prefill GEMM for f16 activations (f32 and bf16 rows are scaled_f16_kernel's first) and output ODT: the
+    module docstring. PREFETCH: the next K step's loads
     are issued into registers before the multiplications and decoded into shared memory after them. SPLIT: the
     workgroups of grid z take K ranges of k_split each and write f32 partial sums into `part` (reduce_kernel adds
-    them up and applies the epilogue). ABLATE (measurement only, wrong results): KLoop's, for
-    benchmarks/quant_sweep.py --ablate."""
-    XS, OS = STORAGE[XDT], STORAGE[ODT]
+    them up and applies the epilogue). SCALED: x's rows are scaled_f16_kernel's (f16 times 2^xe[row]); each result
+    row is multiplied by 2^-xe[row] before the epilogue (or the partial sums). ABLATE (measurement only, wrong
+    results): KLoop's, for benchmarks/quant_sweep.py --ablate."""
+    OS = STORAGE[ODT]
 
-    @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{XDT}_{ODT}")
-    def quant_gemm(x: Buffer[XS, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
-                   w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32], M: s32,
+    @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{ODT}")
+    def quant_gemm(x: Buffer[f16, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
+                   w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32],
+                   xe: Buffer[s32, readonly], M: s32,
                    N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, k_split: s32, FMT: constexpr,
                    TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
                    SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr, STAGES: constexpr = 2,
                    PAD: constexpr = 0, PREFETCH: constexpr = False, PARTIAL: constexpr = False,
-                   ABLATE: constexpr = ""):
+                   SCALED: constexpr = False, ABLATE: constexpr = ""):
         blocks = QuantBlocks(False, True, WM * SM * TM, WN * SN * TN, KT * TK, WM * WN * SG, f16, WIDE=8, PAD=PAD,
-                             FMT=FMT, XDT=XDT)
+                             FMT=FMT)
         BM, BN = blocks.BM, blocks.BN
         TA = coop.Matrix[f16, TM, TK, coop.A]
         TB = coop.Matrix[f16, TK, TN, coop.B]
@@ -1174,11 +1209,14 @@ def gemm_kernel(XDT: str, ODT: str):
                     r = e // TN
                     c = e - r * TN
                     if r0 + r < M and c0 + c < N:
+                        v = sc[region + e]
+                        if SCALED:  # x's row was scaled by 2^xe (scaled_f16_kernel): exact, |xe| <= 126
+                            v = v * bitcast(u32(127 - xe[r0 + r]) << 23, f32)
                         if PARTIAL:
-                            part[(split * M + r0 + r) * N + c0 + c] = sc[region + e]
+                            part[(split * M + r0 + r) * N + c0 + c] = v
                         else:
                             col = col_base + c0 + c
-                            d[(r0 + r) * ldd + col] = finish_value(sc[region + e], bias, col, BIAS, ACT, ODT)
+                            d[(r0 + r) * ldd + col] = finish_value(v, bias, col, BIAS, ACT, ODT)
                 barrier()
 
     return quant_gemm
