@@ -10,8 +10,7 @@ mkdir -p /tmp/c
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > /tmp/c/C0_gpu.txt
 B='[{"wm":2,"wn":4,"sm":4,"sn":2,"kt":4,"pad":1,"prefetch":true,"stages":1},
 {"wm":2,"wn":4,"sm":4,"sn":2,"kt":4,"pad":1,"prefetch":2,"stages":1},
-{"wm":2,"wn":4,"sm":4,"sn":2,"kt":4,"pad":1,"prefetch":2,"stages":2},
-{"wm":2,"wn":4,"sm":4,"sn":2,"kt":8,"pad":1,"prefetch":2,"stages":1},
+{"wm":2,"wn":4,"sm":4,"sn":2,"kt":4,"pad":0,"prefetch":2,"stages":1},
 {"wm":4,"wn":2,"sm":2,"sn":4,"kt":4,"pad":1,"prefetch":2,"stages":1}]'
 timeout 130 python3 benchmarks/quant_sweep.py --only prefill --stats --prefill-cases 5,8,6,7,9,10 \
     --blocks "$B" --seconds 115 --out /tmp/c/C1_prefill.jsonl > /tmp/c/C1_log.txt 2>&1
