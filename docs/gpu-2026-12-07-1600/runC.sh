@@ -1,8 +1,8 @@
 #!/bin/bash
 # Call C (tuning, not the measuring run), 2026-12-07 16:30 UTC: call B found the 128 x 128 block with K steps of
 # 64 (kt 4), one stage and PREFETCH 2 fastest at every 512-row 14336-deep shape; this call separates PREFETCH 2 from
-# the deeper step (the same block with PREFETCH 1, with two stages, with K steps of 128) and tries it at Gemma 3
-# 270M's prefill shapes (f32 activations, scaled) beside the shipped plans. Outputs tarred (few files come back).
+# the deeper step (the same block with PREFETCH 1; without the rows' padding; as 4 x 2 subgroups: two stages or
+# K steps of 128 would exceed the 48 KiB of shared memory) and tries it at Gemma 3 270M's prefill shapes (f32 activations, scaled) beside the shipped plans. Outputs tarred (few files come back).
 for f in .gl/*.deb; do dpkg -x $f / >/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json PYTHONPATH=src PYTHONUNBUFFERED=1
 python3 -m compileall -q src
