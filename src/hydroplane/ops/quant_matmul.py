@@ -1050,8 +1050,12 @@ def _reduce_split(rt, part, dflat, bflat, m: int, n: int, splits: int, ldd: int,
 # Then on an H100 (2026-12-05 21:42 UTC, quant_sweep.py --only prefill, after the staging's decoding moved to 2 x f16
 # arithmetic; docs/perf.md): 128 x 128 as 8 subgroups of 4 x 2 tiles with prefetch, 512 x 14336 -> 4096: q4_0 718 ->
 # 505.9 us (118.9 TFLOP/s), q4_k 697 -> 594.8, q6_k 1082 -> 568.0 (the 4-subgroup block before: 1345, 2377, 1331).
+# Then (an H100, 2026-12-07 16:26 UTC, docs/gpu-2026-12-07-1600/runC.sh) the same block with K steps of 64 (kt 4)
+# in one stage (45 KiB of shared memory): 512 x 14336 -> 4096 q4_0 512.1 -> 430.6 us, q5_0 552.2 -> 471.8, q8_0
+# 624.0 -> 523.1 (its tuned entry), q4_k 595.0 -> 467.9, q6_k 566.4 -> 462.8; 512 x 4096 -> 14336 q8_0 724.5 -> 623.2
+# (its tuned entry); PREFETCH 2 in it 3-11% slower, without the rows' padding 2.2-2.7x slower.
 GEMM_BLOCKS = (
-    {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 128 x 128, 8 subgroups
+    {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 4, "pad": 1, "prefetch": True, "stages": 1},  # 128 x 128, 8 subgroups
     {"wm": 2, "wn": 2, "sm": 2, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 64 x 64
 )
 GEMM_WORKGROUPS = 128  # the H200 has 132 multiprocessors
@@ -1065,11 +1069,8 @@ GEMM_SPLIT_MAX = 4
 GEMM_TUNING: dict = {
     (512, 1536, 640): {"wm": 2, "wn": 4, "sm": 4, "sn": 2, "kt": 2, "pad": 1, "prefetch": True},  # 52.4 -> 43.9 us
     (512, 640, 2048): {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 2, "pad": 1, "prefetch": True},  # 99.1 -> 64.5 us
-    # q8_0 at the benchmark's 512-row shapes, an H100, 2026-12-06 11:45 UTC (quant_sweep.py --only prefill
-    # --prefill-cases 8,9,10,5,6,7, each measured once; the rule's 128 x 128 block stays the fastest for q4_0, q5_0,
-    # q4_k and q6_k there): 14336 -> 4096 638.1 -> 610.6 us, 4096 -> 14336 763.5 -> 714.5 us
-    ("q8_0", 512, 4096, 14336): {"wm": 2, "wn": 2, "sm": 4, "sn": 4, "kt": 4, "pad": 1, "prefetch": True, "stages": 1},
-    ("q8_0", 512, 14336, 4096): {"wm": 4, "wn": 2, "sm": 2, "sn": 4, "kt": 2, "pad": 1, "prefetch": True, "split": 2},
+    # (q8_0's two entries at the benchmark's 512-row shapes, 2026-12-06, went on 2026-12-07: the rule's first block
+    # is faster there now, above)
 }
 SMALL_GEMM_SHAPE = {"wm": 2, "wn": 2, "sm": 1, "sn": 1, "pad": 0}  # smaller tiles (lavapipe), the reference executor
 
