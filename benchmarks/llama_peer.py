@@ -72,10 +72,10 @@ PREFILL_EXTRA = tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=(4, 4),
                                   prefetch=True, split=split)
                       for sg, kt, st, split in (((2, 2), 2, 1, 2), ((2, 2), 2, 1, 4), ((2, 2), 2, 2, 2),
                                                 ((2, 2), 2, 2, 4), ((4, 2), 2, 1, 2))) + \
-    tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=tiles, k_tiles=2, stages=st, pad=1, prefetch=2,
-                      split=split)  # the loads two K steps ahead (a second register set)
-          for sg, tiles, st, split in (((2, 4), (4, 2), 2, 2), ((2, 4), (4, 2), 1, 2), ((2, 2), (4, 4), 1, 2),
-                                       ((2, 4), (4, 2), 2, 4)))
+    tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=tiles, k_tiles=4, stages=1, pad=1, prefetch=pf,
+                      split=split)  # K steps of 64 in one stage: the quantized GEMM's win of 2026-12-07 (docs/quant.md)
+          for sg, tiles, pf, split in (((2, 2), (4, 4), True, 2), ((2, 2), (4, 4), True, 4), ((2, 4), (4, 2), True, 2),
+                                       ((2, 4), (4, 2), True, 4), ((2, 2), (4, 4), 2, 2)))
 
 
 def candidates_of(problem: GemmProblem, runner, args) -> list:
