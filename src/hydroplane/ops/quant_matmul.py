@@ -262,9 +262,10 @@ def _bits(x, kind: str):
 
 
 def _check_f16_range(x: np.ndarray, kind: str) -> None:
-    """Refuse a host activation beyond f16's finite range, an infinite one included: the result would depend on
-    the path (the prefill GEMM's f16 makes a large value inf; the decode GEMV of q4_0, q5_0 and q4_k subtracts each
-    block's sum of activations, so an inf makes its row NaN where the prefill gives +-inf)."""
+    """Refuse a host activation beyond f16's finite range (the issue's contract: activations enter the tensor cores
+    as f16; the prefill GEMM scales f32 and bf16 rows into f16's range, the GEMV reads them as they are), an
+    infinite one included: the decode GEMV of q4_0, q5_0 and q4_k subtracts each block's sum of activations, so an
+    inf makes its row NaN where the prefill gives +-inf."""
     if x.size == 0:
         return
     big = np.isinf(x) if kind == "f16" else np.abs(x.astype(np.float32)) > F16_MAX
@@ -274,8 +275,8 @@ def _check_f16_range(x: np.ndarray, kind: str) -> None:
         if np.isinf(float(x[at])):
             raise QuantMatmulError(f"{where}: an infinite activation gives a result that depends on the path (the "
                                    "decode GEMV's q4_0, q5_0 and q4_k rows NaN, the prefill GEMM's +-inf)")
-        raise QuantMatmulError(f"{where} is beyond f16's range (65504): {kind} activations enter the quantized "
-                               "kernels as f16; scale them down")
+        raise QuantMatmulError(f"{where} is beyond f16's range (65504): a quantized matmul takes {kind} "
+                               "activations within f16's range (its tensor cores multiply f16); scale them down")
 
 
 # the call -----------------------------------------------------------------------------------------------------

@@ -749,9 +749,9 @@ def scaled_f16_kernel(XDT: str):
     power's exponent e into xe[row], for the prefill GEMM (which multiplies the f16 rows and scales each result row
     by 2^-e in its epilogue). e puts the row's largest |x| in [2^SCALE_TOP, 2^(SCALE_TOP + 1)) (clamped to
     +-SCALE_LIMIT): every value keeps f16's 11 significant bits down to 2^-28 of the row's largest, however small or
-    large the row (where plain f16 keeps them only from 2^-14 to 65504). A row of zeros, or with an infinity or a NaN,
-    gets e = 0 (an infinity stays one; a NaN stays NaN). The largest |x| is compared as bits (NaN-safe). One
-    workgroup per row, a grid-stride loop over rows."""
+    large the row (where plain f16 keeps them only from 2^-14 to 65504). The largest is taken over the row's finite
+    values, compared as bits (an infinity stays one, a NaN stays NaN); a row of zeros gets e = 0. One workgroup per
+    row, a grid-stride loop over rows."""
     XS = STORAGE[XDT]
 
     @kernel_source(local_size=SCALE_THREADS, name=f"quant_scaled_f16_{XDT}")
@@ -766,7 +766,8 @@ def scaled_f16_kernel(XDT: str):
             for c in range(first, chunks, SCALE_THREADS):
                 load_x8(xs, 0, x4, (row * chunks + c) << 3, XDT)
                 for j in static_range(8):
-                    top = maximum(top, bitcast(xs[j], u32) & 0x7FFFFFFF)
+                    bits = bitcast(xs[j], u32) & 0x7FFFFFFF
+                    top = maximum(top, select(bits < 0x7F800000, bits, u32(0)))  # finite values only
             top = subgroup_max(top)
             barrier()
             if lane_id() == 0:
@@ -776,7 +777,7 @@ def scaled_f16_kernel(XDT: str):
             for j in range(1, SCALE_THREADS // SG):
                 top = maximum(top, tops[j])
             e = s32(0)
-            if top != 0 and top < 0x7F800000:
+            if top != 0:
                 e = clamp(s32(127 + SCALE_TOP) - s32(top >> 23), -SCALE_LIMIT, SCALE_LIMIT)
             scale = bitcast(u32(127 + e) << 23, f32)
             for c in range(first, chunks, SCALE_THREADS):
