@@ -48,6 +48,7 @@ from matmul_h200 import ICD, Row, copy_bandwidth, make_inputs, measure, on_devic
 
 from hydroplane import vk  # noqa: E402
 from hydroplane.kernels.gemm import GemmProblem, parse_dtype  # noqa: E402
+from hydroplane.kernels.gemm.plan import GemmConfig  # noqa: E402
 from hydroplane.kernels.gemm.route import (  # noqa: E402
     GemvConfig,
     SplitConfig,
@@ -77,6 +78,11 @@ PREFILL_EXTRA = tuple(SplitConfig(tile=(16, 16, 16), subgroups=sg, tiles=(4, 4),
           for sg, tiles, pf, split in (((2, 2), (4, 4), True, 2), ((2, 2), (4, 4), True, 4), ((2, 4), (4, 2), True, 2),
                                        ((2, 4), (4, 2), True, 4), ((2, 2), (4, 4), 2, 2)))
 
+# --sweep --squares: the 8192^3 squares' K steps of 64 in one stage (the 128 x 256 block's would exceed 48 KiB)
+SQUARE_EXTRA = tuple(GemmConfig(kind="coop", tile=(16, 16, 16), subgroups=sg, tiles=tiles, k_tiles=4, stages=1,
+                                pad=1, prefetch=True)
+                     for sg, tiles in (((2, 2), (4, 4)), ((2, 4), (4, 2)), ((4, 2), (2, 4))))
+
 
 def candidates_of(problem: GemmProblem, runner, args) -> list:
     found = [c for c in route_candidates(problem, runner.target) if getattr(c, "kind", "") != "scalar"]
@@ -85,6 +91,8 @@ def candidates_of(problem: GemmProblem, runner, args) -> list:
     others = [c for c in found if not isinstance(c, GemvConfig) and c not in thin]
     others = sorted(others, key=lambda c: not isinstance(c, SplitConfig))[:args.candidates] if problem.m > 16 else []
     extra = list(PREFILL_EXTRA) if problem.m > 16 and problem.k >= 8192 else []
+    if problem.m == problem.n == problem.k:
+        extra = list(SQUARE_EXTRA)
     return list(dict.fromkeys([runner.tuned_config(problem), *skinny, *thin, *extra, *others]))
 
 
@@ -131,6 +139,7 @@ def main() -> int:
     parser.add_argument("--warmup-s", type=float, default=0.3)
     parser.add_argument("--budget-s", type=float, default=200)
     parser.add_argument("--no-squares", action="store_true")
+    parser.add_argument("--squares", action="store_true", help="--sweep: the 8192^3 squares too")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--tiny", action="store_true", help="256 x 512 weights, no torch, no squares (lavapipe)")
     args = parser.parse_args()
@@ -163,7 +172,7 @@ def main() -> int:
     torch_copy, _ = copy_bandwidth(torch, runner, out) if not args.sweep else (None, None)
     problems = [(f"n={n}", GemmProblem(n, M_W, K_W, parse_dtype(d), "nt")) for d in args.dtypes.split(",")
                 for n in map(int, filter(None, args.ns.split(",")))]  # --ns "": the squares alone
-    if not args.sweep and not args.no_squares:
+    if (not args.sweep and not args.no_squares) or (args.sweep and args.squares and not args.tiny):
         problems += [(f"{s}^3", GemmProblem(s, s, s, parse_dtype(d), "nn")) for d, s in SQUARES]
     rows, table = [], {}
     deadline_per = args.budget_s / max(1, len(problems))
