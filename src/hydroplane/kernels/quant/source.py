@@ -1152,19 +1152,18 @@ def gemm_threads(constexprs: dict) -> int:
 @functools.cache
 def gemm_kernel(ODT: str):
     """The prefill GEMM for f16 activations (f32 and bf16 rows are scaled_f16_kernel's first) and output ODT: the
-    module docstring. PREFETCH: the next K step's loads
-    are issued into registers before the multiplications and decoded into shared memory after them. SPLIT: the
-    workgroups of grid z take K ranges of k_split each and write f32 partial sums into `part` (reduce_kernel adds
-    them up and applies the epilogue). SCALED: x's rows are scaled_f16_kernel's (f16 times 2^xe[row]); each result
-    row is multiplied by 2^-xe[row] before the epilogue (or the partial sums). ABLATE (measurement only, wrong
-    results): KLoop's, for benchmarks/quant_sweep.py --ablate."""
+    module docstring. PREFETCH: the next K step's loads are issued into registers before the multiplications and
+    decoded into shared memory after them. SPLIT: the workgroups of grid z take K ranges of k_split each and write
+    f32 partial sums into `part` (reduce_kernel adds them up and applies the epilogue). SCALED: x's rows are
+    scaled_f16_kernel's (f16 times 2^xe[row]); each result row is multiplied by 2^-xe[row] before the epilogue (or
+    the partial sums). ABLATE (measurement only, wrong results): KLoop's, for benchmarks/quant_sweep.py --ablate."""
     OS = STORAGE[ODT]
 
     @kernel_source(local_size=gemm_threads, name=f"quant_gemm_{ODT}")
     def quant_gemm(x: Buffer[f16, readonly], x4: Buffer[V4, readonly], w: Buffer[u32, readonly],
                    w4: Buffer[V4, readonly], bias: Buffer[OS, readonly], d: Buffer[OS], part: Buffer[f32],
-                   xe: Buffer[s32, readonly], M: s32,
-                   N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32, k_split: s32, FMT: constexpr,
+                   xe: Buffer[s32, readonly], M: s32, N: s32, K: s32, row_bytes: s32, ldd: s32, col_base: s32,
+                   k_split: s32, FMT: constexpr,
                    TM: constexpr, TN: constexpr, TK: constexpr, WM: constexpr, WN: constexpr, SM: constexpr,
                    SN: constexpr, KT: constexpr, SG: constexpr, BIAS: constexpr, ACT: constexpr, STAGES: constexpr = 2,
                    PAD: constexpr = 0, PREFETCH: constexpr = False, PARTIAL: constexpr = False,
